@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing thumbd needs on a fresh Debian bookworm
+# machine (as root), skipping whatever is already there. Usage:
+#   scripts/deps.sh [dev|docker|node|promtool]...   (default: dev)
+set -euo pipefail
+
+apt_updated=0
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+main() {
+  [ $# -eq 0 ] && set -- dev
+  for what in "$@"; do
+    case "$what" in
+      dev) apt_install libvips-dev libvips-tools pkg-config gcc ;;
+      docker) apt_install docker.io ;;
+      promtool) apt_install prometheus ;;
+      node) (cd "$(dirname "$0")/../bench/twins/node" && npm ci --no-audit --no-fund --loglevel=error) ;;
+      *) echo "deps.sh: unknown group: $what" >&2; return 2 ;;
+    esac
+  done
+}
+
+main "$@"
