@@ -1,0 +1,66 @@
+// Package admission bounds work: a fixed number of jobs run at once and a
+// fixed number wait; anyone beyond that is turned away at once instead of
+// piling up (the pattern of imgproxy's workers and chi's ThrottleBacklog).
+package admission
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrFull means every running slot and every waiting place is taken.
+var ErrFull = errors.New("admission: queue full")
+
+// Gate admits up to slots running jobs plus queue waiting ones.
+type Gate struct {
+	tickets chan struct{} // one per admitted job, running or waiting
+	slots   chan struct{} // one per running job
+}
+
+// New returns a gate with slots running places and queue waiting places.
+func New(slots, queue int) *Gate {
+	return &Gate{tickets: make(chan struct{}, slots+queue), slots: make(chan struct{}, slots)}
+}
+
+// Ticket is an admitted job. Release it exactly once.
+type Ticket struct {
+	g       *Gate
+	running bool
+}
+
+// Admit takes a place without waiting, or returns ErrFull.
+func (g *Gate) Admit() (*Ticket, error) {
+	select {
+	case g.tickets <- struct{}{}:
+		return &Ticket{g: g}, nil
+	default:
+		return nil, ErrFull
+	}
+}
+
+// Run waits for a running slot until ctx is done; it returns ctx's error
+// then, and the ticket keeps its waiting place until released.
+func (t *Ticket) Run(ctx context.Context) error {
+	select {
+	case t.g.slots <- struct{}{}:
+		t.running = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Release gives back the slot (if running) and the place.
+func (t *Ticket) Release() {
+	if t.running {
+		<-t.g.slots
+		t.running = false
+	}
+	<-t.g.tickets
+}
+
+// Running is the number of jobs holding a slot.
+func (g *Gate) Running() int { return len(g.slots) }
+
+// Waiting is the number of admitted jobs not yet running.
+func (g *Gate) Waiting() int { return max(len(g.tickets)-len(g.slots), 0) }

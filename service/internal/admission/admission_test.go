@@ -1,0 +1,47 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestGateAdmitsSlotsPlusQueueThenRefuses(t *testing.T) {
+	g := New(1, 2)
+	var tickets []*Ticket
+	for i := 0; i < 3; i++ {
+		tk, err := g.Admit()
+		if err != nil {
+			t.Fatalf("admit %d: %v", i, err)
+		}
+		tickets = append(tickets, tk)
+	}
+	if _, err := g.Admit(); !errors.Is(err, ErrFull) {
+		t.Fatalf("4th admit: got %v, want ErrFull", err)
+	}
+	if err := tickets[0].Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if g.Running() != 1 || g.Waiting() != 2 {
+		t.Fatalf("running %d waiting %d, want 1 and 2", g.Running(), g.Waiting())
+	}
+	// The second ticket cannot run while the first holds the only slot.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := tickets[1].Run(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("run while busy: got %v, want deadline exceeded", err)
+	}
+	tickets[0].Release()
+	if err := tickets[1].Run(context.Background()); err != nil {
+		t.Fatalf("run after release: %v", err)
+	}
+	tickets[1].Release()
+	tickets[2].Release()
+	if g.Running() != 0 || g.Waiting() != 0 {
+		t.Fatalf("after releases: running %d waiting %d", g.Running(), g.Waiting())
+	}
+	if _, err := g.Admit(); err != nil {
+		t.Fatalf("admit after releases: %v", err)
+	}
+}

@@ -1,0 +1,127 @@
+// Command thumbd is an HTTP thumbnail service: libvips through govips, on
+// chi, with Prometheus metrics. See the README for the API and settings.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "thumbd:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program: main only adds the signals and the exit code.
+// It returns when ctx is done and the service has drained, or on error.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == "health" {
+		return healthCheck(ctx, args[2:], getenv, stderr)
+	}
+	cfg, err := loadConfig(args[1:], getenv, stderr)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, stderr, nil)
+}
+
+// serve runs the service with cfg until ctx is done. When listening is
+// non-nil it receives the bound address once the listener is open (tests
+// use port 0).
+func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- string) error {
+	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	var sources *os.Root
+	if cfg.SourceDir != "" {
+		root, err := os.OpenRoot(cfg.SourceDir)
+		if err != nil {
+			return fmt.Errorf("source directory: %w", err)
+		}
+		defer root.Close()
+		sources = root
+	}
+
+	// Listen first: /health answers within milliseconds of exec, while
+	// libvips starts concurrently (its start-up maps many libraries).
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	if err != nil {
+		return err
+	}
+	life := newLifecycle()
+	engine := thumb.New(thumb.Config{
+		MaxPixels: cfg.MaxPixels, MaxFrames: cfg.MaxFrames, MaxSide: cfg.MaxSide,
+		// libvips' own thread pool follows the CPUs the process may use
+		// (GOMAXPROCS reads the cgroup limit), so a 1-CPU pod does not run
+		// a thread per host core.
+		Threads: cfg.Concurrency,
+		Logger:  logger,
+	})
+	engineUp := make(chan struct{})
+	go func() {
+		defer close(engineUp)
+		engine.Start()
+		life.engineStarted()
+		logger.Info("libvips started", "version", thumb.Version(), "threads", cfg.Concurrency)
+	}()
+
+	d := newDeps(cfg, logger, engine, life, sources)
+	srv := &http.Server{
+		Handler:           newServer(d),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	logger.Info("listening", "addr", ln.Addr().String(), "concurrency", cfg.Concurrency, "queue", cfg.Queue)
+	if listening != nil {
+		listening <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-serveErr:
+		<-engineUp
+		return err
+	case <-ctx.Done():
+	}
+
+	// Drain: /ready fails at once so load balancers stop sending; keep
+	// serving for the delay while endpoints are removed; then close the
+	// listener and let every admitted request finish.
+	life.drain()
+	logger.Info("draining", "delay", cfg.ShutdownDelay.String(), "timeout", cfg.ShutdownTimeout.String())
+	time.Sleep(cfg.ShutdownDelay)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	<-engineUp
+	if err != nil {
+		// Requests are still running on libvips: stopping it now would
+		// crash them, so leave it to process exit.
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if e := <-serveErr; e != nil && !errors.Is(e, http.ErrServerClosed) {
+		return e
+	}
+	engine.Stop()
+	logger.Info("stopped")
+	return nil
+}

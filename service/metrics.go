@@ -1,0 +1,130 @@
+package main
+
+import (
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// version is set at link time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// metrics are the service's own instruments, registered on an explicit
+// registry that is passed in.
+type metrics struct {
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	inFlight    prometheus.Gauge
+	queueWait   prometheus.Histogram
+	processing  prometheus.Histogram
+	sourceBytes prometheus.Histogram
+	rejections  *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "thumbd_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "thumbd_http_request_duration_seconds", Help: "Time to answer HTTP requests, by route pattern and status code.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route", "code"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "thumbd_http_requests_in_flight", Help: "HTTP requests being served.",
+		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_thumbnail_queue_wait_seconds", Help: "Time admitted thumbnails waited for libvips and a processing slot.",
+			Buckets: []float64{.0001, .001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		processing: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_thumbnail_processing_seconds", Help: "Time libvips spent on one thumbnail, decode to encode.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		sourceBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_thumbnail_source_bytes", Help: "Size of the source images admitted.",
+			Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
+		}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "thumbd_thumbnail_rejections_total", Help: "Thumbnail requests refused or failed, by reason.",
+		}, []string{"reason"}),
+	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "thumbd_build_info", Help: "Build of the running thumbd: always 1.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "libvips": thumb.Version()},
+	})
+	buildInfo.Set(1)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
+		}, func() float64 { return float64(gate.Waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_thumbnail_jobs_running", Help: "Thumbnails being processed by libvips.",
+		}, func() float64 { return float64(gate.Running()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_libvips_memory_bytes", Help: "Memory libvips tracks as allocated now.",
+		}, func() float64 { return libvipsMemory(life, false) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_libvips_memory_peak_bytes", Help: "Highest memory libvips tracked as allocated since start.",
+		}, func() float64 { return libvipsMemory(life, true) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_ready", Help: "1 when /ready answers 200, else 0.",
+		}, func() float64 {
+			if life.state() == stateReady {
+				return 1
+			}
+			return 0
+		}),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// libvipsMemory reads libvips' counters only once it has started.
+func libvipsMemory(life *lifecycle, peak bool) float64 {
+	select {
+	case <-life.engineReady:
+	default:
+		return 0
+	}
+	cur, high := thumb.Memory()
+	if peak {
+		return float64(high)
+	}
+	return float64(cur)
+}
+
+// instrument counts and times every request by its chi route pattern (read
+// after the handler ran, when chi has matched it), keeping the label set
+// small: unknown paths share the label "unmatched".
+func (m *metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		code := strconv.Itoa(ww.Status())
+		m.requests.WithLabelValues(route, r.Method, code).Inc()
+		m.duration.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
+	})
+}
+
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
