@@ -2,7 +2,7 @@
 // baseline the bench driver compares thumbd with. Plain node:http on purpose,
 // so the figures measure Node itself rather than a framework.
 import { createHash } from 'node:crypto';
-import { realpath, readFile } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -91,6 +91,8 @@ function parseQuery(search) {
   const query = new Map();
   for (const pair of search.split('&')) {
     if (pair === '') continue;
+    // Go's url.ParseQuery refuses ';' (no longer a separator), and so does thumbd.
+    if (pair.includes(';')) throw new HttpError(400, 'bad_parameter', 'The query has a ";", which is not a separator; escape it as %3B.');
     const eq = pair.indexOf('=');
     const name = unescapeQuery(eq < 0 ? pair : pair.slice(0, eq)).toString();
     const value = unescapeQuery(eq < 0 ? '' : pair.slice(eq + 1));
@@ -245,10 +247,10 @@ export async function probe(source) {
     throw new HttpError(415, 'unsupported_format', `The source format ${meta.format} is not supported; send jpeg, png, webp or gif.`);
   }
   if (meta.width * meta.height > LIMITS.maxPixels) {
-    throw new HttpError(422, 'unprocessable_image', `The source has ${meta.width}x${meta.height} pixels, more than the limit of ${LIMITS.maxPixels}.`);
+    throw new HttpError(422, 'too_many_pixels', `The source has ${meta.width}x${meta.height} pixels, more than the limit of ${LIMITS.maxPixels}.`);
   }
   if ((meta.pages ?? 1) > LIMITS.maxFrames) {
-    throw new HttpError(422, 'unprocessable_image', `The source has ${meta.pages} frames, more than the limit of ${LIMITS.maxFrames}.`);
+    throw new HttpError(422, 'too_many_frames', `The source has ${meta.pages} frames, more than the limit of ${LIMITS.maxFrames}.`);
   }
   return meta;
 }
@@ -284,11 +286,11 @@ export function render(source, { width, height, fit, gravity, format, quality })
 // Finds the source for GET /thumbnail?src= inside THUMBD_SOURCE_DIR.
 async function readSource(query) {
   const dir = process.env.THUMBD_SOURCE_DIR;
-  if (!dir) throw new HttpError(404, 'not_found', 'GET /thumbnail is off: no source directory is configured.');
+  if (!dir) throw new HttpError(404, 'sources_disabled', 'GET /thumbnail is off: no source directory is configured (THUMBD_SOURCE_DIR).');
   const name = query.has('src') ? query.get('src').toString() : '';
   const badName = (why) => new HttpError(400, 'bad_source_name', `The source name ${JSON.stringify(name)} ${why}.`);
   if (name === '') throw badName('is empty');
-  if (path.isAbsolute(name) || name.includes('..') || name.includes('\0')) throw badName('must be a relative name without ".."');
+  if (path.isAbsolute(name) || /\.\.|\\|\0/.test(name)) throw badName('must be a relative name without ".." or "\\"');
   let root;
   let file;
   try {
@@ -300,12 +302,12 @@ async function readSource(query) {
   }
   // realpath resolved every symlink, so this also catches links that leave the directory.
   if (!file.startsWith(root + path.sep)) throw badName('resolves outside the source directory');
-  try {
-    return await readFile(file);
-  } catch (err) {
-    if (err.code === 'EISDIR') throw new HttpError(404, 'source_not_found', `No source named ${JSON.stringify(name)}.`);
-    throw err;
+  const info = await stat(file);
+  if (!info.isFile()) throw new HttpError(404, 'source_not_found', `No source file named ${JSON.stringify(name)}.`);
+  if (info.size > LIMITS.maxBodyBytes) {
+    throw new HttpError(422, 'source_too_large', `The source ${JSON.stringify(name)} is larger than the ${LIMITS.maxBodyBytes} bytes allowed.`);
   }
+  return readFile(file);
 }
 
 async function handleThumbnail(req, res, query) {

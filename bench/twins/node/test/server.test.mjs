@@ -104,7 +104,7 @@ async function postThumbnail(base, query, source) {
 
 describe('node twin', () => {
   let server; // THUMBD_SOURCE_DIR set, default limits
-  let small; // no source directory, tiny limits
+  let small; // the same source directory, tiny limits
   let sourceDir;
   let outsideDir;
   let photo; // 400x300 JPEG
@@ -121,7 +121,7 @@ describe('node twin', () => {
     await symlink(path.join(sourceDir, 'photo.jpg'), path.join(sourceDir, 'alias.jpg'));
     [server, small] = await Promise.all([
       startServer({ THUMBD_SOURCE_DIR: sourceDir }),
-      startServer({ THUMBD_MAX_BODY_BYTES: '1000', THUMBD_MAX_PIXELS: '10000' }),
+      startServer({ THUMBD_SOURCE_DIR: sourceDir, THUMBD_MAX_BODY_BYTES: '1000', THUMBD_MAX_PIXELS: '10000' }),
     ]);
   });
 
@@ -202,6 +202,8 @@ describe('node twin', () => {
     for (const bad of ['%zz', '%4', 'abc%', '%%41']) {
       it(`GET data=${bad} (invalid escape) is a 400`, () => expectError(server.base, `/hash?data=${bad}`, 400, 'bad_parameter'));
     }
+
+    it('GET with a ";" in the query is a 400, as in Go', () => expectError(server.base, '/hash?data=a;b', 400, 'bad_parameter'));
 
     it('GET with an invalid escape in another parameter is a 400', () =>
       expectError(server.base, '/hash?x=%G1&data=abc', 400, 'bad_parameter'));
@@ -429,7 +431,7 @@ describe('node twin', () => {
       // 101x100 = 10100 pixels against THUMBD_MAX_PIXELS=10000; a flat colour keeps it under the 1000-byte body limit.
       const tiny = await sharp({ create: { width: 101, height: 100, channels: 3, background: 'red' } }).png().toBuffer();
       assert.ok(tiny.length <= 1000, `the source fits the small body limit (${tiny.length} bytes)`);
-      await expectError(small.base, '/thumbnail', 422, 'unprocessable_image', { method: 'POST', body: tiny });
+      await expectError(small.base, '/thumbnail', 422, 'too_many_pixels', { method: 'POST', body: tiny });
     });
 
     it('a body over the limit is a 413', () =>
@@ -472,14 +474,24 @@ describe('node twin', () => {
       ['../outside.jpg', 'a parent reference'],
       ['sub/../photo.jpg', '.. inside the name'],
       [encodeURIComponent('/etc/passwd'), 'an absolute name'],
+      [encodeURIComponent('sub\\nested.jpg'), 'a backslash'],
       ['escape.jpg', 'a symlink that leaves the directory'],
       ['', 'an empty name'],
     ]) {
       it(`${why} is a 400`, () => expectError(server.base, `/thumbnail?src=${src}`, 400, 'bad_source_name'));
     }
 
-    it('without a source directory the route is off (404)', () =>
-      expectError(small.base, '/thumbnail?src=photo.jpg', 404, 'not_found'));
+    it('a source file over the body limit is a 422', () =>
+      expectError(small.base, '/thumbnail?src=photo.jpg', 422, 'source_too_large'));
+
+    it('without a source directory the route is off (404)', async () => {
+      const off = await startServer({});
+      try {
+        await expectError(off.base, '/thumbnail?src=photo.jpg', 404, 'sources_disabled');
+      } finally {
+        await stopServer(off);
+      }
+    });
 
     it('a bad option is a 400 before the source is read', () =>
       expectError(server.base, '/thumbnail?src=missing.jpg&fit=bogus', 400, 'bad_parameter'));
