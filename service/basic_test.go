@@ -1,0 +1,151 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestBasicRoutes(t *testing.T) {
+	srv, _ := newTestServer(t, testConfig(t))
+	fixture, err := os.ReadFile("testdata/json-document.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		want                     string // exact body; empty: checked by code
+		code                     string // error code expected
+	}{
+		{"health", "GET", "/health", "", 200, `{"status":"ok"}`, ""},
+		{"ready", "GET", "/ready", "", 200, `{"status":"ready"}`, ""},
+		{"json fixture", "GET", "/json", "", 200, string(fixture), ""},
+		{"compute default", "GET", "/compute", "", 200, `{"n":100000,"result":` + itoa(compute(100000)) + `}`, ""},
+		{"compute zero", "GET", "/compute?n=0", "", 200, `{"n":0,"result":0}`, ""},
+		{"compute ten", "GET", "/compute?n=10", "", 200, `{"n":10,"result":1395}`, ""},
+		{"compute negative", "GET", "/compute?n=-1", "", 400, "", codeBadParameter},
+		{"compute fraction", "GET", "/compute?n=1.5", "", 400, "", codeBadParameter},
+		{"compute word", "GET", "/compute?n=abc", "", 400, "", codeBadParameter},
+		{"compute empty", "GET", "/compute?n=", "", 400, "", codeBadParameter},
+		{"compute too large", "GET", "/compute?n=100000001", "", 400, "", codeBadParameter},
+		{"compute bad escape", "GET", "/compute?n=%zz", "", 400, "", codeBadParameter},
+		{"hash default", "GET", "/hash", "", 200, `{"algorithm":"sha256","hex":"` + sha(strings.Repeat("0123456789abcdef", 64)) + `"}`, ""},
+		{"hash empty", "GET", "/hash?data=", "", 200, `{"algorithm":"sha256","hex":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`, ""},
+		{"hash abc", "GET", "/hash?data=abc", "", 200, `{"algorithm":"sha256","hex":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}`, ""},
+		{"hash utf-8 escapes", "GET", "/hash?data=caf%C3%A9+au+lait", "", 200, `{"algorithm":"sha256","hex":"` + sha("café au lait") + `"}`, ""},
+		{"hash bad escape", "GET", "/hash?data=%G1", "", 400, "", codeBadParameter},
+		{"hash post", "POST", "/hash?data=ignored", "abc", 200, `{"algorithm":"sha256","hex":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}`, ""},
+		{"hash post empty", "POST", "/hash", "", 200, `{"algorithm":"sha256","hex":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`, ""},
+		{"unknown route", "GET", "/nope", "", 404, "", codeNotFound},
+		{"wrong method", "DELETE", "/health", "", 405, "", codeMethodNotAllowed},
+		{"wrong method thumbnail", "PUT", "/thumbnail", "", 405, "", codeMethodNotAllowed},
+		{"sources off", "GET", "/thumbnail?src=a.jpg", "", 404, "", codeSourcesDisabled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, h, body := do(t, tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+			if status != tc.status {
+				t.Fatalf("status %d, want %d (body %s)", status, tc.status, body)
+			}
+			if ct := h.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if h.Get("X-Request-Id") == "" {
+				t.Error("no X-Request-Id")
+			}
+			if tc.want != "" && string(body) != tc.want {
+				t.Fatalf("body\n%s\nwant\n%s", body, tc.want)
+			}
+			if tc.code != "" {
+				assertError(t, body, tc.code)
+			}
+		})
+	}
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// assertError checks the API's error shape: a sentence and the code.
+func assertError(t *testing.T, body []byte, code string) {
+	t.Helper()
+	var e errorBody
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body %q: %v", body, err)
+	}
+	if e.Code != code {
+		t.Fatalf("code %q, want %q (%s)", e.Code, code, e.Error)
+	}
+	if len(e.Error) < 10 || !strings.HasSuffix(e.Error, ".") {
+		t.Fatalf("error message %q is not a sentence", e.Error)
+	}
+}
+
+// The loop must match the contract's formula computed independently.
+func TestComputeMatchesFormula(t *testing.T) {
+	for _, n := range []int64{0, 1, 2, 1000, 123457} {
+		var want int64
+		for i := int64(0); i < n; i++ {
+			want = (want + (i*31)%1_000_000_007) % 1_000_000_007
+		}
+		if got := compute(n); got != want {
+			t.Errorf("compute(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestHashPostBodyLimit(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxBodyBytes = 100
+	srv, _ := newTestServer(t, cfg)
+	status, _, body := do(t, "POST", srv.URL+"/hash", strings.NewReader(strings.Repeat("x", 101)))
+	if status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d (%s)", status, body)
+	}
+	assertError(t, body, codeBodyTooLarge)
+	// A body streamed without Content-Length is cut at the limit as well.
+	status, _, body = do(t, "POST", srv.URL+"/hash", struct{ *strings.Reader }{strings.NewReader(strings.Repeat("x", 101))})
+	if status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked: status %d (%s)", status, body)
+	}
+	status, _, _ = do(t, "POST", srv.URL+"/hash", strings.NewReader(strings.Repeat("x", 100)))
+	if status != http.StatusOK {
+		t.Fatalf("at the limit: status %d", status)
+	}
+}
+
+func TestRequestIDEchoedWhenValid(t *testing.T) {
+	srv, _ := newTestServer(t, testConfig(t))
+	_, h, _ := do(t, "GET", srv.URL+"/health", nil, "X-Request-Id", "abc-123")
+	if got := h.Get("X-Request-Id"); got != "abc-123" {
+		t.Errorf("valid id: got %q", got)
+	}
+	_, h, _ = do(t, "GET", srv.URL+"/health", nil, "X-Request-Id", "bad id\twith spaces")
+	if got := h.Get("X-Request-Id"); got == "" || strings.Contains(got, " ") {
+		t.Errorf("invalid id replaced: got %q", got)
+	}
+}
+
+func TestReadyFollowsLifecycle(t *testing.T) {
+	life := newLifecycle()
+	h := handleReady(life)
+	check := func(wantStatus int, want string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/ready", nil))
+		if rec.Code != wantStatus || rec.Body.String() != want {
+			t.Fatalf("got %d %s, want %d %s", rec.Code, rec.Body, wantStatus, want)
+		}
+	}
+	check(503, `{"status":"starting"}`)
+	life.engineStarted()
+	check(200, `{"status":"ready"}`)
+	life.drain()
+	check(503, `{"status":"draining"}`)
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// testEngine is started once: govips cannot start libvips twice in one
+// process, so every test of this package shares it.
+var testEngine *thumb.Engine
+
+func TestMain(m *testing.M) {
+	// The shutdown tests run the real program in a child process: this test
+	// binary re-executed with THUMBD_TEST_MAIN=1 becomes thumbd.
+	if os.Getenv("THUMBD_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	testEngine = thumb.New(thumb.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, Threads: 1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	testEngine.Start()
+	os.Exit(m.Run())
+}
+
+// testConfig is the default configuration, as loaded from an empty
+// environment.
+func testConfig(t *testing.T) config {
+	t.Helper()
+	cfg, err := loadConfig(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// newTestDeps wires the service around the shared engine, already started.
+func newTestDeps(t *testing.T, cfg config) deps {
+	t.Helper()
+	var root *os.Root
+	if cfg.SourceDir != "" {
+		var err error
+		if root, err = os.OpenRoot(cfg.SourceDir); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { root.Close() })
+	}
+	life := newLifecycle()
+	life.engineStarted()
+	return newDeps(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), testEngine, life, root)
+}
+
+func newTestServer(t *testing.T, cfg config) (*httptest.Server, deps) {
+	t.Helper()
+	d := newTestDeps(t, cfg)
+	return newTestServerFrom(t, d), d
+}
+
+func newTestServerFrom(t *testing.T, d deps) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(newServer(d))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// do sends a request and returns the status, headers and body.
+func do(t *testing.T, method, url string, body io.Reader, header ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
