@@ -120,11 +120,20 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 			route = rc.RoutePattern()
 		}
 		code := strconv.Itoa(ww.Status())
-		m.requests.WithLabelValues(route, r.Method, code).Inc()
+		m.requests.WithLabelValues(route, methodLabel(r.Method), code).Inc()
 		m.duration.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
 	})
 }
 
 func metricsHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+// methodLabel keeps the label set bounded whatever methods clients invent.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions:
+		return m
+	}
+	return "other"
 }

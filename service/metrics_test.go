@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetrics(t *testing.T) {
+	srv, d := newTestServer(t, testConfig(t))
+	for i := 0; i < 3; i++ {
+		do(t, "GET", srv.URL+"/health", nil)
+	}
+	do(t, "GET", srv.URL+"/no/such/route", nil)
+	do(t, "BREW", srv.URL+"/health", nil)
+	src := encodeJPEG(t, scene(200, 100), 90)
+	do(t, "POST", srv.URL+"/thumbnail", bytes.NewReader(src))
+	do(t, "POST", srv.URL+"/thumbnail", strings.NewReader("not an image"))
+	do(t, "POST", srv.URL+"/thumbnail?w=0", bytes.NewReader(src))
+
+	m := d.metrics
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"health 200", testutil.ToFloat64(m.requests.WithLabelValues("/health", "GET", "200")), 3},
+		{"unmatched 404", testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "GET", "404")), 1},
+		{"unknown method", testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "other", "405")) + testutil.ToFloat64(m.requests.WithLabelValues("/health", "other", "405")), 1},
+		{"thumbnail 200", testutil.ToFloat64(m.requests.WithLabelValues("/thumbnail", "POST", "200")), 1},
+		{"unsupported", testutil.ToFloat64(m.rejections.WithLabelValues("unsupported_format")), 1},
+		{"bad parameter", testutil.ToFloat64(m.rejections.WithLabelValues("bad_parameter")), 1},
+		{"source bytes observed", float64(testutil.CollectAndCount(m.sourceBytes)), 1},
+		{"in flight back to zero", testutil.ToFloat64(m.inFlight), 0},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	problems, err := testutil.GatherAndLint(d.registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	// The exposition itself, as a scraper sees it.
+	status, h, body := do(t, "GET", srv.URL+"/metrics", nil)
+	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
+		t.Fatalf("status %d type %q", status, h.Get("Content-Type"))
+	}
+	for _, name := range []string{
+		"thumbd_http_requests_total", "thumbd_http_request_duration_seconds_bucket", "thumbd_http_requests_in_flight",
+		"thumbd_thumbnail_queue_wait_seconds_bucket", "thumbd_thumbnail_processing_seconds_bucket", "thumbd_thumbnail_source_bytes_bucket",
+		"thumbd_thumbnail_rejections_total", "thumbd_thumbnail_queue_length", "thumbd_thumbnail_jobs_running",
+		"thumbd_libvips_memory_bytes", "thumbd_libvips_memory_peak_bytes", "thumbd_build_info", "thumbd_ready",
+		"go_goroutines", "process_resident_memory_bytes",
+	} {
+		if !bytes.Contains(body, []byte("\n"+name)) {
+			t.Errorf("exposition lacks %s", name)
+		}
+	}
+}
