@@ -1,0 +1,207 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/thumbd/thumbd/bench/internal/affinity"
+	"github.com/thumbd/thumbd/bench/internal/target"
+)
+
+// config is everything the flags say, typed.
+type config struct {
+	root          string
+	out           string
+	render        string
+	quick         bool
+	runs          int
+	poll          time.Duration
+	settle        time.Duration
+	duration      time.Duration
+	warmup        time.Duration
+	concurrency   []int
+	routes        []string
+	pin           bool
+	serverCPUs    []int
+	clientCPUs    []int
+	baseline      string
+	targets       []target.Spec
+	sources       string
+	fixture       string
+	dockerNetwork string
+	lock          string
+	imageSizes    bool
+	startTimeout  time.Duration
+}
+
+type targetFlags []target.Spec
+
+func (t *targetFlags) String() string { return fmt.Sprint(len(*t)) }
+func (t *targetFlags) Set(s string) error {
+	spec, err := target.Parse(s)
+	if err != nil {
+		return err
+	}
+	*t = append(*t, spec)
+	return nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad list %q", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+var allRoutes = []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large"}
+
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	var targets targetFlags
+	var conc, routes, serverCPUs, clientCPUs string
+	fs.StringVar(&c.root, "root", "", "repository root (default: found from the working directory)")
+	fs.StringVar(&c.out, "out", "", "output directory (default bench/results/DATE, or bench/results/tmp/quick with -quick)")
+	fs.StringVar(&c.render, "render", "", "only redraw report.md and the charts from this results.json")
+	fs.BoolVar(&c.quick, "quick", false, "smoke test: 1 startup run, 1 s steps, 10 clients, short settle")
+	fs.IntVar(&c.runs, "runs", 10, "startup runs per target (fresh process each)")
+	fs.DurationVar(&c.poll, "poll", 100*time.Microsecond, "pause between startup poll attempts")
+	fs.DurationVar(&c.settle, "settle", 3*time.Second, "wait after the first /health before reading idle memory")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time per load step")
+	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured warm-up before each load step, at the step's concurrency")
+	fs.StringVar(&conc, "concurrency", "10,100,500", "concurrent clients per step")
+	fs.StringVar(&routes, "routes", strings.Join(allRoutes, ","), "routes to load")
+	fs.BoolVar(&c.pin, "pin", true, "pin servers and the load generator to separate CPUs")
+	fs.StringVar(&serverCPUs, "server-cpus", "1", "CPUs for the server under test when pinned")
+	fs.StringVar(&clientCPUs, "client-cpus", "0", "CPUs for this driver (the load generator) when pinned")
+	fs.StringVar(&c.baseline, "baseline", "node", "target the report's ratios are against")
+	fs.Var(&targets, "target", "NAME=process:CMD ARGS | NAME=container:IMAGE | NAME=url:BASEURL (repeatable; replaces the default suite)")
+	fs.StringVar(&c.sources, "sources", "", "directory with small.jpg and large.jpg (default bench/results/tmp/sources, made by scripts/make-sources.sh)")
+	fs.StringVar(&c.fixture, "fixture", "service/testdata/json-document.json", "expected /json body, relative to the root")
+	fs.StringVar(&c.dockerNetwork, "docker-network", "host", "container networking: host or bridge")
+	fs.StringVar(&c.lock, "lock", "/tmp/thumbd-bench.lock", "flock held while timing (\"\" for none); do not also wrap the driver in flock(1)")
+	fs.BoolVar(&c.imageSizes, "image-sizes", true, "measure container image sizes (docker save | gzip)")
+	fs.DurationVar(&c.startTimeout, "start-timeout", 60*time.Second, "longest wait for a target's first /health")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.quick {
+		if !set["runs"] {
+			c.runs = 1
+		}
+		if !set["duration"] {
+			c.duration = time.Second
+		}
+		if !set["warmup"] {
+			c.warmup = 300 * time.Millisecond
+		}
+		if !set["concurrency"] {
+			conc = "10"
+		}
+		if !set["settle"] {
+			c.settle = 500 * time.Millisecond
+		}
+	}
+	var err error
+	if c.concurrency, err = parseInts(conc); err != nil {
+		return c, err
+	}
+	for _, r := range strings.Split(routes, ",") {
+		if !contains(allRoutes, r) {
+			return c, fmt.Errorf("unknown route %q (known: %s)", r, strings.Join(allRoutes, ","))
+		}
+		c.routes = append(c.routes, r)
+	}
+	if c.serverCPUs, err = affinity.ParseList(serverCPUs); err != nil {
+		return c, err
+	}
+	if c.clientCPUs, err = affinity.ParseList(clientCPUs); err != nil {
+		return c, err
+	}
+	if !c.pin {
+		c.serverCPUs, c.clientCPUs = nil, nil
+	}
+	if c.runs < 1 || c.duration <= 0 {
+		return c, errors.New("-runs and -duration must be positive")
+	}
+	if c.root == "" {
+		if c.root, err = findRoot(); err != nil {
+			return c, err
+		}
+	}
+	if c.out == "" {
+		c.out = filepath.Join(c.root, "bench", "results", time.Now().UTC().Format("2006-01-02"))
+		if c.quick {
+			c.out = filepath.Join(c.root, "bench", "results", "tmp", "quick")
+		}
+	}
+	if c.sources == "" {
+		c.sources = filepath.Join(c.root, "bench", "results", "tmp", "sources")
+	}
+	if !filepath.IsAbs(c.fixture) {
+		c.fixture = filepath.Join(c.root, c.fixture)
+	}
+	c.targets = targets
+	if len(c.targets) == 0 {
+		c.targets = defaultSuite()
+	}
+	return c, nil
+}
+
+// defaultSuite is the suite: both binaries as processes, both
+// images as containers, and the Node.js twin.
+func defaultSuite() []target.Spec {
+	return []target.Spec{
+		{Name: "thumbd-static", Kind: target.Process, Command: []string{"bin/thumbd-static"}},
+		{Name: "thumbd", Kind: target.Process, Command: []string{"bin/thumbd"}},
+		{Name: "thumbd:scratch", Kind: target.Container, Image: "thumbd:scratch"},
+		{Name: "thumbd:slim", Kind: target.Container, Image: "thumbd:slim"},
+		{Name: "node", Kind: target.Process, Command: []string{"node", "bench/twins/node/server.mjs"}},
+	}
+}
+
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "bench")); err == nil {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the repository root (go.mod with bench/); use -root")
+		}
+		dir = parent
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,144 @@
+// Package contract checks, before anything is timed, that a target serves
+// the same bodies as the contract says: a target that differs is flagged,
+// and its differing routes are not timed.
+package contract
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"image/png"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Check is one comparison.
+type Check struct {
+	Route  string `json:"route"` // the load route it guards: health, json, compute, hash, thumb-small, thumb-large
+	Name   string `json:"name"`  // what was asked, e.g. "GET /compute?n=12345"
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+	// Digest is the SHA-256 of the body, to compare targets with each other.
+	Digest string `json:"digest,omitempty"`
+}
+
+// Inputs are the expected bytes and the sources.
+type Inputs struct {
+	JSONFixture []byte
+	Small       []byte // ~12 KB JPEG
+	Large       []byte // ~330 KB JPEG
+}
+
+// ComputeResult is the contract's /compute loop, in integer arithmetic.
+func ComputeResult(n int64) int64 {
+	var r int64
+	for i := int64(0); i < n; i++ {
+		r = (r + i*31) % 1_000_000_007
+	}
+	return r
+}
+
+// defaultHashPayload is what /hash hashes when data is absent.
+func defaultHashPayload() []byte {
+	return bytes.Repeat([]byte("0123456789abcdef"), 64)
+}
+
+func hashBody(b []byte) string {
+	s := sha256.Sum256(b)
+	return fmt.Sprintf(`{"algorithm":"sha256","hex":"%s"}`, hex.EncodeToString(s[:]))
+}
+
+// Run checks the target at base (e.g. http://127.0.0.1:8080).
+func Run(ctx context.Context, base string, in Inputs) []Check {
+	c := &http.Client{Timeout: 30 * time.Second}
+	const n = 12345
+	thumbQ := "/thumbnail?w=256&h=256&fit=cover&format=png"
+	checks := []struct {
+		route, method, path string
+		body                []byte
+		want                []byte // exact body; nil: a 256x256 PNG
+		wantCT              string
+	}{
+		{"health", "GET", "/health", nil, []byte(`{"status":"ok"}`), "application/json"},
+		{"json", "GET", "/json", nil, in.JSONFixture, "application/json"},
+		{"compute", "GET", "/compute", nil, fmt.Appendf(nil, `{"n":100000,"result":%d}`, ComputeResult(100000)), "application/json"},
+		{"compute", "GET", fmt.Sprintf("/compute?n=%d", n), nil, fmt.Appendf(nil, `{"n":%d,"result":%d}`, n, ComputeResult(n)), "application/json"},
+		{"hash", "GET", "/hash", nil, []byte(hashBody(defaultHashPayload())), "application/json"},
+		{"hash", "GET", "/hash?data=h%C3%A9llo%20w%2Brld+x", nil, []byte(hashBody([]byte("héllo w+rld x"))), "application/json"},
+		{"thumb-small", "POST", thumbQ, in.Small, nil, "image/png"},
+		{"thumb-large", "POST", thumbQ, in.Large, nil, "image/png"},
+	}
+	var out []Check
+	for _, ck := range checks {
+		res := Check{Route: ck.route, Name: ck.method + " " + ck.path}
+		body, ct, status, err := do(ctx, c, ck.method, base+ck.path, ck.body)
+		switch {
+		case err != nil:
+			res.Detail = err.Error()
+		case status != http.StatusOK:
+			res.Detail = fmt.Sprintf("status %d: %.120s", status, body)
+		case ck.want != nil && !bytes.Equal(body, ck.want):
+			res.Detail = fmt.Sprintf("body differs: got %.80q, want %.80q", body, ck.want)
+		case ck.want == nil:
+			res.OK, res.Detail = checkPNG(body, 256, 256)
+		default:
+			res.OK = true
+		}
+		if res.OK && !contentTypeIs(ct, ck.wantCT) {
+			res.OK, res.Detail = false, fmt.Sprintf("Content-Type %q, want %s", ct, ck.wantCT)
+		}
+		if err == nil {
+			s := sha256.Sum256(body)
+			res.Digest = hex.EncodeToString(s[:8])
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+func contentTypeIs(got, want string) bool {
+	return len(got) >= len(want) && got[:len(want)] == want
+}
+
+func checkPNG(b []byte, w, h int) (bool, string) {
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return false, "not a decodable PNG: " + err.Error()
+	}
+	if r := img.Bounds(); r.Dx() != w || r.Dy() != h {
+		return false, fmt.Sprintf("PNG is %dx%d, want %dx%d", r.Dx(), r.Dy(), w, h)
+	}
+	return true, fmt.Sprintf("%dx%d PNG, %d bytes", w, h, len(b))
+}
+
+func do(ctx context.Context, c *http.Client, method, url string, body []byte) ([]byte, string, int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return b, resp.Header.Get("Content-Type"), resp.StatusCode, err
+}
+
+// Failed returns the routes for which some check failed.
+func Failed(checks []Check) map[string]bool {
+	bad := map[string]bool{}
+	for _, c := range checks {
+		if !c.OK {
+			bad[c.Route] = true
+		}
+	}
+	return bad
+}

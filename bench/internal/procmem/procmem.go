@@ -1,0 +1,179 @@
+// Package procmem reads a process's memory and CPU figures from /proc.
+package procmem
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Status holds the memory lines of /proc/PID/status, in bytes.
+type Status struct {
+	VmRSS   int64 `json:"vm_rss"`
+	VmSize  int64 `json:"vm_size"`
+	VmHWM   int64 `json:"vm_hwm"`
+	RssAnon int64 `json:"rss_anon"`
+	RssFile int64 `json:"rss_file"`
+	Threads int   `json:"threads"`
+}
+
+// ParseStatus parses the text of /proc/PID/status. Sizes there are in kB
+// (kibibytes); missing lines leave their field at zero, but a file with no
+// VmRSS line at all (a kernel thread, a zombie) is an error.
+func ParseStatus(r io.Reader) (Status, error) {
+	var st Status
+	seenRSS := false
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		key, val, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(val)
+		if len(fields) == 0 {
+			continue
+		}
+		if key == "Threads" {
+			n, err := strconv.Atoi(fields[0])
+			if err != nil {
+				return Status{}, fmt.Errorf("procmem: Threads %q: %w", val, err)
+			}
+			st.Threads = n
+			continue
+		}
+		var dst *int64
+		switch key {
+		case "VmRSS":
+			dst, seenRSS = &st.VmRSS, true
+		case "VmSize":
+			dst = &st.VmSize
+		case "VmHWM":
+			dst = &st.VmHWM
+		case "RssAnon":
+			dst = &st.RssAnon
+		case "RssFile":
+			dst = &st.RssFile
+		default:
+			continue
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return Status{}, fmt.Errorf("procmem: %s %q: %w", key, val, err)
+		}
+		if len(fields) > 1 && fields[1] != "kB" {
+			return Status{}, fmt.Errorf("procmem: %s: unknown unit %q", key, fields[1])
+		}
+		*dst = n * 1024
+	}
+	if err := sc.Err(); err != nil {
+		return Status{}, err
+	}
+	if !seenRSS {
+		return Status{}, fmt.Errorf("procmem: no VmRSS line (kernel thread or exited process)")
+	}
+	return st, nil
+}
+
+// Read reads /proc/PID/status.
+func Read(pid int) (Status, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Status{}, err
+	}
+	return ParseStatus(bytes.NewReader(b))
+}
+
+// clockTicks is USER_HZ, which Linux fixes at 100 for /proc on every
+// architecture Go supports here.
+const clockTicks = 100
+
+// ParseStatCPU returns utime+stime from the text of /proc/PID/stat. The
+// command name (field 2) may hold spaces and parentheses, so fields are
+// counted from the last ')'.
+func ParseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("procmem: malformed stat line")
+	}
+	f := strings.Fields(stat[i+1:])
+	// After the name: state(3) ppid(4) ... utime(14) stime(15); f[0] is field 3.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("procmem: short stat line")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("procmem: bad utime/stime %q %q", f[11], f[12])
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// CPUTime reads the CPU time (user + system) PID has used so far.
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseStatCPU(string(b))
+}
+
+// Sampler polls a process's VmRSS and keeps the largest value seen.
+type Sampler struct {
+	pid  int
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	peak int64
+	n    int
+}
+
+// StartSampler samples pid every interval until Stop.
+func StartSampler(pid int, interval time.Duration) *Sampler {
+	s := &Sampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.loop(interval)
+	return s
+}
+
+func (s *Sampler) loop(interval time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.sample()
+		select {
+		case <-s.stop:
+			s.sample()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Sampler) sample() {
+	st, err := Read(s.pid)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if st.VmRSS > s.peak {
+		s.peak = st.VmRSS
+	}
+}
+
+// Stop ends sampling and returns the peak VmRSS in bytes and how many
+// samples were taken.
+func (s *Sampler) Stop() (peak int64, samples int) {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak, s.n
+}

@@ -1,0 +1,90 @@
+package procmem
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parseFile(t *testing.T, name string) (Status, error) {
+	t.Helper()
+	f, err := os.Open("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return ParseStatus(f)
+}
+
+func TestParseStatusNode(t *testing.T) {
+	got, err := parseFile(t, "status-node.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Status{VmRSS: 72092 * 1024, VmSize: 22534140 * 1024, VmHWM: 74112 * 1024, RssAnon: 39876 * 1024, RssFile: 32216 * 1024, Threads: 11}
+	if got != want {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseStatusRealFile(t *testing.T) {
+	got, err := parseFile(t, "status-self.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.VmRSS <= 0 || got.VmSize < got.VmRSS || got.RssAnon+got.RssFile > got.VmRSS+1024*1024 || got.Threads < 1 {
+		t.Fatalf("implausible: %+v", got)
+	}
+}
+
+func TestParseStatusZombie(t *testing.T) {
+	if _, err := parseFile(t, "status-zombie.txt"); err == nil {
+		t.Fatal("want an error for a status without VmRSS")
+	}
+}
+
+func TestParseStatusBad(t *testing.T) {
+	for _, in := range []string{"VmRSS:\tlots kB\n", "VmRSS:\t12 MB\n", "Threads:\tx\nVmRSS:\t1 kB\n"} {
+		if _, err := ParseStatus(strings.NewReader(in)); err == nil {
+			t.Errorf("%q: want an error", in)
+		}
+	}
+}
+
+func TestReadSelf(t *testing.T) {
+	st, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.VmRSS < 1<<20 {
+		t.Fatalf("VmRSS %d: too small for a Go test binary", st.VmRSS)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// The name holds a space and a ')' to check fields are counted from the last ')'.
+	line := "1234 (we ird) name) S 1 1234 1234 0 -1 4194560 1490 0 0 0 250 75 0 0 20 0 3 0 12345 1000000 500 18446744073709551615\n"
+	got, err := ParseStatCPU(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3250 * time.Millisecond; got != want {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if _, err := ParseStatCPU("garbage"); err == nil {
+		t.Fatal("want an error")
+	}
+	if _, err := CPUTime(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSampler(t *testing.T) {
+	s := StartSampler(os.Getpid(), time.Millisecond)
+	time.Sleep(10 * time.Millisecond)
+	peak, n := s.Stop()
+	if peak <= 0 || n < 2 {
+		t.Fatalf("peak %d after %d samples", peak, n)
+	}
+}

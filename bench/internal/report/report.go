@@ -1,0 +1,399 @@
+// Package report renders a results document as the Markdown report: the
+// study's tables, each metric for each target with its ratio to a baseline.
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/thumbd/thumbd/bench/internal/results"
+	"github.com/thumbd/thumbd/bench/internal/stats"
+	"github.com/thumbd/thumbd/bench/internal/target"
+)
+
+// Figure is a chart file next to the report.
+type Figure struct {
+	Title string
+	File  string
+}
+
+// Render returns the report.
+func Render(r *results.Results, figs []Figure) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	mode := ""
+	if r.Options.Quick {
+		mode = " (quick smoke run: figures are not meaningful)"
+	}
+	w("# thumbd bench report, %s%s\n\n", r.Started.Format("2006-01-02 15:04 MST"), mode)
+	w("Produced by `%s` (results schema `%s`, raw figures in `results.json`). ", r.Command, r.Schema)
+	w("Ratios are against **%s**. MB are 10^6 bytes; times are milliseconds.\n\n", r.Baseline)
+
+	machineSection(w, r)
+	targetsSection(w, r)
+	contractSection(w, r)
+	startupSection(w, r)
+	idleSection(w, r)
+	loadSection(w, r)
+	imageSection(w, r)
+	goalsSection(w, r)
+	if len(figs) > 0 {
+		w("## Charts\n\n")
+		for _, f := range figs {
+			w("![%s](%s)\n\n", f.Title, f.File)
+		}
+	}
+	return b.String()
+}
+
+type writer func(format string, a ...any)
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func mb(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(n)/1e6)
+}
+
+func ms(x float64) string {
+	if x <= 0 || math.IsNaN(x) {
+		return "-"
+	}
+	if x < 10 {
+		return fmt.Sprintf("%.2f", x)
+	}
+	return fmt.Sprintf("%.1f", x)
+}
+
+// ratio formats a ratio where bigger is better for the target; "" for none.
+func ratio(x float64, suffix string) string {
+	if x <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f× %s", x, suffix)
+}
+
+func machineSection(w writer, r *results.Results) {
+	m := r.Machine
+	w("## Machine and settings\n\n| | |\n|---|---|\n")
+	w("| CPU | %s, %d cores |\n", orDash(m.CPU), m.Cores)
+	w("| memory | %s GB |\n", mb(m.MemoryBytes/1000))
+	w("| kernel | %s |\n| OS | %s |\n", orDash(m.Kernel), orDash(m.OS))
+	w("| Go | %s |\n| Node.js | %s |\n", orDash(m.Go), orDash(m.Node))
+	w("| libvips (system, bin/thumbd) | %s |\n", orDash(m.Libvips))
+	w("| sharp / its bundled libvips (Node twin) | %s / %s |\n", orDash(m.Sharp), orDash(m.SharpLibvips))
+	w("| Docker | %s |\n", orDash(m.Docker))
+	o := r.Options
+	if o.Pinned {
+		w("| pinning | servers on CPU %s (processes spawned with that affinity mask, containers with `--cpuset-cpus`), the driver and its load generator on CPU %s (every thread, `sched_setaffinity`) |\n", o.ServerCPUs, o.ClientCPUs)
+	} else {
+		w("| pinning | none: servers and the load generator share every CPU |\n")
+	}
+	w("| startup | %d fresh starts per target, interleaved; /health polled every %.2f ms over raw TCP from inside the driver |\n", o.StartupRuns, o.PollInterval)
+	w("| idle memory | read from /proc/PID/status %.1f s after the first /health (containers: their main process) |\n", o.SettleSeconds)
+	w("| load | hey's requester, %s clients, %.0f s per step after a %.1f s warm-up at the same concurrency (excluded), targets interleaved per step, containers on the %s network; only 2xx answers count as throughput |\n",
+		joinInts(o.Concurrency), o.StepSeconds, o.WarmupSeconds, o.DockerNetwork)
+	w("| started / finished | %s / %s |\n\n", r.Started.Format("2006-01-02 15:04:05 MST"), r.Finished.Format("15:04:05 MST"))
+	for _, n := range r.Notes {
+		w("> **Note:** %s\n\n", n)
+	}
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, "/")
+}
+
+func targetsSection(w writer, r *results.Results) {
+	w("## Targets\n\n| target | kind | runs as | CPUs allowed | status |\n|---|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		status := "measured"
+		if t.Skipped != "" {
+			status = "**not measured**: " + t.Skipped
+		}
+		w("| %s | %s | `%s` | %s | %s |\n", t.Name, t.Kind, t.Spec.String(), orDash(t.Allowed), status)
+	}
+	w("\n")
+}
+
+func contractSection(w writer, r *results.Results) {
+	if len(r.Contract) == 0 {
+		return
+	}
+	routes := []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large"}
+	w("## Contract check (before any timing)\n\n")
+	w("`/json` must equal `service/testdata/json-document.json`; `/compute` (default and `n=12345`) and `/hash` (default payload and a percent-encoded `data`) must equal the values the driver computes itself; `/thumbnail` must be a decodable 256x256 PNG (Go's `image/png`). A route that fails is not timed for that target.\n\n")
+	w("| target | %s | bodies (sha256 prefix of /json) |\n|---|%s---|\n", strings.Join(routes, " | "), strings.Repeat("---|", len(routes)))
+	var failures []string
+	for _, c := range r.Contract {
+		if c.Error != "" {
+			w("| %s |%s %s |\n", c.Target, strings.Repeat(" ✗ |", len(routes)), c.Error)
+			continue
+		}
+		okBy := map[string]string{}
+		digest := ""
+		for _, ck := range c.Checks {
+			if _, seen := okBy[ck.Route]; !seen {
+				okBy[ck.Route] = "✓"
+			}
+			if !ck.OK {
+				okBy[ck.Route] = "✗ **differs**"
+				failures = append(failures, fmt.Sprintf("%s, `%s`: %s", c.Target, ck.Name, ck.Detail))
+			}
+			if ck.Route == "json" {
+				digest = ck.Digest
+			}
+		}
+		cells := make([]string, len(routes))
+		for i, rt := range routes {
+			cells[i] = orDash(okBy[rt])
+		}
+		w("| %s | %s | %s |\n", c.Target, strings.Join(cells, " | "), orDash(digest))
+	}
+	w("\n")
+	for _, f := range failures {
+		w("- %s\n", f)
+	}
+	if len(failures) > 0 {
+		w("\n")
+	}
+}
+
+func startupFor(r *results.Results, name string) *results.Startup {
+	for i := range r.Startup {
+		if r.Startup[i].Target == name {
+			return &r.Startup[i]
+		}
+	}
+	return nil
+}
+
+func startupSection(w writer, r *results.Results) {
+	if len(r.Startup) == 0 {
+		return
+	}
+	base := startupFor(r, r.Baseline)
+	table := func(title, what string, pick func(*results.Startup) stats.Summary) {
+		w("## %s\n\n%s\n\n| target | runs | mean | median | min | max | stdev | median vs %s |\n|---|---|---|---|---|---|---|---|\n", title, what, r.Baseline)
+		for i := range r.Startup {
+			s := &r.Startup[i]
+			x := pick(s)
+			rt := "-"
+			if base != nil {
+				rt = ratio(stats.Ratio(pick(base).Median, x.Median), "faster")
+			}
+			if s.Target == r.Baseline {
+				rt = "baseline"
+			}
+			w("| %s | %d | %s | %s | %s | %s | %s | %s |\n", s.Target, x.N, ms(x.Mean), ms(x.Median), ms(x.Min), ms(x.Max), ms(x.Stdev), rt)
+		}
+		w("\n")
+	}
+	table("Startup to health (ms)", "From just before the spawn (exec, or `docker run`) to the first 200 of `GET /health`.",
+		func(s *results.Startup) stats.Summary { return s.Health })
+	table("Startup to first thumbnail (ms)", "From just before the spawn to the 200 of a `POST /thumbnail` (the small JPEG, 256x256 cover PNG) sent as soon as /health answered: what a scale-to-zero user's first request feels.",
+		func(s *results.Startup) stats.Summary { return s.Thumbnail })
+	for _, s := range r.Startup {
+		if s.PollGapUs > 0 {
+			w("- %s: mean time between health poll attempts %.0f µs", s.Target, s.PollGapUs)
+			if len(s.Errors) > 0 {
+				w("; %d failed runs: %s", len(s.Errors), strings.Join(s.Errors, "; "))
+			}
+			w("\n")
+		} else if len(s.Errors) > 0 {
+			w("- %s: %d failed runs: %s\n", s.Target, len(s.Errors), strings.Join(s.Errors, "; "))
+		}
+	}
+	w("\n")
+}
+
+func idleSection(w writer, r *results.Results) {
+	if len(r.Idle) == 0 {
+		return
+	}
+	var base *results.Idle
+	for i := range r.Idle {
+		if r.Idle[i].Target == r.Baseline {
+			base = &r.Idle[i]
+		}
+	}
+	w("## Idle memory (MB)\n\n| target | VmRSS | VmSize | RssAnon | RssFile | threads | VmRSS vs %s |\n|---|---|---|---|---|---|---|\n", r.Baseline)
+	for _, m := range r.Idle {
+		if m.Error != "" {
+			w("| %s | - | - | - | - | - | %s |\n", m.Target, m.Error)
+			continue
+		}
+		rt := "-"
+		if base != nil && base.Error == "" {
+			rt = ratio(stats.Ratio(float64(base.VmRSS), float64(m.VmRSS)), "smaller")
+		}
+		if m.Target == r.Baseline {
+			rt = "baseline"
+		}
+		w("| %s | %s | %s | %s | %s | %d | %s |\n", m.Target, mb(m.VmRSS), mb(m.VmSize), mb(m.RssAnon), mb(m.RssFile), m.Threads, rt)
+	}
+	w("\n")
+}
+
+func loadSection(w writer, r *results.Results) {
+	if len(r.Load) == 0 {
+		return
+	}
+	w("## Throughput and latency\n\n")
+	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route).\n\n")
+	baseRPS := map[string]float64{}
+	for _, s := range r.Load {
+		if s.Target == r.Baseline && s.Skipped == "" {
+			baseRPS[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)] = s.RPS
+		}
+	}
+	for _, rt := range r.Routes {
+		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | server peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
+		for _, s := range r.Load {
+			if s.Route != rt.ID {
+				continue
+			}
+			if s.Skipped != "" {
+				w("| %s | %d | - | - | - | - | - | %s | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
+				continue
+			}
+			vs := ratio(stats.Ratio(s.RPS, baseRPS[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)]), "")
+			if s.Target == r.Baseline {
+				vs = "baseline"
+			}
+			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %s |\n", s.Target, s.Concurrency, s.RPS, strings.TrimSpace(vs),
+				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, 100*s.ServerCPU, mb(s.ServerPeakRSS))
+		}
+		w("\n")
+	}
+}
+
+func errorsCell(s results.LoadStep) string {
+	if s.ErrorCount == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, code := range sortedKeys(s.Non2xx) {
+		parts = append(parts, fmt.Sprintf("%d×%s", s.Non2xx[code], code))
+	}
+	for _, msg := range sortedKeys(s.Errors) {
+		m := msg
+		if len(m) > 40 {
+			m = m[len(m)-40:]
+		}
+		parts = append(parts, fmt.Sprintf("%d× `%s`", s.Errors[msg], strings.ReplaceAll(m, "|", "/")))
+	}
+	return fmt.Sprintf("%d (%s)", s.ErrorCount, strings.Join(parts, ", "))
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func imageSection(w writer, r *results.Results) {
+	hasContainer := false
+	for _, t := range r.Targets {
+		if t.Kind == target.Container {
+			hasContainer = true
+		}
+	}
+	if !hasContainer {
+		return
+	}
+	w("## Image size (MB)\n\n")
+	if len(r.Images) == 0 {
+		w("No container target could be measured (see Targets).\n\n")
+		return
+	}
+	w("| target | image | `docker image inspect` size | `docker save` gzip'ed |\n|---|---|---|---|\n")
+	for _, im := range r.Images {
+		if im.Error != "" {
+			w("| %s | %s | - | %s |\n", im.Target, im.Image, im.Error)
+			continue
+		}
+		w("| %s | %s | %s | %s |\n", im.Target, im.Image, mb(im.Bytes), mb(im.GzipBytes))
+	}
+	w("\n")
+}
+
+// goalsSection checks the issue's goals for every thumbd target against
+// the Node twin: figures, not assertions.
+func goalsSection(w writer, r *results.Results) {
+	node := startupFor(r, "node")
+	if node == nil {
+		return
+	}
+	var lines []string
+	mark := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	idle := map[string]int64{}
+	for _, m := range r.Idle {
+		if m.Error == "" {
+			idle[m.Target] = m.VmRSS
+		}
+	}
+	rps := map[string]float64{}
+	for _, s := range r.Load {
+		if s.Skipped == "" {
+			rps[fmt.Sprintf("%s/%s/%d", s.Target, s.Route, s.Concurrency)] = s.RPS
+		}
+	}
+	for _, s := range r.Startup {
+		if !strings.HasPrefix(s.Target, "thumbd") || s.Health.N == 0 {
+			continue
+		}
+		sp := stats.Ratio(node.Health.Median, s.Health.Median)
+		lines = append(lines, fmt.Sprintf("| %s | startup to health median ≤ 10 ms and ≥ 15× faster than node | %s ms, %.1f× | %s |",
+			s.Target, ms(s.Health.Median), sp, mark(s.Health.Median <= 10 && sp >= 15)))
+		if idle[s.Target] > 0 && idle["node"] > 0 {
+			x := stats.Ratio(float64(idle["node"]), float64(idle[s.Target]))
+			lines = append(lines, fmt.Sprintf("| %s | idle VmRSS ≤ 1/5 of node's | %s MB vs %s MB (%.1f×) | %s |", s.Target, mb(idle[s.Target]), mb(idle["node"]), x, mark(x >= 5)))
+		}
+		for _, g := range []struct {
+			route string
+			min   float64
+			conc  []int
+		}{{"health", 3, []int{500}}, {"compute", 1.5, r.Options.Concurrency}, {"thumb-small", 1, r.Options.Concurrency}, {"thumb-large", 1, r.Options.Concurrency}} {
+			var parts []string
+			ok, any := true, false
+			for _, c := range g.conc {
+				a, b := rps[fmt.Sprintf("%s/%s/%d", s.Target, g.route, c)], rps[fmt.Sprintf("node/%s/%d", g.route, c)]
+				x := stats.Ratio(a, b)
+				if x == 0 {
+					continue
+				}
+				any = true
+				ok = ok && x >= g.min
+				parts = append(parts, fmt.Sprintf("%.2f× at %d", x, c))
+			}
+			if any {
+				lines = append(lines, fmt.Sprintf("| %s | %s rps ≥ %.1f× node's (clients: %s) | %s | %s |", s.Target, g.route, g.min, joinInts(g.conc), strings.Join(parts, ", "), mark(ok)))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	w("## The issue's goals, as measured here (not asserted)\n\n| target | goal | measured | |\n|---|---|---|---|\n%s\n\n", strings.Join(lines, "\n"))
+}

@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/thumbd/thumbd/bench/internal/affinity"
+	"github.com/thumbd/thumbd/bench/internal/chart"
+	"github.com/thumbd/thumbd/bench/internal/contract"
+	"github.com/thumbd/thumbd/bench/internal/images"
+	"github.com/thumbd/thumbd/bench/internal/load"
+	"github.com/thumbd/thumbd/bench/internal/machine"
+	"github.com/thumbd/thumbd/bench/internal/procmem"
+	"github.com/thumbd/thumbd/bench/internal/report"
+	"github.com/thumbd/thumbd/bench/internal/results"
+	"github.com/thumbd/thumbd/bench/internal/startup"
+	"github.com/thumbd/thumbd/bench/internal/stats"
+	"github.com/thumbd/thumbd/bench/internal/target"
+)
+
+const thumbQuery = "/thumbnail?w=256&h=256&fit=cover&format=png"
+
+// bench is one run's state.
+type bench struct {
+	cfg     config
+	res     *results.Results
+	in      contract.Inputs
+	topt    target.Options
+	prog    *progress
+	out     io.Writer
+	targets []results.Target // every target, skipped ones included
+	bad     map[string]map[string]bool
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	if cfg.render != "" {
+		r, err := results.Read(cfg.render)
+		if err != nil {
+			return err
+		}
+		return render(filepath.Dir(cfg.render), r, stdout)
+	}
+	b := &bench{cfg: cfg, out: stdout, bad: map[string]map[string]bool{}}
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
+	if cfg.lock != "" {
+		unlock, err := lock(cfg.lock, stdout)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	if len(cfg.clientCPUs) > 0 {
+		if err := affinity.PinProcess(cfg.clientCPUs); err != nil {
+			return err
+		}
+	}
+	err = b.measure(ctx)
+	b.res.Finished = time.Now().UTC()
+	if werr := b.write(); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+func (b *bench) prepare(ctx context.Context) error {
+	cfg := b.cfg
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	logDir := filepath.Join(cfg.root, "bench", "results", "tmp")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	logFile := filepath.Join(logDir, "servers.log")
+	_ = os.Remove(logFile)
+	b.topt = target.Options{Dir: cfg.root, ServerCPUs: cfg.serverCPUs, LogFile: logFile, DockerNetwork: cfg.dockerNetwork}
+
+	fixture, err := os.ReadFile(cfg.fixture)
+	if err != nil {
+		return fmt.Errorf("the /json fixture: %w", err)
+	}
+	small, large, err := sources(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	b.in = contract.Inputs{JSONFixture: fixture, Small: small, Large: large}
+
+	dockerVersion, dockerErr := images.Docker(ctx)
+	b.res = &results.Results{
+		Schema:   results.Schema,
+		Started:  time.Now().UTC(),
+		Command:  "go run ./bench " + strings.Join(os.Args[1:], " "),
+		Baseline: cfg.baseline,
+		Options: results.Options{
+			Quick: cfg.quick, StartupRuns: cfg.runs, PollInterval: float64(cfg.poll) / 1e6,
+			SettleSeconds: cfg.settle.Seconds(), StepSeconds: cfg.duration.Seconds(), WarmupSeconds: cfg.warmup.Seconds(),
+			Concurrency: cfg.concurrency, Pinned: cfg.pin, DockerNetwork: cfg.dockerNetwork,
+			ServerCPUs: affinity.Format(cfg.serverCPUs), ClientCPUs: affinity.Format(cfg.clientCPUs),
+		},
+		Machine: machine.Collect(ctx, filepath.Join(cfg.root, "bench", "twins", "node"), dockerVersion),
+	}
+	if dockerErr != nil {
+		b.res.Notes = append(b.res.Notes, "Docker is not usable here ("+dockerErr.Error()+"): container targets were not measured.")
+	}
+	for _, r := range cfg.routes {
+		b.res.Routes = append(b.res.Routes, routeFor(r, len(small), len(large)))
+	}
+	for _, spec := range cfg.targets {
+		t := results.Target{Spec: spec}
+		t.Skipped = skipReason(ctx, cfg.root, spec, dockerErr)
+		if t.Skipped != "" {
+			fmt.Fprintf(b.out, "skipping %s: %s\n", spec.Name, t.Skipped)
+		}
+		b.targets = append(b.targets, t)
+	}
+	b.res.Targets = b.targets
+	return nil
+}
+
+func routeFor(id string, small, large int) results.Route {
+	switch id {
+	case "health":
+		return results.Route{ID: id, Method: "GET", Path: "/health", Label: "/health"}
+	case "json":
+		return results.Route{ID: id, Method: "GET", Path: "/json", Label: "/json"}
+	case "compute":
+		return results.Route{ID: id, Method: "GET", Path: "/compute", Label: "/compute (n=100000)"}
+	case "hash":
+		return results.Route{ID: id, Method: "GET", Path: "/hash", Label: "/hash (1 KiB default payload)"}
+	case "thumb-small":
+		return results.Route{ID: id, Method: "POST", Path: thumbQuery, BodyBytes: small,
+			Label: fmt.Sprintf("POST /thumbnail, %.1f KB JPEG 400x300 to 256x256 cover PNG", float64(small)/1000)}
+	default:
+		return results.Route{ID: id, Method: "POST", Path: thumbQuery, BodyBytes: large,
+			Label: fmt.Sprintf("POST /thumbnail, %.0f KB JPEG 1920x1280 to 256x256 cover PNG", float64(large)/1000)}
+	}
+}
+
+func skipReason(ctx context.Context, root string, spec target.Spec, dockerErr error) string {
+	switch spec.Kind {
+	case target.Process:
+		bin := spec.Command[0]
+		if strings.Contains(bin, "/") {
+			p := bin
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(root, p)
+			}
+			if _, err := os.Stat(p); err != nil {
+				return bin + " is not built (scripts/build.sh)"
+			}
+		} else if _, err := exec.LookPath(bin); err != nil {
+			return bin + " is not installed"
+		}
+		for _, a := range spec.Command[1:] {
+			if strings.HasSuffix(a, ".mjs") || strings.HasSuffix(a, ".js") {
+				if _, err := os.Stat(filepath.Join(root, a)); err != nil {
+					return a + " does not exist yet"
+				}
+				if _, err := os.Stat(filepath.Join(root, filepath.Dir(a), "node_modules")); err != nil {
+					return "its packages are not installed (scripts/deps.sh node)"
+				}
+			}
+		}
+	case target.Container:
+		if dockerErr != nil {
+			return "Docker is not usable here: " + dockerErr.Error()
+		}
+		if !images.Exists(ctx, spec.Image) {
+			return "image " + spec.Image + " is not built (scripts/images.sh)"
+		}
+	}
+	return ""
+}
+
+// sources reads small.jpg and large.jpg, making them first if needed.
+func sources(ctx context.Context, cfg config) ([]byte, []byte, error) {
+	small := filepath.Join(cfg.sources, "small.jpg")
+	large := filepath.Join(cfg.sources, "large.jpg")
+	if _, err := os.Stat(large); err != nil {
+		cmd := exec.CommandContext(ctx, filepath.Join(cfg.root, "scripts", "make-sources.sh"), cfg.sources)
+		cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, nil, fmt.Errorf("making sources: %w", err)
+		}
+	}
+	s, err := os.ReadFile(small)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := os.ReadFile(large)
+	return s, l, err
+}
+
+func lock(path string, w io.Writer) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		fmt.Fprintf(w, "waiting for %s (someone else is timing)...\n", path)
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return func() { f.Close() }, nil
+}
+
+func (b *bench) active() []results.Target {
+	var ts []results.Target
+	for _, t := range b.targets {
+		if t.Skipped == "" {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+func (b *bench) setAllowed(name, allowed string) {
+	for i := range b.targets {
+		if b.targets[i].Name == name {
+			b.targets[i].Allowed = allowed
+		}
+	}
+	b.res.Targets = b.targets
+}
+
+func (b *bench) measure(ctx context.Context) error {
+	cfg := b.cfg
+	ts := b.active()
+	if len(ts) == 0 {
+		return errors.New("no target can run (see the lines above)")
+	}
+	var spawnable, containers int
+	for _, t := range ts {
+		if t.Kind != target.URL {
+			spawnable++
+		}
+		if t.Kind == target.Container {
+			containers++
+		}
+	}
+	stepEst := cfg.warmup + cfg.duration + 500*time.Millisecond
+	planned := time.Duration(len(ts))*(cfg.settle+2*time.Second) +
+		time.Duration(cfg.runs*spawnable)*800*time.Millisecond +
+		time.Duration(len(cfg.routes)*len(cfg.concurrency)*len(ts))*stepEst
+	if cfg.imageSizes {
+		planned += time.Duration(containers) * 15 * time.Second
+	}
+	b.prog = newProgress(b.out, planned)
+	fmt.Fprintf(b.out, "bench: %d targets, planned about %s; results in %s\n", len(ts), planned.Round(time.Second), cfg.out)
+
+	if cfg.imageSizes {
+		b.imageSizes(ctx, ts)
+	}
+	for i, t := range ts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.prog.step("idle memory and contract check", i+1, len(ts), t.Name, cfg.settle+2*time.Second)
+		b.idleAndContract(ctx, t)
+		_ = b.write()
+	}
+	if err := b.startups(ctx, ts); err != nil {
+		return err
+	}
+	_ = b.write()
+	return b.loads(ctx, ts)
+}
+
+func (b *bench) imageSizes(ctx context.Context, ts []results.Target) {
+	n := 0
+	for _, t := range b.targets {
+		if t.Kind == target.Container && t.Skipped == "" {
+			n++
+			b.prog.step("image size", n, n, t.Image, 15*time.Second)
+			im := results.Image{Target: t.Name, Image: t.Image}
+			var err error
+			if im.Bytes, err = images.Size(ctx, t.Image); err == nil {
+				im.GzipBytes, err = images.SavedGzipSize(ctx, t.Image)
+			}
+			if err != nil {
+				im.Error = err.Error()
+			}
+			b.res.Images = append(b.res.Images, im)
+		}
+	}
+}
+
+// startHealthy starts a target and waits for its first /health 200.
+func (b *bench) startHealthy(ctx context.Context, t results.Target) (*target.Instance, startup.Result, error) {
+	inst, err := target.Start(ctx, t.Spec, b.topt)
+	if err != nil {
+		return nil, startup.Result{}, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, b.cfg.startTimeout)
+	defer cancel()
+	r, err := startup.Poll(pctx, inst.Addr, startup.Probe{Method: "GET", Path: "/health", Timeout: 2 * time.Second}, b.cfg.poll, inst.Exited)
+	if err != nil {
+		_ = inst.Stop()
+		return nil, r, fmt.Errorf("%s never answered /health: %w", t.Name, err)
+	}
+	return inst, r, nil
+}
+
+func (b *bench) idleAndContract(ctx context.Context, t results.Target) {
+	inst, _, err := b.startHealthy(ctx, t)
+	if err != nil {
+		b.res.Contract = append(b.res.Contract, results.Contract{Target: t.Name, Error: err.Error()})
+		b.res.Idle = append(b.res.Idle, results.Idle{Target: t.Name, Error: err.Error()})
+		b.bad[t.Name] = map[string]bool{"*": true}
+		b.prog.note("%s: %v", t.Name, err)
+		return
+	}
+	defer inst.Stop()
+	if t.Kind != target.URL {
+		time.Sleep(b.cfg.settle)
+		idle := results.Idle{Target: t.Name}
+		pid, err := inst.PID(ctx)
+		if err == nil {
+			idle.Status, err = procmem.Read(pid)
+			if a, aerr := affinity.Allowed(pid); aerr == nil {
+				b.setAllowed(t.Name, a)
+			}
+		}
+		if err != nil {
+			idle.Error = err.Error()
+		}
+		b.res.Idle = append(b.res.Idle, idle)
+		b.prog.note("%s: VmRSS %.1f MB, VmSize %.1f MB", t.Name, float64(idle.VmRSS)/1e6, float64(idle.VmSize)/1e6)
+	}
+	checks := contract.Run(ctx, inst.BaseURL(), b.in)
+	b.res.Contract = append(b.res.Contract, results.Contract{Target: t.Name, Checks: checks})
+	b.bad[t.Name] = contract.Failed(checks)
+	for _, c := range checks {
+		if !c.OK {
+			b.prog.note("%s: CONTRACT MISMATCH %s: %s (its %s steps will not be timed)", t.Name, c.Name, c.Detail, c.Route)
+		}
+	}
+}
+
+func (b *bench) startups(ctx context.Context, ts []results.Target) error {
+	var spawnable []results.Target
+	for _, t := range ts {
+		if t.Kind != target.URL && !b.bad[t.Name]["*"] && !b.bad[t.Name]["health"] {
+			spawnable = append(spawnable, t)
+		}
+	}
+	per := map[string]*results.Startup{}
+	gaps := map[string][]float64{}
+	for _, t := range spawnable {
+		per[t.Name] = &results.Startup{Target: t.Name}
+	}
+	n := b.cfg.runs * len(spawnable)
+	i := 0
+	// Interleaved: run 1 of every target, then run 2 of every target, ...
+	for run := 0; run < b.cfg.runs; run++ {
+		for _, t := range spawnable {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			i++
+			b.prog.step("startup", i, n, fmt.Sprintf("%s run %d/%d", t.Name, run+1, b.cfg.runs), 800*time.Millisecond)
+			s := per[t.Name]
+			h, th, gap, err := b.startOnce(ctx, t)
+			if err != nil {
+				s.Errors = append(s.Errors, err.Error())
+				b.prog.note("%s: %v", t.Name, err)
+				continue
+			}
+			s.HealthMs = append(s.HealthMs, h)
+			if th > 0 {
+				s.ThumbnailMs = append(s.ThumbnailMs, th)
+			}
+			gaps[t.Name] = append(gaps[t.Name], gap)
+			b.prog.note("%s: health %.2f ms, first thumbnail %.2f ms", t.Name, h, th)
+		}
+	}
+	for _, t := range spawnable {
+		s := per[t.Name]
+		s.Health = stats.Summarize(s.HealthMs)
+		s.Thumbnail = stats.Summarize(s.ThumbnailMs)
+		s.PollGapUs = stats.Summarize(gaps[t.Name]).Mean
+		b.res.Startup = append(b.res.Startup, *s)
+	}
+	return nil
+}
+
+// startOnce times one fresh start: milliseconds from just before the spawn
+// to the first /health 200, and to the 200 of a POST /thumbnail sent as soon
+// as /health answered (0 when the thumbnail route failed its contract check).
+func (b *bench) startOnce(ctx context.Context, t results.Target) (health, thumb, gapUs float64, err error) {
+	inst, r, err := b.startHealthy(ctx, t)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer inst.Stop()
+	health = float64(r.At.Sub(inst.Spawned)) / 1e6
+	gapUs = float64(r.MeanGap) / 1e3
+	if b.bad[t.Name]["thumb-small"] {
+		return health, 0, gapUs, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tr, err := startup.Poll(pctx, inst.Addr, startup.Probe{Method: "POST", Path: thumbQuery, Body: b.in.Small, Timeout: 10 * time.Second}, b.cfg.poll, inst.Exited)
+	if err != nil {
+		return health, 0, gapUs, fmt.Errorf("first thumbnail: %w", err)
+	}
+	return health, float64(tr.At.Sub(inst.Spawned)) / 1e6, gapUs, nil
+}
+
+func (b *bench) loads(ctx context.Context, ts []results.Target) error {
+	cfg := b.cfg
+	total := len(cfg.routes) * len(cfg.concurrency) * len(ts)
+	i := 0
+	for _, rt := range b.res.Routes {
+		// Fresh servers per route, so a route's memory figures are its own.
+		var live []results.Target
+		insts := map[string]*target.Instance{}
+		pids := map[string]int{}
+		for _, t := range ts {
+			if reason := b.skipStep(t.Name, rt.ID); reason != "" {
+				for _, c := range cfg.concurrency {
+					b.res.Load = append(b.res.Load, results.LoadStep{Route: rt.ID, Target: t.Name, Concurrency: c, Skipped: reason})
+					i++
+				}
+				continue
+			}
+			inst, _, err := b.startHealthy(ctx, t)
+			if err != nil {
+				for _, c := range cfg.concurrency {
+					b.res.Load = append(b.res.Load, results.LoadStep{Route: rt.ID, Target: t.Name, Concurrency: c, Skipped: err.Error()})
+					i++
+				}
+				continue
+			}
+			insts[t.Name] = inst
+			pids[t.Name], _ = inst.PID(ctx)
+			live = append(live, t)
+		}
+		stopAll := func() {
+			for _, inst := range insts {
+				_ = inst.Stop()
+			}
+		}
+		req := load.Request{Method: rt.Method}
+		if rt.ID == "thumb-small" {
+			req.Body, req.ContentType = b.in.Small, "image/jpeg"
+		} else if rt.ID == "thumb-large" {
+			req.Body, req.ContentType = b.in.Large, "image/jpeg"
+		}
+		// Interleaved: every target at 10 clients, then every target at 100, ...
+		for _, c := range cfg.concurrency {
+			for _, t := range live {
+				if err := ctx.Err(); err != nil {
+					stopAll()
+					return err
+				}
+				i++
+				b.prog.step("load", i, total, fmt.Sprintf("%s c=%d %s", rt.Label, c, t.Name), cfg.warmup+cfg.duration+500*time.Millisecond)
+				inst := insts[t.Name]
+				req.URL = inst.BaseURL() + rt.Path
+				if cfg.warmup > 0 {
+					if _, err := load.Run(load.Step{Request: req, Concurrency: c, Duration: cfg.warmup}); err != nil {
+						b.prog.note("warm-up: %v", err)
+					}
+				}
+				o, err := load.Run(load.Step{Request: req, Concurrency: c, Duration: cfg.duration, ServerPID: pids[t.Name]})
+				step := results.LoadStep{Route: rt.ID, Target: t.Name, Concurrency: c, Outcome: o}
+				if err != nil {
+					step.Skipped = err.Error()
+				}
+				if inst.Exited() != nil {
+					step.Skipped = "the server died during the step"
+				}
+				b.res.Load = append(b.res.Load, step)
+				b.prog.note("%s: %.0f rps, p50 %.2f ms, p99 %.2f ms, errors %d, client CPU %.0f%%, server CPU %.0f%%, peak RSS %.1f MB",
+					t.Name, o.RPS, o.P50, o.P99, o.ErrorCount, 100*o.ClientCPU, 100*o.ServerCPU, float64(o.ServerPeakRSS)/1e6)
+			}
+		}
+		stopAll()
+		_ = b.write()
+	}
+	return nil
+}
+
+func (b *bench) skipStep(name, route string) string {
+	bad := b.bad[name]
+	switch {
+	case bad["*"]:
+		return "did not start for the contract check"
+	case bad[route]:
+		return "failed the contract check for this route: not timed"
+	}
+	return ""
+}
+
+// write saves the results JSON, the report and the charts.
+func (b *bench) write() error {
+	if err := results.Write(filepath.Join(b.cfg.out, "results.json"), b.res); err != nil {
+		return err
+	}
+	return render(b.cfg.out, b.res, io.Discard)
+}
+
+func render(dir string, r *results.Results, w io.Writer) error {
+	charts, err := chart.WriteAll(dir, r)
+	if err != nil {
+		return err
+	}
+	md := report.Render(r, charts)
+	path := filepath.Join(dir, "report.md")
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "wrote", path)
+	return nil
+}
