@@ -128,7 +128,8 @@ function bodyTooLarge() {
 
 // How much of an oversized body is still read (and dropped) before the 413 is
 // sent. Closing on a client that is still sending makes it see a connection
-// reset instead of the answer; Go's server drains 256 KB for the same reason.
+// reset instead of the answer; Go's server likewise reads up to 256 KB of an
+// unread body.
 const DRAIN_BYTES = 256 * 1024;
 
 // Passes the body to onChunk as it arrives, refusing more than the limit.
@@ -150,9 +151,11 @@ function readBody(req, onChunk) {
     if (Number(req.headers['content-length']) > LIMITS.maxBodyBytes + DRAIN_BYTES) return stop();
     req.on('data', onData);
     req.once('end', () => (size > LIMITS.maxBodyBytes ? reject(bodyTooLarge()) : resolve()));
-    req.once('error', reject);
-    // A client that goes away mid-body never sends 'end'; settle anyway (a no-op after 'end').
-    req.once('close', () => reject(new Error('the client closed the request before its end')));
+    // A body that breaks off is the client's fault (400, as in thumbd); 'close'
+    // also comes after a normal 'end', when rejecting is a no-op.
+    const brokeOff = () => reject(new HttpError(400, 'bad_parameter', 'The request body could not be read to its end.'));
+    req.once('error', brokeOff);
+    req.once('close', brokeOff);
   });
 }
 
@@ -301,7 +304,10 @@ async function readSource(query) {
     throw err;
   }
   // realpath resolved every symlink, so this also catches links that leave the directory.
-  if (!file.startsWith(root + path.sep)) throw badName('resolves outside the source directory');
+  const inside = path.relative(root, file);
+  if (inside === '' || inside === '..' || inside.startsWith('..' + path.sep) || path.isAbsolute(inside)) {
+    throw badName('resolves outside the source directory');
+  }
   const info = await stat(file);
   if (!info.isFile()) throw new HttpError(404, 'source_not_found', `No source file named ${JSON.stringify(name)}.`);
   if (info.size > LIMITS.maxBodyBytes) {
@@ -394,10 +400,13 @@ function main() {
     // One line a launcher can wait for; with PORT=0 it carries the port the OS chose.
     console.log(JSON.stringify({ level: 'info', msg: 'listening', port: server.address().port, sharp: sharp.versions.sharp, libvips: sharp.versions.vips }));
   });
+  // On SIGTERM finish the requests in flight, then exit; a client that keeps
+  // a connection busy cannot hold the process past 30 s (THUMBD_SHUTDOWN_TIMEOUT's default).
   const stop = () => {
     draining = true;
     server.close(() => process.exit(0));
     server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 30_000).unref();
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
