@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// child is thumbd running as a real process (this test binary re-executed,
+// see TestMain), with its address parsed from its own log.
+type child struct {
+	cmd  *exec.Cmd
+	addr string
+	logs *bytes.Buffer
+	done chan error
+}
+
+func startChild(t *testing.T, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), append([]string{"THUMBD_TEST_MAIN=1", "PORT=0", "THUMBD_LOG_LEVEL=debug"}, env...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, logs: &bytes.Buffer{}, done: make(chan error, 1)}
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			c.logs.WriteString(line + "\n")
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				addrCh <- rec.Addr
+			}
+		}
+		c.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	select {
+	case a := <-addrCh:
+		_, port, _ := strings.Cut(a[strings.LastIndex(a, ":"):], ":")
+		c.addr = "http://127.0.0.1:" + port
+	case <-time.After(20 * time.Second):
+		t.Fatalf("child never listened; logs:\n%s", c.logs)
+	}
+	return c
+}
+
+// wait returns the child's exit code.
+func (c *child) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		if err == nil {
+			return 0
+		}
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		t.Fatal(err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("child did not exit")
+	}
+	return -1
+}
+
+var runningJobs = regexp.MustCompile(`(?m)^thumbd_thumbnail_jobs_running (\d+)`)
+
+// waitRunning polls /metrics until n thumbnails are being processed.
+func waitRunning(t *testing.T, base string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if m := runningJobs.FindSubmatch(b); m != nil {
+				if v, _ := strconv.Atoi(string(m[1])); v >= n {
+					return
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("thumbnail never started")
+}
+
+// slowRequest is a thumbnail that takes a while: a 4096x4096 PNG of a
+// small source, mostly encoding time.
+func slowRequest(t *testing.T, base string) (*http.Response, error) {
+	src := encodeJPEG(t, scene(400, 300), 90)
+	return http.Post(base+"/thumbnail?w=4096&h=4096&fit=fill", "application/octet-stream", bytes.NewReader(src))
+}
+
+func TestSIGTERMFinishesAdmittedThumbnailAndExitsZero(t *testing.T) {
+	c := startChild(t, "THUMBD_CONCURRENCY=1")
+	type result struct {
+		status int
+		body   []byte
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := slowRequest(t, c.addr)
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		res <- result{resp.StatusCode, b, err}
+	}()
+	waitRunning(t, c.addr, 1)
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil || r.status != 200 {
+		t.Fatalf("in-flight thumbnail: status %d err %v; logs:\n%s", r.status, r.err, c.logs)
+	}
+	img, err := png.Decode(bytes.NewReader(r.body))
+	if err != nil || img.Bounds().Dx() != 4096 {
+		t.Fatalf("in-flight thumbnail incomplete: %v", err)
+	}
+	if code := c.wait(t); code != 0 {
+		t.Fatalf("exit code %d; logs:\n%s", code, c.logs)
+	}
+	// After the listener closed, new connections are refused.
+	if _, err := http.Get(c.addr + "/health"); err == nil {
+		t.Fatal("still accepting after exit")
+	}
+}
+
+func TestShutdownDelayKeepsServingWithReadyDown(t *testing.T) {
+	c := startChild(t, "THUMBD_SHUTDOWN_DELAY=1s")
+	waitReady(t, c.addr)
+	start := time.Now()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	// During the delay: /ready 503 draining, /health still 200.
+	var sawDraining bool
+	for time.Since(start) < 700*time.Millisecond {
+		resp, err := http.Get(c.addr + "/ready")
+		if err != nil {
+			t.Fatalf("refused during the delay: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 503 && string(b) == `{"status":"draining"}` {
+			sawDraining = true
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !sawDraining {
+		t.Fatal("/ready never said draining")
+	}
+	if resp, err := http.Get(c.addr + "/health"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/health during the delay: %v", err)
+	}
+	if code := c.wait(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if el := time.Since(start); el < time.Second {
+		t.Fatalf("exited after %s, before the 1s delay", el)
+	}
+}
+
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("never ready")
+}
+
+func TestRunRejectsBadConfiguration(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"thumbd"}, envOf(map[string]string{"THUMBD_QUEUE": "-1"}), io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "queue") {
+		t.Fatalf("got %v", err)
+	}
+	err = run(context.Background(), []string{"thumbd"}, envOf(map[string]string{"THUMBD_SOURCE_DIR": "/no/such/dir"}), io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "source directory") {
+		t.Fatalf("missing source dir: got %v", err)
+	}
+}
+
+func TestHealthSubcommand(t *testing.T) {
+	ok := httptest.NewServer(handleHealth())
+	defer ok.Close()
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
+	defer bad.Close()
+	env := envOf(nil)
+	if err := run(context.Background(), []string{"thumbd", "health", "-url", ok.URL}, env, io.Discard, io.Discard); err != nil {
+		t.Fatalf("healthy: %v", err)
+	}
+	if err := run(context.Background(), []string{"thumbd", "health", "-url", bad.URL}, env, io.Discard, io.Discard); err == nil {
+		t.Fatal("500 reported healthy")
+	}
+	// Nothing listening on the port from PORT.
+	ln := httptest.NewServer(nil)
+	port := ln.URL[strings.LastIndex(ln.URL, ":")+1:]
+	ln.Close()
+	if err := run(context.Background(), []string{"thumbd", "health"}, envOf(map[string]string{"PORT": port}), io.Discard, io.Discard); err == nil {
+		t.Fatal("closed port reported healthy")
+	}
+}
