@@ -1,0 +1,153 @@
+package validate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The checks must be able to fail: each case breaks one thing in a copy of the
+// manifests and expects the matching complaint.
+
+const fakeRoutes = `package main
+
+func addRoutes(r chi.Router, d deps) {
+	r.Get("/health", h)
+	r.Get("/ready", h)
+	r.Post("/thumbnail", h)
+}
+`
+
+type breakage struct {
+	name     string
+	file     string // under k8s/
+	old, new string
+	want     string // a substring of one of the errors
+}
+
+func TestBrokenKubernetesManifestsFail(t *testing.T) {
+	cases := []breakage{
+		{"unknown field", "base/deployment.yaml", "automountServiceAccountToken: false", "automountServiceAccountToken: false\n      shareProcessNamespaces: true", "unknown field"},
+		{"field name in the wrong case", "base/deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFileSystem: true", "unknown field"},
+		{"duplicate field", "base/hpa.yaml", "  minReplicas: 2\n", "  minReplicas: 2\n  minReplicas: 3\n", "already defined"},
+		{"probe path not a route", "base/deployment.yaml", "path: /ready", "path: /readyz", `"/readyz" is not a GET route`},
+		{"liveness on the wrong path", "base/deployment.yaml", "livenessProbe:\n            httpGet:\n              path: /health", "livenessProbe:\n            httpGet:\n              path: /ready", "livenessProbe path \"/ready\""},
+		{"latest image", "overlays/scratch/kustomization.yaml", "newTag: scratch", "newTag: latest", "never :latest"},
+		{"other flavour's image", "overlays/scratch/kustomization.yaml", "newTag: scratch", "newTag: slim", `want "thumbd:scratch"`},
+		{"env var the service does not read", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_WORKERS=4", "THUMBD_WORKERS is not in the settings table"},
+		{"grace period too short", "base/deployment.yaml", "terminationGracePeriodSeconds: 40", "terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds 30 s <"},
+		{"delay outgrows the grace period", "base/settings.env", "THUMBD_SHUTDOWN_DELAY=5s", "THUMBD_SHUTDOWN_DELAY=15s", "THUMBD_SHUTDOWN_DELAY 15s"},
+		{"privilege escalation", "base/deployment.yaml", "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", "allowPrivilegeEscalation: false"},
+		{"root allowed", "base/deployment.yaml", "runAsNonRoot: true", "runAsNonRoot: false", "runAsNonRoot: true"},
+		{"capabilities kept", "base/deployment.yaml", `drop: ["ALL"]`, `drop: ["NET_RAW"]`, "drop ALL capabilities"},
+		{"seccomp unconfined", "base/deployment.yaml", "type: RuntimeDefault", "type: Unconfined", "seccompProfile must be RuntimeDefault"},
+		{"writable root filesystem", "base/deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", "readOnlyRootFilesystem: true"},
+		{"host port", "base/deployment.yaml", "containerPort: 8080", "containerPort: 8080\n              hostPort: 8080", "hostPort 8080"},
+		{"container port is not PORT", "base/deployment.yaml", "containerPort: 8080", "containerPort: 9090", "no containerPort 8080"},
+		{"PORT moved without the container port", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nPORT=9000", "no containerPort 9000"},
+		{"service targets another port", "base/service.yaml", "targetPort: http", "targetPort: 9090", "targets 9090"},
+		{"one replica", "base/hpa.yaml", "minReplicas: 2", "minReplicas: 1", "minReplicas must be at least 2"},
+		{"service links", "base/deployment.yaml", "enableServiceLinks: false", "enableServiceLinks: true", "enableServiceLinks must be false"},
+		{"concurrency above the CPU limit", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=4", "must equal the CPU limit"},
+		{"PDB selects nothing", "base/pdb.yaml", "    matchLabels:\n      app.kubernetes.io/name: thumbd", "    matchLabels:\n      app.kubernetes.io/name: other", "PodDisruptionBudget thumbd does not select"},
+		{"replicas fixed", "base/deployment.yaml", "  selector:\n", "  replicas: 3\n  selector:\n", "sets replicas"},
+	}
+	runBreakages(t, cases, "k8s/overlays/scratch", CheckKubernetes)
+}
+
+func TestBrokenKnativeServiceFails(t *testing.T) {
+	cases := []breakage{
+		{"unknown field", "knative/service.yaml", "containerConcurrency: 2", "containerConcurency: 2", "unknown field"},
+		{"field Knative forbids", "knative/service.yaml", "          image: thumbd:scratch\n", "          image: thumbd:scratch\n          stdin: true\n", "Knative rejects"},
+		{"PORT set", "knative/service.yaml", "          env:\n", "          env:\n            - name: PORT\n              value: \"8080\"\n", "Knative rejects"},
+		{"concurrency not tied", "knative/service.yaml", "containerConcurrency: 2", "containerConcurrency: 4", "containerConcurrency must equal THUMBD_CONCURRENCY 2"},
+		{"target not tied", "knative/service.yaml", `autoscaling.knative.dev/target: "2"`, `autoscaling.knative.dev/target: "10"`, "autoscaling.knative.dev/target \"10\""},
+		{"no scale to zero", "knative/service.yaml", `min-scale: "0"`, `min-scale: "1"`, "min-scale must be \"0\""},
+		{"timeout below the deadline", "knative/service.yaml", "timeoutSeconds: 30", "timeoutSeconds: 10", "timeoutSeconds must exceed THUMBD_DEADLINE 10s"},
+		{"startup probe path", "knative/service.yaml", "path: /health", "path: /healthz", "startupProbe path \"/healthz\""},
+		{"latest image", "knative/service.yaml", "image: thumbd:scratch", "image: thumbd:latest", "never :latest"},
+		{"untagged image", "knative/service.yaml", "image: thumbd:scratch", "image: thumbd", "has no tag"},
+		{"root allowed", "knative/service.yaml", "runAsNonRoot: true", "runAsNonRoot: false", "runAsNonRoot: true"},
+		{"env var the service does not read", "knative/service.yaml", "            - name: THUMBD_CONCURRENCY\n", "            - name: GOMAXPROCS\n              value: \"2\"\n            - name: THUMBD_CONCURRENCY\n", "GOMAXPROCS is not in the settings table"},
+	}
+	runBreakages(t, cases, "k8s/knative", CheckKnative)
+}
+
+// runBreakages renders dir in a broken copy of k8s/ for each case and
+// requires check (or the rendering) to complain as the case expects.
+func runBreakages(t *testing.T, cases []breakage, dir string, check func([]Manifest, Expect) []error) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := brokenCopy(t, tc)
+			want := Expect{Image: "thumbd:scratch", Settings: settingsForTest(t), Routes: routesForTest(t, tmp)}
+			ms, err := Render(filepath.Join(tmp, dir))
+			errs := []error{err}
+			if err == nil {
+				errs = check(ms, want)
+			}
+			requireComplaint(t, errs, tc.want)
+		})
+	}
+}
+
+// brokenCopy copies k8s/ (without this module) into a temporary directory and
+// applies the breakage, which must change something.
+func brokenCopy(t *testing.T, tc breakage) string {
+	t.Helper()
+	tmp := t.TempDir()
+	if err := os.CopyFS(filepath.Join(tmp, "k8s"), os.DirFS(filepath.Join(root, "k8s"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(tmp, "k8s/validate")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(tmp, "k8s", tc.file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), tc.old) {
+		t.Fatalf("k8s/%s no longer contains %q: update this case", tc.file, tc.old)
+	}
+	broken := strings.Replace(string(data), tc.old, tc.new, 1)
+	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tmp
+}
+
+func requireComplaint(t *testing.T, errs []error, want string) {
+	t.Helper()
+	for _, err := range errs {
+		if strings.Contains(err.Error(), want) {
+			return
+		}
+	}
+	t.Errorf("no error contains %q; got %d:", want, len(errs))
+	for _, err := range errs {
+		t.Log("  ", err)
+	}
+}
+
+func settingsForTest(t *testing.T) Settings {
+	t.Helper()
+	s, err := ReadSettings(filepath.Join(root, "CONTRIBUTING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func routesForTest(t *testing.T, dir string) Routes {
+	t.Helper()
+	path := filepath.Join(dir, "routes.go")
+	if err := os.WriteFile(path, []byte(fakeRoutes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadRoutes(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

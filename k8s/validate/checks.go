@@ -1,0 +1,481 @@
+package validate
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"knative.dev/pkg/apis"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+)
+
+// Expect is what rendered manifests must agree with.
+type Expect struct {
+	Image    string   // the container image, e.g. "thumbd:slim"; "" accepts any tagged image
+	Settings Settings // the settings the service reads, with their defaults
+	Routes   Routes   // the service's routes; nil skips the probe-path check
+}
+
+type problems []error
+
+func (p *problems) addf(format string, args ...any) {
+	*p = append(*p, fmt.Errorf(format, args...))
+}
+
+// The probe paths the service's contract names.
+const (
+	healthPath = "/health"
+	readyPath  = "/ready"
+)
+
+// CheckKubernetes checks the objects rendered from a Kubernetes overlay: one
+// Deployment, Service, HorizontalPodAutoscaler, PodDisruptionBudget and
+// settings ConfigMap that agree with each other and with the service.
+func CheckKubernetes(ms []Manifest, want Expect) []error {
+	var p problems
+	deploy := only[*appsv1.Deployment](ms, &p)
+	svc := only[*corev1.Service](ms, &p)
+	hpa := only[*autoscalingv2.HorizontalPodAutoscaler](ms, &p)
+	pdb := only[*policyv1.PodDisruptionBudget](ms, &p)
+	configMaps := map[string]*corev1.ConfigMap{}
+	for _, cm := range all[*corev1.ConfigMap](ms) {
+		configMaps[cm.Name] = cm
+	}
+	if deploy == nil {
+		return p
+	}
+	pod := &deploy.Spec.Template
+	if deploy.Spec.Replicas != nil {
+		p.addf("Deployment %s sets replicas: the HorizontalPodAutoscaler owns the count", deploy.Name)
+	}
+	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
+		p.addf("Deployment %s: enableServiceLinks must be false (a Service named thumbd injects THUMBD_PORT, THUMBD_SERVICE_HOST, ... into the settings' namespace)", deploy.Name)
+	}
+	if pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
+		p.addf("Deployment %s: automountServiceAccountToken must be false (the service calls no Kubernetes API)", deploy.Name)
+	}
+	c, env := checkPod(&pod.Spec, configMaps, want, &p)
+	if c == nil {
+		return p
+	}
+
+	port, err := strconv.Atoi(setting(env, want.Settings, "PORT"))
+	if err != nil {
+		p.addf("PORT %q is not a number", setting(env, want.Settings, "PORT"))
+	}
+	if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return int(cp.ContainerPort) == port }) {
+		p.addf("container %s declares no containerPort %d, the port the service listens on (PORT)", c.Name, port)
+	}
+	checkProbes(c, port, want.Routes, true, &p)
+
+	delay := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_DELAY", &p)
+	drain := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_TIMEOUT", &p)
+	if g := pod.Spec.TerminationGracePeriodSeconds; g == nil {
+		p.addf("Deployment %s: terminationGracePeriodSeconds unset; it must cover THUMBD_SHUTDOWN_DELAY + THUMBD_SHUTDOWN_TIMEOUT = %s", deploy.Name, delay+drain)
+	} else if time.Duration(*g)*time.Second < delay+drain {
+		p.addf("Deployment %s: terminationGracePeriodSeconds %d s < THUMBD_SHUTDOWN_DELAY %s + THUMBD_SHUTDOWN_TIMEOUT %s: the kubelet would SIGKILL admitted requests", deploy.Name, *g, delay, drain)
+	}
+
+	if svc != nil {
+		if !selects(svc.Spec.Selector, pod.Labels) {
+			p.addf("Service %s selector %v does not select the pods (labels %v)", svc.Name, svc.Spec.Selector, pod.Labels)
+		}
+		for _, sp := range svc.Spec.Ports {
+			if target, ok := resolvePort(sp.TargetPort, c); !ok || target != port {
+				p.addf("Service %s port %s targets %s, not the service's port %d", svc.Name, sp.Name, sp.TargetPort.String(), port)
+			}
+		}
+	}
+	if hpa != nil {
+		ref := hpa.Spec.ScaleTargetRef
+		if ref.Kind != "Deployment" || ref.Name != deploy.Name || ref.APIVersion != "apps/v1" {
+			p.addf("HorizontalPodAutoscaler %s targets %s %s %s, not apps/v1 Deployment %s", hpa.Name, ref.APIVersion, ref.Kind, ref.Name, deploy.Name)
+		}
+		if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas < 2 {
+			p.addf("HorizontalPodAutoscaler %s: minReplicas must be at least 2", hpa.Name)
+		}
+	}
+	if pdb != nil && (pdb.Spec.Selector == nil || !selects(pdb.Spec.Selector.MatchLabels, pod.Labels)) {
+		p.addf("PodDisruptionBudget %s does not select the pods (labels %v)", pdb.Name, pod.Labels)
+	}
+	return p
+}
+
+// CheckKnative checks a Knative Service: Knative's own validation, scale to
+// zero, concurrency tied to THUMBD_CONCURRENCY, a timeout above
+// THUMBD_DEADLINE, probes, image, settings and the restricted profile.
+func CheckKnative(ms []Manifest, want Expect) []error {
+	var p problems
+	ksvc := only[*servingv1.Service](ms, &p)
+	if ksvc == nil {
+		return p
+	}
+	ctx := context.Background()
+	defaulted := ksvc.DeepCopy()
+	defaulted.SetDefaults(ctx)
+	if fe := defaulted.Validate(apis.WithinCreate(ctx)); fe != nil {
+		p.addf("Knative rejects Service %s: %v", ksvc.Name, fe)
+	}
+
+	tmpl := &ksvc.Spec.Template
+	ann := tmpl.Annotations
+	if ann["autoscaling.knative.dev/min-scale"] != "0" {
+		p.addf("Knative Service %s: autoscaling.knative.dev/min-scale must be \"0\" (scale to zero), is %q", ksvc.Name, ann["autoscaling.knative.dev/min-scale"])
+	}
+	c, env := checkPod(&tmpl.Spec.PodSpec, nil, want, &p)
+	if c == nil {
+		return p
+	}
+
+	conc, err := strconv.Atoi(env["THUMBD_CONCURRENCY"])
+	if err != nil {
+		p.addf("Knative Service %s: THUMBD_CONCURRENCY must be set to a number for containerConcurrency to be tied to it (is %q)", ksvc.Name, env["THUMBD_CONCURRENCY"])
+	}
+	if cc := tmpl.Spec.ContainerConcurrency; cc == nil || int(*cc) != conc {
+		p.addf("Knative Service %s: containerConcurrency must equal THUMBD_CONCURRENCY %d", ksvc.Name, conc)
+	}
+	if target := ann["autoscaling.knative.dev/target"]; target != strconv.Itoa(conc) {
+		p.addf("Knative Service %s: autoscaling.knative.dev/target %q must equal THUMBD_CONCURRENCY %d", ksvc.Name, target, conc)
+	}
+	deadline := durationSetting(env, want.Settings, "THUMBD_DEADLINE", &p)
+	if ts := tmpl.Spec.TimeoutSeconds; ts == nil || time.Duration(*ts)*time.Second <= deadline {
+		p.addf("Knative Service %s: timeoutSeconds must exceed THUMBD_DEADLINE %s so the service's own 504 comes first", ksvc.Name, deadline)
+	}
+	if _, set := env["PORT"]; set {
+		p.addf("Knative Service %s sets PORT: Knative sets it from containerPort", ksvc.Name)
+	}
+	port := 0
+	if len(c.Ports) == 1 {
+		port = int(c.Ports[0].ContainerPort)
+	} else {
+		p.addf("Knative Service %s: container %s must declare exactly one port", ksvc.Name, c.Name)
+	}
+	checkProbes(c, port, want.Routes, false, &p)
+	return p
+}
+
+// checkPod checks what Kubernetes and Knative pods share: the restricted
+// profile, one container, its image, settings and resources. It returns the
+// container and its resolved environment (nil when there is no one container).
+func checkPod(spec *corev1.PodSpec, configMaps map[string]*corev1.ConfigMap, want Expect, p *problems) (*corev1.Container, map[string]string) {
+	*p = append(*p, CheckRestricted(spec)...)
+	if len(spec.Containers) != 1 {
+		p.addf("the pod must have exactly one container, has %d", len(spec.Containers))
+		return nil, nil
+	}
+	c := &spec.Containers[0]
+	env := containerEnv(c, configMaps, p)
+	checkImage(c, want, p)
+	checkEnvNames(env, want.Settings, p)
+	checkResources(c, env, p)
+	return c, env
+}
+
+// restrictedSysctls are the sysctls the "restricted" and "baseline" profiles allow.
+var restrictedSysctls = []string{
+	"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+	"net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+	"net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+	"net.ipv4.tcp_keepalive_probes",
+}
+
+// CheckRestricted checks a pod spec against the Kubernetes "restricted" Pod
+// Security Standard (which includes "baseline"), plus a read-only root
+// filesystem for every container.
+func CheckRestricted(spec *corev1.PodSpec) []error {
+	var p problems
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		p.addf("restricted: host network, PID and IPC namespaces are not allowed")
+	}
+	for _, v := range spec.Volumes {
+		s := v.VolumeSource
+		if s.ConfigMap == nil && s.CSI == nil && s.DownwardAPI == nil && s.EmptyDir == nil && s.Ephemeral == nil &&
+			s.PersistentVolumeClaim == nil && s.Projected == nil && s.Secret == nil {
+			p.addf("restricted: volume %s is of a type the profile does not allow", v.Name)
+		}
+	}
+	psc := spec.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	if psc.RunAsUser != nil && *psc.RunAsUser == 0 {
+		p.addf("restricted: pod runAsUser must not be 0")
+	}
+	if psc.SeccompProfile != nil && !allowedSeccomp(psc.SeccompProfile) {
+		p.addf("restricted: pod seccompProfile must be RuntimeDefault or Localhost")
+	}
+	for _, s := range psc.Sysctls {
+		if !slices.Contains(restrictedSysctls, s.Name) {
+			p.addf("restricted: sysctl %s is not allowed", s.Name)
+		}
+	}
+	if psc.SELinuxOptions != nil && !allowedSELinux(psc.SELinuxOptions) {
+		p.addf("restricted: pod seLinuxOptions not allowed")
+	}
+	if psc.AppArmorProfile != nil && psc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
+		p.addf("restricted: pod appArmorProfile Unconfined is not allowed")
+	}
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		sc := c.SecurityContext
+		if sc == nil {
+			sc = &corev1.SecurityContext{}
+		}
+		name := "container " + c.Name
+		if sc.Privileged != nil && *sc.Privileged {
+			p.addf("restricted: %s must not be privileged", name)
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			p.addf("restricted: %s must set allowPrivilegeEscalation: false", name)
+		}
+		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			p.addf("restricted: %s must drop ALL capabilities", name)
+		}
+		if sc.Capabilities != nil {
+			for _, add := range sc.Capabilities.Add {
+				if add != "NET_BIND_SERVICE" {
+					p.addf("restricted: %s adds capability %s (only NET_BIND_SERVICE is allowed)", name, add)
+				}
+			}
+		}
+		nonRoot := (sc.RunAsNonRoot != nil && *sc.RunAsNonRoot) ||
+			(sc.RunAsNonRoot == nil && psc.RunAsNonRoot != nil && *psc.RunAsNonRoot)
+		if !nonRoot {
+			p.addf("restricted: %s must run with runAsNonRoot: true (on the pod or the container)", name)
+		}
+		if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+			p.addf("restricted: %s runAsUser must not be 0", name)
+		}
+		switch {
+		case sc.SeccompProfile != nil && !allowedSeccomp(sc.SeccompProfile):
+			p.addf("restricted: %s seccompProfile must be RuntimeDefault or Localhost", name)
+		case sc.SeccompProfile == nil && psc.SeccompProfile == nil:
+			p.addf("restricted: %s has no seccompProfile (RuntimeDefault on the pod or the container)", name)
+		}
+		if sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount {
+			p.addf("restricted: %s procMount must be Default", name)
+		}
+		if sc.SELinuxOptions != nil && !allowedSELinux(sc.SELinuxOptions) {
+			p.addf("restricted: %s seLinuxOptions not allowed", name)
+		}
+		if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
+			p.addf("restricted: %s appArmorProfile Unconfined is not allowed", name)
+		}
+		for _, cp := range c.Ports {
+			if cp.HostPort != 0 {
+				p.addf("restricted: %s must not use hostPort %d", name, cp.HostPort)
+			}
+		}
+		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			p.addf("hardening: %s must set readOnlyRootFilesystem: true", name)
+		}
+	}
+	return p
+}
+
+func allowedSeccomp(s *corev1.SeccompProfile) bool {
+	return s.Type == corev1.SeccompProfileTypeRuntimeDefault || s.Type == corev1.SeccompProfileTypeLocalhost
+}
+
+func allowedSELinux(o *corev1.SELinuxOptions) bool {
+	return o.User == "" && o.Role == "" &&
+		slices.Contains([]string{"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}, o.Type)
+}
+
+// checkImage requires the expected image, and a tag or digest that is not latest.
+func checkImage(c *corev1.Container, want Expect, p *problems) {
+	if want.Image != "" && c.Image != want.Image {
+		p.addf("container %s: image %q, want %q", c.Name, c.Image, want.Image)
+	}
+	last := c.Image[strings.LastIndex(c.Image, "/")+1:]
+	_, tag, tagged := strings.Cut(last, ":")
+	switch {
+	case strings.Contains(last, "@sha256:"):
+	case !tagged || tag == "":
+		p.addf("container %s: image %q has no tag (that means :latest)", c.Name, c.Image)
+	case tag == "latest":
+		p.addf("container %s: image %q: never :latest", c.Name, c.Image)
+	}
+}
+
+// checkEnvNames requires every environment variable to be a setting.
+func checkEnvNames(env map[string]string, settings Settings, p *problems) {
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		if _, ok := settings[name]; !ok {
+			p.addf("environment variable %s is not in the settings table (CONTRIBUTING.md / README.md): the service does not read it", name)
+		}
+	}
+}
+
+// checkResources requires requests and limits, and a thumbnail concurrency
+// that matches the CPU limit.
+func checkResources(c *corev1.Container, env map[string]string, p *problems) {
+	r := c.Resources
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, hasReq := r.Requests[name]
+		lim, hasLim := r.Limits[name]
+		if !hasReq || !hasLim {
+			p.addf("container %s: %s request and limit must both be set", c.Name, name)
+			continue
+		}
+		if req.Cmp(lim) > 0 {
+			p.addf("container %s: %s request %s exceeds its limit %s", c.Name, name, req.String(), lim.String())
+		}
+	}
+	if v, ok := env["THUMBD_CONCURRENCY"]; ok {
+		lim, hasLim := r.Limits[corev1.ResourceCPU]
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			p.addf("container %s: THUMBD_CONCURRENCY %q is not a positive number", c.Name, v)
+		} else if hasLim && lim.MilliValue() != int64(n)*1000 {
+			p.addf("container %s: THUMBD_CONCURRENCY %d must equal the CPU limit %s (one core per libvips job)", c.Name, n, lim.String())
+		}
+	}
+}
+
+// checkProbes requires a startup probe and (for Kubernetes) a liveness probe
+// on /health and a readiness probe on /ready, as httpGet on the service's port,
+// at paths the service serves.
+func checkProbes(c *corev1.Container, port int, routes Routes, needLiveness bool, p *problems) {
+	probes := []struct {
+		kind     string
+		probe    *corev1.Probe
+		path     string
+		required bool
+	}{
+		{"startupProbe", c.StartupProbe, healthPath, true},
+		{"livenessProbe", c.LivenessProbe, healthPath, needLiveness},
+		{"readinessProbe", c.ReadinessProbe, readyPath, true},
+	}
+	for _, pr := range probes {
+		if pr.probe == nil {
+			if pr.required {
+				p.addf("container %s: no %s", c.Name, pr.kind)
+			}
+			continue
+		}
+		get := pr.probe.HTTPGet
+		if get == nil {
+			p.addf("container %s: %s must be an httpGet probe (exec [thumbd, health] is the documented alternative)", c.Name, pr.kind)
+			continue
+		}
+		if get.Path != pr.path {
+			p.addf("container %s: %s path %q, want %q", c.Name, pr.kind, get.Path, pr.path)
+		}
+		if routes != nil && !routes.Serves("GET", get.Path) {
+			p.addf("container %s: %s path %q is not a GET route in service/routes.go", c.Name, pr.kind, get.Path)
+		}
+		if get.Port.String() != "0" && get.Port.String() != "" {
+			if got, ok := resolvePort(get.Port, c); !ok || got != port {
+				p.addf("container %s: %s port %s is not the service's port %d", c.Name, pr.kind, get.Port.String(), port)
+			}
+		}
+	}
+}
+
+// containerEnv resolves the container's environment: envFrom ConfigMaps,
+// then env values and ConfigMap key references.
+func containerEnv(c *corev1.Container, configMaps map[string]*corev1.ConfigMap, p *problems) map[string]string {
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil {
+			p.addf("container %s: envFrom other than a ConfigMap cannot be checked", c.Name)
+			continue
+		}
+		cm, ok := configMaps[from.ConfigMapRef.Name]
+		if !ok {
+			p.addf("container %s: envFrom ConfigMap %s is not among the manifests", c.Name, from.ConfigMapRef.Name)
+			continue
+		}
+		for k, v := range cm.Data {
+			env[from.Prefix+k] = v
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			if cm, ok := configMaps[ref.Name]; ok {
+				env[e.Name] = cm.Data[ref.Key]
+			} else {
+				p.addf("container %s: env %s refers to ConfigMap %s, not among the manifests", c.Name, e.Name, ref.Name)
+			}
+		default:
+			env[e.Name] = ""
+		}
+	}
+	return env
+}
+
+// setting is the value the service sees: the environment's, else the default.
+func setting(env map[string]string, settings Settings, name string) string {
+	if v, ok := env[name]; ok {
+		return v
+	}
+	return settings[name]
+}
+
+func durationSetting(env map[string]string, settings Settings, name string, p *problems) time.Duration {
+	v := setting(env, settings, name)
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		p.addf("%s %q is not a duration", name, v)
+	}
+	return d
+}
+
+// resolvePort turns a port number or a container port name into a number.
+func resolvePort(port intstr.IntOrString, c *corev1.Container) (int, bool) {
+	if port.Type == intstr.Int {
+		return port.IntValue(), true
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == port.StrVal {
+			return int(cp.ContainerPort), true
+		}
+	}
+	return 0, false
+}
+
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// only returns the one object of type T among ms, or nil with a problem.
+func only[T any](ms []Manifest, p *problems) T {
+	found := all[T](ms)
+	var zero T
+	if len(found) != 1 {
+		p.addf("want exactly one %T, found %d", zero, len(found))
+		return zero
+	}
+	return found[0]
+}
+
+func all[T any](ms []Manifest) []T {
+	var out []T
+	for _, m := range ms {
+		if obj, ok := m.Object.(T); ok {
+			out = append(out, obj)
+		}
+	}
+	return out
+}

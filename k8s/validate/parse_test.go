@@ -1,0 +1,122 @@
+package validate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDecodeStrictRejects(t *testing.T) {
+	cases := map[string]struct{ yaml, want string }{
+		"unknown field":   {"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {portz: []}\n", `unknown field "spec.portz"`},
+		"wrong case":      {"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {clusterIp: None}\n", `unknown field "spec.clusterIp"`},
+		"duplicate key":   {"apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  type: ClusterIP\n  type: NodePort\n", "already set in map"},
+		"unknown kind":    {"apiVersion: v1\nkind: Secret\nmetadata: {name: x}\n", `unknown kind "Secret"`},
+		"wrong type":      {"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replicas: two}\n", "cannot unmarshal"},
+		"second document": {"apiVersion: v1\nkind: Service\nmetadata: {name: x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\ndata: {A: 1, B: [x]}\n", "document 1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := DecodeStrict("test.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeStrictSkipsEmptyDocuments(t *testing.T) {
+	ms, err := DecodeStrict("test.yaml", []byte("# a comment\n---\napiVersion: v1\nkind: Service\nmetadata: {name: x}\n---\n"))
+	if err != nil || len(ms) != 1 || ms[0].Name != "x" || ms[0].Kind != "Service" {
+		t.Fatalf("got %+v, %v", ms, err)
+	}
+}
+
+func TestReadRoutes(t *testing.T) {
+	src := `package main
+
+func addRoutes(r chi.Router, d deps) {
+	r.Get("/health", h)
+	r.With(mw).Post("/thumbnail", h)
+	r.Method("GET", "/metrics", h)
+	r.Handle("/any", h)
+	r.Route("/v1", func(r chi.Router) {
+		r.Get("/json", h)
+	})
+	mux.HandleFunc("GET /ready", h)
+	r.Get(dynamicPath, h)
+}
+
+func other(r chi.Router) { r.Get("/not-a-route", h) }
+`
+	path := filepath.Join(t.TempDir(), "routes.go")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	routes, err := ReadRoutes(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		served       bool
+	}{
+		{"GET", "/health", true}, {"POST", "/health", false},
+		{"POST", "/thumbnail", true}, {"GET", "/thumbnail", false},
+		{"GET", "/metrics", true}, {"GET", "/any", true}, {"DELETE", "/any", true},
+		{"GET", "/v1/json", true}, {"GET", "/json", false},
+		{"GET", "/ready", true}, {"GET", "/not-a-route", false},
+	} {
+		if got := routes.Serves(c.method, c.path); got != c.served {
+			t.Errorf("Serves(%s %s) = %v, want %v", c.method, c.path, got, c.served)
+		}
+	}
+}
+
+func TestReadRoutesWithoutAddRoutes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routes.go")
+	if err := os.WriteFile(path, []byte("package main\n\nfunc routes() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRoutes(path); err == nil || !strings.Contains(err.Error(), "no func addRoutes") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestReadSettings(t *testing.T) {
+	md := "| env | flag | default | meaning |\n|---|---|---|---|\n" +
+		"| `PORT` | `-port` | `8080` | TCP port |\n" +
+		"| `THUMBD_CONCURRENCY` | `-concurrency` | CPUs usable | jobs |\n" +
+		"| `THUMBD_DEADLINE` | `-deadline` | `10s` | per thumbnail |\n" +
+		"Not a row: `THUMBD_FAKE` | `-fake` | `1` |\n"
+	path := filepath.Join(t.TempDir(), "README.md")
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSettings(path, filepath.Join(t.TempDir(), "missing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Settings{"PORT": "8080", "THUMBD_CONCURRENCY": "", "THUMBD_DEADLINE": "10s"}
+	if len(s) != len(want) {
+		t.Fatalf("got %v, want %v", s, want)
+	}
+	for k, v := range want {
+		if got, ok := s[k]; !ok || got != v {
+			t.Errorf("%s = %q (%v), want %q", k, got, ok, v)
+		}
+	}
+	if _, err := ReadSettings(filepath.Join(t.TempDir(), "missing.md")); err == nil {
+		t.Error("no settings table found, yet no error")
+	}
+}
+
+func TestRealSettingsTable(t *testing.T) {
+	s := settingsForTest(t)
+	for name, def := range map[string]string{"PORT": "8080", "THUMBD_DEADLINE": "10s", "THUMBD_SHUTDOWN_DELAY": "0s", "THUMBD_SHUTDOWN_TIMEOUT": "30s"} {
+		if s[name] != def {
+			t.Errorf("CONTRIBUTING.md settings table: parsed %s default %q, want %q (did the table change format?)", name, s[name], def)
+		}
+	}
+}
