@@ -78,7 +78,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.render, "render", "", "only redraw report.md and the charts from this results.json")
 	fs.BoolVar(&c.quick, "quick", false, "smoke test: 1 startup run, 1 s steps, 10 clients, short settle")
 	fs.IntVar(&c.runs, "runs", 10, "startup runs per target (fresh process each)")
-	fs.DurationVar(&c.poll, "poll", 100*time.Microsecond, "pause between startup poll attempts")
+	fs.DurationVar(&c.poll, "poll", 50*time.Microsecond, "pause between startup poll attempts")
 	fs.DurationVar(&c.settle, "settle", 3*time.Second, "wait after the first /health before reading idle memory")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time per load step")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured warm-up before each load step, at the step's concurrency")

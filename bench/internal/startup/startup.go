@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Probe is one HTTP/1.1 request sent over a fresh connection until it gets
@@ -67,7 +69,16 @@ func Poll(ctx context.Context, addr string, p Probe, interval time.Duration, ali
 				return res, err
 			}
 		}
-		time.Sleep(interval)
+		pause(interval)
+	}
+}
+
+// pause sleeps with nanosleep(2) on this thread: Go's time.Sleep goes
+// through the runtime's timers, which on Linux wake up with about 1 ms
+// granularity below a millisecond, too coarse for a 5 ms startup.
+func pause(d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}
 }
 

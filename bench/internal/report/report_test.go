@@ -1,0 +1,99 @@
+package report
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/bench/internal/contract"
+	"github.com/thumbd/thumbd/bench/internal/load"
+	"github.com/thumbd/thumbd/bench/internal/machine"
+	"github.com/thumbd/thumbd/bench/internal/procmem"
+	"github.com/thumbd/thumbd/bench/internal/results"
+	"github.com/thumbd/thumbd/bench/internal/stats"
+	"github.com/thumbd/thumbd/bench/internal/target"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// fixture is a small but complete run: two measured targets, a skipped
+// one, a contract mismatch, errors under load and a container image.
+func fixture() *results.Results {
+	start := time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
+	st := func(name string, h, th []float64) results.Startup {
+		return results.Startup{Target: name, HealthMs: h, ThumbnailMs: th, Health: stats.Summarize(h), Thumbnail: stats.Summarize(th), PollGapUs: 180}
+	}
+	ok := func(route, name string) contract.Check { return contract.Check{Route: route, Name: name, OK: true, Digest: "46d54cfbe1e5ddbc"} }
+	return &results.Results{
+		Schema:   results.Schema,
+		Started:  start,
+		Finished: start.Add(14 * time.Minute),
+		Command:  "scripts/bench.sh",
+		Baseline: "node",
+		Machine: machine.Info{CPU: "AMD EPYC", Cores: 2, MemoryBytes: 25_276_502_016, Kernel: "Linux 6.18.44 x86_64", OS: "Debian GNU/Linux 12 (bookworm)",
+			Go: "go1.26.8", Node: "v20.20.2", Libvips: "8.14.1", Sharp: "0.35.5", SharpLibvips: "8.18.7", Docker: "20.10.24"},
+		Options: results.Options{StartupRuns: 3, PollInterval: 0.1, SettleSeconds: 3, StepSeconds: 10, WarmupSeconds: 2,
+			Concurrency: []int{10, 500}, Pinned: true, ServerCPUs: "1", ClientCPUs: "0", DockerNetwork: "host"},
+		Targets: []results.Target{
+			{Spec: target.Spec{Name: "thumbd-static", Kind: target.Process, Command: []string{"bin/thumbd-static"}}, Allowed: "1"},
+			{Spec: target.Spec{Name: "thumbd:scratch", Kind: target.Container, Image: "thumbd:scratch"}, Skipped: "image thumbd:scratch is not built (scripts/images.sh)"},
+			{Spec: target.Spec{Name: "node", Kind: target.Process, Command: []string{"node", "bench/twins/node/server.mjs"}}, Allowed: "1"},
+		},
+		Routes: []results.Route{
+			{ID: "health", Method: "GET", Path: "/health", Label: "/health"},
+			{ID: "hash", Method: "GET", Path: "/hash", Label: "/hash (1 KiB default payload)"},
+		},
+		Contract: []results.Contract{
+			{Target: "thumbd-static", Checks: []contract.Check{ok("health", "GET /health"), ok("json", "GET /json"), ok("hash", "GET /hash")}},
+			{Target: "node", Checks: []contract.Check{ok("health", "GET /health"), ok("json", "GET /json"),
+				{Route: "hash", Name: "GET /hash?data=x", Detail: `body differs: got "{}", want "{\"algorithm\"}"`}}},
+		},
+		Startup: []results.Startup{
+			st("thumbd-static", []float64{4.8, 5.1, 5.0}, []float64{18, 19, 18.5}),
+			st("node", []float64{230, 240, 250}, []float64{300, 310, 320}),
+		},
+		Idle: []results.Idle{
+			{Target: "thumbd-static", Status: procmem.Status{VmRSS: 13_900_000, VmSize: 1_200_000_000, RssAnon: 6_000_000, RssFile: 7_900_000, Threads: 6}},
+			{Target: "node", Status: procmem.Status{VmRSS: 72_000_000, VmSize: 1_076_000_000, RssAnon: 22_000_000, RssFile: 50_000_000, Threads: 11}},
+		},
+		Load: []results.LoadStep{
+			{Route: "health", Target: "thumbd-static", Concurrency: 10, Outcome: load.Outcome{RPS: 28000, P50: 0.22, P90: 0.5, P99: 3.9, ClientCPU: 0.7, ServerCPU: 0.7, ServerPeakRSS: 20_000_000}},
+			{Route: "health", Target: "node", Concurrency: 10, Outcome: load.Outcome{RPS: 14000, P50: 0.26, P90: 1.6, P99: 6.5, ClientCPU: 0.5, ServerCPU: 0.45, ServerPeakRSS: 84_000_000}},
+			{Route: "health", Target: "thumbd-static", Concurrency: 500, Outcome: load.Outcome{RPS: 30000, P50: 12, P90: 20, P99: 45, ErrorCount: 3,
+				Non2xx: map[string]int{"503": 2}, Errors: map[string]int{"Get \"http://127.0.0.1:1/health\": read: connection reset by peer": 1}, ClientCPU: 0.95, ServerCPU: 0.9, ServerPeakRSS: 40_000_000}},
+			{Route: "health", Target: "node", Concurrency: 500, Outcome: load.Outcome{RPS: 9000, P50: 50, P90: 60, P99: 120, ClientCPU: 0.6, ServerCPU: 1, ServerPeakRSS: 120_000_000}},
+			{Route: "hash", Target: "thumbd-static", Concurrency: 10, Outcome: load.Outcome{RPS: 14000, P50: 0.25, P90: 0.5, P99: 7}},
+			{Route: "hash", Target: "node", Concurrency: 10, Skipped: "failed the contract check for this route: not timed"},
+		},
+		Images: []results.Image{{Target: "thumbd:scratch", Image: "thumbd:scratch", Bytes: 17_400_000, GzipBytes: 7_100_000}},
+		Notes:  []string{"An example note."},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	got := Render(fixture(), []Figure{{Title: "Startup", File: "startup-health.svg"}})
+	golden := filepath.Join("testdata", "report.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./bench/internal/report -update to create it)", err)
+	}
+	if got != string(want) {
+		out := filepath.Join(t.TempDir(), "report.md")
+		os.WriteFile(out, []byte(got), 0o644)
+		t.Fatalf("report differs from %s; got written to %s (diff them; -update accepts it)", golden, out)
+	}
+}
+
+func TestRenderEmpty(t *testing.T) {
+	r := &results.Results{Schema: results.Schema, Baseline: "node"}
+	if got := Render(r, nil); len(got) == 0 {
+		t.Fatal("empty report")
+	}
+}
