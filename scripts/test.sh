@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second line; CI runs it through
+# .ci/run). Installs what the tests need, then runs every suite:
+#   go vet + go test -race (service, bench), promtool on a live /metrics,
+#   the Node twin's contract tests, the manifest validation, both container
+#   images with smoke tests, and the bench driver end to end in --quick mode.
+# Usage: scripts/test.sh
+set -euo pipefail
+
+step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
+
+# promtool_check runs the built service and lints its exposition with the
+# Prometheus project's own checker.
+promtool_check() {
+  local port=18089 pid
+  PORT=$port bin/thumbd 2>/dev/null & pid=$!
+  trap 'kill $pid 2>/dev/null || true' RETURN
+  for _ in $(seq 1 200); do
+    curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  curl -fsS "http://127.0.0.1:$port/health" >/dev/null
+  curl -fsS --data-binary @bench/twins/node/package.json "http://127.0.0.1:$port/thumbnail" >/dev/null 2>&1 || true
+  curl -fsS "http://127.0.0.1:$port/metrics" | promtool check metrics
+  echo "promtool check metrics: clean"
+}
+
+main() {
+  cd "$(dirname "$0")/.."
+  step "dependencies"
+  scripts/deps.sh dev promtool node
+  step "go vet"
+  go vet ./...
+  step "go test -race"
+  go test -race -count=1 ./...
+  step "promtool"
+  go build -o bin/thumbd ./service
+  promtool_check
+  step "Node twin"
+  scripts/test-twin.sh
+  step "Kubernetes manifests"
+  scripts/test-k8s.sh
+  for extra in test-images test-bench; do
+    if [ -x "scripts/$extra.sh" ]; then
+      step "$extra"
+      "scripts/$extra.sh"
+    fi
+  done
+  step "all passed"
+}
+
+main "$@"

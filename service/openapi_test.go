@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+type openAPI struct {
+	Paths map[string]map[string]struct {
+		Parameters []struct {
+			Name   string `json:"name"`
+			Schema struct {
+				Enum []string `json:"enum"`
+			} `json:"schema"`
+		} `json:"parameters"`
+		Responses map[string]json.RawMessage `json:"responses"`
+	} `json:"paths"`
+	Components struct {
+		Schemas struct {
+			Error struct {
+				Properties struct {
+					Code struct {
+						Enum []string `json:"enum"`
+					} `json:"code"`
+				} `json:"properties"`
+			} `json:"Error"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+func loadOpenAPI(t *testing.T) openAPI {
+	t.Helper()
+	b, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc openAPI
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// The document lists exactly the routes addRoutes serves.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	r := chi.NewRouter()
+	addRoutes(r, newTestDeps(t, testConfig(t)))
+	var served, documented []string
+	chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		served = append(served, method+" "+route)
+		return nil
+	})
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+		}
+	}
+	slices.Sort(served)
+	slices.Sort(documented)
+	if !slices.Equal(served, documented) {
+		t.Fatalf("served:\n%v\ndocumented:\n%v", served, documented)
+	}
+}
+
+// Every error code the handlers use is in the document's enum and in the
+// README, and the documented option enums are the ones the parser takes.
+func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
+	doc := loadOpenAPI(t)
+	codes := []string{codeNotFound, codeMethodNotAllowed, codeBadParameter, codeBadSourceName, codeSourceNotFound,
+		codeSourcesDisabled, codeBodyTooLarge, codeSourceTooLarge, codeUnsupported, codeUnprocessable, codeTooManyPixels,
+		codeTooManyFrames, codeQueueFull, codeDeadline, codeInternal}
+	enum := doc.Components.Schemas.Error.Properties.Code.Enum
+	slices.Sort(enum)
+	sorted := slices.Clone(codes)
+	slices.Sort(sorted)
+	if !slices.Equal(enum, sorted) {
+		t.Errorf("error code enum %v, handlers use %v", enum, sorted)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range codes {
+		if !strings.Contains(string(readme), "`"+c+"`") {
+			t.Errorf("README does not list error code %s", c)
+		}
+	}
+	want := map[string][]string{
+		"fit":     {string(thumb.FitCover), string(thumb.FitContain), string(thumb.FitFill), string(thumb.FitInside)},
+		"gravity": {string(thumb.GravityCentre), string(thumb.GravityAttention), string(thumb.GravityEntropy)},
+		"format":  {string(thumb.FormatPNG), string(thumb.FormatJPEG), string(thumb.FormatWebP)},
+	}
+	for _, method := range []string{"get", "post"} {
+		for _, p := range doc.Paths["/thumbnail"][method].Parameters {
+			if w, ok := want[p.Name]; ok && !slices.Equal(p.Schema.Enum, w) {
+				t.Errorf("%s /thumbnail %s enum %v, parser takes %v", method, p.Name, p.Schema.Enum, w)
+			}
+		}
+		for _, status := range []string{"200", "400", "413", "415", "422", "503", "504"} {
+			if _, ok := doc.Paths["/thumbnail"][method].Responses[status]; !ok {
+				t.Errorf("%s /thumbnail does not document %s", method, status)
+			}
+		}
+	}
+}
