@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Scale from zero, simulated with Docker: for each image, N fresh hardened
+# containers (read-only, no capabilities, no-new-privileges, user 65532, the
+# manifests' CPU and memory limits), each timed from `docker run -d` to the
+# first POST /thumbnail that answers 200; median, min, max and stdev per image.
+# The program is k8s/validate/cmd/coldstart; this script builds it, makes a
+# small photo-like JPEG (scripts/make-sources.sh, if `vips` is there) and
+# holds /tmp/thumbd-bench.lock while measuring.
+# Usage: [IMAGES="thumbd:slim thumbd:scratch"] scripts/coldstart.sh [-runs 10] [coldstart flags]
+# The images come from scripts/images.sh; this script builds none.
+set -euo pipefail
+
+die() { echo "coldstart.sh: $*" >&2; exit 1; }
+
+main() {
+  local repo tmp img images source=()
+  repo="$(cd "$(dirname "$0")/.." && pwd)"
+  read -r -a images <<<"${IMAGES:-thumbd:slim thumbd:scratch}"
+
+  docker info >/dev/null 2>&1 || die "no Docker daemon answers (start dockerd first)"
+  for img in "${images[@]}"; do
+    docker image inspect "$img" >/dev/null 2>&1 || die "image $img not found: build it with scripts/images.sh"
+  done
+
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$repo/k8s/validate" && go build -o "$tmp/coldstart" ./cmd/coldstart)
+  if command -v vips >/dev/null && "$repo/scripts/make-sources.sh" "$tmp/sources" >/dev/null 2>&1; then
+    source=(-source "$tmp/sources/small.jpg")
+  fi
+  flock /tmp/thumbd-bench.lock "$tmp/coldstart" "${source[@]}" "$@" "${images[@]}"
+}
+
+main "$@"
