@@ -74,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if werr := b.write(); werr != nil && err == nil {
 		err = werr
 	}
+	fmt.Fprintf(stdout, "bench: report in %s (took %s)\n", filepath.Join(cfg.out, "report.md"), b.res.Finished.Sub(b.res.Started).Round(time.Second))
 	return err
 }
 
@@ -396,7 +397,11 @@ func (b *bench) startups(ctx context.Context, ts []results.Target) error {
 				s.ThumbnailMs = append(s.ThumbnailMs, th)
 			}
 			gaps[t.Name] = append(gaps[t.Name], gap)
-			b.prog.note("%s: health %.2f ms, first thumbnail %.2f ms", t.Name, h, th)
+			if th > 0 {
+				b.prog.note("%s: health %.2f ms, first thumbnail %.2f ms", t.Name, h, th)
+			} else {
+				b.prog.note("%s: health %.2f ms", t.Name, h)
+			}
 		}
 	}
 	for _, t := range spawnable {

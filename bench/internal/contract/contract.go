@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -79,7 +80,7 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 		case err != nil:
 			res.Detail = err.Error()
 		case status != http.StatusOK:
-			res.Detail = fmt.Sprintf("status %d: %.120s", status, body)
+			res.Detail = fmt.Sprintf("status %d: %.120s", status, strings.Join(strings.Fields(string(body)), " "))
 		case ck.want != nil && !bytes.Equal(body, ck.want):
 			res.Detail = fmt.Sprintf("body differs: got %.80q, want %.80q", body, ck.want)
 		case ck.want == nil:

@@ -44,10 +44,10 @@ type Step struct {
 // Outcome holds a step's figures. Latencies are in milliseconds, over 2xx
 // answers only.
 type Outcome struct {
-	Wall          float64        `json:"wall_s"`       // from start to the last answer, drain included
-	Requests      int64          `json:"requests"`     // answered or failed
-	OK            int64          `json:"ok"`           // 2xx
-	RPS           float64        `json:"rps"`          // OK / Wall
+	Wall          float64        `json:"wall_s"`   // from start to the last answer, drain included
+	Requests      int64          `json:"requests"` // answered or failed
+	OK            int64          `json:"ok"`       // 2xx
+	RPS           float64        `json:"rps"`      // OK / Wall
 	P50           float64        `json:"p50_ms"`
 	P90           float64        `json:"p90_ms"`
 	P99           float64        `json:"p99_ms"`

@@ -74,12 +74,17 @@ func ms(x float64) string {
 	return fmt.Sprintf("%.1f", x)
 }
 
-// ratio formats a ratio where bigger is better for the target; "" for none.
-func ratio(x float64, suffix string) string {
-	if x <= 0 {
+// ratio formats x = baseline/target for a figure where smaller is better
+// (a time, a size): "3.10× faster" or, below 1, "2.00× slower".
+func ratio(x float64, better, worse string) string {
+	switch {
+	case x <= 0:
 		return "-"
+	case x >= 1:
+		return fmt.Sprintf("%.2f× %s", x, better)
+	default:
+		return fmt.Sprintf("%.2f× %s", 1/x, worse)
 	}
-	return fmt.Sprintf("%.2f× %s", x, suffix)
 }
 
 func machineSection(w writer, r *results.Results) {
@@ -192,7 +197,7 @@ func startupSection(w writer, r *results.Results) {
 			x := pick(s)
 			rt := "-"
 			if base != nil {
-				rt = ratio(stats.Ratio(pick(base).Median, x.Median), "faster")
+				rt = ratio(stats.Ratio(pick(base).Median, x.Median), "faster", "slower")
 			}
 			if s.Target == r.Baseline {
 				rt = "baseline"
@@ -237,7 +242,7 @@ func idleSection(w writer, r *results.Results) {
 		}
 		rt := "-"
 		if base != nil && base.Error == "" {
-			rt = ratio(stats.Ratio(float64(base.VmRSS), float64(m.VmRSS)), "smaller")
+			rt = ratio(stats.Ratio(float64(base.VmRSS), float64(m.VmRSS)), "smaller", "larger")
 		}
 		if m.Target == r.Baseline {
 			rt = "baseline"
@@ -269,11 +274,14 @@ func loadSection(w writer, r *results.Results) {
 				w("| %s | %d | - | - | - | - | - | %s | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
 				continue
 			}
-			vs := ratio(stats.Ratio(s.RPS, baseRPS[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)]), "")
+			vs := "-"
+			if x := stats.Ratio(s.RPS, baseRPS[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)]); x > 0 {
+				vs = fmt.Sprintf("%.2f×", x)
+			}
 			if s.Target == r.Baseline {
 				vs = "baseline"
 			}
-			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %s |\n", s.Target, s.Concurrency, s.RPS, strings.TrimSpace(vs),
+			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %s |\n", s.Target, s.Concurrency, s.RPS, vs,
 				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, 100*s.ServerCPU, mb(s.ServerPeakRSS))
 		}
 		w("\n")

@@ -25,7 +25,9 @@ func fixture() *results.Results {
 	st := func(name string, h, th []float64) results.Startup {
 		return results.Startup{Target: name, HealthMs: h, ThumbnailMs: th, Health: stats.Summarize(h), Thumbnail: stats.Summarize(th), PollGapUs: 180}
 	}
-	ok := func(route, name string) contract.Check { return contract.Check{Route: route, Name: name, OK: true, Digest: "46d54cfbe1e5ddbc"} }
+	ok := func(route, name string) contract.Check {
+		return contract.Check{Route: route, Name: name, OK: true, Digest: "46d54cfbe1e5ddbc"}
+	}
 	return &results.Results{
 		Schema:   results.Schema,
 		Started:  start,
