@@ -240,10 +240,10 @@ func (b *bench) active() []results.Target {
 	return ts
 }
 
-func (b *bench) setAllowed(name, allowed string) {
+func (b *bench) setTarget(name string, f func(*results.Target)) {
 	for i := range b.targets {
 		if b.targets[i].Name == name {
-			b.targets[i].Allowed = allowed
+			f(&b.targets[i])
 		}
 	}
 	b.res.Targets = b.targets
@@ -344,7 +344,7 @@ func (b *bench) idleAndContract(ctx context.Context, t results.Target) {
 		if err == nil {
 			idle.Status, err = procmem.Read(pid)
 			if a, aerr := affinity.Allowed(pid); aerr == nil {
-				b.setAllowed(t.Name, a)
+				b.setTarget(t.Name, func(t *results.Target) { t.Allowed = a })
 			}
 		}
 		if err != nil {
@@ -353,6 +353,11 @@ func (b *bench) idleAndContract(ctx context.Context, t results.Target) {
 		b.res.Idle = append(b.res.Idle, idle)
 		b.prog.note("%s: VmRSS %.1f MB, VmSize %.1f MB", t.Name, float64(idle.VmRSS)/1e6, float64(idle.VmSize)/1e6)
 	}
+	lv := contract.Libvips(ctx, inst.BaseURL())
+	if lv == "" && strings.Contains(strings.Join(t.Command, " "), "twins/node") {
+		lv = b.res.Machine.SharpLibvips + " (sharp's)"
+	}
+	b.setTarget(t.Name, func(t *results.Target) { t.Libvips = lv })
 	checks := contract.Run(ctx, inst.BaseURL(), b.in)
 	b.res.Contract = append(b.res.Contract, results.Contract{Target: t.Name, Checks: checks})
 	b.bad[t.Name] = contract.Failed(checks)

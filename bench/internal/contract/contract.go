@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -131,6 +132,22 @@ func do(ctx context.Context, c *http.Client, method, url string, body []byte) ([
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	return b, resp.Header.Get("Content-Type"), resp.StatusCode, err
+}
+
+var buildInfoLibvips = regexp.MustCompile(`thumbd_build_info\{[^}]*libvips="([^"]+)"`)
+
+// Libvips returns the libvips version a thumbd target reports in the
+// thumbd_build_info metric, or "" when it has none.
+func Libvips(ctx context.Context, base string) string {
+	c := &http.Client{Timeout: 10 * time.Second}
+	body, _, status, err := do(ctx, c, "GET", base+"/metrics", nil)
+	if err != nil || status != http.StatusOK {
+		return ""
+	}
+	if m := buildInfoLibvips.FindSubmatch(body); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 // Failed returns the routes for which some check failed.

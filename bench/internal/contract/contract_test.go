@@ -68,6 +68,16 @@ func TestRun(t *testing.T) {
 			t.Errorf("good server failed %s: %s", c.Name, c.Detail)
 		}
 	}
+	if v := Libvips(context.Background(), good.URL); v != "" {
+		t.Fatalf("no /metrics, yet libvips %q", v)
+	}
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "# HELP x\nthumbd_build_info{goversion=\"go1.26.8\",libvips=\"8.16.1\",version=\"dev\"} 1\n")
+	}))
+	defer metrics.Close()
+	if v := Libvips(context.Background(), metrics.URL); v != "8.16.1" {
+		t.Fatalf("libvips %q", v)
+	}
 	bad := httptest.NewServer(fake(true))
 	defer bad.Close()
 	failed := Failed(Run(context.Background(), bad.URL, in))

@@ -99,7 +99,7 @@ func machineSection(w writer, r *results.Results) {
 	w("| Docker | %s |\n", orDash(m.Docker))
 	o := r.Options
 	if o.Pinned {
-		w("| pinning | servers on CPU %s (processes spawned with that affinity mask, containers with `--cpuset-cpus`), the driver and its load generator on CPU %s (every thread, `sched_setaffinity`) |\n", o.ServerCPUs, o.ClientCPUs)
+		w("| pinning | servers on CPU %s (processes spawned with that affinity mask, containers with `--cpuset-cpus`), the driver and its load generator on CPU %s (every thread, `sched_setaffinity`). A server pinned to one CPU sees one CPU: Go sets GOMAXPROCS from the affinity mask, so thumbd runs one libvips job at a time |\n", o.ServerCPUs, o.ClientCPUs)
 	} else {
 		w("| pinning | none: servers and the load generator share every CPU |\n")
 	}
@@ -122,13 +122,13 @@ func joinInts(xs []int) string {
 }
 
 func targetsSection(w writer, r *results.Results) {
-	w("## Targets\n\n| target | kind | runs as | CPUs allowed | status |\n|---|---|---|---|---|\n")
+	w("## Targets\n\n| target | kind | runs as | libvips | CPUs allowed | status |\n|---|---|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		status := "measured"
 		if t.Skipped != "" {
 			status = "**not measured**: " + t.Skipped
 		}
-		w("| %s | %s | `%s` | %s | %s |\n", t.Name, t.Kind, t.Spec.String(), orDash(t.Allowed), status)
+		w("| %s | %s | `%s` | %s | %s | %s |\n", t.Name, t.Kind, t.Spec.String(), orDash(t.Libvips), orDash(t.Allowed), status)
 	}
 	w("\n")
 }

@@ -39,7 +39,7 @@ func fixture() *results.Results {
 		Options: results.Options{StartupRuns: 3, PollInterval: 0.1, SettleSeconds: 3, StepSeconds: 10, WarmupSeconds: 2,
 			Concurrency: []int{10, 500}, Pinned: true, ServerCPUs: "1", ClientCPUs: "0", DockerNetwork: "host"},
 		Targets: []results.Target{
-			{Spec: target.Spec{Name: "thumbd-static", Kind: target.Process, Command: []string{"bin/thumbd-static"}}, Allowed: "1"},
+			{Spec: target.Spec{Name: "thumbd-static", Kind: target.Process, Command: []string{"bin/thumbd-static"}}, Allowed: "1", Libvips: "8.16.1"},
 			{Spec: target.Spec{Name: "thumbd:scratch", Kind: target.Container, Image: "thumbd:scratch"}, Skipped: "image thumbd:scratch is not built (scripts/images.sh)"},
 			{Spec: target.Spec{Name: "node", Kind: target.Process, Command: []string{"node", "bench/twins/node/server.mjs"}}, Allowed: "1"},
 		},

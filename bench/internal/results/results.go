@@ -59,6 +59,9 @@ type Target struct {
 	Skipped string `json:"skipped,omitempty"`
 	// Allowed is the CPU list the server was seen allowed on.
 	Allowed string `json:"cpus_allowed,omitempty"`
+	// Libvips is the libvips version the target reports (thumbd_build_info
+	// in /metrics; sharp's for the Node twin).
+	Libvips string `json:"libvips,omitempty"`
 }
 
 // Route is one load route.
