@@ -257,7 +257,7 @@ func loadSection(w writer, r *results.Results) {
 		return
 	}
 	w("## Throughput and latency\n\n")
-	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route).\n\n")
+	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route). bytes/answer is the mean Content-Length of the answers (for /thumbnail: the PNG's size, to read next to its speed). Each step is also bounded in count (50,000 requests per second of step).\n\n")
 	baseRPS := map[string]float64{}
 	for _, s := range r.Load {
 		if s.Target == r.Baseline && s.Skipped == "" {
@@ -265,13 +265,13 @@ func loadSection(w writer, r *results.Results) {
 		}
 	}
 	for _, rt := range r.Routes {
-		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | server peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
+		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | server peak RSS MB | bytes/answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
 		for _, s := range r.Load {
 			if s.Route != rt.ID {
 				continue
 			}
 			if s.Skipped != "" {
-				w("| %s | %d | - | - | - | - | - | %s | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
+				w("| %s | %d | - | - | - | - | - | %s | - | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
 				continue
 			}
 			vs := "-"
@@ -281,8 +281,8 @@ func loadSection(w writer, r *results.Results) {
 			if s.Target == r.Baseline {
 				vs = "baseline"
 			}
-			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %s |\n", s.Target, s.Concurrency, s.RPS, vs,
-				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, 100*s.ServerCPU, mb(s.ServerPeakRSS))
+			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %s | %d |\n", s.Target, s.Concurrency, s.RPS, vs,
+				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, 100*s.ServerCPU, mb(s.ServerPeakRSS), s.BytesPerOK)
 		}
 		w("\n")
 	}
