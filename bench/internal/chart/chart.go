@@ -4,7 +4,9 @@ package chart
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -54,13 +56,15 @@ func startup(r *results.Results, title string, pick func(results.Startup) []floa
 	p.Title.Text = title
 	p.Y.Label.Text = "ms"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = ticks125{}
+	lo, hi := math.Inf(1), math.Inf(-1)
 	var names []string
 	for _, s := range r.Startup {
 		vals := plotter.Values{}
 		for _, v := range pick(s) {
 			if v > 0 {
 				vals = append(vals, v)
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 		}
 		if len(vals) == 0 {
@@ -87,9 +91,28 @@ func startup(r *results.Results, title string, pick func(results.Startup) []floa
 	if len(names) == 0 {
 		return nil
 	}
+	p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// ticks125 labels a log axis at 1, 2 and 5 times each power of ten, so a
+// range of less than a decade still gets readable ticks.
+type ticks125 struct{}
+
+func (ticks125) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v >= min && v <= max {
+				ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return ts
 }
 
 // memory draws idle VmRSS and the largest peak RSS seen under load, per target.
@@ -127,8 +150,10 @@ func memory(r *results.Results) *plot.Plot {
 	p.Add(plotter.NewGrid(), b1, b2)
 	p.Legend.Add("idle VmRSS", b1)
 	p.Legend.Add("peak RSS under load", b2)
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.7, float64(len(names))-0.3
+	p.Y.Min, p.Y.Max = 0, 1.3*math.Max(maxOf(idle), maxOf(peak))
 	return p
 }
 
@@ -175,9 +200,18 @@ func rps(r *results.Results, rt results.Route) *plot.Plot {
 		names[i] = fmt.Sprint(c)
 	}
 	p.NominalX(names...)
-	p.Y.Min = 0
+	p.X.Min, p.X.Max = -0.5, float64(len(conc))-0.5
+	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.25
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+func maxOf(vs plotter.Values) float64 {
+	m := 0.0
+	for _, v := range vs {
+		m = math.Max(m, v)
+	}
+	return m
 }
