@@ -281,8 +281,12 @@ func loadSection(w writer, r *results.Results) {
 			if s.Target == r.Baseline {
 				vs = "baseline"
 			}
-			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %s | %d |\n", s.Target, s.Concurrency, s.RPS, vs,
-				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, 100*s.ServerCPU, mb(s.ServerPeakRSS), s.BytesPerOK)
+			srvCPU := "-" // an already-running URL: no process to read
+			if s.ServerPeakRSS > 0 {
+				srvCPU = fmt.Sprintf("%.0f%%", 100*s.ServerCPU)
+			}
+			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %d |\n", s.Target, s.Concurrency, s.RPS, vs,
+				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, mb(s.ServerPeakRSS), s.BytesPerOK)
 		}
 		w("\n")
 	}
