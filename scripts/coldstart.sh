@@ -3,6 +3,8 @@
 # containers (read-only, no capabilities, no-new-privileges, user 65532, the
 # manifests' CPU and memory limits), each timed from `docker run -d` to the
 # first POST /thumbnail that answers 200; median, min, max and stdev per image.
+# Next to them, the same binary as a bare process (the static binary copied out
+# of thumbd:scratch, run as exec:...): what the container adds.
 # The program is k8s/validate/cmd/coldstart; this script builds it, makes a
 # small photo-like JPEG (scripts/make-sources.sh, if `vips` is there) and
 # holds /tmp/thumbd-bench.lock while measuring.
@@ -13,7 +15,7 @@ set -euo pipefail
 die() { echo "coldstart.sh: $*" >&2; exit 1; }
 
 main() {
-  local repo tmp img images source=()
+  local repo tmp img id images targets=() source=()
   repo="$(cd "$(dirname "$0")/.." && pwd)"
   read -r -a images <<<"${IMAGES:-thumbd:slim thumbd:scratch}"
 
@@ -28,7 +30,14 @@ main() {
   if command -v vips >/dev/null && "$repo/scripts/make-sources.sh" "$tmp/sources" >/dev/null 2>&1; then
     source=(-source "$tmp/sources/small.jpg")
   fi
-  flock /tmp/thumbd-bench.lock "$tmp/coldstart" "${source[@]}" "$@" "${images[@]}"
+  targets=("${images[@]}")
+  for img in "${images[@]}"; do
+    [[ "$img" == *:scratch ]] || continue
+    id="$(docker create "$img")"
+    docker cp "$id:/thumbd" "$tmp/thumbd-scratch" >/dev/null && targets+=("exec:$tmp/thumbd-scratch")
+    docker rm "$id" >/dev/null
+  done
+  flock /tmp/thumbd-bench.lock "$tmp/coldstart" "${source[@]}" "$@" "${targets[@]}"
 }
 
 main "$@"

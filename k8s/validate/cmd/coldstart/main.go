@@ -2,16 +2,18 @@
 // starts a fresh, hardened container N times and measures how long it takes
 // until the first POST /thumbnail answers 200, then removes the container.
 //
-//	coldstart [-runs 10] [-source photo.jpg] thumbd:slim thumbd:scratch
+//	coldstart [-runs 10] [-source photo.jpg] thumbd:slim thumbd:scratch exec:bin/thumbd-static
 //
 // Each run: `docker run -d` (read-only root filesystem, all capabilities
 // dropped, no-new-privileges, user 65532, the CPU and memory limits of the
 // Kubernetes manifests, the port published on 127.0.0.1 only), then POST the
 // source to /thumbnail every few milliseconds until a 200 with an image.
-// Reported per image: median, min, max and standard deviation of the time
-// `docker run -d` took to return (container created and started), of the time
-// to the first HTTP answer of any status, and of the time to the first
-// thumbnail, all from just before `docker run`.
+// A target exec:BINARY runs the binary as a bare process instead, the
+// process-level baseline. Reported per target: median, min, max and standard
+// deviation of the time the start took to return (docker run -d: container
+// created and started; exec: fork and exec), of the time to the first HTTP
+// answer of any status, and of the time to the first thumbnail, all from just
+// before the start.
 package main
 
 import (
@@ -32,6 +34,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -68,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.cpus, "cpus", "2", "docker --cpus (the manifests' CPU limit)")
 	fs.StringVar(&cfg.memory, "memory", "512m", "docker --memory (the manifests' memory limit)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: coldstart [flags] IMAGE...")
+		fmt.Fprintln(stderr, "usage: coldstart [flags] IMAGE|exec:BINARY...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -85,7 +88,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "cold start: docker run -d until the first POST /thumbnail (%d-byte JPEG) answers 200; %d runs per image; --cpus %s --memory %s\n",
 		len(body), cfg.runs, cfg.cpus, cfg.memory)
-	fmt.Fprintf(stdout, "%-16s %-22s %9s %9s %9s %9s %s\n", "image", "phase", "median", "min", "max", "stdev", "(ms)")
+	width := len("target")
+	for _, t := range cfg.images {
+		width = max(width, len(t))
+	}
+	fmt.Fprintf(stdout, "%-*s %-20s %9s %9s %9s %9s %s\n", width, "target", "phase", "median", "min", "max", "stdev", "(ms)")
 	for _, img := range cfg.images {
 		var samples []sample
 		for i := range cfg.runs {
@@ -99,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			name string
 			get  func(sample) time.Duration
 		}{
-			{"docker run returned", func(s sample) time.Duration { return s.started }},
+			{"started", func(s sample) time.Duration { return s.started }},
 			{"first HTTP answer", func(s sample) time.Duration { return s.firstAnswer }},
 			{"first thumbnail 200", func(s sample) time.Duration { return s.thumbnail }},
 		} {
@@ -108,40 +115,110 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				ms = append(ms, float64(phase.get(s).Microseconds())/1000)
 			}
 			st := summarize(ms)
-			fmt.Fprintf(stdout, "%-16s %-22s %9.1f %9.1f %9.1f %9.1f\n", img, phase.name, st.median, st.min, st.max, st.stdev)
+			fmt.Fprintf(stdout, "%-*s %-20s %9.1f %9.1f %9.1f %9.1f\n", width, img, phase.name, st.median, st.min, st.max, st.stdev)
 		}
 	}
 	return nil
 }
 
-// sample is one cold start, each time measured from just before docker run.
+// sample is one cold start, each time measured from just before the start.
 type sample struct {
-	started     time.Duration // docker run -d returned: container created and started
+	started     time.Duration // docker run -d (container created and started) or fork/exec returned
 	firstAnswer time.Duration // first HTTP answer, whatever its status
 	thumbnail   time.Duration // first 200 from POST /thumbnail
 }
 
-func coldStart(ctx context.Context, cfg config, img string, body []byte) (sample, error) {
-	port, err := freePort()
-	if err != nil {
-		return sample{}, err
-	}
+// instance is one started container or process.
+type instance struct {
+	stop func()        // removes it
+	logs func() string // its last log lines
+}
+
+// startDocker runs img detached with the manifests' hardening and limits,
+// its port 8080 published on 127.0.0.1:port.
+func startDocker(ctx context.Context, cfg config, img string, port int) (instance, error) {
 	args := []string{"run", "-d",
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--user", "65532:65532", "--cpus", cfg.cpus, "--memory", cfg.memory,
 		"-p", fmt.Sprintf("127.0.0.1:%d:8080", port), img}
-	var s sample
-	t0 := time.Now()
 	out, err := exec.CommandContext(ctx, cfg.docker, args...).Output()
-	s.started = time.Since(t0)
 	id := strings.TrimSpace(string(out))
-	if id != "" {
-		// Removed even when ctx is cancelled: a fresh context.
-		defer exec.Command(cfg.docker, "rm", "-f", id).Run() //nolint:errcheck
+	inst := instance{
+		// A fresh context: removed even when ctx is cancelled.
+		stop: func() { exec.Command(cfg.docker, "rm", "-f", id).Run() }, //nolint:errcheck
+		logs: func() string {
+			out, _ := exec.Command(cfg.docker, "logs", "--tail", "20", id).CombinedOutput()
+			return string(out)
+		},
 	}
 	if err != nil {
-		return s, fmt.Errorf("docker run: %w%s", err, stderrOf(err))
+		if id != "" {
+			inst.stop()
+		}
+		return instance{}, fmt.Errorf("docker run: %w%s", err, stderrOf(err))
 	}
+	return inst, nil
+}
+
+// startProcess runs the binary at path directly with PORT=port: the
+// process-level baseline that the container figures compare with.
+func startProcess(path string, port int) (instance, error) {
+	logs := &lockedBuffer{}
+	cmd := exec.Command(path)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		return instance{}, err
+	}
+	return instance{
+		stop: func() { cmd.Process.Kill(); cmd.Wait() }, //nolint:errcheck
+		logs: func() string { return tail(logs.String(), 20) },
+	}, nil
+}
+
+// lockedBuffer collects a process's output while it may be read.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// coldStart starts target (an image, or exec:PATH for a bare process) and
+// polls POST /thumbnail until it answers 200 with an image.
+func coldStart(ctx context.Context, cfg config, target string, body []byte) (sample, error) {
+	port, err := freePort()
+	if err != nil {
+		return sample{}, err
+	}
+	var s sample
+	t0 := time.Now()
+	var inst instance
+	if path, ok := strings.CutPrefix(target, "exec:"); ok {
+		inst, err = startProcess(path, port)
+	} else {
+		inst, err = startDocker(ctx, cfg, target, port)
+	}
+	s.started = time.Since(t0)
+	if err != nil {
+		return s, err
+	}
+	defer inst.stop()
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/thumbnail?w=256&h=256", port)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -170,8 +247,7 @@ func coldStart(ctx context.Context, cfg config, img string, body []byte) (sample
 		}
 		time.Sleep(cfg.interval)
 	}
-	logs, _ := exec.Command(cfg.docker, "logs", "--tail", "20", id).CombinedOutput()
-	return s, fmt.Errorf("no thumbnail within %s (last: %s); container logs:\n%s", cfg.timeout, last, logs)
+	return s, fmt.Errorf("no thumbnail within %s (last: %s); logs:\n%s", cfg.timeout, last, inst.logs())
 }
 
 func post(ctx context.Context, client *http.Client, url string, body []byte) (int, string, error) {

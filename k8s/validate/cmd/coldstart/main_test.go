@@ -23,7 +23,11 @@ func TestMain(m *testing.M) {
 	case "docker":
 		os.Exit(fakeDocker(os.Args[1:]))
 	case "server":
-		os.Exit(fakeServer(os.Getenv("COLDSTART_PORT")))
+		port := os.Getenv("COLDSTART_PORT") // from the fake docker
+		if port == "" {
+			port = os.Getenv("PORT") // run as exec:BINARY
+		}
+		os.Exit(fakeServer(port))
 	}
 	os.Exit(m.Run())
 }
@@ -59,6 +63,18 @@ func TestColdStartAgainstFakeDocker(t *testing.T) {
 	}
 	if len(started) != 6 || len(removed) != 6 {
 		t.Errorf("started %v, removed %v; want 6 of each", started, removed)
+	}
+}
+
+func TestColdStartOfAProcess(t *testing.T) {
+	t.Setenv("COLDSTART_FAKE", "server")
+	var out, errs bytes.Buffer
+	err := run(context.Background(), []string{"-runs", "2", "-timeout", "10s", "exec:" + os.Args[0]}, &out, &errs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	if !strings.Contains(out.String(), "exec:") || !strings.Contains(out.String(), "first thumbnail 200") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }
 
