@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 )
 
 // root is the repository root, two levels above this module.
@@ -145,4 +149,74 @@ func TestProbePathsAreServiceRoutes(t *testing.T) {
 		paths = append(paths, p)
 	}
 	t.Logf("routes in service/routes.go: %s", strings.Join(paths, " "))
+}
+
+// TestImagesMatchDockerfiles ties each manifest's image thumbd:FLAVOUR to
+// Dockerfile.FLAVOUR, the file the images work builds it from (scripts/images.sh
+// tags thumbd:$flavour): same user, same port.
+func TestImagesMatchDockerfiles(t *testing.T) {
+	pods := map[string]*corev1.PodSpec{}
+	for dir := range kubernetesOverlays {
+		ms, err := Render(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range all[*appsv1.Deployment](ms) {
+			pods[dir] = &d.Spec.Template.Spec
+		}
+	}
+	ms, err := Render(filepath.Join(root, "k8s/knative"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ksvc := range all[*servingv1.Service](ms) {
+		pods["k8s/knative"] = &ksvc.Spec.Template.Spec.PodSpec
+	}
+	for dir, pod := range pods {
+		t.Run(dir, func(t *testing.T) {
+			image := pod.Containers[0].Image
+			flavour, ok := strings.CutPrefix(image, "thumbd:")
+			if !ok {
+				t.Fatalf("image %q is not thumbd:FLAVOUR", image)
+			}
+			name := "Dockerfile." + flavour
+			data, err := os.ReadFile(filepath.Join(root, name))
+			if errors.Is(err, fs.ErrNotExist) {
+				t.Skipf("%s does not exist (yet): the image's user and port cannot be compared", name)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, err := range CheckDockerfile(name, data, pod) {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestCheckDockerfileCatchesMismatches(t *testing.T) {
+	uid, gid := int64(65532), int64(65532)
+	pod := &corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid},
+		Containers:      []corev1.Container{{Name: "thumbd", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
+	}
+	cases := map[string]struct{ dockerfile, want string }{
+		"matching":    {"FROM x AS b\nUSER 0\nFROM scratch\nUSER 65532:65532\nEXPOSE 8080\n", ""},
+		"other user":  {"FROM scratch\nUSER 1000:1000\nEXPOSE 8080\n", "USER 1000:1000, but the pod sets runAsUser 65532"},
+		"other group": {"FROM scratch\nUSER 65532:1\nEXPOSE 8080\n", "runAsGroup 65532"},
+		"no user":     {"FROM x\nUSER 65532\nFROM scratch\nEXPOSE 8080\n", "has no USER"},
+		"other port":  {"FROM scratch\nUSER 65532\nEXPOSE 9090/tcp\n", "EXPOSEs 9090"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs := CheckDockerfile("Dockerfile.test", []byte(tc.dockerfile), pod)
+			if tc.want == "" {
+				for _, err := range errs {
+					t.Error(err)
+				}
+				return
+			}
+			requireComplaint(t, errs, tc.want)
+		})
+	}
 }
