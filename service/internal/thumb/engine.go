@@ -105,8 +105,15 @@ type Image struct {
 // decoded; decoding uses libvips' thumbnail operation on the buffer, so JPEG
 // and WebP shrink on load.
 func (e *Engine) Thumbnail(src []byte, o Options) (Image, error) {
-	if sniff(src) == "" {
+	format := sniff(src)
+	if format == "" {
 		return Image{}, fmt.Errorf("%w: the body is not a JPEG, PNG, WebP or GIF image", ErrUnsupportedFormat)
+	}
+	// libvips' GIF loader ignores a logical screen larger than the frames
+	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
+	// bytes would be decoded; the limit holds for what the header declares.
+	if w, h, ok := gifScreen(src); ok && format == sourceGIF && int64(w)*int64(h) > e.cfg.MaxPixels {
+		return Image{}, fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", ErrTooManyPixels, w, h, e.cfg.MaxPixels)
 	}
 	h, err := probe(src)
 	if err != nil {

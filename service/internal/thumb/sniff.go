@@ -1,6 +1,9 @@
 package thumb
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Source formats thumbd decodes. The format is decided from the first bytes,
 // never from a Content-Type or a file name.
@@ -25,4 +28,12 @@ func sniff(buf []byte) string {
 		return sourceGIF
 	}
 	return ""
+}
+
+// gifScreen reads a GIF's logical screen size (bytes 6-9, little-endian).
+func gifScreen(buf []byte) (w, h int, ok bool) {
+	if len(buf) < 10 {
+		return 0, 0, false
+	}
+	return int(binary.LittleEndian.Uint16(buf[6:])), int(binary.LittleEndian.Uint16(buf[8:])), true
 }
