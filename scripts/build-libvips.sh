@@ -74,6 +74,12 @@ unpack() {
   echo "$sum  $orig" | sha256sum -c --quiet - >&2
   if [ -f "$dir/${name}_${ver}.dsc" ] && [ -f "$dir/${name}_${ver}.debian.tar.xz" ]; then
     dpkg-source --no-check -x "$dir/${name}_${ver}.dsc" "$WORK/$name" >/dev/null
+    # Debian's patches touch configure.ac/Makefile.am: keep the shipped autotools
+    # output newer, so make does not ask for automake (absent from builders).
+    local f
+    for f in aclocal.m4 configure Makefile.in config.h.in; do
+      find "$WORK/$name" -name "$f" -exec touch {} +
+    done
   else
     mkdir -p "$WORK/$name" && tar -xf "$orig" -C "$WORK/$name" --strip-components=1
   fi

@@ -12,7 +12,7 @@
 #      THUMBD_CACHE (default /var/cache/thumbd; holds the Go caches),
 #      OUT (default bin).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 readonly CACHE="${THUMBD_CACHE:-/var/cache/thumbd}"
 readonly OUT="${OUT:-bin}"
@@ -22,38 +22,50 @@ vips_prefix() {
   echo "$VIPS_PREFIX"
 }
 
-gobuild() {
-  local flavour=$1; shift
-  GOCACHE="$CACHE/gocache-$flavour" GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=1 \
-    go build -trimpath "$@" ./service
+# flavour_go FLAVOUR GOCMD ARGS...: runs `go GOCMD` (build, test, ...) with the
+# flavour's cgo environment, build cache, tags and link flags, then ARGS.
+# Sourced by scripts/engine-compare.sh for the engine benchmark's test binaries.
+flavour_go() {
+  local flavour=$1 cmd=$2 prefix; shift 2
+  local env=(GOCACHE="$CACHE/gocache-$flavour" GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=1)
+  local flags=(-trimpath)
+  case "$flavour" in
+    dynamic) ;;
+    slim)
+      prefix=$(vips_prefix)
+      env+=(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" CGO_LDFLAGS="-Wl,-rpath,$prefix/lib")
+      flags+=(-ldflags '-s -w') ;;
+    static)
+      prefix=$(vips_prefix)
+      printf '#!/bin/sh\nexec pkg-config --static "$@"\n' >"$prefix/bin/pkg-config-static"
+      chmod +x "$prefix/bin/pkg-config-static"
+      env+=(PKG_CONFIG="$prefix/bin/pkg-config-static" PKG_CONFIG_PATH="$prefix/lib/pkgconfig")
+      flags+=(-tags netgo,osusergo -ldflags '-s -w -linkmode external -extldflags "-static"') ;;
+    *) echo "build.sh: unknown flavour: $flavour" >&2; return 2 ;;
+  esac
+  env "${env[@]}" go "$cmd" "${flags[@]}" "$@"
 }
 
 build_dynamic() {
-  gobuild dynamic -o "$OUT/thumbd"
+  flavour_go dynamic build -o "$OUT/thumbd" ./service
   echo "$OUT/thumbd: libvips $(pkg-config --modversion vips) (Debian)" >&2
 }
 
 build_slim() {
   local prefix; prefix=$(vips_prefix)
-  PKG_CONFIG_PATH="$prefix/lib/pkgconfig" CGO_LDFLAGS="-Wl,-rpath,$prefix/lib" \
-    gobuild slim -ldflags '-s -w' -o "$OUT/thumbd-slim"
+  flavour_go slim build -o "$OUT/thumbd-slim" ./service
   ldd "$OUT/thumbd-slim" | grep -q "$prefix/lib/libvips.so" || {
     echo "build.sh: $OUT/thumbd-slim does not use $prefix/lib/libvips.so" >&2; return 1; }
   echo "$OUT/thumbd-slim: libvips from $prefix (shared)" >&2
 }
 
 build_static() {
-  local prefix wrapper; prefix=$(vips_prefix)
-  wrapper="$prefix/bin/pkg-config-static"
-  printf '#!/bin/sh\nexec pkg-config --static "$@"\n' >"$wrapper"; chmod +x "$wrapper"
+  local prefix log; prefix=$(vips_prefix); log=$(mktemp)
   # The linker warns that glibc's getpwnam, getaddrinfo & co. need its shared
   # NSS modules at run time: GLib references them, thumbd never calls them
   # (and netgo/osusergo keep Go's own code off them). Those warnings are
   # counted, anything else is shown.
-  local log; log=$(mktemp)
-  if ! PKG_CONFIG="$wrapper" PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
-      gobuild static -tags netgo,osusergo \
-      -ldflags '-s -w -linkmode external -extldflags "-static"' -o "$OUT/thumbd-static" 2>"$log"; then
+  if ! flavour_go static build -o "$OUT/thumbd-static" ./service 2>"$log"; then
     cat "$log" >&2; rm -f "$log"; return 1
   fi
   grep -v -e 'statically linked applications requires at runtime' -e ': in function `' \
@@ -81,4 +93,4 @@ main() {
   done
 }
 
-main "$@"
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi
