@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cfg.lock != "" {
-		unlock, err := lock(cfg.lock, stdout)
+		unlock, err := lock(ctx, cfg.lock, stdout)
 		if err != nil {
 			return err
 		}
@@ -215,17 +215,36 @@ func sources(ctx context.Context, cfg config) ([]byte, []byte, error) {
 	return s, l, err
 }
 
-func lock(path string, w io.Writer) (func(), error) {
+// lock takes the bench flock, waiting (interruptibly) while someone else
+// holds it.
+func lock(ctx context.Context, path string, w io.Writer) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		fmt.Fprintf(w, "waiting for %s (someone else is timing)...\n", path)
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-			f.Close()
-			return nil, err
+	waiting, told := time.Now(), false
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
 		}
+		if err != unix.EWOULDBLOCK {
+			f.Close()
+			return nil, fmt.Errorf("flock %s: %w", path, err)
+		}
+		if !told {
+			fmt.Fprintf(w, "waiting for %s (someone else is timing)...\n", path)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if d := time.Since(waiting); d > time.Second {
+		fmt.Fprintf(w, "got %s after %s\n", path, d.Round(time.Second))
 	}
 	return func() { f.Close() }, nil
 }

@@ -63,6 +63,10 @@ type Outcome struct {
 	ClientCPU     float64        `json:"client_cpu"` // driver CPU-seconds per second over the timed window
 	ServerCPU     float64        `json:"server_cpu"` // server CPU-seconds per second over the timed window
 	ServerPeakRSS int64          `json:"server_peak_rss"`
+	// HostIdle and HostSteal are machine-wide shares of CPU time over the
+	// timed window: idle, and stolen by the hypervisor.
+	HostIdle  float64 `json:"host_idle"`
+	HostSteal float64 `json:"host_steal"`
 }
 
 // heyTemplate makes hey print its report as JSON.
@@ -114,6 +118,7 @@ func Run(st Step) (Outcome, error) {
 		sampler = procmem.StartSampler(st.ServerPID, 20*time.Millisecond)
 		srv0, _ = procmem.CPUTime(st.ServerPID)
 	}
+	host0, _ := procmem.ReadHostCPU()
 	cli0 := selfCPU()
 	t0 := time.Now()
 
@@ -122,10 +127,12 @@ func Run(st Step) (Outcome, error) {
 	var once sync.Once
 	var cliCPU, srvCPU time.Duration
 	var window time.Duration
+	var host1 procmem.HostCPU
 	timer := time.AfterFunc(st.Duration, func() {
 		once.Do(func() {
 			window = time.Since(t0)
 			cliCPU = selfCPU() - cli0
+			host1, _ = procmem.ReadHostCPU()
 			if st.ServerPID > 0 {
 				if s, err := procmem.CPUTime(st.ServerPID); err == nil {
 					srvCPU = s - srv0
@@ -139,6 +146,7 @@ func Run(st Step) (Outcome, error) {
 	once.Do(func() { // the count bound ended the step before the timer
 		window = time.Since(t0)
 		cliCPU = selfCPU() - cli0
+		host1, _ = procmem.ReadHostCPU()
 	})
 	var o Outcome
 	if sampler != nil {
@@ -151,6 +159,7 @@ func Run(st Step) (Outcome, error) {
 	summarize(&o, rep)
 	o.ClientCPU = cliCPU.Seconds() / window.Seconds()
 	o.ServerCPU = srvCPU.Seconds() / window.Seconds()
+	o.HostIdle, o.HostSteal = procmem.Share(host0, host1)
 	return o, nil
 }
 

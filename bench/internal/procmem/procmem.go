@@ -177,3 +177,51 @@ func (s *Sampler) Stop() (peak int64, samples int) {
 	defer s.mu.Unlock()
 	return s.peak, s.n
 }
+
+// HostCPU is the machine-wide "cpu" line of /proc/stat, in clock ticks.
+type HostCPU struct {
+	User, Nice, System, Idle, IOWait, IRQ, SoftIRQ, Steal uint64
+}
+
+// ParseHostCPU reads the first "cpu " line of /proc/stat's text.
+func ParseHostCPU(stat string) (HostCPU, error) {
+	for _, line := range strings.Split(stat, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != "cpu" {
+			continue
+		}
+		var v [8]uint64
+		for i := range v {
+			n, err := strconv.ParseUint(f[i+1], 10, 64)
+			if err != nil {
+				return HostCPU{}, fmt.Errorf("procmem: /proc/stat: %w", err)
+			}
+			v[i] = n
+		}
+		return HostCPU{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]}, nil
+	}
+	return HostCPU{}, fmt.Errorf("procmem: no cpu line in /proc/stat")
+}
+
+// ReadHostCPU reads /proc/stat.
+func ReadHostCPU() (HostCPU, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return HostCPU{}, err
+	}
+	return ParseHostCPU(string(b))
+}
+
+func (h HostCPU) total() uint64 {
+	return h.User + h.Nice + h.System + h.Idle + h.IOWait + h.IRQ + h.SoftIRQ + h.Steal
+}
+
+// Share returns, between a and b, the fractions of all CPU time that were
+// idle and stolen by the hypervisor (a busy or noisy host shows here).
+func Share(a, b HostCPU) (idle, steal float64) {
+	t := float64(b.total() - a.total())
+	if t <= 0 {
+		return 0, 0
+	}
+	return float64((b.Idle+b.IOWait)-(a.Idle+a.IOWait)) / t, float64(b.Steal-a.Steal) / t
+}

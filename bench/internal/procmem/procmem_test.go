@@ -88,3 +88,21 @@ func TestSampler(t *testing.T) {
 		t.Fatalf("peak %d after %d samples", peak, n)
 	}
 }
+
+func TestHostCPU(t *testing.T) {
+	a, err := ParseHostCPU("cpu  100 0 50 800 10 0 20 20 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ParseHostCPU("cpu  200 0 100 900 10 0 40 70 0 0\n")
+	idle, steal := Share(a, b)
+	if idle != 100.0/320 || steal != 50.0/320 {
+		t.Fatalf("idle %v steal %v", idle, steal)
+	}
+	if _, err := ParseHostCPU("intr 1 2 3"); err == nil {
+		t.Fatal("want an error")
+	}
+	if _, err := ReadHostCPU(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -264,6 +264,17 @@ func loadSection(w writer, r *results.Results) {
 			baseRPS[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)] = s.RPS
 		}
 	}
+	var idleMax, stealMax, otherMax float64
+	for _, s := range r.Load {
+		if s.Skipped == "" && s.ServerPeakRSS > 0 {
+			idleMax, stealMax = math.Max(idleMax, s.HostIdle), math.Max(stealMax, s.HostSteal)
+			// What neither the driver nor the server used: other processes
+			// and kernel work charged to no one (softirqs of loopback traffic).
+			busy := (1 - s.HostIdle - s.HostSteal) * float64(r.Machine.Cores)
+			otherMax = math.Max(otherMax, busy-s.ClientCPU-s.ServerCPU)
+		}
+	}
+	w("Machine-wide during the timed windows (/proc/stat): idle CPU up to %.0f%% of the machine, CPU stolen by the hypervisor up to %.1f%%, CPU used by neither the driver nor the server (other processes, uncharged kernel work) up to %.0f%% of one core. A step where both processes stay far from 100%% CPU while the machine idles is bound by latency (wake-ups, loopback), not by either CPU.\n\n", 100*idleMax, 100*stealMax, 100*otherMax)
 	for _, rt := range r.Routes {
 		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | server peak RSS MB | bytes/answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
 		for _, s := range r.Load {
