@@ -268,21 +268,19 @@ func loadSection(w writer, r *results.Results) {
 	for _, s := range r.Load {
 		if s.Skipped == "" && s.ServerPeakRSS > 0 {
 			idleMax, stealMax = math.Max(idleMax, s.HostIdle), math.Max(stealMax, s.HostSteal)
-			// What neither the driver nor the server used: other processes
-			// and kernel work charged to no one (softirqs of loopback traffic).
-			busy := (1 - s.HostIdle - s.HostSteal) * float64(r.Machine.Cores)
-			otherMax = math.Max(otherMax, busy-s.ClientCPU-s.ServerCPU)
+			otherMax = math.Max(otherMax, otherCPU(s, r.Machine.Cores))
 		}
 	}
+	w("The other CPU column is the machine's busy CPU time minus the driver's and the server's: other processes, and kernel work charged to neither (softirqs of loopback traffic); a large figure means the step shared the machine. ")
 	w("Machine-wide during the timed windows (/proc/stat): idle CPU up to %.0f%% of the machine, CPU stolen by the hypervisor up to %.1f%%, CPU used by neither the driver nor the server (other processes, uncharged kernel work) up to %.0f%% of one core. A step where both processes stay far from 100%% CPU while the machine idles is bound by latency (wake-ups, loopback), not by either CPU.\n\n", 100*idleMax, 100*stealMax, 100*otherMax)
 	for _, rt := range r.Routes {
-		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | server peak RSS MB | bytes/answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
+		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | other CPU | server peak RSS MB | bytes/answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
 		for _, s := range r.Load {
 			if s.Route != rt.ID {
 				continue
 			}
 			if s.Skipped != "" {
-				w("| %s | %d | - | - | - | - | - | %s | - | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
+				w("| %s | %d | - | - | - | - | - | %s | - | - | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
 				continue
 			}
 			vs := "-"
@@ -292,15 +290,26 @@ func loadSection(w writer, r *results.Results) {
 			if s.Target == r.Baseline {
 				vs = "baseline"
 			}
-			srvCPU := "-" // an already-running URL: no process to read
+			srvCPU, other := "-", "-" // an already-running URL: no process to read
 			if s.ServerPeakRSS > 0 {
 				srvCPU = fmt.Sprintf("%.0f%%", 100*s.ServerCPU)
+				other = fmt.Sprintf("%.0f%%", 100*otherCPU(s, r.Machine.Cores))
 			}
-			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %d |\n", s.Target, s.Concurrency, s.RPS, vs,
-				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, mb(s.ServerPeakRSS), s.BytesPerOK)
+			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n", s.Target, s.Concurrency, s.RPS, vs,
+				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, other, mb(s.ServerPeakRSS), s.BytesPerOK)
 		}
 		w("\n")
 	}
+}
+
+// otherCPU is the machine's busy CPU time during the step, in cores, less
+// the driver's and the server's; 0 when the step has no host figures.
+func otherCPU(s results.LoadStep, cores int) float64 {
+	if s.HostIdle == 0 && s.HostSteal == 0 {
+		return 0
+	}
+	busy := (1 - s.HostIdle - s.HostSteal) * float64(cores)
+	return math.Max(0, busy-s.ClientCPU-s.ServerCPU)
 }
 
 func errorsCell(s results.LoadStep) string {
