@@ -126,6 +126,11 @@ func (e *Engine) Thumbnail(src []byte, o Options) (Image, error) {
 		return Image{}, fmt.Errorf("%w: the source has %d frames, more than the %d allowed", ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
 	}
 	o = e.resolveBox(o, h)
+	if px := coverPixels(o, h); px > float64(e.cfg.MaxPixels) {
+		// libvips scales the whole source before cropping: a 1x40000 JPEG
+		// covered to 256x256 is a 256x10240000 image (minutes, gigabytes).
+		return Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
+	}
 
 	img, err := e.load(src, o)
 	if err != nil {
@@ -150,6 +155,17 @@ func (e *Engine) resolveBox(o Options, h header) Options {
 		o.Height = bound(float64(o.Width) * float64(dh) / float64(dw))
 	}
 	return o
+}
+
+// coverPixels is the size of the scaled source a cover crop is cut from
+// (0 for the other fits, which never scale a side beyond the box).
+func coverPixels(o Options, h header) float64 {
+	if o.Fit != FitCover {
+		return 0
+	}
+	dw, dh := h.displayed()
+	scale := max(float64(o.Width)/float64(dw), float64(o.Height)/float64(dh))
+	return math.Ceil(float64(dw)*scale) * math.Ceil(float64(dh)*scale)
 }
 
 func (e *Engine) load(src []byte, o Options) (*vips.ImageRef, error) {

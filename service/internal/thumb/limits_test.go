@@ -3,6 +3,7 @@ package thumb
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/hostile"
 )
@@ -17,5 +18,29 @@ func TestGIFScreenHeldToPixelLimit(t *testing.T) {
 	}
 	if _, err := testEngine.Thumbnail(hostile.GIFBomb(6000, 6000), opts); err != nil {
 		t.Fatalf("6000x6000 screen (36 MP, allowed): %v", err)
+	}
+}
+
+// A cover crop scales the whole source first: from a 1x20000 source (20
+// kilopixels) a 256x256 cover is a 256x5120000 image, which took minutes
+// and gigabytes. It is held to the pixel limit; the other fits of the same
+// source stay cheap and are served.
+func TestCoverOfThinSourceHeldToPixelLimit(t *testing.T) {
+	for _, src := range [][]byte{hostile.PNG(hostile.Pattern(1, 20000)), hostile.JPEG(hostile.Pattern(20000, 1), 80)} {
+		start := time.Now()
+		if _, err := testEngine.Thumbnail(src, Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}); !errors.Is(err, ErrTooManyPixels) {
+			t.Fatalf("cover: %v", err)
+		}
+		for _, fit := range []Fit{FitFill, FitContain, FitInside} {
+			o := Options{Width: 256, Height: 256, Fit: fit, Format: FormatPNG}
+			img, err := testEngine.Thumbnail(src, o)
+			if err != nil {
+				t.Fatalf("%s: %v", fit, err)
+			}
+			checkThumbnail(t, img, o)
+		}
+		if el := time.Since(start); el > 10*time.Second {
+			t.Fatalf("took %s", el)
+		}
 	}
 }
