@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
@@ -148,7 +149,10 @@ func validSourceName(name string) bool {
 // readSource reads a file of the source directory; a non-zero status is the
 // answer to give instead.
 func (t *thumbnailer) readSource(name string) ([]byte, int, string, string) {
-	f, err := t.sources.Open(name)
+	// Non-blocking: opening a FIFO for reading otherwise waits for a writer,
+	// forever, holding the request's admission place. Regular files ignore
+	// the flag; anything else is refused below.
+	f, err := t.sources.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, http.StatusNotFound, codeSourceNotFound, fmt.Sprintf("No source named %q.", name)
