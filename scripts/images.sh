@@ -12,7 +12,7 @@ source scripts/lib/docker.sh
 build_image() {
   local flavour=$1 revision
   revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-  local cmd=(docker build -q -f "Dockerfile.$flavour" -t "thumbd:$flavour"
+  local cmd=(docker build -q --force-rm -f "Dockerfile.$flavour" -t "thumbd:$flavour"
              --build-arg "REVISION=$revision" .)
   echo "docker build -f Dockerfile.$flavour -t thumbd:$flavour" >&2
   local start=$SECONDS

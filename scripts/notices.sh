@@ -8,9 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-readonly DEBIAN_PKGS="libc6 libgcc-s1 libstdc++6 libglib2.0-0 libffi8 libpcre2-8-0
-  libselinux1 libmount1 libblkid1 zlib1g libexpat1 libjpeg62-turbo libpng16-16
-  libwebp7 libwebpmux3 libwebpdemux2 libexif12 liblcms2-2"
+readonly DEBIAN_PKGS="libc6 libgcc-s1 libglib2.0-0 libffi8 libpcre2-8-0 libselinux1
+  libmount1 libblkid1 zlib1g libexpat1 libjpeg62-turbo libpng16-16 libwebp7
+  libwebpmux3 libwebpdemux2 libexif12"
 
 main() {
   [ $# -eq 2 ] || { echo "usage: notices.sh OUTDIR VIPS_PREFIX" >&2; return 2; }
@@ -19,16 +19,27 @@ main() {
   cp THIRD_PARTY_NOTICES.md "$out/"
   cp -r "$prefix/share/licenses" "$out/built-from-source"
   for pkg in $DEBIAN_PKGS; do
-    [ -f "/usr/share/doc/$pkg/copyright" ] && cp "/usr/share/doc/$pkg/copyright" "$out/debian/$pkg.copyright"
+    if [ -f "/usr/share/doc/$pkg/copyright" ]; then cp "/usr/share/doc/$pkg/copyright" "$out/debian/$pkg.copyright"; fi
   done
   go list -deps -f '{{with .Module}}{{.Path}}@{{.Version}} {{.Dir}}{{end}}' ./service | sort -u |
   while read -r mod dir; do
-    [ -n "$dir" ] && [ "${mod%@*}" != github.com/thumbd/thumbd ] || continue
+    if [ -z "$dir" ] || [ "${mod%@*}" = github.com/thumbd/thumbd ]; then continue; fi
     for f in "$dir"/LICENSE* "$dir"/LICENCE* "$dir"/COPYING* "$dir"/NOTICE*; do
-      [ -f "$f" ] && cp "$f" "$out/go/$(echo "${mod%@*}" | tr / _).$(basename "$f")"
+      if [ -f "$f" ]; then cp "$f" "$out/go/$(echo "${mod%@*}" | tr / _).$(basename "$f")"; fi
     done
   done
   cp "$(go env GOROOT)/LICENSE" "$out/go/golang.LICENSE"
+  dedupe "$out"
+}
+
+# dedupe DIR: a text found twice stays in its first file; later copies become
+# a one-line pointer to it (the scratch image counts every byte).
+dedupe() {
+  local sum file; declare -A seen
+  while read -r sum file; do
+    if [ -n "${seen[$sum]:-}" ]; then echo "Same text as ${seen[$sum]#"$1"/}." >"$file"
+    else seen[$sum]=$file; fi
+  done < <(find "$1" -type f -exec sha256sum {} + | sort -k2)
 }
 
 main "$@"
