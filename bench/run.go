@@ -53,16 +53,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return render(filepath.Dir(cfg.render), r, stdout)
 	}
-	b := &bench{cfg: cfg, out: stdout, bad: map[string]map[string]bool{}}
-	if err := b.prepare(ctx); err != nil {
-		return err
-	}
+	// The lock first: what exists (binaries, images, Docker) is looked at
+	// when the machine is ours, not when the wait began.
 	if cfg.lock != "" {
 		unlock, err := lock(ctx, cfg.lock, stdout)
 		if err != nil {
 			return err
 		}
 		defer unlock()
+	}
+	b := &bench{cfg: cfg, out: stdout, bad: map[string]map[string]bool{}}
+	if err := b.prepare(ctx); err != nil {
+		return err
 	}
 	if len(cfg.clientCPUs) > 0 {
 		if err := affinity.PinProcess(cfg.clientCPUs); err != nil {
