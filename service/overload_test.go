@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Short versions of the soak's shutdown and slowloris modes
+// (bench/cmd/soak), against the real program in a child process.
+
+// loggedAnswers parses the child's request log lines (debug level logs
+// every request): request ID -> status.
+func loggedAnswers(logs string) map[string]int {
+	out := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Msg       string `json:"msg"`
+			RequestID string `json:"request_id"`
+			Status    int    `json:"status"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "request" {
+			out[rec.RequestID] = rec.Status
+		}
+	}
+	return out
+}
+
+type loadResult struct {
+	id       string
+	sent     time.Time
+	done     time.Time
+	status   int
+	complete bool
+	err      error
+}
+
+func TestSIGTERMUnderLoadLosesNothing(t *testing.T) {
+	c := startChild(t, "THUMBD_QUEUE=8")
+	waitReady(t, c.addr)
+	src := encodeJPEG(t, scene(400, 300), 85)
+	tr := &http.Transport{MaxIdleConnsPerHost: 32}
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	defer tr.CloseIdleConnections()
+	var (
+		mu      sync.Mutex
+		results []loadResult
+		stop    atomic.Bool
+		seq     atomic.Int64
+		wg      sync.WaitGroup
+	)
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				r := loadResult{id: fmt.Sprintf("term-%d", seq.Add(1)), sent: time.Now()}
+				req, _ := http.NewRequest("POST", c.addr+"/thumbnail?w=256&h=256", bytes.NewReader(src))
+				req.Header.Set("X-Request-Id", r.id)
+				resp, err := client.Do(req)
+				if err == nil {
+					var body []byte
+					body, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+					r.status = resp.StatusCode
+					r.complete = err == nil && fmt.Sprint(len(body)) == resp.Header.Get("Content-Length") &&
+						(resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "")
+				}
+				r.err, r.done = err, time.Now()
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+				if err != nil || r.status == 503 {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	waitRunning(t, c.addr, 2)
+	time.Sleep(500 * time.Millisecond) // the queue fills
+	termAt := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := c.wait(t)
+	exitAt := time.Now()
+	time.Sleep(200 * time.Millisecond) // requests keep arriving after exit
+	stop.Store(true)
+	wg.Wait()
+	if code != 0 {
+		t.Fatalf("exit code %d; logs:\n%.2000s", code, c.logs)
+	}
+	logged := loggedAnswers(c.logs.String())
+	var afterTerm, refused int
+	for _, r := range results {
+		status, wasLogged := logged[r.id]
+		switch {
+		case r.err == nil && !r.complete:
+			t.Errorf("%s: incomplete %d answer", r.id, r.status)
+		case r.err == nil && r.status >= 500 && r.status != 503:
+			t.Errorf("%s: status %d", r.id, r.status)
+		case r.err == nil && r.sent.After(exitAt):
+			t.Errorf("%s: sent after exit, answered %d", r.id, r.status)
+		case r.err == nil:
+			if r.done.After(termAt) && r.status == 200 {
+				afterTerm++
+			}
+		case wasLogged:
+			// thumbd answered it, the client did not get it: lost.
+			t.Errorf("%s: thumbd answered %d, client got %v", r.id, status, r.err)
+		default:
+			// Never read by thumbd: a refused dial, or a keep-alive
+			// connection Shutdown closed as the request was being written.
+			refused++
+		}
+	}
+	if afterTerm == 0 {
+		t.Fatal("no admitted thumbnail finished after SIGTERM: nothing was proven")
+	}
+	t.Logf("%d requests; %d thumbnails completed after SIGTERM; %d refused at connection level; exit %s after SIGTERM",
+		len(results), afterTerm, refused, exitAt.Sub(termAt).Round(time.Millisecond))
+}
+
+// slowConns opens n connections to addr: even ones send a request's
+// headers a byte every 100 ms, odd ones make one request and stay idle.
+// It returns how many are open and a function that closes them all.
+func slowConns(t *testing.T, addr string, n int) (int, func()) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+		done  = make(chan struct{})
+	)
+	for i := 0; i < n; i++ {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Logf("dial %d: %v", i, err)
+			break
+		}
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+		wg.Add(1)
+		go func(i int, c net.Conn) {
+			defer wg.Done()
+			if i%2 == 1 {
+				fmt.Fprint(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+				io.Copy(io.Discard, c) // the answer, then idle until closed
+				return
+			}
+			req := "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("s", 100) + "\r\n\r\n"
+			for j := 0; j < len(req); j++ {
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				if _, err := c.Write([]byte{req[j]}); err != nil {
+					return
+				}
+			}
+		}(i, c)
+		if i%200 == 199 {
+			time.Sleep(10 * time.Millisecond) // stay within the accept backlog
+		}
+	}
+	return len(conns), func() {
+		close(done)
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+}
+
+func TestSlowlorisDoesNotStarveHealthOrThumbnails(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 2300 {
+		t.Skipf("ulimit -n %d: 1000 connections need about 2300 descriptors (both ends here)", lim.Cur)
+	}
+	c := startChild(t)
+	waitReady(t, c.addr)
+	open, closeAll := slowConns(t, strings.TrimPrefix(c.addr, "http://"), 1000)
+	defer closeAll()
+	if open < 1000 {
+		t.Fatalf("only %d connections opened", open)
+	}
+	src := encodeJPEG(t, scene(400, 300), 85)
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(3 * time.Second)
+	var health, thumbs int
+	var slowest time.Duration
+	for time.Now().Before(deadline) {
+		start := time.Now()
+		resp, err := client.Get(c.addr + "/health")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("/health with %d slow connections: %v", open, err)
+		}
+		resp.Body.Close()
+		health++
+		resp, err = client.Post(c.addr+"/thumbnail?w=128&h=128", "image/jpeg", bytes.NewReader(src))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("/thumbnail with %d slow connections: %v", open, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		thumbs++
+		slowest = max(slowest, time.Since(start))
+	}
+	// Generous: both answer in milliseconds on an idle machine.
+	if slowest > 5*time.Second {
+		t.Fatalf("a /health + /thumbnail pair took %s", slowest)
+	}
+	t.Logf("%d slow connections: %d /health and %d thumbnails answered, slowest pair %s", open, health, thumbs, slowest.Round(time.Millisecond))
+}
