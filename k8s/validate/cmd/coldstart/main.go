@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "cold start: docker run -d until the first POST /thumbnail (%d-byte JPEG) answers 200; %d runs per image; --cpus %s --memory %s\n",
+	fmt.Fprintf(stdout, "cold start: from docker run -d (or exec) to the first POST /thumbnail (%d-byte JPEG) that answers 200; %d runs per target; containers get --cpus %s --memory %s\n",
 		len(body), cfg.runs, cfg.cpus, cfg.memory)
 	width := len("target")
 	for _, t := range cfg.images {
