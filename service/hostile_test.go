@@ -84,6 +84,9 @@ func runHostile(t *testing.T, base string, cases []hostileCase) {
 			if err := json.Unmarshal(body.Bytes(), &e); err != nil || e.Error == "" || e.Code == "" {
 				t.Fatalf("error body %q is not the API's error shape", body.Bytes())
 			}
+			if strings.Contains(e.Error, "goroutine") || strings.Contains(e.Error, "Stack:") || strings.Contains(e.Error, ".go:") {
+				t.Fatalf("error message leaks a stack trace: %.300s", e.Error)
+			}
 			if tc.code != "" && resp.StatusCode != 304 && e.Code != tc.code {
 				t.Fatalf("code %q, want %q", e.Code, tc.code)
 			}

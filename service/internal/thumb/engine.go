@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 
 	"github.com/davidbyttow/govips/v2/vips"
 )
@@ -134,14 +135,22 @@ func (e *Engine) Thumbnail(src []byte, o Options) (Image, error) {
 
 	img, err := e.load(src, o)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, err)
+		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
 	out, err := e.finish(img, o)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, err)
+		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
 	return Image{Bytes: out, Format: o.Format, Width: img.Width(), Height: img.PageHeight()}, nil
+}
+
+// vipsMessage is libvips' message without the Go stack trace govips
+// appends to every error: the message reaches the client, a stack (source
+// paths, addresses, goroutine state) must not.
+func vipsMessage(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\nStack:")
+	return strings.TrimSpace(msg)
 }
 
 // resolveBox fills a missing side from the source's displayed aspect ratio.

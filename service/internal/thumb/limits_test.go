@@ -2,6 +2,7 @@ package thumb
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,23 @@ func TestCoverOfThinSourceHeldToPixelLimit(t *testing.T) {
 		}
 		if el := time.Since(start); el > 10*time.Second {
 			t.Fatalf("took %s", el)
+		}
+	}
+}
+
+// govips appends a Go stack trace to every libvips error; the engine's
+// errors reach clients and must carry libvips' message only.
+func TestErrorsCarryNoStackTrace(t *testing.T) {
+	_, seeds := readSeeds(t)
+	opts := Options{Width: 32, Height: 32, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}
+	for _, name := range []string{"ok-jpeg-baseline.jpg", "ok-png-rgb.png", "ok-webp-lossy.webp", "ok-gif-static.gif"} {
+		src := seeds[name]
+		_, err := testEngine.Thumbnail(src[:len(src)*3/4], opts)
+		if !errors.Is(err, ErrUndecodable) {
+			t.Fatalf("%s truncated: %v", name, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "Stack") || strings.Contains(msg, "goroutine") || strings.Contains(msg, ".go:") {
+			t.Fatalf("%s: error carries a stack trace: %.300s", name, msg)
 		}
 	}
 }
