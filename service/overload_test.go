@@ -228,3 +228,50 @@ func TestSlowlorisDoesNotStarveHealthOrThumbnails(t *testing.T) {
 	}
 	t.Logf("%d slow connections: %d /health and %d thumbnails answered, slowest pair %s", open, health, thumbs, slowest.Round(time.Millisecond))
 }
+
+// slowUpload starts a POST /thumbnail declaring length bytes and sends
+// only the first sent of them; closing the connection ends it.
+func slowUpload(t *testing.T, base string, length int, sent []byte) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "POST /thumbnail HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", length)
+	c.Write(sent)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Uploads that trickle in hold none of the gate's places: more of them
+// than places (slots + queue) leave thumbnails served. They used to take a
+// place each before their body was read, and 34 such clients at a byte a
+// second turned every thumbnail away for the whole read timeout.
+func TestSlowUploadsHoldNoPlace(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Concurrency, cfg.Queue = 1, 1
+	srv, d := newTestServer(t, cfg)
+	for i := 0; i < 6; i++ {
+		slowUpload(t, srv.URL, 100000, []byte("\xff\xd8\xff"))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for d.thumbs.bodies.Used() < 6*3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if status, _, body := postThumb(t, srv.URL, "?w=32&h=32", encodeJPEG(t, scene(64, 48), 85)); status != 200 {
+		t.Fatalf("with 6 slow uploads and 2 places: status %d (%s)", status, body)
+	}
+
+	// The bodies' bytes are bounded: past the budget, a 503 with Retry-After.
+	cfg.MaxBodyBytes, cfg.Queue = 1000, 0 // budget (1 + 0) x 1000
+	srv, d = newTestServer(t, cfg)
+	slowUpload(t, srv.URL, 1000, make([]byte, 990))
+	for d.thumbs.bodies.Used() < 990 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	status, h, body := postThumb(t, srv.URL, "", encodeJPEG(t, scene(64, 48), 85)[:999])
+	if status != 503 || h.Get("Retry-After") != "1" {
+		t.Fatalf("past the body budget: status %d Retry-After %q (%s)", status, h.Get("Retry-After"), body)
+	}
+	assertError(t, body, codeQueueFull)
+}

@@ -29,7 +29,8 @@ func newDeps(cfg config, logger *slog.Logger, engine *thumb.Engine, life *lifecy
 	m := newMetrics(reg, gate, life)
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life,
-		thumbs: &thumbnailer{cfg: cfg, engine: engine, gate: gate, life: life, sources: sources, metrics: m},
+		thumbs: &thumbnailer{cfg: cfg, engine: engine, gate: gate, life: life, sources: sources, metrics: m,
+			bodies: admission.NewBytes(int64(cfg.Queue+cfg.Concurrency) * cfg.MaxBodyBytes)},
 	}
 }
 

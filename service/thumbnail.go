@@ -25,6 +25,7 @@ type thumbnailer struct {
 	cfg     config
 	engine  *thumb.Engine
 	gate    *admission.Gate
+	bodies  *admission.Bytes // bytes of POST bodies held
 	life    *lifecycle
 	sources *os.Root // nil when GET /thumbnail is off
 	metrics *metrics
@@ -55,19 +56,29 @@ func (t *thumbnailer) handlePost() http.Handler {
 			t.reject(w, "body_too_large", http.StatusRequestEntityTooLarge, codeBodyTooLarge, bodyTooLargeMsg(t.cfg.MaxBodyBytes))
 			return
 		}
-		ticket, ok := t.admit(w)
-		if !ok {
+		// The body is read before the request takes a place, from a byte
+		// budget of (queue + concurrency) x the body limit shared by every
+		// body: memory held by bodies stays bounded, and a client that sends
+		// slowly holds only the bytes it sent, never a place (34 uploads at a
+		// byte a second used to hold every place for the read timeout).
+		body := t.bodies.Reader(http.MaxBytesReader(w, r.Body, t.cfg.MaxBodyBytes))
+		defer body.Close()
+		src, err := io.ReadAll(body)
+		if errors.Is(err, admission.ErrNoRoom) {
+			w.Header().Set("Retry-After", "1")
+			t.reject(w, "body_budget", http.StatusServiceUnavailable, codeQueueFull, "Too many request bodies are being held; retry shortly.")
 			return
 		}
-		defer ticket.Release()
-		// The body is read only once admitted, so memory held by bodies is
-		// bounded by (queue + concurrency) x the body limit.
-		src, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.cfg.MaxBodyBytes))
 		if err != nil {
 			t.metrics.rejections.WithLabelValues("body_unreadable").Inc()
 			writeBodyError(w, err, t.cfg.MaxBodyBytes)
 			return
 		}
+		ticket, ok := t.admit(w)
+		if !ok {
+			return
+		}
+		defer ticket.Release()
 		t.process(w, r, ticket, start, src, opts, false)
 	})
 }

@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +45,25 @@ func TestGateAdmitsSlotsPlusQueueThenRefuses(t *testing.T) {
 	}
 	if _, err := g.Admit(); err != nil {
 		t.Fatalf("admit after releases: %v", err)
+	}
+}
+
+func TestBytesBudget(t *testing.T) {
+	b := NewBytes(10)
+	r1 := b.Reader(strings.NewReader("123456"))
+	if got, err := io.ReadAll(r1); err != nil || string(got) != "123456" || b.Used() != 6 {
+		t.Fatalf("%q %v used %d", got, err, b.Used())
+	}
+	r2 := b.Reader(strings.NewReader("abcdef"))
+	if _, err := io.ReadAll(r2); !errors.Is(err, ErrNoRoom) {
+		t.Fatalf("over budget: %v", err)
+	}
+	r2.Close()
+	r1.Close()
+	if b.Used() != 0 {
+		t.Fatalf("used %d after close", b.Used())
+	}
+	if got, err := io.ReadAll(b.Reader(strings.NewReader("0123456789"))); err != nil || len(got) != 10 {
+		t.Fatalf("exactly the budget: %v", err)
 	}
 }
