@@ -78,7 +78,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "load duration")
 	fs.DurationVar(&o.termAfter, "term-after", 15*time.Second, "shutdown mode: SIGTERM after this much load")
 	fs.IntVar(&o.slowConns, "slow-conns", 1000, "slowloris mode: slow or idle connections")
-	fs.IntVar(&o.slowBodies, "slow-bodies", 16, "slowloris mode: of those, POST /thumbnail bodies sent a byte a second (each holds an admission place)")
+	fs.IntVar(&o.slowBodies, "slow-bodies", 100, "slowloris mode: of those, POST /thumbnail bodies sent a byte a second (more than the 34 admission places)")
 	fs.DurationVar(&o.slowFor, "slow-for", 20*time.Second, "slowloris mode: duration")
 	fs.StringVar(&sources, "sources", "service/internal/thumb/testdata/sources/small.jpg,service/internal/thumb/testdata/sources/small.jpg,service/internal/thumb/testdata/sources/small.jpg,service/internal/thumb/testdata/sources/large.jpg", "source images, cycled")
 	fs.StringVar(&o.query, "query", "w=256&h=256", "thumbnail query")
