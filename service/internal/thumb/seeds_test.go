@@ -2,6 +2,7 @@ package thumb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"image"
@@ -146,6 +147,12 @@ func makeSeeds(t testing.TB) map[string][]byte {
 		return i.ExportGIF(&vips.GifExportParams{Effort: 1, Bitdepth: 4})
 	})
 	s["ok-gif-frame-larger-than-screen.gif"] = hostile.GIFFrameBomb(4, 4)
+	s["ok-gif-interlaced.gif"] = gifInterlaced(t, buf.Bytes())
+
+	// A zero-size unknown chunk appended to a WebP (its RIFF size fixed).
+	zw := append(bytes.Clone(s["ok-webp-lossy.webp"]), 'Z', 'E', 'R', 'O', 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(zw[4:], uint32(len(zw)-8))
+	s["ok-webp-zero-chunk.webp"] = zw
 
 	// Bombs and limits (the test engine allows 40 MP and 256 frames).
 	s["pixels-png-100000x100000.png"] = hostile.PNGBomb(100000, 100000)
@@ -160,6 +167,28 @@ func makeSeeds(t testing.TB) map[string][]byte {
 		s["unsupported-"+name] = b
 	}
 	return s
+}
+
+// gifInterlaced sets the interlace flag of a one-frame GIF's image
+// descriptor: decoders then read its rows in the four interlaced passes.
+func gifInterlaced(t testing.TB, src []byte) []byte {
+	out := bytes.Clone(src)
+	i := 13
+	if out[10]&0x80 != 0 { // global colour table
+		i += 3 << (out[10]&7 + 1)
+	}
+	for out[i] == '!' { // extensions before the image descriptor
+		i += 2
+		for out[i] != 0 {
+			i += int(out[i]) + 1
+		}
+		i++
+	}
+	if out[i] != ',' {
+		t.Fatalf("no image descriptor at %d", i)
+	}
+	out[i+9] |= 0x40
+	return out
 }
 
 func save(t testing.TB, src []byte, edit func(*vips.ImageRef) error, export func(*vips.ImageRef) ([]byte, *vips.ImageMetadata, error)) []byte {

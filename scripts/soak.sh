@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Saturation, shutdown-under-load and slowloris runs against a real thumbd
+# on loopback (bench/cmd/soak), with a summary: requests, statuses, p99,
+# slowest answer, /health during the load, peak RSS, and whether anything
+# was lost. Exits non-zero when a check fails.
+#
+#   scripts/soak.sh                 # full: 500 clients x 60 s for glibc malloc,
+#                                   # MALLOC_ARENA_MAX=2 and jemalloc; SIGTERM
+#                                   # under load; 1000 slow connections (~6 min)
+#   scripts/soak.sh --quick         # 100 clients x 10 s, glibc only (~1 min)
+#   scripts/soak.sh --no-build [SOAK FLAGS...]   # e.g. -modes shutdown -clients 200
+#
+# Holds /tmp/thumbd-bench.lock for the whole run (timings of others are not
+# disturbed and do not disturb it). Needs Debian's libvips-dev (scripts/deps.sh)
+# and installs libjemalloc2 when run as root. Results also go to
+# bench/results/tmp/soak.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+main() {
+  local build=1 args=()
+  for a in "$@"; do
+    case "$a" in
+      --quick) args+=(-duration 10s -clients 100 -term-after 5s -slow-for 8s -malloc glibc) ;;
+      --no-build) build=0 ;;
+      *) args+=("$a") ;;
+    esac
+  done
+  if [ "$build" = 1 ]; then
+    scripts/deps.sh dev
+    if ! [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] && [ "$(id -u)" = 0 ]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjemalloc2 >/dev/null
+    fi
+    mkdir -p bin
+    go build -o bin/thumbd ./service
+    go build -o bin/thumbd-soak ./bench/cmd/soak
+  fi
+  # 1000 slow connections need about 1100 descriptors in each process.
+  ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  mkdir -p bench/results/tmp
+  echo "soak.sh: waiting for /tmp/thumbd-bench.lock" >&2
+  exec flock /tmp/thumbd-bench.lock bin/thumbd-soak -bin bin/thumbd -json bench/results/tmp/soak.json "${args[@]}"
+}
+
+main "$@"
