@@ -3,7 +3,8 @@
 # .ci/run). Installs what the tests need, then runs every suite:
 #   go vet + go test -race (service, bench), promtool on a live /metrics,
 #   the Node twin's contract tests, the manifest validation, both container
-#   images with smoke tests, and the bench driver end to end in --quick mode.
+#   images with smoke tests, and the bench driver end to end in --quick mode
+#   (processes and containers).
 # Usage: scripts/test.sh
 set -euo pipefail
 
@@ -40,12 +41,16 @@ main() {
   scripts/test-twin.sh
   step "Kubernetes manifests"
   scripts/test-k8s.sh
-  for extra in test-images test-bench; do
-    if [ -x "scripts/$extra.sh" ]; then
-      step "$extra"
-      "scripts/$extra.sh"
-    fi
-  done
+  # One dockerd for the image tests and the bench smoke run, so that the
+  # bench also drives both containers; stopped on exit if started here.
+  step "docker"
+  source scripts/lib/docker.sh
+  trap docker_down EXIT
+  docker_up
+  step "container images"
+  scripts/test-images.sh
+  step "bench driver (quick)"
+  scripts/test-bench.sh
   step "all passed"
 }
 
