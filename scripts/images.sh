@@ -4,6 +4,7 @@
 # sure the base images exist (scripts/base-images.sh), builds and tags
 # thumbd:slim and thumbd:scratch, prints their sizes.
 # Usage: scripts/images.sh [slim|scratch]...   (default: both; as root)
+#        scripts/images.sh --sizes-only       (only print the sizes)
 # Env: THUMBD_LOCK=0 to skip taking /tmp/thumbd-build.lock around docker build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,7 @@ print_sizes() {
 }
 
 main() {
+  if [ "${1:-}" = --sizes-only ]; then docker_up; print_sizes slim scratch; return; fi
   [ $# -eq 0 ] && set -- slim scratch
   docker_up
   scripts/base-images.sh
