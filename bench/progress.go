@@ -7,7 +7,7 @@ import (
 )
 
 // progress prints what runs now, how far the run is and an ETA computed
-// from the remaining planned work, rescaled by how the estimates held so far.
+// from the remaining planned work.
 type progress struct {
 	w         io.Writer
 	start     time.Time
@@ -27,10 +27,9 @@ func (p *progress) step(phase string, i, n int, what string, est time.Duration) 
 		p.lastPhase = phase
 	}
 	elapsed := time.Since(p.start)
+	// Remaining planned work: load steps, which dominate, take what they
+	// are planned to take, so this is not rescaled by early phases' pace.
 	eta := p.total - p.done
-	if p.done > 5*time.Second {
-		eta = time.Duration(float64(eta) * float64(elapsed) / float64(p.done))
-	}
 	pct := 0.0
 	if p.total > 0 {
 		pct = 100 * float64(p.done) / float64(p.total)
