@@ -25,7 +25,7 @@ main() {
   done
 
   tmp="$(mktemp -d)"
-  trap 'rm -rf "$tmp"' EXIT
+  trap "rm -rf -- '$tmp'" EXIT
   (cd "$repo/k8s/validate" && go build -o "$tmp/coldstart" ./cmd/coldstart)
   if command -v vips >/dev/null && "$repo/scripts/make-sources.sh" "$tmp/sources" >/dev/null 2>&1; then
     source=(-source "$tmp/sources/small.jpg")

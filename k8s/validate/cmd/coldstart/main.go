@@ -56,6 +56,7 @@ type config struct {
 	interval time.Duration
 	cpus     string
 	memory   string
+	network  string
 	images   []string
 }
 
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.interval, "interval", 5*time.Millisecond, "pause between two attempts")
 	fs.StringVar(&cfg.cpus, "cpus", "2", "docker --cpus (the manifests' CPU limit)")
 	fs.StringVar(&cfg.memory, "memory", "512m", "docker --memory (the manifests' memory limit)")
+	fs.StringVar(&cfg.network, "network", "bridge", "bridge (port published on 127.0.0.1) or host (PORT set, no port publishing)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: coldstart [flags] IMAGE|exec:BINARY...")
 		fs.PrintDefaults()
@@ -86,13 +88,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "cold start: from docker run -d (or exec) to the first POST /thumbnail (%d-byte JPEG) that answers 200; %d runs per target; containers get --cpus %s --memory %s\n",
-		len(body), cfg.runs, cfg.cpus, cfg.memory)
+	fmt.Fprintf(stdout, "cold start: from docker run -d (or exec) to the first POST /thumbnail (%d-byte JPEG) that answers 200; %d runs per target; containers get --cpus %s --memory %s, %s network\n",
+		len(body), cfg.runs, cfg.cpus, cfg.memory, cfg.network)
 	width := len("target")
 	for _, t := range cfg.images {
 		width = max(width, len(t))
 	}
-	fmt.Fprintf(stdout, "%-*s %-20s %9s %9s %9s %9s %s\n", width, "target", "phase", "median", "min", "max", "stdev", "(ms)")
+	fmt.Fprintf(stdout, "%-*s %-22s %9s %9s %9s %9s %s\n", width, "target", "phase", "median", "min", "max", "stdev", "(ms)")
 	for _, img := range cfg.images {
 		var samples []sample
 		for i := range cfg.runs {
@@ -109,13 +111,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			{"started", func(s sample) time.Duration { return s.started }},
 			{"first HTTP answer", func(s sample) time.Duration { return s.firstAnswer }},
 			{"first thumbnail 200", func(s sample) time.Duration { return s.thumbnail }},
+			{"  of which after start", func(s sample) time.Duration { return s.thumbnail - s.started }},
 		} {
 			var ms []float64
 			for _, s := range samples {
 				ms = append(ms, float64(phase.get(s).Microseconds())/1000)
 			}
 			st := summarize(ms)
-			fmt.Fprintf(stdout, "%-*s %-20s %9.1f %9.1f %9.1f %9.1f\n", width, img, phase.name, st.median, st.min, st.max, st.stdev)
+			fmt.Fprintf(stdout, "%-*s %-22s %9.1f %9.1f %9.1f %9.1f\n", width, img, phase.name, st.median, st.min, st.max, st.stdev)
 		}
 	}
 	return nil
@@ -139,8 +142,16 @@ type instance struct {
 func startDocker(ctx context.Context, cfg config, img string, port int) (instance, error) {
 	args := []string{"run", "-d",
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"--user", "65532:65532", "--cpus", cfg.cpus, "--memory", cfg.memory,
-		"-p", fmt.Sprintf("127.0.0.1:%d:8080", port), img}
+		"--user", "65532:65532", "--cpus", cfg.cpus, "--memory", cfg.memory}
+	switch cfg.network {
+	case "bridge":
+		args = append(args, "-p", fmt.Sprintf("127.0.0.1:%d:8080", port))
+	case "host":
+		args = append(args, "--network", "host", "-e", fmt.Sprintf("PORT=%d", port))
+	default:
+		return instance{}, fmt.Errorf("-network %q: want bridge or host", cfg.network)
+	}
+	args = append(args, img)
 	out, err := exec.CommandContext(ctx, cfg.docker, args...).Output()
 	id := strings.TrimSpace(string(out))
 	inst := instance{
