@@ -25,7 +25,7 @@ trixie highway=1.2.0-2 7e0be78b8318e8bdbf6fa545d2ecb4c90f947df03f7aadc42c1967f01
 bookworm lcms2=2.14-2+deb12u1 28474ea6f6591c4d4cee972123587001a4e6e353412a41b3e9e82219818d5740
 bookworm util-linux=2.38.1-5+deb12u3 60492a19b44e6cf9a3ddff68325b333b8b52b6c59ce3ebd6a0ecaa4c5117e84f
 "
-readonly BUILD_DEPS="gcc g++ make pkg-config meson ninja-build cmake dpkg-dev xz-utils file
+readonly BUILD_DEPS="gcc g++ make pkg-config meson ninja-build cmake dpkg-dev patch xz-utils file
   libglib2.0-dev libexpat1-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libexif-dev
   zlib1g-dev libffi-dev libpcre2-dev libselinux1-dev libblkid-dev libmount-dev"
 
@@ -86,6 +86,65 @@ unpack() {
   echo "$WORK/$name"
 }
 
+# The one change to libvips' source: its built-in ICC profiles are inflated
+# with zlib instead of GIO's GZlibDecompressor, whose object file drags most
+# of GIO (GSettings, GApplication, PCRE2 through GRegex) into a static link.
+patch_vips() {
+  patch -s -p1 -d "$1" <<'PATCH'
+--- a/libvips/colour/profile_load.c
++++ b/libvips/colour/profile_load.c
+@@ -40,6 +40,7 @@
+ 
+ #include <stdio.h>
+ #include <math.h>
++#include <zlib.h>
+ 
+ #include <vips/internal.h>
+ 
+@@ -67,27 +68,25 @@
+ 	for (i = 0; (fallback = vips__profile_fallback_table[i]); i++)
+ 		if (g_ascii_strcasecmp(fallback->name, name) == 0) {
+ 			void *data;
+-			GConverter *converter;
+-			GConverterResult res;
+-			gsize bytes_read;
+-			gsize bytes_written;
++			z_stream zs = { 0 };
+ 
++			/* Changed by thumbd, 2026-11-29: zlib itself rather than GIO's
++			 * GZlibDecompressor, so that a static link leaves out most of
++			 * GIO, GSettings and PCRE2.
++			 */
+ 			data = g_malloc0(fallback->length);
+-			converter = G_CONVERTER(g_zlib_decompressor_new(
+-				G_ZLIB_COMPRESSOR_FORMAT_ZLIB));
+-
+-			res = g_converter_convert(converter,
+-				fallback->data, fallback->length,
+-				data, fallback->length,
+-				G_CONVERTER_INPUT_AT_END,
+-				&bytes_read, &bytes_written, NULL);
+-			g_object_unref(converter);
+-
+-			if (res == G_CONVERTER_FINISHED) {
++			zs.next_in = (Bytef *) fallback->data;
++			zs.avail_in = fallback->length;
++			zs.next_out = data;
++			zs.avail_out = fallback->length;
++			if (inflateInit(&zs) == Z_OK &&
++				inflate(&zs, Z_FINISH) == Z_STREAM_END) {
++				inflateEnd(&zs);
+ 				*length = fallback->length;
+ 				return data;
+ 			}
+ 			else {
++				inflateEnd(&zs);
+ 				g_free(data);
+ 				g_warning("fallback profile decompression failed");
+ 			}
+PATCH
+}
+
 main() {
   local hash prefix src
   hash=$(grep -v '^ *#' "$0" | sha256sum | cut -c1-12)  # comments do not count
@@ -104,6 +163,7 @@ main() {
     [ -n "$suite" ] || continue
     dirs[${spec%%=*}]=$(unpack "$src" "${spec%%=*}" "${spec#*=}" "$sum")
   done <<<"$SOURCES"
+  patch_vips "${dirs[vips]}"
   export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 
   log "highway"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds thumbd binaries into bin/, one flavour per name, each with its own Go
-# build cache (otherwise the cgo package built for one libvips is silently
-# reused for another):
+# build cache per libvips build: the Go cache does not notice a changed
+# pkg-config answer, and silently links the cgo package built for one
+# libvips against another (seen here: a new prefix, the old -L in the link).
 #   dynamic  bin/thumbd         Debian's libvips (libvips-dev), the dev build
 #   slim     bin/thumbd-slim    the project's shared libvips (scripts/build-libvips.sh),
 #                               found through an rpath to its prefix
@@ -27,16 +28,19 @@ vips_prefix() {
 # Sourced by scripts/engine-compare.sh for the engine benchmark's test binaries.
 flavour_go() {
   local flavour=$1 cmd=$2 prefix; shift 2
-  local env=(GOCACHE="$CACHE/gocache-$flavour" GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=1)
+  local env=(GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=1)
   local flags=(-trimpath)
   case "$flavour" in
-    dynamic) ;;
+    dynamic)
+      env+=(GOCACHE="$CACHE/gocache-dynamic-$(pkg-config --modversion vips)") ;;
     slim)
       prefix=$(vips_prefix)
-      env+=(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" CGO_LDFLAGS="-Wl,-rpath,$prefix/lib")
+      env+=(GOCACHE="$CACHE/gocache-slim-${prefix##*/}"
+            PKG_CONFIG_PATH="$prefix/lib/pkgconfig" CGO_LDFLAGS="-Wl,-rpath,$prefix/lib")
       flags+=(-ldflags '-s -w') ;;
     static)
       prefix=$(vips_prefix)
+      env+=(GOCACHE="$CACHE/gocache-static-${prefix##*/}")
       printf '#!/bin/sh\nexec pkg-config --static "$@"\n' >"$prefix/bin/pkg-config-static"
       chmod +x "$prefix/bin/pkg-config-static"
       env+=(PKG_CONFIG="$prefix/bin/pkg-config-static" PKG_CONFIG_PATH="$prefix/lib/pkgconfig")
@@ -54,7 +58,7 @@ build_dynamic() {
 build_slim() {
   local prefix; prefix=$(vips_prefix)
   flavour_go slim build -o "$OUT/thumbd-slim" ./service
-  ldd "$OUT/thumbd-slim" | grep -q "$prefix/lib/libvips.so" || {
+  [[ "$(ldd "$OUT/thumbd-slim")" == *"=> $prefix/lib/libvips.so"* ]] || {
     echo "build.sh: $OUT/thumbd-slim does not use $prefix/lib/libvips.so" >&2; return 1; }
   echo "$OUT/thumbd-slim: libvips from $prefix (shared)" >&2
 }
@@ -72,7 +76,7 @@ build_static() {
     -e '^# github.com/thumbd' "$log" >&2 || true
   echo "  ($(grep -c 'statically linked applications' "$log") glibc NSS link warnings, expected)" >&2
   rm -f "$log"
-  if ! file "$OUT/thumbd-static" | grep -q 'statically linked' \
+  if [[ "$(file "$OUT/thumbd-static")" != *'statically linked'* ]] \
      || ldd "$OUT/thumbd-static" >/dev/null 2>&1; then
     echo "build.sh: $OUT/thumbd-static is not static: $(file -b "$OUT/thumbd-static")" >&2; return 1
   fi
