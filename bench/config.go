@@ -26,6 +26,7 @@ type config struct {
 	settle        time.Duration
 	duration      time.Duration
 	warmup        time.Duration
+	rounds        int
 	concurrency   []int
 	routes        []string
 	pin           bool
@@ -82,6 +83,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.settle, "settle", 3*time.Second, "wait after the first /health before reading idle memory")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time per load step")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured warm-up before each load step, at the step's concurrency")
+	fs.IntVar(&c.rounds, "rounds", 1, "passes over the targets per step (A B A B ...); the report gives the median pass and the range")
 	fs.StringVar(&conc, "concurrency", "10,100,500", "concurrent clients per step")
 	fs.StringVar(&routes, "routes", strings.Join(allRoutes, ","), "routes to load")
 	fs.BoolVar(&c.pin, "pin", true, "pin servers and the load generator to separate CPUs")
@@ -139,8 +141,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if !c.pin {
 		c.serverCPUs, c.clientCPUs = nil, nil
 	}
-	if c.runs < 1 || c.duration <= 0 {
-		return c, errors.New("-runs and -duration must be positive")
+	if c.runs < 1 || c.rounds < 1 || c.duration <= 0 {
+		return c, errors.New("-runs, -rounds and -duration must be positive")
 	}
 	if c.root == "" {
 		if c.root, err = findRoot(); err != nil {

@@ -111,7 +111,7 @@ func (b *bench) prepare(ctx context.Context) error {
 		Baseline: cfg.baseline,
 		Options: results.Options{
 			Quick: cfg.quick, StartupRuns: cfg.runs, PollInterval: float64(cfg.poll) / 1e6,
-			SettleSeconds: cfg.settle.Seconds(), StepSeconds: cfg.duration.Seconds(), WarmupSeconds: cfg.warmup.Seconds(),
+			SettleSeconds: cfg.settle.Seconds(), StepSeconds: cfg.duration.Seconds(), WarmupSeconds: cfg.warmup.Seconds(), Rounds: cfg.rounds,
 			Concurrency: cfg.concurrency, Pinned: cfg.pin, DockerNetwork: cfg.dockerNetwork,
 			ServerCPUs: affinity.Format(cfg.serverCPUs), ClientCPUs: affinity.Format(cfg.clientCPUs),
 		},
@@ -288,7 +288,7 @@ func (b *bench) measure(ctx context.Context) error {
 	stepEst := cfg.warmup + cfg.duration + 500*time.Millisecond
 	planned := time.Duration(len(ts))*(cfg.settle+2*time.Second) +
 		time.Duration(cfg.runs*spawnable)*800*time.Millisecond +
-		time.Duration(len(cfg.routes)*len(cfg.concurrency)*len(ts))*stepEst
+		time.Duration(len(cfg.routes)*len(cfg.concurrency)*len(ts)*cfg.rounds)*stepEst
 	if cfg.imageSizes {
 		planned += time.Duration(containers) * 15 * time.Second
 	}
@@ -465,7 +465,8 @@ func (b *bench) startOnce(ctx context.Context, t results.Target) (health, thumb,
 
 func (b *bench) loads(ctx context.Context, ts []results.Target) error {
 	cfg := b.cfg
-	total := len(cfg.routes) * len(cfg.concurrency) * len(ts)
+	total := len(cfg.routes) * len(cfg.concurrency) * len(ts) * cfg.rounds
+	stepEst := cfg.warmup + cfg.duration + 500*time.Millisecond
 	i := 0
 	for _, rt := range b.res.Routes {
 		// Fresh servers per route, so a route's memory figures are its own.
@@ -476,7 +477,7 @@ func (b *bench) loads(ctx context.Context, ts []results.Target) error {
 			if reason := b.skipStep(t.Name, rt.ID); reason != "" {
 				for _, c := range cfg.concurrency {
 					b.res.Load = append(b.res.Load, results.LoadStep{Route: rt.ID, Target: t.Name, Concurrency: c, Skipped: reason})
-					i++
+					i += cfg.rounds
 				}
 				continue
 			}
@@ -484,7 +485,7 @@ func (b *bench) loads(ctx context.Context, ts []results.Target) error {
 			if err != nil {
 				for _, c := range cfg.concurrency {
 					b.res.Load = append(b.res.Load, results.LoadStep{Route: rt.ID, Target: t.Name, Concurrency: c, Skipped: err.Error()})
-					i++
+					i += cfg.rounds
 				}
 				continue
 			}
@@ -503,33 +504,48 @@ func (b *bench) loads(ctx context.Context, ts []results.Target) error {
 		} else if rt.ID == "thumb-large" {
 			req.Body, req.ContentType = b.in.Large, "image/jpeg"
 		}
-		// Interleaved: every target at 10 clients, then every target at 100, ...
+		// Interleaved: every target at 10 clients (A B A B over -rounds),
+		// then every target at 100, ...
 		for _, c := range cfg.concurrency {
-			for _, t := range live {
-				if err := ctx.Err(); err != nil {
-					stopAll()
-					return err
-				}
-				i++
-				b.prog.step("load", i, total, fmt.Sprintf("%s c=%d %s", rt.Label, c, t.Name), cfg.warmup+cfg.duration+500*time.Millisecond)
-				inst := insts[t.Name]
-				req.URL = inst.BaseURL() + rt.Path
-				if cfg.warmup > 0 {
-					if _, err := load.Run(load.Step{Request: req, Concurrency: c, Duration: cfg.warmup}); err != nil {
-						b.prog.note("warm-up: %v", err)
+			rounds := map[string][]results.Round{}
+			dead := map[string]bool{}
+			for round := 1; round <= cfg.rounds; round++ {
+				for _, t := range live {
+					if err := ctx.Err(); err != nil {
+						stopAll()
+						return err
 					}
+					if dead[t.Name] {
+						continue
+					}
+					i++
+					what := fmt.Sprintf("%s c=%d %s", rt.Label, c, t.Name)
+					if cfg.rounds > 1 {
+						what += fmt.Sprintf(" round %d/%d", round, cfg.rounds)
+					}
+					b.prog.step("load", i, total, what, stepEst)
+					inst := insts[t.Name]
+					req.URL = inst.BaseURL() + rt.Path
+					if cfg.warmup > 0 {
+						if _, err := load.Run(load.Step{Request: req, Concurrency: c, Duration: cfg.warmup}); err != nil {
+							b.prog.note("warm-up: %v", err)
+						}
+					}
+					o, err := load.Run(load.Step{Request: req, Concurrency: c, Duration: cfg.duration, ServerPID: pids[t.Name]})
+					rd := results.Round{Outcome: o}
+					if err != nil {
+						rd.Failed = err.Error()
+					}
+					if inst.Exited() != nil {
+						rd.Failed, dead[t.Name] = "the server died during the step", true
+					}
+					rounds[t.Name] = append(rounds[t.Name], rd)
+					b.prog.note("%s: %.0f rps, p50 %.2f ms, p99 %.2f ms, errors %d, client CPU %.0f%%, server CPU %.0f%%, peak RSS %.1f MB",
+						t.Name, o.RPS, o.P50, o.P99, o.ErrorCount, 100*o.ClientCPU, 100*o.ServerCPU, float64(o.ServerPeakRSS)/1e6)
 				}
-				o, err := load.Run(load.Step{Request: req, Concurrency: c, Duration: cfg.duration, ServerPID: pids[t.Name]})
-				step := results.LoadStep{Route: rt.ID, Target: t.Name, Concurrency: c, Outcome: o}
-				if err != nil {
-					step.Skipped = err.Error()
-				}
-				if inst.Exited() != nil {
-					step.Skipped = "the server died during the step"
-				}
-				b.res.Load = append(b.res.Load, step)
-				b.prog.note("%s: %.0f rps, p50 %.2f ms, p99 %.2f ms, errors %d, client CPU %.0f%%, server CPU %.0f%%, peak RSS %.1f MB",
-					t.Name, o.RPS, o.P50, o.P99, o.ErrorCount, 100*o.ClientCPU, 100*o.ServerCPU, float64(o.ServerPeakRSS)/1e6)
+			}
+			for _, t := range live {
+				b.res.Load = append(b.res.Load, results.Combine(rt.ID, t.Name, c, rounds[t.Name]))
 			}
 		}
 		stopAll()

@@ -5,6 +5,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -105,8 +106,8 @@ func machineSection(w writer, r *results.Results) {
 	}
 	w("| startup | %d fresh starts per target, interleaved; /health polled every %.2f ms over raw TCP from inside the driver |\n", o.StartupRuns, o.PollInterval)
 	w("| idle memory | read from /proc/PID/status %.1f s after the first /health (containers: their main process) |\n", o.SettleSeconds)
-	w("| load | hey's requester, %s clients, %.0f s per step after a %.1f s warm-up at the same concurrency (excluded), targets interleaved per step, containers on the %s network; only 2xx answers count as throughput |\n",
-		joinInts(o.Concurrency), o.StepSeconds, o.WarmupSeconds, o.DockerNetwork)
+	w("| load | hey's requester, %s clients, %.0f s per step after a %.1f s warm-up at the same concurrency (excluded), targets interleaved per step (A B A B), %d round(s) per step, containers on the %s network; only 2xx answers count as throughput |\n",
+		joinInts(o.Concurrency), o.StepSeconds, o.WarmupSeconds, max(o.Rounds, 1), o.DockerNetwork)
 	w("| started / finished | %s / %s |\n\n", r.Started.Format("2006-01-02 15:04:05 MST"), r.Finished.Format("15:04:05 MST"))
 	for _, n := range r.Notes {
 		w("> **Note:** %s\n\n", n)
@@ -257,7 +258,7 @@ func loadSection(w writer, r *results.Results) {
 		return
 	}
 	w("## Throughput and latency\n\n")
-	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route). bytes/answer is the mean Content-Length of the answers (for /thumbnail: the PNG's size, to read next to its speed). Each step is also bounded in count (50,000 requests per second of step).\n\n")
+	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. With several rounds, a row gives the round with the median rps (its latencies and CPU), the rps range over the rounds in brackets, the errors of every round and the largest peak RSS. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route). bytes/answer is the mean Content-Length of the answers (for /thumbnail: the PNG's size, to read next to its speed). Each step is also bounded in count (50,000 requests per second of step).\n\n")
 	baseRPS := map[string]float64{}
 	for _, s := range r.Load {
 		if s.Target == r.Baseline && s.Skipped == "" {
@@ -295,11 +296,20 @@ func loadSection(w writer, r *results.Results) {
 				srvCPU = fmt.Sprintf("%.0f%%", 100*s.ServerCPU)
 				other = fmt.Sprintf("%.0f%%", 100*otherCPU(s, r.Machine.Cores))
 			}
-			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n", s.Target, s.Concurrency, s.RPS, vs,
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n", s.Target, s.Concurrency, rpsCell(s), vs,
 				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, other, mb(s.ServerPeakRSS), s.BytesPerOK)
 		}
 		w("\n")
 	}
+}
+
+// rpsCell is the step's rps, with the range over rounds when there were several.
+func rpsCell(s results.LoadStep) string {
+	if len(s.RoundsRPS) < 2 {
+		return fmt.Sprintf("%.0f", s.RPS)
+	}
+	lo, hi := slices.Min(s.RoundsRPS), slices.Max(s.RoundsRPS)
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", s.RPS, lo, hi)
 }
 
 // otherCPU is the machine's busy CPU time during the step, in cores, less
@@ -313,8 +323,12 @@ func otherCPU(s results.LoadStep, cores int) float64 {
 }
 
 func errorsCell(s results.LoadStep) string {
+	failed := ""
+	if s.FailedRounds > 0 {
+		failed = fmt.Sprintf("; %d round(s) failed", s.FailedRounds)
+	}
 	if s.ErrorCount == 0 {
-		return "0"
+		return "0" + failed
 	}
 	var parts []string
 	for _, code := range sortedKeys(s.Non2xx) {
@@ -327,7 +341,7 @@ func errorsCell(s results.LoadStep) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d× `%s`", s.Errors[msg], strings.ReplaceAll(m, "|", "/")))
 	}
-	return fmt.Sprintf("%d (%s)", s.ErrorCount, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d (%s)%s", s.ErrorCount, strings.Join(parts, ", "), failed)
 }
 
 func sortedKeys(m map[string]int) []string {

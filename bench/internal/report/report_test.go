@@ -37,7 +37,7 @@ func fixture() *results.Results {
 		Machine: machine.Info{CPU: "AMD EPYC", Cores: 2, MemoryBytes: 25_276_502_016, Kernel: "Linux 6.18.44 x86_64", OS: "Debian GNU/Linux 12 (bookworm)",
 			Go: "go1.26.8", Node: "v20.20.2", Libvips: "8.14.1", Sharp: "0.35.5", SharpLibvips: "8.18.7", Docker: "20.10.24"},
 		Options: results.Options{StartupRuns: 3, PollInterval: 0.1, SettleSeconds: 3, StepSeconds: 10, WarmupSeconds: 2,
-			Concurrency: []int{10, 500}, Pinned: true, ServerCPUs: "1", ClientCPUs: "0", DockerNetwork: "host"},
+			Concurrency: []int{10, 500}, Rounds: 3, Pinned: true, ServerCPUs: "1", ClientCPUs: "0", DockerNetwork: "host"},
 		Targets: []results.Target{
 			{Spec: target.Spec{Name: "thumbd-static", Kind: target.Process, Command: []string{"bin/thumbd-static"}}, Allowed: "1", Libvips: "8.16.1"},
 			{Spec: target.Spec{Name: "thumbd:scratch", Kind: target.Container, Image: "thumbd:scratch"}, Skipped: "image thumbd:scratch is not built (scripts/images.sh)"},
@@ -66,7 +66,7 @@ func fixture() *results.Results {
 			{Route: "health", Target: "thumbd-static", Concurrency: 500, Outcome: load.Outcome{RPS: 30000, P50: 12, P90: 20, P99: 45, ErrorCount: 3,
 				Non2xx: map[string]int{"503": 2}, Errors: map[string]int{"Get \"http://127.0.0.1:1/health\": read: connection reset by peer": 1}, ClientCPU: 0.95, ServerCPU: 0.9, ServerPeakRSS: 40_000_000}},
 			{Route: "health", Target: "node", Concurrency: 500, Outcome: load.Outcome{HostIdle: 0.12, HostSteal: 0.031, RPS: 9000, P50: 50, P90: 60, P99: 120, ClientCPU: 0.6, ServerCPU: 1, ServerPeakRSS: 120_000_000}},
-			{Route: "hash", Target: "thumbd-static", Concurrency: 10, Outcome: load.Outcome{RPS: 14000, P50: 0.25, P90: 0.5, P99: 7}},
+			{Route: "hash", Target: "thumbd-static", Concurrency: 10, Outcome: load.Outcome{RPS: 14000, P50: 0.25, P90: 0.5, P99: 7}, RoundsRPS: []float64{14000, 12000, 15000}, FailedRounds: 1},
 			{Route: "hash", Target: "node", Concurrency: 10, Skipped: "failed the contract check for this route: not timed"},
 		},
 		Images: []results.Image{{Target: "thumbd:scratch", Image: "thumbd:scratch", Bytes: 17_400_000, GzipBytes: 7_100_000}},

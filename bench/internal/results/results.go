@@ -3,8 +3,10 @@
 package results
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/thumbd/thumbd/bench/internal/contract"
@@ -45,6 +47,7 @@ type Options struct {
 	SettleSeconds float64 `json:"settle_s"`
 	StepSeconds   float64 `json:"step_s"`
 	WarmupSeconds float64 `json:"warmup_s"`
+	Rounds        int     `json:"rounds"`
 	Concurrency   []int   `json:"concurrency"`
 	Pinned        bool    `json:"pinned"`
 	ServerCPUs    string  `json:"server_cpus,omitempty"`
@@ -99,13 +102,74 @@ type Idle struct {
 	Error string `json:"error,omitempty"`
 }
 
-// LoadStep is one (route, concurrency, target) step.
+// LoadStep is one (route, concurrency, target) step. With several rounds,
+// its figures are those of the round with the median rps, except errors
+// (summed over every round: none is hidden) and peak RSS (the largest).
 type LoadStep struct {
 	Route       string `json:"route"`
 	Target      string `json:"target"`
 	Concurrency int    `json:"concurrency"`
 	load.Outcome
 	Skipped string `json:"skipped,omitempty"`
+	// RoundsRPS holds every good round's rps, in the order run (with more
+	// than one round); FailedRounds counts rounds that could not be used.
+	RoundsRPS    []float64 `json:"rounds_rps,omitempty"`
+	FailedRounds int       `json:"failed_rounds,omitempty"`
+	Rounds       []Round   `json:"rounds,omitempty"`
+}
+
+// Round is one pass of a step.
+type Round struct {
+	load.Outcome
+	Failed string `json:"failed,omitempty"`
+}
+
+// Combine folds a step's rounds into one LoadStep (see LoadStep).
+func Combine(route, target string, conc int, rounds []Round) LoadStep {
+	st := LoadStep{Route: route, Target: target, Concurrency: conc}
+	var ok []Round
+	for _, r := range rounds {
+		if r.Failed != "" {
+			st.Skipped = r.Failed
+			st.FailedRounds++
+			continue
+		}
+		ok = append(ok, r)
+		st.RoundsRPS = append(st.RoundsRPS, r.RPS)
+	}
+	if len(ok) == 0 {
+		if st.Skipped == "" {
+			st.Skipped = "no round ran"
+		}
+		return st
+	}
+	st.Skipped = ""
+	byRPS := slices.Clone(ok)
+	slices.SortStableFunc(byRPS, func(a, b Round) int { return cmp.Compare(a.RPS, b.RPS) })
+	st.Outcome = byRPS[(len(byRPS)-1)/2].Outcome // the lower median for an even count
+	st.Non2xx, st.Errors, st.ErrorCount = nil, nil, 0
+	for _, r := range ok {
+		st.ErrorCount += r.ErrorCount
+		st.ServerPeakRSS = max(st.ServerPeakRSS, r.ServerPeakRSS)
+		for k, v := range r.Non2xx {
+			if st.Non2xx == nil {
+				st.Non2xx = map[string]int{}
+			}
+			st.Non2xx[k] += v
+		}
+		for k, v := range r.Errors {
+			if st.Errors == nil {
+				st.Errors = map[string]int{}
+			}
+			st.Errors[k] += v
+		}
+	}
+	if len(rounds) > 1 {
+		st.Rounds = rounds
+	} else {
+		st.RoundsRPS = nil
+	}
+	return st
 }
 
 // Image is a container target's image size.
