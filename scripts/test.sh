@@ -13,17 +13,21 @@ step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 # promtool_check runs the built service and lints its exposition with the
 # Prometheus project's own checker.
 promtool_check() {
-  local port=18089 pid
+  local port=18089 pid status=0
   PORT=$port bin/thumbd 2>/dev/null & pid=$!
-  trap 'kill $pid 2>/dev/null || true' RETURN
   for _ in $(seq 1 200); do
     curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1 && break
     sleep 0.05
   done
-  curl -fsS "http://127.0.0.1:$port/health" >/dev/null
-  curl -fsS --data-binary @bench/twins/node/package.json "http://127.0.0.1:$port/thumbnail" >/dev/null 2>&1 || true
-  curl -fsS "http://127.0.0.1:$port/metrics" | promtool check metrics
-  echo "promtool check metrics: clean"
+  # A thumbnail and a rejection first, so that the histograms and the
+  # labelled counters have samples to check.
+  curl -sS -o /dev/null --data-binary @service/internal/thumb/testdata/sources/small.jpg "http://127.0.0.1:$port/thumbnail" || status=1
+  curl -sS -o /dev/null --data-binary @bench/twins/node/package.json "http://127.0.0.1:$port/thumbnail" || status=1
+  curl -fsS "http://127.0.0.1:$port/metrics" | promtool check metrics || status=1
+  kill "$pid"
+  wait "$pid" || true
+  [ "$status" = 0 ] && echo "promtool check metrics: clean"
+  return "$status"
 }
 
 main() {
