@@ -63,10 +63,11 @@ type Outcome struct {
 	ClientCPU     float64        `json:"client_cpu"` // driver CPU-seconds per second over the timed window
 	ServerCPU     float64        `json:"server_cpu"` // server CPU-seconds per second over the timed window
 	ServerPeakRSS int64          `json:"server_peak_rss"`
-	// HostIdle and HostSteal are machine-wide shares of CPU time over the
-	// timed window: idle, and stolen by the hypervisor.
+	// HostIdle, HostSteal and HostIRQ are machine-wide shares of CPU time
+	// over the timed window: idle, stolen by the hypervisor, interrupts.
 	HostIdle  float64 `json:"host_idle"`
 	HostSteal float64 `json:"host_steal"`
+	HostIRQ   float64 `json:"host_irq"` // interrupts and softirqs, charged to no process
 }
 
 // heyTemplate makes hey print its report as JSON.
@@ -159,7 +160,7 @@ func Run(st Step) (Outcome, error) {
 	summarize(&o, rep)
 	o.ClientCPU = cliCPU.Seconds() / window.Seconds()
 	o.ServerCPU = srvCPU.Seconds() / window.Seconds()
-	o.HostIdle, o.HostSteal = procmem.Share(host0, host1)
+	o.HostIdle, o.HostSteal, o.HostIRQ = procmem.Share(host0, host1)
 	return o, nil
 }
 

@@ -217,11 +217,14 @@ func (h HostCPU) total() uint64 {
 }
 
 // Share returns, between a and b, the fractions of all CPU time that were
-// idle and stolen by the hypervisor (a busy or noisy host shows here).
-func Share(a, b HostCPU) (idle, steal float64) {
+// idle, stolen by the hypervisor (a busy or noisy host shows here), and
+// spent in interrupts (loopback traffic's softirqs land there, charged to
+// no process).
+func Share(a, b HostCPU) (idle, steal, irq float64) {
 	t := float64(b.total() - a.total())
 	if t <= 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return float64((b.Idle+b.IOWait)-(a.Idle+a.IOWait)) / t, float64(b.Steal-a.Steal) / t
+	return float64((b.Idle+b.IOWait)-(a.Idle+a.IOWait)) / t, float64(b.Steal-a.Steal) / t,
+		float64((b.IRQ+b.SoftIRQ)-(a.IRQ+a.SoftIRQ)) / t
 }

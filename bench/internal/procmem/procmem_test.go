@@ -95,9 +95,9 @@ func TestHostCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := ParseHostCPU("cpu  200 0 100 900 10 0 40 70 0 0\n")
-	idle, steal := Share(a, b)
-	if idle != 100.0/320 || steal != 50.0/320 {
-		t.Fatalf("idle %v steal %v", idle, steal)
+	idle, steal, irq := Share(a, b)
+	if idle != 100.0/320 || steal != 50.0/320 || irq != 20.0/320 {
+		t.Fatalf("idle %v steal %v irq %v", idle, steal, irq)
 	}
 	if _, err := ParseHostCPU("intr 1 2 3"); err == nil {
 		t.Fatal("want an error")

@@ -272,8 +272,28 @@ func loadSection(w writer, r *results.Results) {
 			otherMax = math.Max(otherMax, otherCPU(s, r.Machine.Cores))
 		}
 	}
-	w("The other CPU column is the machine's busy CPU time minus the driver's and the server's: other processes, and kernel work charged to neither (softirqs of loopback traffic); a large figure means the step shared the machine. ")
-	w("Machine-wide during the timed windows (/proc/stat): idle CPU up to %.0f%% of the machine, CPU stolen by the hypervisor up to %.1f%%, CPU used by neither the driver nor the server (other processes, uncharged kernel work) up to %.0f%% of one core. A step where both processes stay far from 100%% CPU while the machine idles is bound by latency (wake-ups, loopback), not by either CPU.\n\n", 100*idleMax, 100*stealMax, 100*otherMax)
+	shared, timed := 0, 0
+	for _, s := range r.Load {
+		if s.Skipped == "" && s.ServerPeakRSS > 0 {
+			timed++
+			if otherCPU(s, r.Machine.Cores) > 0.25 {
+				shared++
+			}
+		}
+	}
+	if shared > 0 {
+		w("> **Warning: this run shared the machine.** In %d of %d steps, other processes took more than a quarter of a core (see the other CPU column): rps in those steps are lower than this machine gives, and differences between targets smaller than the spread between rounds, or between targets that run the same binary, are noise.\n\n", shared, timed)
+	}
+	var irqMax float64
+	for _, s := range r.Load {
+		irqMax = math.Max(irqMax, s.HostIRQ)
+	}
+	irq := fmt.Sprintf("up to %.0f%% of the machine here", 100*irqMax)
+	if irqMax == 0 {
+		irq = "not recorded by this run's driver, so counted as other here"
+	}
+	w("The other CPU column is the machine's busy CPU time minus interrupts and softirqs (where loopback traffic is processed, charged to no process: %s) and minus the driver's and the server's time: other processes; a large figure means the step shared the machine. ", irq)
+	w("Machine-wide during the timed windows (/proc/stat): idle CPU up to %.0f%% of the machine, CPU stolen by the hypervisor up to %.1f%%, other processes up to %.0f%% of one core. A step where both processes stay far from 100%% CPU while the machine idles is bound by latency (wake-ups, loopback), not by either CPU.\n\n", 100*idleMax, 100*stealMax, 100*otherMax)
 	for _, rt := range r.Routes {
 		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | other CPU | server peak RSS MB | bytes/answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
 		for _, s := range r.Load {
@@ -313,12 +333,13 @@ func rpsCell(s results.LoadStep) string {
 }
 
 // otherCPU is the machine's busy CPU time during the step, in cores, less
-// the driver's and the server's; 0 when the step has no host figures.
+// interrupts (the loopback traffic's own softirqs) and the driver's and the
+// server's time: other processes; 0 when the step has no host figures.
 func otherCPU(s results.LoadStep, cores int) float64 {
 	if s.HostIdle == 0 && s.HostSteal == 0 {
 		return 0
 	}
-	busy := (1 - s.HostIdle - s.HostSteal) * float64(cores)
+	busy := (1 - s.HostIdle - s.HostSteal - s.HostIRQ) * float64(cores)
 	return math.Max(0, busy-s.ClientCPU-s.ServerCPU)
 }
 
