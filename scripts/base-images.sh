@@ -22,8 +22,11 @@ make_slim() {
   # The same trimming as the official slim image.
   rm -rf "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
     "$root"/var/lib/apt/lists/* "$root"/var/log/* "$root"/tmp/* \
-    "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
+    "$root"/usr/share/man/* "$root"/usr/share/info/* \
     "$root"/usr/share/locale/* "$root"/usr/share/lintian "$root"/usr/share/linda
+  # Licences stay (/usr/share/doc/*/copyright), as in the official image.
+  find "$root"/usr/share/doc -mindepth 1 -not -type d -not -name copyright -delete
+  find "$root"/usr/share/doc -mindepth 1 -type d -empty -delete
   cat >"$root/etc/dpkg/dpkg.cfg.d/docker" <<'CFG'
 path-exclude /usr/share/doc/*
 path-include /usr/share/doc/*/copyright
