@@ -25,6 +25,7 @@ type Check struct {
 	Detail string `json:"detail,omitempty"`
 	// Digest is the SHA-256 of the body, to compare targets with each other.
 	Digest string `json:"digest,omitempty"`
+	Bytes  int    `json:"bytes,omitempty"` // body size
 }
 
 // Inputs are the expected bytes and the sources.
@@ -94,7 +95,7 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 		}
 		if err == nil {
 			s := sha256.Sum256(body)
-			res.Digest = hex.EncodeToString(s[:8])
+			res.Digest, res.Bytes = hex.EncodeToString(s[:8]), len(body)
 		}
 		out = append(out, res)
 	}

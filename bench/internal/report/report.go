@@ -141,15 +141,16 @@ func contractSection(w writer, r *results.Results) {
 	routes := []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large"}
 	w("## Contract check (before any timing)\n\n")
 	w("`/json` must equal `service/testdata/json-document.json`; `/compute` (default and `n=12345`) and `/hash` (default payload and a percent-encoded `data`) must equal the values the driver computes itself; `/thumbnail` must be a decodable 256x256 PNG (Go's `image/png`). A route that fails is not timed for that target.\n\n")
-	w("| target | %s | bodies (sha256 prefix of /json) |\n|---|%s---|\n", strings.Join(routes, " | "), strings.Repeat("---|", len(routes)))
+	w("| target | %s | sha256 prefix of /json | PNG bytes, small / large source |\n|---|%s---|---|\n", strings.Join(routes, " | "), strings.Repeat("---|", len(routes)))
 	var failures []string
 	for _, c := range r.Contract {
 		if c.Error != "" {
-			w("| %s |%s %s |\n", c.Target, strings.Repeat(" ✗ |", len(routes)), c.Error)
+			w("| %s |%s %s | - |\n", c.Target, strings.Repeat(" ✗ |", len(routes)), c.Error)
 			continue
 		}
 		okBy := map[string]string{}
 		digest := ""
+		pngBytes := map[string]string{"thumb-small": "-", "thumb-large": "-"}
 		for _, ck := range c.Checks {
 			if _, seen := okBy[ck.Route]; !seen {
 				okBy[ck.Route] = "✓"
@@ -161,12 +162,15 @@ func contractSection(w writer, r *results.Results) {
 			if ck.Route == "json" {
 				digest = ck.Digest
 			}
+			if _, isThumb := pngBytes[ck.Route]; isThumb && ck.OK && ck.Bytes > 0 {
+				pngBytes[ck.Route] = fmt.Sprint(ck.Bytes)
+			}
 		}
 		cells := make([]string, len(routes))
 		for i, rt := range routes {
 			cells[i] = orDash(okBy[rt])
 		}
-		w("| %s | %s | %s |\n", c.Target, strings.Join(cells, " | "), orDash(digest))
+		w("| %s | %s | %s | %s / %s |\n", c.Target, strings.Join(cells, " | "), orDash(digest), pngBytes["thumb-small"], pngBytes["thumb-large"])
 	}
 	w("\n")
 	for _, f := range failures {
@@ -258,7 +262,7 @@ func loadSection(w writer, r *results.Results) {
 		return
 	}
 	w("## Throughput and latency\n\n")
-	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. With several rounds, a row gives the round with the median rps (its latencies and CPU), the rps range over the rounds in brackets, the errors of every round and the largest peak RSS. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route). bytes/answer is the mean Content-Length of the answers (for /thumbnail: the PNG's size, to read next to its speed). Each step is also bounded in count (50,000 requests per second of step).\n\n")
+	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. With several rounds, a row gives the round with the median rps (its latencies and CPU), the rps range over the rounds in brackets, the errors of every round and the largest peak RSS. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route). bytes/answer is the mean Content-Length of the answers, given only for steps without non-2xx answers (for /thumbnail: the PNG's size, to read next to its speed; the contract check gives every target's PNG sizes). Each step is also bounded in count (50,000 requests per second of step).\n\n")
 	baseRPS := map[string]float64{}
 	for _, s := range r.Load {
 		if s.Target == r.Baseline && s.Skipped == "" {
@@ -316,8 +320,12 @@ func loadSection(w writer, r *results.Results) {
 				srvCPU = fmt.Sprintf("%.0f%%", 100*s.ServerCPU)
 				other = fmt.Sprintf("%.0f%%", 100*otherCPU(s, r.Machine.Cores))
 			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n", s.Target, s.Concurrency, rpsCell(s), vs,
-				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, other, mb(s.ServerPeakRSS), s.BytesPerOK)
+			bytes := "-" // hey sums sizes over every answer: a mean with non-2xx mixed in means nothing
+			if len(s.Non2xx) == 0 {
+				bytes = fmt.Sprint(s.BytesPerOK)
+			}
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %s |\n", s.Target, s.Concurrency, rpsCell(s), vs,
+				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, other, mb(s.ServerPeakRSS), bytes)
 		}
 		w("\n")
 	}

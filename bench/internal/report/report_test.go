@@ -48,7 +48,8 @@ func fixture() *results.Results {
 			{ID: "hash", Method: "GET", Path: "/hash", Label: "/hash (1 KiB default payload)"},
 		},
 		Contract: []results.Contract{
-			{Target: "thumbd-static", Checks: []contract.Check{ok("health", "GET /health"), ok("json", "GET /json"), ok("hash", "GET /hash")}},
+			{Target: "thumbd-static", Checks: []contract.Check{ok("health", "GET /health"), ok("json", "GET /json"), ok("hash", "GET /hash"),
+				{Route: "thumb-small", Name: "POST /thumbnail", OK: true, Bytes: 152056}}},
 			{Target: "node", Checks: []contract.Check{ok("health", "GET /health"), ok("json", "GET /json"),
 				{Route: "hash", Name: "GET /hash?data=x", Detail: `body differs: got "{}", want "{\"algorithm\"}"`}}},
 		},
