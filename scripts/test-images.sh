@@ -12,14 +12,13 @@ cd "$(dirname "$0")/.."
 source scripts/lib/docker.sh
 
 WORK=$(mktemp -d /tmp/thumbd-test-images.XXXXXX)
-STARTED_DOCKERD=0
 CONTAINERS=()
 FAILED=0
 
 cleanup() {
   local c
   for c in "${CONTAINERS[@]}"; do docker rm -f "$c" >/dev/null 2>&1 || true; done
-  [ "$STARTED_DOCKERD" = 1 ] && docker_down
+  docker_down
   rm -rf "$WORK"
 }
 
@@ -97,7 +96,6 @@ smoke() {
 
 main() {
   trap cleanup EXIT
-  docker info >/dev/null 2>&1 || STARTED_DOCKERD=1
   docker_up
   if [ "${1:-}" = --no-build ]; then scripts/images.sh --sizes-only; else scripts/images.sh slim scratch; fi
   make_source "$WORK/src.jpg"
