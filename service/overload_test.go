@@ -275,3 +275,28 @@ func TestSlowUploadsHoldNoPlace(t *testing.T) {
 	}
 	assertError(t, body, codeQueueFull)
 }
+
+// With every place taken, a POST is refused before its body is read: the
+// 503 comes back though the client has sent no byte of its body. (The
+// body is declared over 256 KB: net/http drains smaller unread bodies
+// before answering, to keep the connection.)
+func TestFullGateRefusesBeforeReadingBody(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Concurrency, cfg.Queue = 1, 0
+	srv, d := newTestServer(t, cfg)
+	held, err := d.thumbs.gate.Admit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	c := slowUpload(t, srv.URL, 1<<20, nil)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer without the body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("status %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}

@@ -56,6 +56,12 @@ func (t *thumbnailer) handlePost() http.Handler {
 			t.reject(w, "body_too_large", http.StatusRequestEntityTooLarge, codeBodyTooLarge, bodyTooLargeMsg(t.cfg.MaxBodyBytes))
 			return
 		}
+		// With every place taken, refuse before reading the body: under
+		// overload most requests are turned away without their upload.
+		if t.gate.Full() {
+			t.queueFull(w)
+			return
+		}
 		// The body is read before the request takes a place, from a byte
 		// budget of (queue + concurrency) x the body limit shared by every
 		// body: memory held by bodies stays bounded, and a client that sends
@@ -138,11 +144,15 @@ func (t *thumbnailer) parseOptions(w http.ResponseWriter, r *http.Request) (thum
 func (t *thumbnailer) admit(w http.ResponseWriter) (*admission.Ticket, bool) {
 	ticket, err := t.gate.Admit()
 	if err != nil {
-		w.Header().Set("Retry-After", "1")
-		t.reject(w, "queue_full", http.StatusServiceUnavailable, codeQueueFull, "The thumbnail queue is full; retry shortly.")
+		t.queueFull(w)
 		return nil, false
 	}
 	return ticket, true
+}
+
+func (t *thumbnailer) queueFull(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	t.reject(w, "queue_full", http.StatusServiceUnavailable, codeQueueFull, "The thumbnail queue is full; retry shortly.")
 }
 
 func (t *thumbnailer) reject(w http.ResponseWriter, reason string, status int, code, msg string) {

@@ -59,6 +59,9 @@ func (t *Ticket) Release() {
 	<-t.g.tickets
 }
 
+// Full reports whether every place is taken: Admit would fail now.
+func (g *Gate) Full() bool { return len(g.tickets) == cap(g.tickets) }
+
 // Running is the number of jobs holding a slot.
 func (g *Gate) Running() int { return len(g.slots) }
 
