@@ -386,7 +386,7 @@ func postOnce(client *http.Client, url, id string, src []byte) outcome {
 	o.kind = "answer"
 	switch {
 	case resp.StatusCode == 200:
-		o.complete = bytes.HasPrefix(body, []byte("\x89PNG\r\n\x1a\n")) && strconv.Itoa(len(body)) == resp.Header.Get("Content-Length")
+		o.complete = strconv.Itoa(len(body)) == resp.Header.Get("Content-Length") && hasMagic(body, resp.Header.Get("Content-Type"))
 	case resp.StatusCode == 503:
 		secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 		o.complete = err == nil && secs >= 0 && json.Valid(body)
@@ -398,6 +398,19 @@ func postOnce(client *http.Client, url, id string, src []byte) outcome {
 		o.kind, o.err = "error", fmt.Sprintf("incomplete %d answer (%d bytes)", resp.StatusCode, len(body))
 	}
 	return o
+}
+
+// hasMagic checks an image starts as its Content-Type says.
+func hasMagic(b []byte, contentType string) bool {
+	switch contentType {
+	case "image/png":
+		return bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n"))
+	case "image/jpeg":
+		return bytes.HasPrefix(b, []byte{0xFF, 0xD8, 0xFF})
+	case "image/webp":
+		return len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP"
+	}
+	return false
 }
 
 // classify tells connection-level refusals (nothing was admitted: the

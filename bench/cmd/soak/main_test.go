@@ -36,3 +36,11 @@ func TestServerLogKeepsThumbnailAnswersAndPanics(t *testing.T) {
 		t.Fatalf("errors %q", l.errors)
 	}
 }
+
+func TestHasMagic(t *testing.T) {
+	if !hasMagic([]byte("RIFF\x00\x00\x00\x00WEBPVP8 "), "image/webp") || hasMagic([]byte("RIFF"), "image/webp") ||
+		!hasMagic([]byte("\x89PNG\r\n\x1a\n"), "image/png") || !hasMagic([]byte{0xFF, 0xD8, 0xFF, 0xE0}, "image/jpeg") ||
+		hasMagic([]byte("\x89PNG\r\n\x1a\n"), "image/jpeg") {
+		t.Fatal("magic")
+	}
+}
