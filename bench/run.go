@@ -126,6 +126,13 @@ func (b *bench) prepare(ctx context.Context) error {
 	for _, spec := range cfg.targets {
 		t := results.Target{Spec: spec}
 		t.Skipped = skipReason(ctx, cfg.root, spec, dockerErr)
+		if t.Skipped == "" && spec.Kind == target.Container {
+			id, err := images.ID(ctx, spec.Image)
+			if err != nil {
+				t.Skipped = err.Error()
+			}
+			t.ImageID = id
+		}
 		if t.Skipped != "" {
 			fmt.Fprintf(b.out, "skipping %s: %s\n", spec.Name, t.Skipped)
 		}
@@ -320,9 +327,13 @@ func (b *bench) imageSizes(ctx context.Context, ts []results.Target) {
 			n++
 			b.prog.step("image size", n, n, t.Image, 15*time.Second)
 			im := results.Image{Target: t.Name, Image: t.Image}
+			ref := t.Image
+			if t.ImageID != "" {
+				ref = t.ImageID
+			}
 			var err error
-			if im.Bytes, err = images.Size(ctx, t.Image); err == nil {
-				im.GzipBytes, err = images.SavedGzipSize(ctx, t.Image)
+			if im.Bytes, err = images.Size(ctx, ref); err == nil {
+				im.GzipBytes, err = images.SavedGzipSize(ctx, ref)
 			}
 			if err != nil {
 				im.Error = err.Error()

@@ -27,6 +27,15 @@ func Exists(ctx context.Context, image string) bool {
 	return exec.CommandContext(ctx, "docker", "image", "inspect", image).Run() == nil
 }
 
+// ID is the image ID a tag names now.
+func ID(ctx context.Context, image string) (string, error) {
+	out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Id}}", image).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("docker image inspect %s: %s", image, firstLine(string(out), err))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // Size is an image's uncompressed size as `docker image inspect` reports it.
 func Size(ctx context.Context, image string) (int64, error) {
 	out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Size}}", image).CombinedOutput()

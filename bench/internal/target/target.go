@@ -35,8 +35,11 @@ type Spec struct {
 	Kind    Kind     `json:"kind"`
 	Command []string `json:"command,omitempty"` // Process: argv; argv[0] relative to Dir or on PATH
 	Image   string   `json:"image,omitempty"`   // Container
-	URL     string   `json:"url,omitempty"`     // URL: base URL, no trailing slash
-	Env     []string `json:"env,omitempty"`     // extra KEY=VALUE for the server
+	// ImageID pins a container target to the image its tag named when the
+	// run began (a rebuild during the run must not swap it); run by ID when set.
+	ImageID string   `json:"image_id,omitempty"`
+	URL     string   `json:"url,omitempty"` // URL: base URL, no trailing slash
+	Env     []string `json:"env,omitempty"` // extra KEY=VALUE for the server
 }
 
 // Parse reads NAME=KIND:SPEC, e.g. "node=process:node bench/twins/node/server.mjs",
@@ -67,6 +70,9 @@ func (s Spec) String() string {
 	case Process:
 		return strings.Join(s.Command, " ")
 	case Container:
+		if id := strings.TrimPrefix(s.ImageID, "sha256:"); id != "" {
+			return "docker run " + s.Image + " (" + id[:min(12, len(id))] + ")"
+		}
 		return "docker run " + s.Image
 	default:
 		return s.URL
@@ -162,7 +168,11 @@ func Start(ctx context.Context, spec Spec, opt Options) (*Instance, error) {
 		for _, e := range spec.Env {
 			args = append(args, "-e", e)
 		}
-		args = append(args, spec.Image)
+		if spec.ImageID != "" {
+			args = append(args, spec.ImageID)
+		} else {
+			args = append(args, spec.Image)
+		}
 		cmd := exec.CommandContext(ctx, "docker", args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

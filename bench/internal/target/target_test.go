@@ -14,6 +14,9 @@ func TestParse(t *testing.T) {
 	if s, _ := Parse("scratch=container:thumbd:scratch"); s.Image != "thumbd:scratch" || s.String() != "docker run thumbd:scratch" {
 		t.Fatalf("%+v", s)
 	}
+	if s := (Spec{Kind: Container, Image: "thumbd:slim", ImageID: "sha256:27726c544e10abcdef"}); s.String() != "docker run thumbd:slim (27726c544e10)" {
+		t.Fatalf("%q", s.String())
+	}
 	if s, _ := Parse("prod=url:http://127.0.0.1:8080/"); s.URL != "http://127.0.0.1:8080" {
 		t.Fatalf("%+v", s)
 	}
