@@ -9,7 +9,8 @@
 # small photo-like JPEG (scripts/make-sources.sh, if `vips` is there) and
 # holds /tmp/thumbd-bench.lock while measuring.
 # Usage: [IMAGES="thumbd:slim thumbd:scratch"] scripts/coldstart.sh [-runs 10] [coldstart flags]
-# The images come from scripts/images.sh; this script builds none.
+# The images come from scripts/images.sh; this script builds none. It starts
+# dockerd if none runs (scripts/lib/docker.sh) and stops only that one.
 set -euo pipefail
 
 die() { echo "coldstart.sh: $*" >&2; exit 1; }
@@ -19,13 +20,15 @@ main() {
   repo="$(cd "$(dirname "$0")/.." && pwd)"
   read -r -a images <<<"${IMAGES:-thumbd:slim thumbd:scratch}"
 
-  docker info >/dev/null 2>&1 || die "no Docker daemon answers (start dockerd first)"
+  # shellcheck source=lib/docker.sh
+  source "$repo/scripts/lib/docker.sh"
+  docker_up || die "no Docker daemon"
   for img in "${images[@]}"; do
     docker image inspect "$img" >/dev/null 2>&1 || die "image $img not found: build it with scripts/images.sh"
   done
 
   tmp="$(mktemp -d)"
-  trap "rm -rf -- '$tmp'" EXIT
+  trap "rm -rf -- '$tmp'; docker_down" EXIT
   (cd "$repo/k8s/validate" && go build -o "$tmp/coldstart" ./cmd/coldstart)
   if command -v vips >/dev/null && "$repo/scripts/make-sources.sh" "$tmp/sources" >/dev/null 2>&1; then
     source=(-source "$tmp/sources/small.jpg")
