@@ -25,7 +25,7 @@ make_slim() {
     "$root"/usr/share/man/* "$root"/usr/share/info/* \
     "$root"/usr/share/locale/* "$root"/usr/share/lintian "$root"/usr/share/linda
   # Licences stay (/usr/share/doc/*/copyright), as in the official image.
-  find "$root"/usr/share/doc -mindepth 1 -not -type d -not -name copyright -delete
+  find "$root"/usr/share/doc -mindepth 1 -type f -not -name copyright -delete
   find "$root"/usr/share/doc -mindepth 1 -type d -empty -delete
   cat >"$root/etc/dpkg/dpkg.cfg.d/docker" <<'CFG'
 path-exclude /usr/share/doc/*
