@@ -30,12 +30,13 @@ type Config struct {
 	Logger    *slog.Logger
 }
 
-// PNG encoder settings. Level 6 with no row filter is libvips' and sharp's
-// default, so thumbd and its Node twin are compared at equal settings; see
-// the README for the measured trade-off against adaptive filtering.
+// PNG encoder settings: zlib level 1 with every row filter tried (what
+// imgproxy does at higher levels). Measured side by side on the static
+// build (docs/images.md): faster than libvips' and sharp's default (level 6,
+// no filter) and 43-45% smaller output. The Node twin uses the same values.
 const (
-	pngCompression = 6
-	pngFilter      = vips.PngFilterNone
+	pngCompression = 1
+	pngFilter      = vips.PngFilterAll
 )
 
 // Engine makes thumbnails. Start it once per process: libvips cannot be
