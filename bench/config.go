@@ -40,7 +40,13 @@ type config struct {
 	lock          string
 	imageSizes    bool
 	startTimeout  time.Duration
+	notes         []string
 }
+
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return fmt.Sprint(len(*s)) }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
 type targetFlags []target.Spec
 
@@ -73,6 +79,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	var c config
 	var targets targetFlags
+	var notes stringsFlag
 	var conc, routes, serverCPUs, clientCPUs string
 	fs.StringVar(&c.root, "root", "", "repository root (default: found from the working directory)")
 	fs.StringVar(&c.out, "out", "", "output directory (default bench/results/DATE, or bench/results/tmp/quick with -quick)")
@@ -97,6 +104,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.lock, "lock", "/tmp/thumbd-bench.lock", "flock held while timing (\"\" for none); do not also wrap the driver in flock(1)")
 	fs.BoolVar(&c.imageSizes, "image-sizes", true, "measure container image sizes (docker save | gzip)")
 	fs.DurationVar(&c.startTimeout, "start-timeout", 60*time.Second, "longest wait for a target's first /health")
+	fs.Var(&notes, "note", "a note for the report's top (repeatable; with -render, added to the results)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -162,6 +170,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.fixture = filepath.Join(c.root, c.fixture)
 	}
 	c.targets = targets
+	c.notes = notes
 	if len(c.targets) == 0 {
 		c.targets = defaultSuite()
 	}

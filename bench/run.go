@@ -51,6 +51,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if len(cfg.notes) > 0 {
+			r.Notes = append(r.Notes, cfg.notes...)
+			if err := results.Write(cfg.render, r); err != nil {
+				return err
+			}
+		}
 		return render(filepath.Dir(cfg.render), r, stdout)
 	}
 	// The lock first: what exists (binaries, images, Docker) is looked at
@@ -117,6 +123,7 @@ func (b *bench) prepare(ctx context.Context) error {
 		},
 		Machine: machine.Collect(ctx, filepath.Join(cfg.root, "bench", "twins", "node"), dockerVersion),
 	}
+	b.res.Notes = append(b.res.Notes, cfg.notes...)
 	if dockerErr != nil {
 		b.res.Notes = append(b.res.Notes, "Docker is not usable here ("+dockerErr.Error()+"): container targets were not measured.")
 	}
