@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -32,18 +33,18 @@ func WriteAll(dir string, r *results.Results) ([]report.Figure, error) {
 		return nil
 	}
 	if err := add(report.Figure{Title: "Startup to health, every run (ms, log scale)", File: "startup-health.svg"},
-		startup(r, "Startup to /health (ms, log scale)", func(s results.Startup) []float64 { return s.HealthMs }), 16*vg.Centimeter, 10*vg.Centimeter); err != nil {
+		startup(r, "Startup to /health (ms, log scale)", func(s results.Startup) []float64 { return s.HealthMs }), 20*vg.Centimeter, 11*vg.Centimeter); err != nil {
 		return nil, err
 	}
 	if err := add(report.Figure{Title: "Startup to first thumbnail, every run (ms, log scale)", File: "startup-thumbnail.svg"},
-		startup(r, "Startup to first thumbnail (ms, log scale)", func(s results.Startup) []float64 { return s.ThumbnailMs }), 16*vg.Centimeter, 10*vg.Centimeter); err != nil {
+		startup(r, "Startup to first thumbnail (ms, log scale)", func(s results.Startup) []float64 { return s.ThumbnailMs }), 20*vg.Centimeter, 11*vg.Centimeter); err != nil {
 		return nil, err
 	}
-	if err := add(report.Figure{Title: "Memory: idle VmRSS and peak RSS under load (MB)", File: "memory.svg"}, memory(r), 16*vg.Centimeter, 10*vg.Centimeter); err != nil {
+	if err := add(report.Figure{Title: "Memory: idle VmRSS and peak RSS under load (MB)", File: "memory.svg"}, memory(r), 20*vg.Centimeter, 11*vg.Centimeter); err != nil {
 		return nil, err
 	}
 	for _, rt := range r.Routes {
-		if err := add(report.Figure{Title: "Requests/s by concurrency: " + rt.Label, File: "rps-" + rt.ID + ".svg"}, rps(r, rt), 16*vg.Centimeter, 10*vg.Centimeter); err != nil {
+		if err := add(report.Figure{Title: "Requests/s by concurrency: " + rt.Label, File: "rps-" + rt.ID + ".svg"}, rps(r, rt), 20*vg.Centimeter, 11*vg.Centimeter); err != nil {
 			return nil, err
 		}
 	}
@@ -160,7 +161,8 @@ func memory(r *results.Results) *plot.Plot {
 // rps draws requests/s against concurrency, one line per target.
 func rps(r *results.Results, rt results.Route) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = rt.Label
+	title, _, _ := strings.Cut(rt.Label, " to 256x256")
+	p.Title.Text = title
 	p.Y.Label.Text = "requests/s (2xx)"
 	p.X.Label.Text = "concurrent clients"
 	conc := r.Options.Concurrency
@@ -201,7 +203,7 @@ func rps(r *results.Results, rt results.Route) *plot.Plot {
 	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.5, float64(len(conc))-0.5
-	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.25
+	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.6 // headroom for the legend
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
