@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -589,7 +590,10 @@ func checkAnswers(r *result, rec *recorder, p *proc, draining bool) {
 		}
 	}
 	if len(serverErrs) > 0 {
-		r.note("%d error/unparsed log lines, first: %.200s", len(serverErrs), serverErrs[0])
+		// A crash's Go and C stacks are unparsed lines: keep them all.
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("thumbd-soak-%s-%s-%d.log", r.Mode, r.Malloc, p.cmd.Process.Pid))
+		os.WriteFile(path, []byte(strings.Join(serverErrs, "\n")+"\n"), 0o644)
+		r.note("%d error/unparsed log lines in %s, first: %.200s", len(serverErrs), path, serverErrs[0])
 	}
 }
 
