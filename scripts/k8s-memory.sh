@@ -15,7 +15,7 @@ measure() {
   local img="$1" src="$2" secs="$3" id url pid idle end codes hwm cg
   id="$(docker run -d --read-only --cap-drop ALL --security-opt no-new-privileges --user 65532:65532 \
     --cpus 2 --memory 512m -e THUMBD_CONCURRENCY=2 -e THUMBD_QUEUE=8 -p 127.0.0.1::8080 "$img")"
-  trap "docker rm -f '$id' >/dev/null" RETURN
+  trap "docker rm -f '$id' >/dev/null; trap - RETURN" RETURN
   url="http://$(docker port "$id" 8080/tcp | head -n1)"
   for _ in $(seq 200); do curl -sf "$url/ready" >/dev/null && break; sleep 0.05; done
   pid="$(docker inspect -f '{{.State.Pid}}' "$id")"
