@@ -10,7 +10,7 @@
 #   scripts/soak.sh --quick         # 100 clients x 10 s, glibc only (~1 min)
 #   scripts/soak.sh --no-build [SOAK FLAGS...]   # e.g. -modes shutdown -clients 200
 #
-# Holds /tmp/thumbd-bench.lock for the whole run (timings of others are not
+# Tests bin/thumbd-soak-target, built from the tree. Holds /tmp/thumbd-bench.lock for the whole run (timings of others are not
 # disturbed and do not disturb it). Needs Debian's libvips-dev (scripts/deps.sh)
 # and installs libjemalloc2 when run as root. Results also go to
 # bench/results/tmp/soak.json.
@@ -31,15 +31,17 @@ main() {
     if ! [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] && [ "$(id -u)" = 0 ]; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjemalloc2 >/dev/null
     fi
+    # A private copy of the binary under test: bin/thumbd is shared with
+    # other engineers' builds, which may replace it during a 6-minute run.
     mkdir -p bin
-    go build -o bin/thumbd ./service
+    go build -o bin/thumbd-soak-target ./service
     go build -o bin/thumbd-soak ./bench/cmd/soak
   fi
   # 1000 slow connections need about 1100 descriptors in each process.
   ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
   mkdir -p bench/results/tmp
   echo "soak.sh: waiting for /tmp/thumbd-bench.lock" >&2
-  exec flock /tmp/thumbd-bench.lock bin/thumbd-soak -bin bin/thumbd -json bench/results/tmp/soak.json "${args[@]}"
+  exec flock /tmp/thumbd-bench.lock bin/thumbd-soak -bin bin/thumbd-soak-target -json bench/results/tmp/soak.json "${args[@]}"
 }
 
 main "$@"
