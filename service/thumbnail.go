@@ -59,6 +59,10 @@ func (t *thumbnailer) handlePost() http.Handler {
 		// With every place taken, refuse before reading the body: under
 		// overload most requests are turned away without their upload.
 		if t.gate.Full() {
+			// Close the connection instead of draining the unread upload
+			// (Go's server reads up to 256 KB of it to keep the connection):
+			// under overload a refusal then costs a reconnect, not a body.
+			w.Header().Set("Connection", "close")
 			t.queueFull(w)
 			return
 		}

@@ -391,6 +391,15 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 			t.Fatalf("status %d Retry-After %q", status, h.Get("Retry-After"))
 		}
 		assertError(t, body, codeQueueFull)
+		// The refusal closes the connection rather than draining the upload.
+		resp, err := http.Post(srv.URL+"/thumbnail", "image/jpeg", bytes.NewReader(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 503 || !resp.Close {
+			t.Fatalf("status %d, connection kept open: %v", resp.StatusCode, !resp.Close)
+		}
 		held.Release()
 		if status, _, _ := postThumb(t, srv.URL, "", src); status != 200 {
 			t.Fatalf("after release: %d", status)
