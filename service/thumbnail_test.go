@@ -15,6 +15,8 @@ import (
 	"time"
 
 	_ "golang.org/x/image/webp"
+
+	"github.com/thumbd/thumbd/service/internal/imagediff"
 )
 
 func postThumb(t *testing.T, url, query string, src []byte) (int, http.Header, []byte) {
@@ -219,25 +221,9 @@ func assertClose(t *testing.T, got, want image.Image, tolerance float64) {
 	if got.Bounds().Size() != want.Bounds().Size() {
 		t.Fatalf("size %v, want %v", got.Bounds().Size(), want.Bounds().Size())
 	}
-	if d := meanAbsDiff(got, want); d > tolerance {
+	if d := imagediff.MeanAbs(got, want); d > tolerance {
 		t.Fatalf("mean difference %.2f per channel, tolerance %.0f", d, tolerance)
 	}
-}
-
-func meanAbsDiff(a, b image.Image) float64 {
-	var sum, n float64
-	ab, bb := a.Bounds(), b.Bounds()
-	for y := 0; y < ab.Dy(); y++ {
-		for x := 0; x < ab.Dx(); x++ {
-			ca := color.NRGBAModel.Convert(a.At(ab.Min.X+x, ab.Min.Y+y)).(color.NRGBA)
-			cb := color.NRGBAModel.Convert(b.At(bb.Min.X+x, bb.Min.Y+y)).(color.NRGBA)
-			for _, d := range []int{int(ca.R) - int(cb.R), int(ca.G) - int(cb.G), int(ca.B) - int(cb.B), int(ca.A) - int(cb.A)} {
-				sum += float64(max(d, -d))
-			}
-			n += 4
-		}
-	}
-	return sum / n
 }
 
 func TestThumbnailErrors(t *testing.T) {

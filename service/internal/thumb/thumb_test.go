@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"image"
-	"image/color"
 	_ "image/jpeg"
 	"image/png"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/thumbd/thumbd/service/internal/imagediff"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden thumbnails in testdata/golden")
@@ -173,7 +174,7 @@ func TestGolden(t *testing.T) {
 			if got.Bounds().Size() != want.Bounds().Size() {
 				t.Fatalf("size %v, golden %v", got.Bounds().Size(), want.Bounds().Size())
 			}
-			if d := meanAbsDiff(got, want); d > 2.5 {
+			if d := imagediff.MeanAbs(got, want); d > 2.5 {
 				writePNG(t, filepath.Join("testdata", "failed", tc.name+".png"), got)
 				t.Fatalf("mean difference %.2f per channel from the golden (tolerance 2.5); output in testdata/failed", d)
 			}
@@ -191,22 +192,6 @@ func writePNG(t *testing.T, path string, img image.Image) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func meanAbsDiff(a, b image.Image) float64 {
-	var sum, n float64
-	ab, bb := a.Bounds(), b.Bounds()
-	for y := 0; y < ab.Dy(); y++ {
-		for x := 0; x < ab.Dx(); x++ {
-			ca := color.NRGBAModel.Convert(a.At(ab.Min.X+x, ab.Min.Y+y)).(color.NRGBA)
-			cb := color.NRGBAModel.Convert(b.At(bb.Min.X+x, bb.Min.Y+y)).(color.NRGBA)
-			for _, d := range []int{int(ca.R) - int(cb.R), int(ca.G) - int(cb.G), int(ca.B) - int(cb.B), int(ca.A) - int(cb.A)} {
-				sum += float64(max(d, -d))
-			}
-			n += 4
-		}
-	}
-	return sum / n
 }
 
 func TestEngineErrors(t *testing.T) {
