@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
@@ -155,27 +153,6 @@ func rotatedJPEG(t testing.TB, src []byte) []byte {
 	}, func(i *vips.ImageRef) ([]byte, *vips.ImageMetadata, error) {
 		return i.ExportJpeg(&vips.JpegExportParams{Quality: 95})
 	})
-}
-
-// pngBomb is a valid PNG header declaring w x h pixels with almost no data:
-// a decompression bomb must be refused from its header alone.
-func pngBomb(w, h uint32) []byte {
-	var buf bytes.Buffer
-	buf.WriteString("\x89PNG\r\n\x1a\n")
-	chunk := func(typ string, data []byte) {
-		binary.Write(&buf, binary.BigEndian, uint32(len(data)))
-		c := append([]byte(typ), data...)
-		buf.Write(c)
-		binary.Write(&buf, binary.BigEndian, crc32.ChecksumIEEE(c))
-	}
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr[0:], w)
-	binary.BigEndian.PutUint32(ihdr[4:], h)
-	ihdr[8], ihdr[9] = 8, 2 // 8-bit RGB
-	chunk("IHDR", ihdr)
-	chunk("IDAT", []byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01})
-	chunk("IEND", nil)
-	return buf.Bytes()
 }
 
 // decoded decodes a thumbnail with Go's decoders, independent of libvips.

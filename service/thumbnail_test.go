@@ -16,6 +16,7 @@ import (
 
 	_ "golang.org/x/image/webp"
 
+	"github.com/thumbd/thumbd/service/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagediff"
 )
 
@@ -253,7 +254,7 @@ func TestThumbnailErrors(t *testing.T) {
 		{"svg", "", []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`), 415, codeUnsupported},
 		{"truncated jpeg", "", good[:len(good)/2], 422, codeUnprocessable},
 		{"jpeg header only", "", good[:20], 422, codeUnprocessable},
-		{"png bomb", "", pngBomb(100000, 100000), 422, codeTooManyPixels},
+		{"png bomb", "", hostile.PNGBomb(100000, 100000), 422, codeTooManyPixels},
 		{"too many frames", "?w=8&h=8", animatedGIF(t, 4, 4, 300), 422, codeTooManyFrames},
 		{"body too large", "", bytes.Repeat([]byte{0xFF}, 1<<20+1), 413, codeBodyTooLarge},
 	}
