@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 )
@@ -65,13 +64,13 @@ func compute(n int64) int64 {
 
 func handleCompute() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, codeBadParameter, "The query string is malformed: "+err.Error()+".")
+		q, ok := parseQuery(w, r)
+		if !ok {
 			return
 		}
 		n := int64(computeDefaultN)
 		if v, ok := q["n"]; ok {
+			var err error
 			n, err = strconv.ParseInt(v[0], 10, 64)
 			if err != nil || n < 0 || n > computeMaxN {
 				writeError(w, http.StatusBadRequest, codeBadParameter, "Parameter \"n\" must be an integer from 0 to 100000000.")
@@ -92,9 +91,8 @@ var defaultHashPayload = strings.Repeat("0123456789abcdef", 64)
 
 func handleHashGet() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, codeBadParameter, "The query string is malformed: "+err.Error()+".")
+		q, ok := parseQuery(w, r)
+		if !ok {
 			return
 		}
 		data := defaultHashPayload

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
@@ -48,4 +49,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes the API's error shape. msg is a sentence for a person.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, errorBody{Error: msg, Code: code})
+}
+
+// parseQuery decodes the query strictly (url.Query would drop a bad escape
+// silently); a malformed query is answered with a 400 and ok is false.
+func parseQuery(w http.ResponseWriter, r *http.Request) (q url.Values, ok bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, codeBadParameter, "The query string is malformed: "+err.Error()+".")
+		return nil, false
+	}
+	return q, true
 }

@@ -48,7 +48,11 @@ const cacheControl = "public, max-age=86400"
 func (t *thumbnailer) handlePost() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		opts, ok := t.parseOptions(w, r)
+		q, ok := parseQuery(w, r)
+		if !ok {
+			return
+		}
+		opts, ok := t.parseOptions(w, q)
 		if !ok {
 			return
 		}
@@ -101,18 +105,16 @@ func (t *thumbnailer) handleGet() http.Handler {
 			writeError(w, http.StatusNotFound, codeSourcesDisabled, "GET /thumbnail is off: no source directory is configured (THUMBD_SOURCE_DIR).")
 			return
 		}
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, codeBadParameter, "The query string is malformed: "+err.Error()+".")
+		q, ok := parseQuery(w, r)
+		if !ok {
 			return
 		}
-		name := queryParams(q)
-		src, ok := name.Lookup("src")
+		src, ok := queryParams(q).Lookup("src")
 		if !ok || !validSourceName(src) {
 			writeError(w, http.StatusBadRequest, codeBadSourceName, "Parameter \"src\" must name a file inside the source directory: relative, without \"..\".")
 			return
 		}
-		opts, ok := t.parseOptions(w, r)
+		opts, ok := t.parseOptions(w, q)
 		if !ok {
 			return
 		}
@@ -130,12 +132,7 @@ func (t *thumbnailer) handleGet() http.Handler {
 	})
 }
 
-func (t *thumbnailer) parseOptions(w http.ResponseWriter, r *http.Request) (thumb.Options, bool) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, codeBadParameter, "The query string is malformed: "+err.Error()+".")
-		return thumb.Options{}, false
-	}
+func (t *thumbnailer) parseOptions(w http.ResponseWriter, q url.Values) (thumb.Options, bool) {
 	opts, err := thumb.ParseOptions(queryParams(q), t.cfg.MaxSide)
 	if err != nil {
 		t.metrics.rejections.WithLabelValues("bad_parameter").Inc()
