@@ -78,6 +78,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		engine.Start()
 		life.engineStarted()
 		logger.Info("libvips started", "version", thumb.Version(), "threads", cfg.Concurrency)
+		if issue := thumb.KnownCrash(thumb.Version()); issue != "" {
+			logger.Warn(issue)
+		}
 	}()
 
 	d := newDeps(cfg, logger, engine, life, sources)

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
 // child is thumbd running as a real process (this test binary re-executed,
@@ -228,5 +230,29 @@ func TestHealthSubcommand(t *testing.T) {
 	ln.Close()
 	if err := run(context.Background(), []string{"thumbd", "health"}, envOf(map[string]string{"PORT": port}), io.Discard, io.Discard); err == nil {
 		t.Fatal("closed port reported healthy")
+	}
+}
+
+// TestStartupWarnsOfKnownLibvipsCrash: a libvips with a known crash (Debian
+// bookworm's 8.14.1 has one) is named in a warning at start-up; a fixed one
+// (the images' 8.16.1) is not.
+func TestStartupWarnsOfKnownLibvipsCrash(t *testing.T) {
+	c := startChild(t)
+	waitReady(t, c.addr)
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if code := c.wait(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	var warned string
+	sc := bufio.NewScanner(bytes.NewReader(c.logs.Bytes()))
+	for sc.Scan() {
+		var rec struct{ Level, Msg string }
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Level == "WARN" && strings.Contains(rec.Msg, "libvips") {
+			warned = rec.Msg
+		}
+	}
+	want := thumb.KnownCrash(thumb.Version())
+	if warned != want {
+		t.Fatalf("libvips %s: start-up warning %q, want %q; logs:\n%s", thumb.Version(), warned, want, c.logs)
 	}
 }
