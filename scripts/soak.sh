@@ -8,33 +8,40 @@
 #                                   # MALLOC_ARENA_MAX=2 and jemalloc; SIGTERM
 #                                   # under load; 1000 slow connections (~6 min)
 #   scripts/soak.sh --quick         # 100 clients x 10 s, glibc only (~1 min)
+#   scripts/soak.sh --debian        # against Debian's libvips 8.14.1 instead
 #   scripts/soak.sh --no-build [SOAK FLAGS...]   # e.g. -modes shutdown -clients 200
 #
-# Tests bin/thumbd-soak-target, built from the tree. Holds /tmp/thumbd-bench.lock for the whole run (timings of others are not
-# disturbed and do not disturb it). Needs Debian's libvips-dev (scripts/deps.sh)
-# and installs libjemalloc2 when run as root. Results also go to
-# bench/results/tmp/soak.json.
+# Tests bin/thumbd-soak-target, built from the tree against the images'
+# libvips 8.16.1 (the slim flavour of scripts/build.sh); --debian links
+# Debian's 8.14.1, whose worker-thread race crashed thumbd once in 18 runs
+# (docs/hardening.md). Holds /tmp/thumbd-bench.lock for the whole run
+# (timings of others are not disturbed and do not disturb it). Installs
+# libjemalloc2 when run as root. Results also go to bench/results/tmp/soak.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 main() {
-  local build=1 args=()
+  local build=1 flavour=slim args=()
   for a in "$@"; do
     case "$a" in
       --quick) args+=(-duration 10s -clients 100 -term-after 5s -slow-for 8s -malloc glibc) ;;
       --no-build) build=0 ;;
+      --debian) flavour=dynamic ;;
       *) args+=("$a") ;;
     esac
   done
   if [ "$build" = 1 ]; then
-    scripts/deps.sh dev
     if ! [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] && [ "$(id -u)" = 0 ]; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjemalloc2 >/dev/null
     fi
     # A private copy of the binary under test: bin/thumbd is shared with
     # other engineers' builds, which may replace it during a 6-minute run.
-    mkdir -p bin
-    go build -o bin/thumbd-soak-target ./service
+    if [ "$flavour" = dynamic ]; then
+      scripts/deps.sh dev
+      OUT=bin/soak scripts/build.sh dynamic && mv bin/soak/thumbd bin/thumbd-soak-target
+    else
+      OUT=bin/soak scripts/build.sh slim && mv bin/soak/thumbd-slim bin/thumbd-soak-target
+    fi
     go build -o bin/thumbd-soak ./bench/cmd/soak
   fi
   # 1000 slow connections need about 1100 descriptors in each process.

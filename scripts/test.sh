@@ -2,6 +2,7 @@
 # The project's test command (the README's second line; CI runs it through
 # .ci/run). Installs what the tests need, then runs every suite:
 #   go vet + go test -race (service, bench), promtool on a live /metrics,
+#   the README's run command (builds the images' libvips on the host once),
 #   the Node twin's contract tests, the manifest validation, both container
 #   images with smoke tests, and the bench driver end to end in --quick mode
 #   (processes and containers).
@@ -30,6 +31,30 @@ promtool_check() {
   return "$status"
 }
 
+# run_command_check runs the README's run command (scripts/run.sh: the
+# images' libvips 8.16.1, built on the host) and checks that the service it
+# starts answers a thumbnail and warns of no known libvips crash.
+run_command_check() {
+  local port=18090 pid status=0 log code
+  log=$(mktemp)
+  PORT=$port scripts/run.sh 2>"$log" & pid=$!
+  # The first run builds libvips (minutes); later ones start at once.
+  for _ in $(seq 1 9000); do
+    curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  code=$(curl -sS -o /dev/null -w '%{http_code}' --data-binary @service/internal/thumb/testdata/sources/small.jpg \
+    "http://127.0.0.1:$port/thumbnail?w=64") || true
+  [ "$code" = 200 ] || { echo "scripts/run.sh: POST /thumbnail answered $code" >&2; status=1; }
+  if grep '"level":"WARN"' "$log" >&2; then echo "scripts/run.sh: warnings at start-up (above)" >&2; status=1; fi
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" || true
+  [ "$status" = 0 ] || { tail -20 "$log" >&2; rm -f "$log"; return 1; }
+  rm -f "$log"
+  echo "scripts/run.sh: libvips $(ldd bin/thumbd-slim | grep -o '/[^ ]*libvips.so[^ ]*'), a thumbnail answered, no warning"
+}
+
 main() {
   cd "$(dirname "$0")/.."
   step "dependencies"
@@ -41,6 +66,8 @@ main() {
   step "promtool"
   go build -o bin/thumbd ./service
   promtool_check
+  step "the run command (scripts/run.sh)"
+  run_command_check
   step "Node twin"
   scripts/test-twin.sh
   step "Kubernetes manifests"
