@@ -91,6 +91,11 @@ smoke() {
   if [ -n "$user" ] && [ "${user%%:*}" != 0 ] && [ "${user%%:*}" != root ]; then pass "$flavour: runs as user $user"
   else fail "$flavour: runs as root"; fi
 
+  # The allocator the images pick (docs/hardening.md), as the process sees it.
+  local pid; pid=$(docker inspect -f '{{.State.Pid}}' "$name")
+  if tr '\0' '\n' <"/proc/$pid/environ" | grep -qx 'MALLOC_ARENA_MAX=2'; then pass "$flavour: runs with MALLOC_ARENA_MAX=2"
+  else fail "$flavour: MALLOC_ARENA_MAX=2 not in the process environment"; fi
+
   [ "$(docker inspect -f '{{.State.Running}}' "$name")" = true ] || fail "$flavour: container exited"
 }
 
