@@ -17,7 +17,7 @@ measure() {
     --cpus 2 --memory 512m -e THUMBD_CONCURRENCY=2 -e THUMBD_QUEUE=8 -p 127.0.0.1::8080 "$img")"
   trap "docker rm -f '$id' >/dev/null; trap - RETURN" RETURN
   url="http://$(docker port "$id" 8080/tcp | head -n1)"
-  for _ in $(seq 200); do curl -sf "$url/ready" >/dev/null && break; sleep 0.05; done
+  wait_ready "$url" 10 || true
   pid="$(docker inspect -f '{{.State.Pid}}' "$id")"
   idle="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
   end=$(($(date +%s) + secs))
@@ -42,6 +42,7 @@ main() {
   [ -r "$2" ] || die "cannot read $2"
   # shellcheck source=lib/docker.sh
   source "$(dirname "$0")/lib/docker.sh"
+  source "$(dirname "$0")/lib/serve.sh"
   docker_up || die "no Docker daemon"
   trap docker_down EXIT
   docker image inspect "$1" >/dev/null 2>&1 || die "image $1 not found: build it with scripts/images.sh"

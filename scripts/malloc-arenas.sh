@@ -6,14 +6,15 @@
 #   e.g. scripts/malloc-arenas.sh bin/thumbd-static MALLOC_ARENA_MAX=2
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/serve.sh
 
 main() {
   local bin=$1; shift
   local port pid src=service/internal/thumb/testdata/sources/large.jpg
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   env PORT="$port" THUMBD_CONCURRENCY=4 THUMBD_QUEUE=64 "$@" "$bin" 2>/dev/null & pid=$!
   trap "kill $pid 2>/dev/null || true" EXIT
-  for _ in $(seq 1 200); do curl -fs "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.05; done
+  wait_ready "http://127.0.0.1:$port" 10 "$pid" || true
   seq 200 | xargs -P 16 -I{} curl -s -o /dev/null --data-binary "@$src" \
     "http://127.0.0.1:$port/thumbnail?w=256&h=256&format=webp"
   echo "$bin $*: $(arenas "$pid") glibc arenas besides the main one"

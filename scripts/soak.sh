@@ -13,7 +13,7 @@
 #
 # Tests bin/thumbd-soak-target, built from the tree against the images'
 # libvips 8.16.1 (the slim flavour of scripts/build.sh); --debian links
-# Debian's 8.14.1, whose worker-thread race crashed thumbd once in 18 runs
+# Debian's 8.14.1, whose worker-thread race crashed thumbd twice in 24 runs
 # (docs/hardening.md). Holds /tmp/thumbd-bench.lock for the whole run
 # (timings of others are not disturbed and do not disturb it). Installs
 # libjemalloc2 when run as root. Results also go to bench/results/tmp/soak.json.

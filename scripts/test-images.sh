@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/docker.sh
+source scripts/lib/serve.sh
 
 WORK=$(mktemp -d /tmp/thumbd-test-images.XXXXXX)
 CONTAINERS=()
@@ -56,9 +57,7 @@ smoke() {
     fail "$flavour: /health answered $code"; docker logs "$name" >&2 || true; return 0
   fi
 
-  for _ in $(seq 1 100); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/ready")" = 200 ] && break; sleep 0.05
-  done
+  wait_ready "$base" 5 || true
   code=$(curl -s -o "$WORK/$flavour.png" -w '%{http_code}' --data-binary "@$WORK/src.jpg" \
     "$base/thumbnail?w=200&h=150&fit=cover&format=png")
   local size

@@ -16,10 +16,7 @@ step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 promtool_check() {
   local port=18089 pid status=0
   PORT=$port bin/thumbd 2>/dev/null & pid=$!
-  for _ in $(seq 1 200); do
-    curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1 && break
-    sleep 0.05
-  done
+  wait_ready "http://127.0.0.1:$port" 10 "$pid" || true
   # A thumbnail and a rejection first, so that the histograms and the
   # labelled counters have samples to check.
   curl -sS -o /dev/null --data-binary @service/internal/thumb/testdata/sources/small.jpg "http://127.0.0.1:$port/thumbnail" || status=1
@@ -39,11 +36,7 @@ run_command_check() {
   log=$(mktemp)
   PORT=$port scripts/run.sh 2>"$log" & pid=$!
   # The first run builds libvips (minutes); later ones start at once.
-  for _ in $(seq 1 9000); do
-    curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1 && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_ready "http://127.0.0.1:$port" 900 "$pid" || true
   code=$(curl -sS -o /dev/null -w '%{http_code}' --data-binary @service/internal/thumb/testdata/sources/small.jpg \
     "http://127.0.0.1:$port/thumbnail?w=64") || true
   [ "$code" = 200 ] || { echo "scripts/run.sh: POST /thumbnail answered $code" >&2; status=1; }
@@ -57,6 +50,7 @@ run_command_check() {
 
 main() {
   cd "$(dirname "$0")/.."
+  source scripts/lib/serve.sh
   step "dependencies"
   scripts/deps.sh dev promtool node
   step "go vet"

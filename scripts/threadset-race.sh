@@ -21,19 +21,20 @@
 # Usage: scripts/threadset-race.sh [CYCLES]   (default 12)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/serve.sh
 
 readonly CYCLES=${1:-12}
 readonly SRC=service/internal/thumb/testdata/sources/small.jpg
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-race.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-export LD_PRELOAD_SHIM="$WORK/widen.so" WIDEN_US=2000 WIDEN_UP_US=2000
+readonly LD_PRELOAD_SHIM="$WORK/widen.so"
+export WIDEN_US=2000 WIDEN_UP_US=2000
 
 build() {
   local prefix; prefix=$(scripts/build-libvips.sh | tail -1)
   scripts/deps.sh dev
   gcc -O2 -shared -fPIC -o "$WORK/widen.so" scripts/threadset-race/widen.c $(pkg-config --cflags glib-2.0) -ldl
   gcc -O2 -o "$WORK/repro-debian" scripts/threadset-race/repro.c $(pkg-config --cflags --libs vips)
-  # shellcheck disable=SC2046
   gcc -O2 -o "$WORK/repro-project" scripts/threadset-race/repro.c \
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs vips) -Wl,-rpath,"$prefix/lib"
   OUT="$WORK" scripts/build.sh dynamic slim
@@ -55,9 +56,9 @@ repro() {
 # about 15 s after the last one ended; prints its outcome.
 thumbd() {
   local bin=$1 port log="$WORK/$(basename "$1").log" pid c off us answers
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   LD_PRELOAD="$LD_PRELOAD_SHIM" PORT=$port THUMBD_QUEUE=64 "$bin" 2>"$log" & pid=$!
-  for _ in $(seq 1 200); do curl -fs "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.05; done
+  wait_ready "http://127.0.0.1:$port" 10 "$pid" || true
   burst "$port" >/dev/null
   for ((c = 0; c < CYCLES; c++)); do
     off=$(( (c * 1700) % 40000 - 40000 ))  # µs: the clients start a few ms after the sleep

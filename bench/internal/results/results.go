@@ -124,6 +124,18 @@ type Round struct {
 	Failed string `json:"failed,omitempty"`
 }
 
+// addCounts adds src's counts into dst, made when first needed (nil while
+// there is nothing to count, as an omitempty map must be).
+func addCounts(dst, src map[string]int) map[string]int {
+	for k, v := range src {
+		if dst == nil {
+			dst = map[string]int{}
+		}
+		dst[k] += v
+	}
+	return dst
+}
+
 // Combine folds a step's rounds into one LoadStep (see LoadStep).
 func Combine(route, target string, conc int, rounds []Round) LoadStep {
 	st := LoadStep{Route: route, Target: target, Concurrency: conc}
@@ -144,25 +156,15 @@ func Combine(route, target string, conc int, rounds []Round) LoadStep {
 		return st
 	}
 	st.Skipped = ""
-	byRPS := slices.Clone(ok)
-	slices.SortStableFunc(byRPS, func(a, b Round) int { return cmp.Compare(a.RPS, b.RPS) })
-	st.Outcome = byRPS[(len(byRPS)-1)/2].Outcome // the lower median for an even count
+	// ok is this function's own slice (RoundsRPS keeps the order run).
+	slices.SortStableFunc(ok, func(a, b Round) int { return cmp.Compare(a.RPS, b.RPS) })
+	st.Outcome = ok[(len(ok)-1)/2].Outcome // the lower median for an even count
 	st.Non2xx, st.Errors, st.ErrorCount = nil, nil, 0
 	for _, r := range ok {
 		st.ErrorCount += r.ErrorCount
 		st.ServerPeakRSS = max(st.ServerPeakRSS, r.ServerPeakRSS)
-		for k, v := range r.Non2xx {
-			if st.Non2xx == nil {
-				st.Non2xx = map[string]int{}
-			}
-			st.Non2xx[k] += v
-		}
-		for k, v := range r.Errors {
-			if st.Errors == nil {
-				st.Errors = map[string]int{}
-			}
-			st.Errors[k] += v
-		}
+		st.Non2xx = addCounts(st.Non2xx, r.Non2xx)
+		st.Errors = addCounts(st.Errors, r.Errors)
 	}
 	if len(rounds) > 1 {
 		st.Rounds = rounds
