@@ -22,12 +22,15 @@ measure() {
   idle="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
   end=$(($(date +%s) + secs))
   codes="$(mktemp)"
+  local clients=()
   for _ in $(seq 10); do
     while [ "$(date +%s)" -lt "$end" ]; do
       curl -s -o /dev/null -w '%{http_code}\n' --data-binary @"$src" "$url/thumbnail?w=256&h=256" >>"$codes"
     done &
+    clients+=($!)
   done
-  wait
+  # Only the clients: a dockerd that docker_up started is a child too.
+  wait "${clients[@]}"
   hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
   cg="$(cat "/sys/fs/cgroup/memory/docker/$id/memory.max_usage_in_bytes" 2>/dev/null \
     || cat "/sys/fs/cgroup/system.slice/docker-$id.scope/memory.peak" 2>/dev/null || echo 0)"
