@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Collects the licence notices of everything linked into a thumbd binary into
-# OUTDIR: the project's THIRD_PARTY_NOTICES.md, the licences of the libraries
+# OUTDIR: thumbd's own LICENSE and THIRD_PARTY_NOTICES.md, the licences of the libraries
 # built by scripts/build-libvips.sh (with the recipe itself), Debian's
 # copyright files of the system libraries linked in, and the licence files
 # of the Go modules compiled in.
@@ -17,6 +17,7 @@ main() {
   local out=$1 prefix=$2 pkg mod dir f
   mkdir -p "$out/debian" "$out/go"
   cp THIRD_PARTY_NOTICES.md "$out/"
+  cp LICENSE "$out/thumbd.LICENSE"
   cp -r "$prefix/share/licenses" "$out/built-from-source"
   for pkg in $DEBIAN_PKGS; do
     if [ -f "/usr/share/doc/$pkg/copyright" ]; then cp "/usr/share/doc/$pkg/copyright" "$out/debian/$pkg.copyright"; fi

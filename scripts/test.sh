@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second line; CI runs it through
 # .ci/run). Installs what the tests need, then runs every suite:
-#   go vet + go test -race (service, bench), promtool on a live /metrics,
+#   go vet, go mod tidy -diff, go test -race (service, bench), promtool on a live /metrics,
 #   the README's run command (builds the images' libvips on the host once),
 #   the Node twin's contract tests, the manifest validation, both container
 #   images with smoke tests, and the bench driver end to end in --quick mode
@@ -53,8 +53,9 @@ main() {
   source scripts/lib/serve.sh
   step "dependencies"
   scripts/deps.sh dev promtool node
-  step "go vet"
+  step "go vet, go mod tidy"
   go vet ./...
+  go mod tidy -diff
   step "go test -race"
   go test -race -count=1 ./...
   step "promtool"
