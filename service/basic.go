@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/source"
 )
 
 // status is the body of /health and /ready.
@@ -15,30 +18,40 @@ type status struct {
 	Status string `json:"status"`
 }
 
-func handleHealth() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, status{"ok"})
-	})
+func handleHealth(w http.ResponseWriter, r *http.Request) error {
+	if _, err := params.Query(r.URL.RawQuery); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, status{"ok"})
+	return nil
 }
 
-func handleReady(life *lifecycle) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func handleReady(life *lifecycle) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := params.Query(r.URL.RawQuery); err != nil {
+			return err
+		}
 		switch s := life.state(); s {
 		case stateReady:
 			writeJSON(w, http.StatusOK, status{"ready"})
 		default:
 			writeJSON(w, http.StatusServiceUnavailable, status{s.String()})
 		}
-	})
+		return nil
+	}
 }
 
 // handleJSON serialises the fixed document on every request: that
 // serialisation is what the route measures.
-func handleJSON() http.Handler {
+func handleJSON() handlerFunc {
 	doc := newDocument()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := params.Query(r.URL.RawQuery); err != nil {
+			return err
+		}
 		writeJSON(w, http.StatusOK, doc)
-	})
+		return nil
+	}
 }
 
 const (
@@ -62,23 +75,17 @@ func compute(n int64) int64 {
 	return result
 }
 
-func handleCompute() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, ok := parseQuery(w, r)
-		if !ok {
-			return
-		}
-		n := int64(computeDefaultN)
-		if v, ok := q["n"]; ok {
-			var err error
-			n, err = strconv.ParseInt(v[0], 10, 64)
-			if err != nil || n < 0 || n > computeMaxN {
-				writeError(w, http.StatusBadRequest, codeBadParameter, "Parameter \"n\" must be an integer from 0 to 100000000.")
-				return
-			}
-		}
-		writeJSON(w, http.StatusOK, computeResult{N: n, Result: compute(n)})
-	})
+func handleCompute(w http.ResponseWriter, r *http.Request) error {
+	q, err := params.Query(r.URL.RawQuery, "n")
+	if err != nil {
+		return err
+	}
+	n, err := params.Int(q, "n", computeDefaultN, 0, computeMaxN)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, computeResult{N: n, Result: compute(n)})
+	return nil
 }
 
 type hashResult struct {
@@ -89,48 +96,37 @@ type hashResult struct {
 // defaultHashPayload is what GET /hash hashes when data is absent.
 var defaultHashPayload = strings.Repeat("0123456789abcdef", 64)
 
-func handleHashGet() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, ok := parseQuery(w, r)
-		if !ok {
-			return
-		}
-		data := defaultHashPayload
-		if v, ok := q["data"]; ok {
-			data = v[0]
-		}
-		sum := sha256.Sum256([]byte(data))
-		writeJSON(w, http.StatusOK, hashResult{"sha256", hex.EncodeToString(sum[:])})
-	})
+func handleHashGet(w http.ResponseWriter, r *http.Request) error {
+	q, err := params.Query(r.URL.RawQuery, "data")
+	if err != nil {
+		return err
+	}
+	data, ok := q["data"]
+	if !ok {
+		data = defaultHashPayload
+	}
+	sum := sha256.Sum256([]byte(data))
+	writeJSON(w, http.StatusOK, hashResult{"sha256", hex.EncodeToString(sum[:])})
+	return nil
 }
 
-// handleHashPost hashes the body as it streams in; the query is ignored.
-func handleHashPost(maxBody int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// handleHashPost hashes the body as it streams in; the query is ignored
+// (the contract says so: POST /hash is the one route not strict about it).
+func handleHashPost(maxBody int64) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		tooLarge := &apierr.Error{Code: apierr.BodyTooLarge, Message: source.BodyTooLargeMessage(maxBody), CloseConnection: true}
 		if r.ContentLength > maxBody {
-			writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, bodyTooLargeMsg(maxBody))
-			return
+			return tooLarge
 		}
 		h := sha256.New()
 		if _, err := io.Copy(h, http.MaxBytesReader(w, r.Body, maxBody)); err != nil {
-			writeBodyError(w, err, maxBody)
-			return
+			var over *http.MaxBytesError
+			if errors.As(err, &over) {
+				return tooLarge
+			}
+			return apierr.New(apierr.BadParameter, "The request body could not be read: %s.", err)
 		}
 		writeJSON(w, http.StatusOK, hashResult{"sha256", hex.EncodeToString(h.Sum(nil))})
-	})
-}
-
-func bodyTooLargeMsg(maxBody int64) string {
-	return "The request body is larger than the " + strconv.FormatInt(maxBody, 10) + " bytes allowed."
-}
-
-// writeBodyError answers a failed body read: 413 past the limit, 400 for a
-// body that broke off.
-func writeBodyError(w http.ResponseWriter, err error, maxBody int64) {
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, bodyTooLargeMsg(maxBody))
-		return
+		return nil
 	}
-	writeError(w, http.StatusBadRequest, codeBadParameter, "The request body could not be read: "+err.Error()+".")
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/thumbd/thumbd/service/internal/apierr"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,8 +22,8 @@ func TestBasicRoutes(t *testing.T) {
 	tests := []struct {
 		name, method, path, body string
 		status                   int
-		want                     string // exact body; empty: checked by code
-		code                     string // error code expected
+		want                     string      // exact body; empty: checked by code
+		code                     apierr.Code // error code expected
 	}{
 		{"health", "GET", "/health", "", 200, `{"status":"ok"}`, ""},
 		{"ready", "GET", "/ready", "", 200, `{"status":"ready"}`, ""},
@@ -30,23 +31,35 @@ func TestBasicRoutes(t *testing.T) {
 		{"compute default", "GET", "/compute", "", 200, `{"n":100000,"result":` + itoa(compute(100000)) + `}`, ""},
 		{"compute zero", "GET", "/compute?n=0", "", 200, `{"n":0,"result":0}`, ""},
 		{"compute ten", "GET", "/compute?n=10", "", 200, `{"n":10,"result":1395}`, ""},
-		{"compute negative", "GET", "/compute?n=-1", "", 400, "", codeBadParameter},
-		{"compute fraction", "GET", "/compute?n=1.5", "", 400, "", codeBadParameter},
-		{"compute word", "GET", "/compute?n=abc", "", 400, "", codeBadParameter},
-		{"compute empty", "GET", "/compute?n=", "", 400, "", codeBadParameter},
-		{"compute too large", "GET", "/compute?n=100000001", "", 400, "", codeBadParameter},
-		{"compute bad escape", "GET", "/compute?n=%zz", "", 400, "", codeBadParameter},
+		{"compute negative", "GET", "/compute?n=-1", "", 400, "", apierr.BadParameter},
+		{"compute fraction", "GET", "/compute?n=1.5", "", 400, "", apierr.BadParameter},
+		{"compute word", "GET", "/compute?n=abc", "", 400, "", apierr.BadParameter},
+		{"compute empty", "GET", "/compute?n=", "", 400, "", apierr.BadParameter},
+		{"compute too large", "GET", "/compute?n=100000001", "", 400, "", apierr.BadParameter},
+		{"compute bad escape", "GET", "/compute?n=%zz", "", 400, "", apierr.BadParameter},
 		{"hash default", "GET", "/hash", "", 200, `{"algorithm":"sha256","hex":"` + sha(strings.Repeat("0123456789abcdef", 64)) + `"}`, ""},
 		{"hash empty", "GET", "/hash?data=", "", 200, `{"algorithm":"sha256","hex":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`, ""},
 		{"hash abc", "GET", "/hash?data=abc", "", 200, `{"algorithm":"sha256","hex":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}`, ""},
 		{"hash utf-8 escapes", "GET", "/hash?data=caf%C3%A9+au+lait", "", 200, `{"algorithm":"sha256","hex":"` + sha("café au lait") + `"}`, ""},
-		{"hash bad escape", "GET", "/hash?data=%G1", "", 400, "", codeBadParameter},
+		{"hash bad escape", "GET", "/hash?data=%G1", "", 400, "", apierr.BadParameter},
 		{"hash post", "POST", "/hash?data=ignored", "abc", 200, `{"algorithm":"sha256","hex":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}`, ""},
 		{"hash post empty", "POST", "/hash", "", 200, `{"algorithm":"sha256","hex":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`, ""},
-		{"unknown route", "GET", "/nope", "", 404, "", codeNotFound},
-		{"wrong method", "DELETE", "/health", "", 405, "", codeMethodNotAllowed},
-		{"wrong method thumbnail", "PUT", "/thumbnail", "", 405, "", codeMethodNotAllowed},
-		{"sources off", "GET", "/thumbnail?src=a.jpg", "", 404, "", codeSourcesDisabled},
+		{"unknown route", "GET", "/nope", "", 404, "", apierr.NotFound},
+		{"wrong method", "DELETE", "/health", "", 405, "", apierr.MethodNotAllowed},
+		{"wrong method thumbnail", "PUT", "/thumbnail", "", 405, "", apierr.MethodNotAllowed},
+		{"sources off", "GET", "/thumbnail?src=a.jpg", "", 404, "", apierr.SourcesDisabled},
+		{"thumbnail typo", "POST", "/thumbnail?widht=100", "", 400, "", apierr.BadParameter},
+	}
+	// Strict queries on every route (POST /hash ignores its query): an
+	// unknown parameter or one given twice is a 400.
+	for _, path := range []string{"/health?probe=1", "/ready?x", "/json?pretty=1", "/compute?m=10", "/compute?n=1&n=1",
+		"/hash?data=a&data=b", "/hash?data=a&salt=b"} {
+		tests = append(tests, struct {
+			name, method, path, body string
+			status                   int
+			want                     string
+			code                     apierr.Code
+		}{"strict " + path, "GET", path, "", 400, "", apierr.BadParameter})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,13 +86,13 @@ func TestBasicRoutes(t *testing.T) {
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 // assertError checks the API's error shape: a sentence and the code.
-func assertError(t *testing.T, body []byte, code string) {
+func assertError(t *testing.T, body []byte, code apierr.Code) {
 	t.Helper()
 	var e errorBody
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("error body %q: %v", body, err)
 	}
-	if e.Code != code {
+	if e.Code != string(code) {
 		t.Fatalf("code %q, want %q (%s)", e.Code, code, e.Error)
 	}
 	if len(e.Error) < 10 || !strings.HasSuffix(e.Error, ".") {
@@ -108,7 +121,7 @@ func TestHashPostBodyLimit(t *testing.T) {
 	if status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d (%s)", status, body)
 	}
-	assertError(t, body, codeBodyTooLarge)
+	assertError(t, body, apierr.BodyTooLarge)
 	// A body streamed without Content-Length is cut at the limit as well.
 	status, _, body = do(t, "POST", srv.URL+"/hash", struct{ *strings.Reader }{strings.NewReader(strings.Repeat("x", 101))})
 	if status != http.StatusRequestEntityTooLarge {
@@ -134,7 +147,7 @@ func TestRequestIDEchoedWhenValid(t *testing.T) {
 
 func TestReadyFollowsLifecycle(t *testing.T) {
 	life := newLifecycle()
-	h := handleReady(life)
+	h := (&responder{}).handle(handleReady(life))
 	check := func(wantStatus int, want string) {
 		t.Helper()
 		rec := httptest.NewRecorder()

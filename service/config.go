@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,80 +34,69 @@ type config struct {
 	IdleTimeout       time.Duration
 }
 
-// envReader collects parse errors of environment values so that all of
-// them are reported at once.
-type envReader struct {
-	getenv func(string) string
-	errs   []error
+// setting is one row of the settings table: the single source of truth for
+// names, defaults and meanings. Flags, environment variables, `thumbd
+// -help` and `thumbd settings` (the README's table, which a test compares)
+// all come from it.
+type setting struct {
+	Env     string `json:"env"`
+	Flag    string `json:"flag"`
+	Default string `json:"default"` // as the variable would spell it; "" when computed or empty
+	// DefaultNote says what the default means or how it is computed.
+	DefaultNote string `json:"-"`
+	Meaning     string `json:"meaning"`
+	value       flag.Value
 }
 
-func (e *envReader) int64(name string, def int64) int64 {
-	v := e.getenv(name)
-	if v == "" {
-		return def
+// settings binds every setting to its field of c. defaultConcurrency is
+// computed (GOMAXPROCS reads the cgroup limit).
+func settings(c *config, defaultConcurrency int) []setting {
+	return []setting{
+		{"PORT", "port", "8080", "", "TCP port (all interfaces)", intValue(&c.Port)},
+		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`) and source file", int64Value(&c.MaxBodyBytes)},
+		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", int64Value(&c.MaxPixels)},
+		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", intValue(&c.MaxFrames)},
+		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", intValue(&c.MaxSide)},
+		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once; libvips' thread pool is sized to it too", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
+		{"THUMBD_QUEUE", "queue", "32", "", "admitted thumbnails that may wait for a slot; beyond: 503", intValue(&c.Queue)},
+		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
+		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},
+		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", durationValue(&c.ShutdownDelay)},
+		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", durationValue(&c.ShutdownTimeout)},
+		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", levelValue(&c.LogLevel)},
+		{"THUMBD_READ_HEADER_TIMEOUT", "read-header-timeout", "5s", "", "time to read request headers", durationValue(&c.ReadHeaderTimeout)},
+		{"THUMBD_READ_TIMEOUT", "read-timeout", "30s", "", "time to read a whole request, body included", durationValue(&c.ReadTimeout)},
+		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", durationValue(&c.WriteTimeout)},
+		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", durationValue(&c.IdleTimeout)},
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		e.errs = append(e.errs, fmt.Errorf("%s=%q: not an integer", name, v))
-		return def
-	}
-	return n
 }
 
-func (e *envReader) int(name string, def int) int { return int(e.int64(name, int64(def))) }
-
-func (e *envReader) duration(name string, def time.Duration) time.Duration {
-	v := e.getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		e.errs = append(e.errs, fmt.Errorf("%s=%q: not a duration such as 10s or 500ms", name, v))
-		return def
-	}
-	return d
-}
-
-func (e *envReader) string(name, def string) string {
-	if v := e.getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// loadConfig reads args (without the program name) and the environment.
+// loadConfig reads args (without the program name) and the environment:
+// each setting starts at its default, then its variable, then its flag.
+// Every invalid value is reported at once.
 func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	env := &envReader{getenv: getenv}
 	var c config
-	var logLevel string
 	fs := flag.NewFlagSet("thumbd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&c.Port, "port", env.int("PORT", 8080), "TCP port to listen on (env PORT)")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", env.int64("THUMBD_MAX_BODY_BYTES", 20<<20), "largest request body in bytes; 413 above (env THUMBD_MAX_BODY_BYTES)")
-	fs.Int64Var(&c.MaxPixels, "max-pixels", env.int64("THUMBD_MAX_PIXELS", 40_000_000), "largest source width x height; 422 above (env THUMBD_MAX_PIXELS)")
-	fs.IntVar(&c.MaxFrames, "max-frames", env.int("THUMBD_MAX_FRAMES", 256), "most frames in an animated source; 422 above (env THUMBD_MAX_FRAMES)")
-	fs.IntVar(&c.MaxSide, "max-side", env.int("THUMBD_MAX_SIDE", 4096), "largest w or h; 400 above (env THUMBD_MAX_SIDE)")
-	fs.IntVar(&c.Concurrency, "concurrency", env.int("THUMBD_CONCURRENCY", runtime.GOMAXPROCS(0)), "thumbnails processed at once; default: usable CPUs (env THUMBD_CONCURRENCY)")
-	fs.IntVar(&c.Queue, "queue", env.int("THUMBD_QUEUE", 32), "thumbnails that may wait for a slot; 503 beyond (env THUMBD_QUEUE)")
-	fs.DurationVar(&c.Deadline, "deadline", env.duration("THUMBD_DEADLINE", 10*time.Second), "queue wait plus processing per thumbnail; 504 after (env THUMBD_DEADLINE)")
-	fs.StringVar(&c.SourceDir, "source-dir", env.string("THUMBD_SOURCE_DIR", ""), "directory GET /thumbnail?src= reads from; empty turns it off (env THUMBD_SOURCE_DIR)")
-	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", env.duration("THUMBD_SHUTDOWN_DELAY", 0), "after SIGTERM, keep serving this long with /ready at 503 (env THUMBD_SHUTDOWN_DELAY)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.duration("THUMBD_SHUTDOWN_TIMEOUT", 30*time.Second), "time to finish admitted requests after the listener closed (env THUMBD_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&logLevel, "log-level", env.string("THUMBD_LOG_LEVEL", "info"), "debug, info, warn or error (env THUMBD_LOG_LEVEL)")
-	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", env.duration("THUMBD_READ_HEADER_TIMEOUT", 5*time.Second), "time to read request headers (env THUMBD_READ_HEADER_TIMEOUT)")
-	fs.DurationVar(&c.ReadTimeout, "read-timeout", env.duration("THUMBD_READ_TIMEOUT", 30*time.Second), "time to read a whole request, body included (env THUMBD_READ_TIMEOUT)")
-	fs.DurationVar(&c.WriteTimeout, "write-timeout", env.duration("THUMBD_WRITE_TIMEOUT", 60*time.Second), "time from the end of the request headers to the end of the response (env THUMBD_WRITE_TIMEOUT)")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", env.duration("THUMBD_IDLE_TIMEOUT", 120*time.Second), "keep-alive idle time (env THUMBD_IDLE_TIMEOUT)")
+	var errs []error
+	for _, s := range settings(&c, runtime.GOMAXPROCS(0)) {
+		if d, ok := s.value.(computedInt); ok {
+			*d.p = d.def
+		} else if err := s.value.Set(s.Default); err != nil {
+			panic(fmt.Sprintf("settings table: %s default %q: %v", s.Env, s.Default, err))
+		}
+		if v := getenv(s.Env); v != "" {
+			if err := s.value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", s.Env, v, err))
+			}
+		}
+		fs.Var(s.value, s.Flag, s.Meaning+" (env "+s.Env+")")
+	}
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	errs := env.errs
-	if err := c.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", logLevel))
 	}
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
@@ -134,4 +125,117 @@ func (c config) validate() []error {
 	check(c.ReadHeaderTimeout > 0 && c.ReadTimeout > 0 && c.IdleTimeout > 0, "read-header, read and idle timeouts: want more than 0")
 	check(c.WriteTimeout > c.Deadline, "write timeout %s: want more than the deadline %s, or a late thumbnail could never be written", c.WriteTimeout, c.Deadline)
 	return errs
+}
+
+// printSettings is `thumbd settings [-json]`: the settings table as the
+// README shows it (Markdown), or as JSON for tools.
+func printSettings(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("thumbd settings", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rows := settings(&config{}, 0)
+	for i := range rows {
+		rows[i].Flag = "-" + rows[i].Flag
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	_, err := io.WriteString(stdout, settingsTable(rows))
+	return err
+}
+
+// settingsTable renders rows as the README's Markdown table.
+func settingsTable(rows []setting) string {
+	var b strings.Builder
+	b.WriteString("| env | flag | default | meaning |\n|---|---|---|---|\n")
+	for _, s := range rows {
+		def := s.DefaultNote
+		if s.Default != "" {
+			def = "`" + s.Default + "`"
+			if s.DefaultNote != "" {
+				def += " (" + s.DefaultNote + ")"
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", s.Env, s.Flag, def, s.Meaning)
+	}
+	return b.String()
+}
+
+// value is a typed flag.Value bound to a field of config.
+type value[T any] struct {
+	p      *T
+	parse  func(string) (T, error)
+	format func(T) string
+}
+
+func (v value[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err == nil {
+		*v.p = x
+	}
+	return err
+}
+
+func (v value[T]) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.format(*v.p)
+}
+
+// computedInt is an int whose default is computed at start-up.
+type computedInt struct {
+	value[int]
+	def int
+}
+
+var errNotInteger = errors.New("not an integer")
+
+func intValue(p *int) value[int] {
+	return value[int]{p, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, errNotInteger
+		}
+		return n, nil
+	}, strconv.Itoa}
+}
+
+func int64Value(p *int64) value[int64] {
+	return value[int64]{p, func(s string) (int64, error) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, errNotInteger
+		}
+		return n, nil
+	}, func(n int64) string { return strconv.FormatInt(n, 10) }}
+}
+
+func durationValue(p *time.Duration) value[time.Duration] {
+	return value[time.Duration]{p, func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, errors.New("not a duration such as 10s or 500ms")
+		}
+		return d, nil
+	}, time.Duration.String}
+}
+
+func stringValue(p *string) value[string] {
+	return value[string]{p, func(s string) (string, error) { return s, nil }, func(s string) string { return s }}
+}
+
+func levelValue(p *slog.Level) value[slog.Level] {
+	return value[slog.Level]{p, func(s string) (slog.Level, error) {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(s)); err != nil {
+			return 0, fmt.Errorf("log level %q: want debug, info, warn or error", s)
+		}
+		return l, nil
+	}, func(l slog.Level) string { return strings.ToLower(l.String()) }}
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -46,5 +50,56 @@ func TestConfigErrorsAreAllReported(t *testing.T) {
 	}
 	if _, err := loadConfig([]string{"extra"}, envOf(nil), io.Discard); err == nil {
 		t.Error("stray argument accepted")
+	}
+}
+
+// The settings table in the code is the one source of truth: the README
+// shows exactly what `thumbd settings` prints, and every row loads.
+func TestREADMESettingsTableIsGenerated(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"thumbd", "settings"}, envOf(nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), out.String()) {
+		t.Fatalf("README.md's settings table differs from `thumbd settings`; paste this in:\n%s", out.String())
+	}
+}
+
+func TestSettingsJSON(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"thumbd", "settings", "-json"}, envOf(nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct{ Env, Flag, Default, Meaning string }
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, r := range rows {
+		if r.Env == "" || !strings.HasPrefix(r.Flag, "-") || r.Meaning == "" {
+			t.Errorf("incomplete row %+v", r)
+		}
+		env[r.Env] = r.Default
+	}
+	if len(rows) != len(settings(&config{}, 1)) || env["PORT"] != "8080" || env["THUMBD_DEADLINE"] != "10s" || env["THUMBD_CONCURRENCY"] != "" {
+		t.Fatalf("rows %+v", rows)
+	}
+	// Each row's variable reaches the config: setting one to a bad value
+	// is reported under its name.
+	for _, r := range rows {
+		if r.Env == "THUMBD_SOURCE_DIR" {
+			continue // any string is a valid directory name until it is opened
+		}
+		_, err := loadConfig(nil, envOf(map[string]string{r.Env: "\x01bad"}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), r.Env) {
+			t.Errorf("%s=bad: %v", r.Env, err)
+		}
+	}
+	if err := run(context.Background(), []string{"thumbd", "settings", "-xml"}, envOf(nil), &out, io.Discard); err == nil {
+		t.Error("unknown settings flag accepted")
 	}
 }

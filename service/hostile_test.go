@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/apierr"
 	"image"
 	"net/http"
 	"net/url"
@@ -30,8 +31,8 @@ type hostileCase struct {
 	method string
 	query  string
 	body   []byte
-	status []int  // any of these
-	code   string // the error code when the status is an error
+	status []int       // any of these
+	code   apierr.Code // the error code when the status is an error
 	within time.Duration
 }
 
@@ -87,7 +88,7 @@ func runHostile(t *testing.T, base string, cases []hostileCase) {
 			if strings.Contains(e.Error, "goroutine") || strings.Contains(e.Error, "Stack:") || strings.Contains(e.Error, ".go:") {
 				t.Fatalf("error message leaks a stack trace: %.300s", e.Error)
 			}
-			if tc.code != "" && resp.StatusCode != 304 && e.Code != tc.code {
+			if tc.code != "" && resp.StatusCode != 304 && e.Code != string(tc.code) {
 				t.Fatalf("code %q, want %q", e.Code, tc.code)
 			}
 		})
@@ -123,7 +124,7 @@ func TestHostileBombs(t *testing.T) {
 		if len(b) > 4096 {
 			t.Fatalf("%s: a bomb of %d bytes is no bomb", name, len(b))
 		}
-		return hostileCase{name: name, body: b, status: []int{422}, code: codeTooManyPixels, within: 2 * time.Second}
+		return hostileCase{name: name, body: b, status: []int{422}, code: apierr.TooManyPixels, within: 2 * time.Second}
 	}
 	beyond := func(name string, b []byte) hostileCase {
 		return hostileCase{name: name, body: b, status: []int{422}, within: 2 * time.Second}
@@ -138,15 +139,15 @@ func TestHostileBombs(t *testing.T) {
 		pixels("webp animated canvas 16383x16383", hostile.WebPCanvasBomb(16383, 16383)),
 		// A thin strip is few pixels, but a cover scales it whole first.
 		{name: "jpeg 1x40000 strip covered to 256x256", query: "?w=256&h=256&fit=cover", body: hostile.JPEG(hostile.Pattern(1, 40000), 80),
-			status: []int{422}, code: codeTooManyPixels, within: 2 * time.Second},
+			status: []int{422}, code: apierr.TooManyPixels, within: 2 * time.Second},
 		{name: "png 40000x1 strip inside 256x256", query: "?w=256&h=256&fit=inside", body: hostile.PNG(hostile.Pattern(40000, 1)), status: []int{200}},
 		// Beyond the format's own limits (libpng 1,000,000 per side,
 		// libjpeg 65500): the loader refuses them itself.
 		beyond("png 2^31-1 square", hostile.PNGBomb(1<<31-1, 1<<31-1)),
 		beyond("png 1 x 2^31-1", hostile.PNGBomb(1, 1<<31-1)),
 		beyond("jpeg SOF0 65535x1000", hostile.JPEGBomb(65535, 1000)),
-		{name: "gif 5000 frames", body: hostile.AnimatedGIF(1, 1, 5000), status: []int{422}, code: codeTooManyFrames, within: 5 * time.Second},
-		{name: "gif 257 frames", body: hostile.AnimatedGIF(2, 2, 257), status: []int{422}, code: codeTooManyFrames},
+		{name: "gif 5000 frames", body: hostile.AnimatedGIF(1, 1, 5000), status: []int{422}, code: apierr.TooManyFrames, within: 5 * time.Second},
+		{name: "gif 257 frames", body: hostile.AnimatedGIF(2, 2, 257), status: []int{422}, code: apierr.TooManyFrames},
 	})
 	assertStillServing(t, srv.URL)
 }
@@ -170,7 +171,7 @@ func TestHostileHugeProgressiveJPEG(t *testing.T) {
 	srv, _ := newTestServer(t, testConfig(t))
 	runHostile(t, srv.URL, []hostileCase{
 		{name: "progressive 6000x6000", body: big, status: []int{200, 422}, within: 30 * time.Second},
-		{name: "progressive 6000x6000 declared 6400x6400", body: hostile.JPEGWithSize(big, 6400, 6400), status: []int{422}, code: codeTooManyPixels},
+		{name: "progressive 6000x6000 declared 6400x6400", body: hostile.JPEGWithSize(big, 6400, 6400), status: []int{422}, code: apierr.TooManyPixels},
 	})
 	assertStillServing(t, srv.URL)
 }
@@ -178,12 +179,12 @@ func TestHostileHugeProgressiveJPEG(t *testing.T) {
 func TestHostileDamagedAndForeignBytes(t *testing.T) {
 	srv, _ := newTestServer(t, testConfig(t))
 	var cases []hostileCase
-	add := func(name string, b []byte, code string, status ...int) {
+	add := func(name string, b []byte, code apierr.Code, status ...int) {
 		cases = append(cases, hostileCase{name: name, body: b, status: status, code: code})
 	}
-	add("zero bytes", nil, codeUnsupported, 415)
+	add("zero bytes", nil, apierr.UnsupportedFormat, 415)
 	for i, n := range []int{1, 3, 100, 4096, 200_000} {
-		add(fmt.Sprintf("random %d bytes", n), hostile.Random(n, uint64(i)), codeUnsupported, 415)
+		add(fmt.Sprintf("random %d bytes", n), hostile.Random(n, uint64(i)), apierr.UnsupportedFormat, 415)
 	}
 	for name, src := range validSources(t) {
 		magic := map[string]int{"jpeg": 3, "png": 8, "gif": 6, "webp": 12}[name]
@@ -192,11 +193,11 @@ func TestHostileDamagedAndForeignBytes(t *testing.T) {
 		add(name+" magic then random", append(bytes.Clone(src[:magic]), hostile.Random(3000, 7)...), "", 422)
 		for cut, b := range hostile.Truncations(src) {
 			if len(b) < magic {
-				add(name+" "+cut, b, codeUnsupported, 415)
+				add(name+" "+cut, b, apierr.UnsupportedFormat, 415)
 			} else {
 				// A cut in the pixel data of an interlaced or animated
 				// format may still give a complete first frame.
-				add(name+" "+cut, b, codeUnprocessable, 422, 200)
+				add(name+" "+cut, b, apierr.UnprocessableImage, 422, 200)
 			}
 		}
 		for i, b := range hostile.BitFlips(src, uint64(len(name)), 8, 1+len(src)/500) {
@@ -204,7 +205,7 @@ func TestHostileDamagedAndForeignBytes(t *testing.T) {
 		}
 	}
 	for name, b := range hostile.Unsupported() {
-		add("unsupported "+name, b, codeUnsupported, 415)
+		add("unsupported "+name, b, apierr.UnsupportedFormat, 415)
 	}
 	runHostile(t, srv.URL, cases)
 	assertStillServing(t, srv.URL)
@@ -214,7 +215,7 @@ func TestHostileParameters(t *testing.T) {
 	srv, _ := newTestServer(t, testConfig(t))
 	good := encodeJPEG(t, scene(64, 48), 85)
 	bad := func(q string) hostileCase {
-		return hostileCase{name: q, query: q, body: good, status: []int{400}, code: codeBadParameter}
+		return hostileCase{name: q, query: q, body: good, status: []int{400}, code: apierr.BadParameter}
 	}
 	fine := func(q string) hostileCase { return hostileCase{name: q, query: q, body: good, status: []int{200}} }
 	cases := []hostileCase{}
@@ -225,12 +226,13 @@ func TestHostileParameters(t *testing.T) {
 		"?format=jpg", "?format=gif", "?format=PNG", "?format=png%0a", "?gravity=center", "?gravity=",
 		"?q=0", "?format=jpeg&q=101", "?format=jpeg&q=-1", "?q=50%25", "?w=%zz", "?w=%", "?%zz=1",
 		"?w=32;h=5", "?q=" + strings.Repeat("9", 10000), "?w=" + strings.Repeat("1", 100000),
+		// Strict queries: a parameter given twice or not known is refused.
+		"?w=5&w=abc", "?w=5&w=5", "?w=64&x=%FF%FE", "?unknown=1&w=32", "?widht=100", "?" + strings.Repeat("a=1&", 2000) + "w=8",
 	} {
 		cases = append(cases, bad(q))
 	}
 	for _, q := range []string{
-		"?w=5&w=abc", "?w=1&h=1", "?w=007", "?w=64&x=%FF%FE",
-		"?unknown=1&w=32", "?" + strings.Repeat("a=1&", 2000) + "w=8",
+		"?w=1&h=1", "?w=007", "?w=4096&h=1&fit=inside",
 	} {
 		cases = append(cases, fine(q))
 	}
@@ -260,16 +262,19 @@ func TestHostileSourceNames(t *testing.T) {
 		"up/secret.jpg", "root/etc/passwd", "up/sources/sub/b.jpg", "sub/..",
 	} {
 		q := "?src=" + url.QueryEscape(name)
-		cases = append(cases, hostileCase{name: q, method: "GET", query: q, status: []int{400}, code: codeBadSourceName})
+		cases = append(cases, hostileCase{name: q, method: "GET", query: q, status: []int{400}, code: apierr.BadSourceName})
 	}
 	for _, q := range []string{"?src=%2e%2e/secret.jpg", "?src=..%2fsecret.jpg", "?src=%2E%2E%2Fsecret.jpg",
-		"?src=../secret.jpg&src=sub/b.jpg", "?src=%00"} {
-		cases = append(cases, hostileCase{name: q, method: "GET", query: q, status: []int{400}, code: codeBadSourceName})
+		"?src=%00"} {
+		cases = append(cases, hostileCase{name: q, method: "GET", query: q, status: []int{400}, code: apierr.BadSourceName})
 	}
 	for _, q := range []string{"?src=%EF%BC%8E%EF%BC%8E/secret.jpg", "?src=sub/b.jpg/", "?src=fifo", "?src=sub/"} {
 		cases = append(cases, hostileCase{name: q, method: "GET", query: q, status: []int{404, 400}})
 	}
-	cases = append(cases, hostileCase{name: "first src counts", method: "GET", query: "?src=sub/b.jpg&src=../secret.jpg", status: []int{200}})
+	// A name given twice is refused whichever comes first (queries are strict).
+	for _, q := range []string{"?src=sub/b.jpg&src=../secret.jpg", "?src=../secret.jpg&src=sub/b.jpg"} {
+		cases = append(cases, hostileCase{name: q, method: "GET", query: q, status: []int{400}, code: apierr.BadParameter})
+	}
 	runHostile(t, srv.URL, cases)
 	assertStillServing(t, srv.URL)
 }

@@ -31,8 +31,13 @@ func main() {
 // run is the whole program: main only adds the signals and the exit code.
 // It returns when ctx is done and the service has drained, or on error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 1 && args[1] == "health" {
-		return healthCheck(ctx, args[2:], getenv, stderr)
+	if len(args) > 1 {
+		switch args[1] {
+		case "health":
+			return healthCheck(ctx, args[2:], getenv, stderr)
+		case "settings":
+			return printSettings(args[2:], stdout, stderr)
+		}
 	}
 	cfg, err := loadConfig(args[1:], getenv, stderr)
 	if err != nil {

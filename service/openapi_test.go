@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/thumbd/thumbd/service/internal/apierr"
 	"net/http"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -75,9 +77,10 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // README, and the documented option enums are the ones the parser takes.
 func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 	doc := loadOpenAPI(t)
-	codes := []string{codeNotFound, codeMethodNotAllowed, codeBadParameter, codeBadSourceName, codeSourceNotFound,
-		codeSourcesDisabled, codeBodyTooLarge, codeSourceTooLarge, codeUnsupported, codeUnprocessable, codeTooManyPixels,
-		codeTooManyFrames, codeQueueFull, codeDeadline, codeInternal}
+	var codes []string
+	for _, c := range apierr.Codes() {
+		codes = append(codes, string(c))
+	}
 	enum := doc.Components.Schemas.Error.Properties.Code.Enum
 	slices.Sort(enum)
 	sorted := slices.Clone(codes)
@@ -95,9 +98,9 @@ func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"fit":     {string(thumb.FitCover), string(thumb.FitContain), string(thumb.FitFill), string(thumb.FitInside)},
-		"gravity": {string(thumb.GravityCentre), string(thumb.GravityAttention), string(thumb.GravityEntropy)},
-		"format":  {string(thumb.FormatPNG), string(thumb.FormatJPEG), string(thumb.FormatWebP)},
+		"fit":     strs(thumb.Fits()),
+		"gravity": strs(thumb.Gravities()),
+		"format":  strs(imagefmt.Outputs()),
 	}
 	for _, method := range []string{"get", "post"} {
 		for _, p := range doc.Paths["/thumbnail"][method].Parameters {
@@ -108,6 +111,30 @@ func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 		for _, status := range []string{"200", "400", "413", "415", "422", "503", "504"} {
 			if _, ok := doc.Paths["/thumbnail"][method].Responses[status]; !ok {
 				t.Errorf("%s /thumbnail does not document %s", method, status)
+			}
+		}
+	}
+}
+
+func strs[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// Queries are strict: every route that reads its query documents the 400
+// it answers for an unknown or repeated parameter.
+func TestOpenAPIDocumentsStrictQueries(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			if path == "/metrics" || (path == "/hash" && method == "post") {
+				continue
+			}
+			if _, ok := op.Responses["400"]; !ok {
+				t.Errorf("%s %s does not document its 400", method, path)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/apierr"
 	"io"
 	"net"
 	"net/http"
@@ -255,7 +256,7 @@ func TestSlowUploadsHoldNoPlace(t *testing.T) {
 		slowUpload(t, srv.URL, 100000, []byte("\xff\xd8\xff"))
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for d.thumbs.bodies.Used() < 6*3 && time.Now().Before(deadline) {
+	for d.thumbs.limits.Budget.Used() < 6*3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if status, _, body := postThumb(t, srv.URL, "?w=32&h=32", encodeJPEG(t, scene(64, 48), 85)); status != 200 {
@@ -266,14 +267,14 @@ func TestSlowUploadsHoldNoPlace(t *testing.T) {
 	cfg.MaxBodyBytes, cfg.Queue = 1000, 0 // budget (1 + 0) x 1000
 	srv, d = newTestServer(t, cfg)
 	slowUpload(t, srv.URL, 1000, make([]byte, 990))
-	for d.thumbs.bodies.Used() < 990 && time.Now().Before(deadline) {
+	for d.thumbs.limits.Budget.Used() < 990 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	status, h, body := postThumb(t, srv.URL, "", encodeJPEG(t, scene(64, 48), 85)[:999])
 	if status != 503 || h.Get("Retry-After") != "1" {
 		t.Fatalf("past the body budget: status %d Retry-After %q (%s)", status, h.Get("Retry-After"), body)
 	}
-	assertError(t, body, codeQueueFull)
+	assertError(t, body, apierr.QueueFull)
 }
 
 // With every place taken, a POST is refused before its body is read: the

@@ -3,32 +3,68 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
-// Error codes of the API; the README lists every one.
-const (
-	codeNotFound         = "not_found"
-	codeMethodNotAllowed = "method_not_allowed"
-	codeBadParameter     = "bad_parameter"
-	codeBadSourceName    = "bad_source_name"
-	codeSourceNotFound   = "source_not_found"
-	codeSourcesDisabled  = "sources_disabled"
-	codeBodyTooLarge     = "body_too_large"
-	codeSourceTooLarge   = "source_too_large"
-	codeUnsupported      = "unsupported_format"
-	codeUnprocessable    = "unprocessable_image"
-	codeTooManyPixels    = "too_many_pixels"
-	codeTooManyFrames    = "too_many_frames"
-	codeQueueFull        = "queue_full"
-	codeDeadline         = "deadline_exceeded"
-	codeInternal         = "internal_error"
-)
+// The respond stage: every answer thumbd writes, errors included, goes
+// through here.
+
+const cacheControl = "public, max-age=86400"
+
+// responder writes answers; it is the one place errors are written and
+// counted.
+type responder struct {
+	rejections *prometheus.CounterVec // by reason: the error code
+}
+
+// handlerFunc is a handler that returns its error instead of writing it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts h: an error it returns is written by rs.error.
+func (rs *responder) handle(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			rs.error(w, r, err)
+		}
+	})
+}
 
 type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+}
+
+// error writes err in the API's shape, {"error":..., "code":...}, with its
+// status; counts it when it is a rejection; logs the cause of a 5xx with
+// the request's ID. A client that left gets nothing written.
+func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
+	e := apierr.From(err)
+	if e.Rejection {
+		rs.rejections.WithLabelValues(string(e.Code)).Inc()
+	}
+	if e.Code == apierr.ClientGone {
+		loggerFrom(r.Context()).Info("client left before the answer", "err", e.Cause)
+		return
+	}
+	if e.Status() >= 500 && e.Cause != nil {
+		loggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e.Cause)
+	}
+	h := w.Header()
+	if e.Status() == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	if e.CloseConnection {
+		// Go's server would otherwise read up to 256 KB of the unread
+		// upload to keep the connection.
+		h.Set("Connection", "close")
+	}
+	writeJSON(w, e.Status(), errorBody{Error: e.Message, Code: string(e.Code)})
 }
 
 // writeJSON writes v compactly, with no trailing newline.
@@ -46,18 +82,41 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(body)
 }
 
-// writeError writes the API's error shape. msg is a sentence for a person.
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, errorBody{Error: msg, Code: code})
+// notModified answers a GET whose If-None-Match matches tag with a 304 and
+// reports whether it did. POST is never conditional here.
+func (rs *responder) notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" || !matchesETag(inm, tag) {
+		return false
+	}
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", cacheControl)
+	w.WriteHeader(http.StatusNotModified)
+	return true
 }
 
-// parseQuery decodes the query strictly (url.Query would drop a bad escape
-// silently); a malformed query is answered with a 400 and ok is false.
-func parseQuery(w http.ResponseWriter, r *http.Request) (q url.Values, ok bool) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, codeBadParameter, "The query string is malformed: "+err.Error()+".")
-		return nil, false
+// matchesETag reports whether an If-None-Match header matches tag, with the
+// weak comparison RFC 9110 prescribes for If-None-Match.
+func matchesETag(header, tag string) bool {
+	for _, candidate := range strings.Split(header, ",") {
+		candidate = strings.TrimPrefix(strings.TrimSpace(candidate), "W/")
+		if candidate == "*" || candidate == tag {
+			return true
+		}
 	}
-	return q, true
+	return false
+}
+
+// image writes a thumbnail with its caching headers.
+func (rs *responder) image(w http.ResponseWriter, img thumb.Image, tag string) {
+	h := w.Header()
+	h.Set("Content-Type", img.Format.ContentType())
+	h.Set("Content-Length", strconv.Itoa(len(img.Bytes)))
+	h.Set("ETag", tag)
+	h.Set("Cache-Control", cacheControl)
+	w.WriteHeader(http.StatusOK)
+	w.Write(img.Bytes)
 }

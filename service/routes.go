@@ -4,24 +4,27 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
 )
 
 // addRoutes lists every route of the API: the whole surface on one screen.
-// The OpenAPI document (openapi.yaml) is tested against this list.
+// The OpenAPI document (openapi.json) is tested against this list.
 func addRoutes(r chi.Router, d deps) {
-	r.Get("/health", handleHealth().ServeHTTP)
-	r.Get("/ready", handleReady(d.life).ServeHTTP)
-	r.Get("/json", handleJSON().ServeHTTP)
-	r.Get("/compute", handleCompute().ServeHTTP)
-	r.Get("/hash", handleHashGet().ServeHTTP)
-	r.Post("/hash", handleHashPost(d.cfg.MaxBodyBytes).ServeHTTP)
+	h := d.respond.handle
+	r.Get("/health", h(handleHealth).ServeHTTP)
+	r.Get("/ready", h(handleReady(d.life)).ServeHTTP)
+	r.Get("/json", h(handleJSON()).ServeHTTP)
+	r.Get("/compute", h(handleCompute).ServeHTTP)
+	r.Get("/hash", h(handleHashGet).ServeHTTP)
+	r.Post("/hash", h(handleHashPost(d.cfg.MaxBodyBytes)).ServeHTTP)
 	r.Post("/thumbnail", d.thumbs.handlePost().ServeHTTP)
 	r.Get("/thumbnail", d.thumbs.handleGet().ServeHTTP)
 	r.Get("/metrics", metricsHandler(d.registry).ServeHTTP)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, codeNotFound, "No route "+r.URL.Path+".")
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path+".")
-	})
+	r.NotFound(h(func(w http.ResponseWriter, r *http.Request) error {
+		return apierr.New(apierr.NotFound, "No route %s.", r.URL.Path)
+	}).ServeHTTP)
+	r.MethodNotAllowed(h(func(w http.ResponseWriter, r *http.Request) error {
+		return apierr.New(apierr.MethodNotAllowed, "Method %s is not allowed on %s.", r.Method, r.URL.Path)
+	}).ServeHTTP)
 }

@@ -213,7 +213,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 }
 
 func TestHealthSubcommand(t *testing.T) {
-	ok := httptest.NewServer(handleHealth())
+	ok := httptest.NewServer((&responder{}).handle(handleHealth))
 	defer ok.Close()
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
 	defer bad.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/apierr"
 	"image"
 	"image/color"
 	_ "image/gif"
@@ -236,27 +237,25 @@ func TestThumbnailErrors(t *testing.T) {
 		name, query string
 		src         []byte
 		status      int
-		code        string
+		code        apierr.Code
 	}{
-		{"w zero", "?w=0", good, 400, codeBadParameter},
-		{"w negative", "?w=-5", good, 400, codeBadParameter},
-		{"w word", "?w=abc", good, 400, codeBadParameter},
-		{"w too large", "?w=4097", good, 400, codeBadParameter},
-		{"h huge", "?h=99999999999999999999", good, 400, codeBadParameter},
-		{"fit unknown", "?fit=stretch", good, 400, codeBadParameter},
-		{"gravity unknown", "?gravity=north", good, 400, codeBadParameter},
-		{"format unknown", "?format=gif", good, 400, codeBadParameter},
-		{"q zero", "?format=jpeg&q=0", good, 400, codeBadParameter},
-		{"q too large", "?format=jpeg&q=101", good, 400, codeBadParameter},
-		{"bad escape", "?w=%zz", good, 400, codeBadParameter},
-		{"empty body", "", nil, 415, codeUnsupported},
-		{"text", "", []byte("hello, this is not an image"), 415, codeUnsupported},
-		{"svg", "", []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`), 415, codeUnsupported},
-		{"truncated jpeg", "", good[:len(good)/2], 422, codeUnprocessable},
-		{"jpeg header only", "", good[:20], 422, codeUnprocessable},
-		{"png bomb", "", hostile.PNGBomb(100000, 100000), 422, codeTooManyPixels},
-		{"too many frames", "?w=8&h=8", animatedGIF(t, 4, 4, 300), 422, codeTooManyFrames},
-		{"body too large", "", bytes.Repeat([]byte{0xFF}, 1<<20+1), 413, codeBodyTooLarge},
+		{"empty body", "", nil, 415, apierr.UnsupportedFormat},
+		{"text", "", []byte("hello, this is not an image"), 415, apierr.UnsupportedFormat},
+		{"svg", "", []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`), 415, apierr.UnsupportedFormat},
+		{"truncated jpeg", "", good[:len(good)/2], 422, apierr.UnprocessableImage},
+		{"jpeg header only", "", good[:20], 422, apierr.UnprocessableImage},
+		{"png bomb", "", hostile.PNGBomb(100000, 100000), 422, apierr.TooManyPixels},
+		{"too many frames", "?w=8&h=8", animatedGIF(t, 4, 4, 300), 422, apierr.TooManyFrames},
+		{"body too large", "", bytes.Repeat([]byte{0xFF}, 1<<20+1), 413, apierr.BodyTooLarge},
+	}
+	for _, q := range []string{"?w=0", "?w=-5", "?w=abc", "?w=4097", "?h=99999999999999999999", "?fit=stretch",
+		"?gravity=north", "?format=gif", "?format=jpeg&q=0", "?format=jpeg&q=101", "?w=%zz", "?w=5&w=5", "?src=a.jpg"} {
+		tests = append(tests, struct {
+			name, query string
+			src         []byte
+			status      int
+			code        apierr.Code
+		}{"bad " + q, q, good, 400, apierr.BadParameter})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +276,7 @@ func TestThumbnailErrors(t *testing.T) {
 		if status != 413 {
 			t.Fatalf("status %d (%s)", status, body)
 		}
-		assertError(t, body, codeBodyTooLarge)
+		assertError(t, body, apierr.BodyTooLarge)
 	})
 	// The process keeps serving after all of that.
 	if status, _, _ := postThumb(t, srv.URL, "", good); status != 200 {
@@ -335,20 +334,20 @@ func TestThumbnailSourceNames(t *testing.T) {
 	tests := []struct {
 		query  string
 		status int
-		code   string
+		code   apierr.Code
 	}{
 		{"?src=sub/b.jpg", 200, ""},
 		{"?src=inside.jpg", 200, ""},
-		{"?src=escape.jpg", 400, codeBadSourceName},
-		{"?src=../secret.jpg", 400, codeBadSourceName},
-		{"?src=sub/../../secret.jpg", 400, codeBadSourceName},
-		{"?src=/etc/passwd", 400, codeBadSourceName},
-		{"?src=", 400, codeBadSourceName},
-		{"", 400, codeBadSourceName},
-		{"?src=missing.jpg", 404, codeSourceNotFound},
-		{"?src=sub", 404, codeSourceNotFound},
-		{"?src=big.jpg", 422, codeSourceTooLarge},
-		{"?src=sub/b.jpg&w=0", 400, codeBadParameter},
+		{"?src=escape.jpg", 400, apierr.BadSourceName},
+		{"?src=../secret.jpg", 400, apierr.BadSourceName},
+		{"?src=sub/../../secret.jpg", 400, apierr.BadSourceName},
+		{"?src=/etc/passwd", 400, apierr.BadSourceName},
+		{"?src=", 400, apierr.BadSourceName},
+		{"", 400, apierr.BadSourceName},
+		{"?src=missing.jpg", 404, apierr.SourceNotFound},
+		{"?src=sub", 404, apierr.SourceNotFound},
+		{"?src=big.jpg", 422, apierr.SourceTooLarge},
+		{"?src=sub/b.jpg&w=0", 400, apierr.BadParameter},
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
@@ -377,7 +376,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		if status != 503 || h.Get("Retry-After") == "" {
 			t.Fatalf("status %d Retry-After %q", status, h.Get("Retry-After"))
 		}
-		assertError(t, body, codeQueueFull)
+		assertError(t, body, apierr.QueueFull)
 		// The refusal closes the connection rather than draining the upload.
 		resp, err := http.Post(srv.URL+"/thumbnail", "image/jpeg", bytes.NewReader(src))
 		if err != nil {
@@ -406,7 +405,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		if status != 504 {
 			t.Fatalf("status %d (%s)", status, body)
 		}
-		assertError(t, body, codeDeadline)
+		assertError(t, body, apierr.DeadlineExceeded)
 		if el := time.Since(start); el < 100*time.Millisecond || el > 5*time.Second {
 			t.Fatalf("answered after %s, deadline 100ms", el)
 		}
@@ -415,7 +414,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		cfg := testConfig(t)
 		d := newTestDeps(t, cfg)
 		d.life = newLifecycle() // not started yet
-		d.thumbs.life = d.life
+		d.thumbs.engine.life = d.life
 		srv := newTestServerFrom(t, d)
 		done := make(chan int, 1)
 		go func() { s, _, _ := postThumb(t, srv.URL, "", src); done <- s }()

@@ -4,6 +4,7 @@
 package thumb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/davidbyttow/govips/v2/vips"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
 // Errors a source can earn. Each wraps a detail for the client.
@@ -98,23 +101,30 @@ func slogLevel(l vips.LogLevel) slog.Level {
 // Image is an encoded thumbnail.
 type Image struct {
 	Bytes         []byte
-	Format        Format
+	Format        imagefmt.Format
 	Width, Height int
 }
 
 // Thumbnail makes one thumbnail of src. The source's format comes from its
 // bytes; its header is checked against the limits before any pixel is
 // decoded; decoding uses libvips' thumbnail operation on the buffer, so JPEG
-// and WebP shrink on load.
-func (e *Engine) Thumbnail(src []byte, o Options) (Image, error) {
-	format := sniff(src)
-	if format == "" {
-		return Image{}, fmt.Errorf("%w: the body is not a JPEG, PNG, WebP or GIF image", ErrUnsupportedFormat)
+// and WebP shrink on load. libvips cannot be interrupted, so ctx only stops
+// a job that has not started.
+func (e *Engine) Thumbnail(ctx context.Context, src []byte, o Options) (Image, error) {
+	if err := ctx.Err(); err != nil {
+		return Image{}, err
+	}
+	export, ok := exporters[o.Format]
+	if !ok {
+		return Image{}, fmt.Errorf("thumb: no exporter for output format %q", o.Format)
+	}
+	if _, ok := imagefmt.Sniff(src); !ok {
+		return Image{}, fmt.Errorf("%w: the body is not a %s image", ErrUnsupportedFormat, imagefmt.InputNames())
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
 	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
 	// bytes would be decoded; the limit holds for what the header declares.
-	if w, h, ok := gifScreen(src); ok && format == sourceGIF && int64(w)*int64(h) > e.cfg.MaxPixels {
+	if w, h, ok := imagefmt.GIFScreen(src); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
 		return Image{}, fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", ErrTooManyPixels, w, h, e.cfg.MaxPixels)
 	}
 	h, err := probe(src)
@@ -139,7 +149,10 @@ func (e *Engine) Thumbnail(src []byte, o Options) (Image, error) {
 		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
-	out, err := e.finish(img, o)
+	if err := e.finish(img, o); err != nil {
+		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
+	}
+	out, err := export(img, o)
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
@@ -202,41 +215,50 @@ func interesting(g Gravity) vips.Interesting {
 
 var white = vips.Color{R: 255, G: 255, B: 255}
 
-// finish turns the thumbnail into 8-bit sRGB, pads it for contain, handles
-// alpha for the output format and encodes it without metadata.
-func (e *Engine) finish(img *vips.ImageRef, o Options) ([]byte, error) {
+// finish turns the thumbnail into 8-bit sRGB, pads it for contain and
+// handles alpha for the output format.
+func (e *Engine) finish(img *vips.ImageRef, o Options) error {
 	if img.Interpretation() != vips.InterpretationSRGB || img.BandFormat() != vips.BandFormatUchar {
 		if err := img.ToColorSpace(vips.InterpretationSRGB); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if o.Format == FormatJPEG && img.HasAlpha() {
+	spec, _ := imagefmt.Lookup(o.Format)
+	if !spec.Alpha && img.HasAlpha() {
 		if err := img.Flatten(&white); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if o.Fit == FitContain && (img.Width() != o.Width || img.Height() != o.Height) {
 		left, top := (o.Width-img.Width())/2, (o.Height-img.Height())/2
 		bg := &vips.ColorRGBA{R: 255, G: 255, B: 255, A: 255}
-		if o.Format != FormatJPEG {
+		if spec.Alpha {
 			if err := img.AddAlpha(); err != nil {
-				return nil, err
+				return err
 			}
 			bg = &vips.ColorRGBA{}
 		}
 		if err := img.EmbedBackgroundRGBA(left, top, o.Width, o.Height, bg); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	var buf []byte
-	var err error
-	switch o.Format {
-	case FormatJPEG:
-		buf, _, err = img.ExportJpeg(&vips.JpegExportParams{StripMetadata: true, Quality: o.Quality})
-	case FormatWebP:
-		buf, _, err = img.ExportWebp(&vips.WebpExportParams{StripMetadata: true, Quality: o.Quality, ReductionEffort: 4})
-	default:
-		buf, _, err = img.ExportPng(&vips.PngExportParams{StripMetadata: true, Compression: pngCompression, Filter: pngFilter})
-	}
-	return buf, err
+	return nil
+}
+
+// exporters encode a finished thumbnail, one per output format of the
+// imagefmt table (a test checks that every output format has one), always
+// without metadata.
+var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o Options) ([]byte, error){
+	imagefmt.PNG: func(img *vips.ImageRef, o Options) ([]byte, error) {
+		buf, _, err := img.ExportPng(&vips.PngExportParams{StripMetadata: true, Compression: pngCompression, Filter: pngFilter})
+		return buf, err
+	},
+	imagefmt.JPEG: func(img *vips.ImageRef, o Options) ([]byte, error) {
+		buf, _, err := img.ExportJpeg(&vips.JpegExportParams{StripMetadata: true, Quality: o.Quality})
+		return buf, err
+	},
+	imagefmt.WebP: func(img *vips.ImageRef, o Options) ([]byte, error) {
+		buf, _, err := img.ExportWebp(&vips.WebpExportParams{StripMetadata: true, Quality: o.Quality, ReductionEffort: 4})
+		return buf, err
+	},
 }

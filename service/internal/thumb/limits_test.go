@@ -1,23 +1,25 @@
 package thumb
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
 // libvips 8.14 sizes a GIF from its frames and ignores a larger logical
 // screen, so a 40-byte GIF declaring 65535x65535 used to be thumbnailed;
 // what the header declares is held to the pixel limit like every format.
 func TestGIFScreenHeldToPixelLimit(t *testing.T) {
-	opts := Options{Width: 8, Height: 8, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}
-	if _, err := testEngine.Thumbnail(hostile.GIFBomb(65535, 65535), opts); !errors.Is(err, ErrTooManyPixels) {
+	opts := Options{Width: 8, Height: 8, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
+	if _, err := testEngine.Thumbnail(context.Background(), hostile.GIFBomb(65535, 65535), opts); !errors.Is(err, ErrTooManyPixels) {
 		t.Fatalf("65535x65535 screen: %v", err)
 	}
-	if _, err := testEngine.Thumbnail(hostile.GIFBomb(6000, 6000), opts); err != nil {
+	if _, err := testEngine.Thumbnail(context.Background(), hostile.GIFBomb(6000, 6000), opts); err != nil {
 		t.Fatalf("6000x6000 screen (36 MP, allowed): %v", err)
 	}
 }
@@ -29,12 +31,12 @@ func TestGIFScreenHeldToPixelLimit(t *testing.T) {
 func TestCoverOfThinSourceHeldToPixelLimit(t *testing.T) {
 	for _, src := range [][]byte{hostile.PNG(hostile.Pattern(1, 20000)), hostile.JPEG(hostile.Pattern(20000, 1), 80)} {
 		start := time.Now()
-		if _, err := testEngine.Thumbnail(src, Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}); !errors.Is(err, ErrTooManyPixels) {
+		if _, err := testEngine.Thumbnail(context.Background(), src, Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}); !errors.Is(err, ErrTooManyPixels) {
 			t.Fatalf("cover: %v", err)
 		}
 		for _, fit := range []Fit{FitFill, FitContain, FitInside} {
-			o := Options{Width: 256, Height: 256, Fit: fit, Format: FormatPNG}
-			img, err := testEngine.Thumbnail(src, o)
+			o := Options{Width: 256, Height: 256, Fit: fit, Format: imagefmt.PNG}
+			img, err := testEngine.Thumbnail(context.Background(), src, o)
 			if err != nil {
 				t.Fatalf("%s: %v", fit, err)
 			}
@@ -50,10 +52,10 @@ func TestCoverOfThinSourceHeldToPixelLimit(t *testing.T) {
 // errors reach clients and must carry libvips' message only.
 func TestErrorsCarryNoStackTrace(t *testing.T) {
 	_, seeds := readSeeds(t)
-	opts := Options{Width: 32, Height: 32, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}
+	opts := Options{Width: 32, Height: 32, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
 	for _, name := range []string{"ok-jpeg-baseline.jpg", "ok-png-rgb.png", "ok-webp-lossy.webp", "ok-gif-static.gif"} {
 		src := seeds[name]
-		_, err := testEngine.Thumbnail(src[:len(src)*3/4], opts)
+		_, err := testEngine.Thumbnail(context.Background(), src[:len(src)*3/4], opts)
 		if !errors.Is(err, ErrUndecodable) {
 			t.Fatalf("%s truncated: %v", name, err)
 		}

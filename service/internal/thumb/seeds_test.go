@@ -2,6 +2,7 @@ package thumb
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -17,6 +18,7 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 
 	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
 // The fuzz seeds and the odd-source corpus: small images in every variant
@@ -260,16 +262,16 @@ func TestOddSources(t *testing.T) {
 		t.Fatalf("only %d seeds", len(names))
 	}
 	optionSets := []Options{
-		{Width: 40, Height: 40, Fit: FitCover, Gravity: GravityAttention, Format: FormatPNG},
-		{Width: 30, Height: 50, Fit: FitContain, Format: FormatJPEG, Quality: 50},
-		{Width: 24, Fit: FitInside, Format: FormatWebP, Quality: 60},
-		{Width: 64, Height: 16, Fit: FitFill, Format: FormatPNG},
+		{Width: 40, Height: 40, Fit: FitCover, Gravity: GravityAttention, Format: imagefmt.PNG},
+		{Width: 30, Height: 50, Fit: FitContain, Format: imagefmt.JPEG, Quality: 50},
+		{Width: 24, Fit: FitInside, Format: imagefmt.WebP, Quality: 60},
+		{Width: 64, Height: 16, Fit: FitFill, Format: imagefmt.PNG},
 	}
 	for _, name := range names {
 		src := seeds[name]
 		t.Run(name, func(t *testing.T) {
 			for _, o := range optionSets {
-				img, err := testEngine.Thumbnail(src, o)
+				img, err := testEngine.Thumbnail(context.Background(), src, o)
 				switch kind, _, _ := strings.Cut(name, "-"); kind {
 				case "ok":
 					if err != nil {
@@ -295,7 +297,7 @@ func TestOddSources(t *testing.T) {
 			}
 			damaged = append(damaged, hostile.BitFlips(src, uint64(len(src)), 6, 4)...)
 			for i, b := range damaged {
-				img, err := testEngine.Thumbnail(b, optionSets[i%len(optionSets)])
+				img, err := testEngine.Thumbnail(context.Background(), b, optionSets[i%len(optionSets)])
 				if err != nil {
 					if len(b) < 12 && errors.Is(err, ErrUnsupportedFormat) {
 						continue // cut inside the magic bytes
@@ -317,7 +319,7 @@ func TestOrientationsSwapSides(t *testing.T) {
 	_, seeds := readSeeds(t)
 	for o := 1; o <= 8; o++ {
 		src := seeds["ok-jpeg-exif-"+string(rune('0'+o))+".jpg"]
-		img, err := testEngine.Thumbnail(src, Options{Width: 16, Fit: FitInside, Format: FormatPNG})
+		img, err := testEngine.Thumbnail(context.Background(), src, Options{Width: 16, Fit: FitInside, Format: imagefmt.PNG})
 		if err != nil {
 			t.Fatalf("orientation %d: %v", o, err)
 		}
@@ -343,7 +345,7 @@ func wantErr(t *testing.T, err, want error) {
 // box for cover, contain and fill, within it for inside.
 func checkThumbnail(t testing.TB, img Image, o Options) {
 	t.Helper()
-	if sniff(img.Bytes) != map[Format]string{FormatPNG: sourcePNG, FormatJPEG: sourceJPEG, FormatWebP: sourceWebP}[o.Format] {
+	if spec, _ := imagefmt.Lookup(o.Format); !spec.Magic(img.Bytes) || img.Format != o.Format {
 		t.Fatalf("%+v: output is not %s", o, o.Format)
 	}
 	h, err := probe(img.Bytes)

@@ -2,6 +2,8 @@ package thumb
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"image"
@@ -13,11 +15,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/imagediff"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden thumbnails in testdata/golden")
@@ -33,72 +37,18 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type params map[string]string
-
-func (p params) Lookup(k string) (string, bool) { v, ok := p[k]; return v, ok }
-
-func TestParseOptions(t *testing.T) {
-	def := Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG, Quality: 80}
-	tests := []struct {
-		in   params
-		want Options
-		bad  string // the parameter named in the error
-	}{
-		{params{}, def, ""},
-		{params{"w": "100"}, Options{Width: 100, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG, Quality: 80}, ""},
-		{params{"h": "4096", "fit": "inside", "gravity": "entropy", "format": "webp", "q": "1"}, Options{Height: 4096, Fit: FitInside, Gravity: GravityEntropy, Format: FormatWebP, Quality: 1}, ""},
-		{params{"w": "0"}, Options{}, "w"},
-		{params{"w": "4097"}, Options{}, "w"},
-		{params{"w": " 5"}, Options{}, "w"},
-		{params{"w": "5x"}, Options{}, "w"},
-		{params{"h": "-1"}, Options{}, "h"},
-		{params{"fit": "Cover"}, Options{}, "fit"},
-		{params{"gravity": "center"}, Options{}, "gravity"},
-		{params{"format": "jpg"}, Options{}, "format"},
-		{params{"q": "0"}, Options{}, "q"},
-		{params{"q": "100.0"}, Options{}, "q"},
-	}
-	for _, tc := range tests {
-		got, err := ParseOptions(tc.in, 4096)
-		var pe *ParamError
-		switch {
-		case tc.bad == "" && err != nil:
-			t.Errorf("%v: %v", tc.in, err)
-		case tc.bad != "" && (!errors.As(err, &pe) || pe.Param != tc.bad):
-			t.Errorf("%v: error %v, want one about %q", tc.in, err, tc.bad)
-		case tc.bad == "" && got != tc.want:
-			t.Errorf("%v: got %+v, want %+v", tc.in, got, tc.want)
-		}
-	}
-	if o, _ := ParseOptions(params{}, 100); o.Width != 100 || o.Height != 100 {
-		t.Errorf("default box above max side: %+v", o)
-	}
-}
-
 func TestNormalisedIgnoresWhatDoesNotChangeOutput(t *testing.T) {
-	a := Options{Width: 10, Height: 10, Fit: FitFill, Gravity: GravityEntropy, Format: FormatPNG, Quality: 10}
-	b := Options{Width: 10, Height: 10, Fit: FitFill, Gravity: GravityCentre, Format: FormatPNG, Quality: 90}
+	a := Options{Width: 10, Height: 10, Fit: FitFill, Gravity: GravityEntropy, Format: imagefmt.PNG, Quality: 10}
+	b := Options{Width: 10, Height: 10, Fit: FitFill, Gravity: GravityCentre, Format: imagefmt.PNG, Quality: 90}
 	if a.Normalised() != b.Normalised() {
 		t.Errorf("%s != %s", a.Normalised(), b.Normalised())
 	}
 	c := b
-	c.Format = FormatJPEG
+	c.Format = imagefmt.JPEG
 	d := c
 	d.Quality = 10
 	if c.Normalised() == d.Normalised() {
 		t.Error("jpeg quality not in the normalised options")
-	}
-}
-
-func TestSniff(t *testing.T) {
-	for in, want := range map[string]string{
-		"\xff\xd8\xff\xe0": sourceJPEG, "\x89PNG\r\n\x1a\nxxxx": sourcePNG, "RIFF\x00\x00\x00\x00WEBPVP8 ": sourceWebP,
-		"GIF89a": sourceGIF, "GIF87a": sourceGIF, "": "", "\xff\xd8": "", "<svg": "", "%PDF-1.7": "", "II*\x00": "", "BM": "",
-		"\x00\x00\x00\x1cftypheic": "", "RIFF\x00\x00\x00\x00WAVE": "",
-	} {
-		if got := sniff([]byte(in)); got != want {
-			t.Errorf("sniff(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 
@@ -139,17 +89,17 @@ func TestGolden(t *testing.T) {
 		name, src string
 		opts      Options
 	}{
-		{"small-cover-centre", "small.jpg", Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}},
-		{"small-cover-attention", "small.jpg", Options{Width: 128, Height: 256, Fit: FitCover, Gravity: GravityAttention, Format: FormatPNG}},
-		{"large-cover-entropy", "large.jpg", Options{Width: 200, Height: 100, Fit: FitCover, Gravity: GravityEntropy, Format: FormatPNG}},
-		{"large-contain", "large.jpg", Options{Width: 200, Height: 200, Fit: FitContain, Format: FormatPNG}},
-		{"large-fill", "large.jpg", Options{Width: 160, Height: 90, Fit: FitFill, Format: FormatPNG}},
-		{"large-inside", "large.jpg", Options{Width: 300, Height: 300, Fit: FitInside, Format: FormatPNG}},
-		{"small-jpeg", "small.jpg", Options{Width: 120, Height: 90, Fit: FitCover, Format: FormatJPEG, Quality: 90}},
+		{"small-cover-centre", "small.jpg", Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}},
+		{"small-cover-attention", "small.jpg", Options{Width: 128, Height: 256, Fit: FitCover, Gravity: GravityAttention, Format: imagefmt.PNG}},
+		{"large-cover-entropy", "large.jpg", Options{Width: 200, Height: 100, Fit: FitCover, Gravity: GravityEntropy, Format: imagefmt.PNG}},
+		{"large-contain", "large.jpg", Options{Width: 200, Height: 200, Fit: FitContain, Format: imagefmt.PNG}},
+		{"large-fill", "large.jpg", Options{Width: 160, Height: 90, Fit: FitFill, Format: imagefmt.PNG}},
+		{"large-inside", "large.jpg", Options{Width: 300, Height: 300, Fit: FitInside, Format: imagefmt.PNG}},
+		{"small-jpeg", "small.jpg", Options{Width: 120, Height: 90, Fit: FitCover, Format: imagefmt.JPEG, Quality: 90}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			img, err := testEngine.Thumbnail(source(t, tc.src), tc.opts)
+			img, err := testEngine.Thumbnail(context.Background(), source(t, tc.src), tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +146,7 @@ func writePNG(t *testing.T, path string, img image.Image) {
 
 func TestEngineErrors(t *testing.T) {
 	small := source(t, "small.jpg")
-	opts := Options{Width: 64, Height: 64, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}
+	opts := Options{Width: 64, Height: 64, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
 	strict := New(Config{MaxPixels: 400*300 - 1, MaxFrames: 1, MaxSide: 4096})
 	for _, tc := range []struct {
 		name string
@@ -210,7 +160,7 @@ func TestEngineErrors(t *testing.T) {
 		{"truncated", testEngine, small[:len(small)*2/3], ErrUndecodable},
 		{"one pixel over", strict, small, ErrTooManyPixels},
 	} {
-		if _, err := tc.e.Thumbnail(tc.src, opts); !errors.Is(err, tc.want) {
+		if _, err := tc.e.Thumbnail(context.Background(), tc.src, opts); !errors.Is(err, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
 	}
@@ -220,7 +170,7 @@ func TestEngineErrors(t *testing.T) {
 	for i := 600; i < len(bad); i += 97 {
 		bad[i] ^= 0x5a
 	}
-	if _, err := testEngine.Thumbnail(bad, opts); err != nil && !errors.Is(err, ErrUndecodable) {
+	if _, err := testEngine.Thumbnail(context.Background(), bad, opts); err != nil && !errors.Is(err, ErrUndecodable) {
 		t.Errorf("bit-flipped: %v", err)
 	}
 }
@@ -235,7 +185,7 @@ func TestEngineConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			img, err := testEngine.Thumbnail(small, Options{Width: 32 + i, Height: 32, Fit: FitCover, Gravity: GravityCentre, Format: FormatWebP, Quality: 50})
+			img, err := testEngine.Thumbnail(context.Background(), small, Options{Width: 32 + i, Height: 32, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.WebP, Quality: 50})
 			if err == nil && img.Width != 32+i {
 				err = errors.New("wrong width")
 			}
@@ -251,34 +201,51 @@ func TestEngineConcurrent(t *testing.T) {
 	}
 }
 
-var coverPNG = Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: FormatPNG}
+var coverPNG = Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
 
 // BenchmarkEngine is the engine alone, one thumbnail at a time: the
-// reference the service's /thumbnail latency is compared with. Reports
-// output bytes next to time.
+// reference the service's /thumbnail latency is compared with, and what the
+// bench's engine comparison (`bench engine`) runs per libvips build. Its
+// sub-benchmarks are BenchmarkEngine/<source>/<format>, one per *.jpg of
+// $THUMBD_ENGINE_SOURCES (default testdata/sources) and per format of the
+// comma-separated $THUMBD_ENGINE_FORMATS (default png): a 256x256 cover at
+// quality 80. Reports the median time and the output bytes.
 //
 //	go test -run '^$' -bench Engine -benchtime 200x ./service/internal/thumb
 func BenchmarkEngine(b *testing.B) {
-	for _, name := range []string{"small.jpg", "large.jpg"} {
-		src := source(b, name)
-		b.Run(name, func(b *testing.B) {
-			var out int
-			times := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				img, err := testEngine.Thumbnail(src, coverPNG)
-				if err != nil {
-					b.Fatal(err)
+	dir := cmp.Or(os.Getenv("THUMBD_ENGINE_SOURCES"), filepath.Join("testdata", "sources"))
+	names, err := filepath.Glob(filepath.Join(dir, "*.jpg"))
+	if err != nil || len(names) == 0 {
+		b.Fatalf("no *.jpg in %s (%v)", dir, err)
+	}
+	formats := strings.Split(cmp.Or(os.Getenv("THUMBD_ENGINE_FORMATS"), "png"), ",")
+	for _, path := range names {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range formats {
+			o := coverPNG
+			o.Format, o.Quality = imagefmt.Format(f), 80
+			b.Run(strings.TrimSuffix(filepath.Base(path), ".jpg")+"/"+f, func(b *testing.B) {
+				var out int
+				times := make([]time.Duration, 0, b.N)
+				for b.Loop() {
+					start := time.Now()
+					img, err := testEngine.Thumbnail(context.Background(), src, o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					times = append(times, time.Since(start))
+					out = len(img.Bytes)
 				}
-				times = append(times, time.Since(start))
-				out = len(img.Bytes)
-			}
-			// The median is what the service's sequential latency is held
-			// to; the mean (ns/op) is skewed by the odd slow iteration.
-			slices.Sort(times)
-			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "median-ms")
-			b.ReportMetric(float64(out), "out-bytes")
-		})
+				// The median is what the service's sequential latency is
+				// held to; the mean (ns/op) is skewed by the odd slow run.
+				slices.Sort(times)
+				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "median-ms")
+				b.ReportMetric(float64(out), "out-bytes")
+			})
+		}
 	}
 }
 
@@ -292,7 +259,7 @@ func BenchmarkEngineParallel(b *testing.B) {
 			b.SetParallelism(1) // GOMAXPROCS goroutines
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := testEngine.Thumbnail(src, coverPNG); err != nil {
+					if _, err := testEngine.Thumbnail(context.Background(), src, coverPNG); err != nil {
 						b.Error(err)
 						return
 					}
@@ -301,5 +268,28 @@ func BenchmarkEngineParallel(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "thumbs/s")
 			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "jobs")
 		})
+	}
+}
+
+// A new output format is a row of the imagefmt table plus an exporter
+// here: every output row has one, and it makes that format.
+func TestEveryOutputFormatHasAnExporter(t *testing.T) {
+	small := source(t, "small.jpg")
+	for _, f := range imagefmt.Outputs() {
+		if _, ok := exporters[f]; !ok {
+			t.Errorf("no exporter for %s", f)
+			continue
+		}
+		o := Options{Width: 40, Height: 30, Fit: FitCover, Gravity: GravityCentre, Format: f, Quality: 80}
+		img, err := testEngine.Thumbnail(context.Background(), small, o)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		checkThumbnail(t, img, o)
+	}
+	for f := range exporters {
+		if spec, ok := imagefmt.Lookup(f); !ok || !spec.Output {
+			t.Errorf("exporter for %s, which the table does not list as an output", f)
+		}
 	}
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/source"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// engine makes thumbnails: libvips in this process (thumb.Engine), or in
+// worker processes. Start once, Stop once no job runs any more.
+type engine interface {
+	Start()
+	Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error)
+	Stop()
+}
+
+// engineStage runs an admitted job: it waits for the engine to be up (a
+// thumbnail that arrives during start-up waits rather than fails) and for a
+// processing slot, runs the engine and turns its errors into answers.
+type engineStage struct {
+	engine  engine
+	life    *lifecycle
+	metrics *metrics
+}
+
+func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, blob *source.Blob, o thumb.Options) (thumb.Image, error) {
+	s.metrics.sourceBytes.Observe(float64(len(blob.Bytes)))
+	admitted := time.Now()
+	select {
+	case <-s.life.engineReady:
+	case <-ctx.Done():
+		return thumb.Image{}, ctx.Err()
+	}
+	if err := ticket.Run(ctx); err != nil {
+		return thumb.Image{}, err
+	}
+	s.metrics.queueWait.Observe(time.Since(admitted).Seconds())
+	began := time.Now()
+	img, err := s.engine.Thumbnail(ctx, blob.Bytes, o)
+	s.metrics.processing.Observe(time.Since(began).Seconds())
+	if err != nil {
+		return thumb.Image{}, engineError(err)
+	}
+	// A thumbnail finished after the deadline is not sent late.
+	if deadline, ok := ctx.Deadline(); ok && time.Now().After(deadline) {
+		return thumb.Image{}, context.DeadlineExceeded
+	}
+	return img, nil
+}
+
+// engineError maps the engine's typed errors to the API's codes; anything
+// else is an internal error, logged with its cause.
+func engineError(err error) error {
+	codes := []struct {
+		err  error
+		code apierr.Code
+	}{
+		{thumb.ErrUnsupportedFormat, apierr.UnsupportedFormat},
+		{thumb.ErrTooManyPixels, apierr.TooManyPixels},
+		{thumb.ErrTooManyFrames, apierr.TooManyFrames},
+		{thumb.ErrUndecodable, apierr.UnprocessableImage},
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return &apierr.Error{Code: c.code, Message: apierr.Sentence(err.Error())}
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &apierr.Error{Code: apierr.Internal, Message: "The thumbnail could not be made.", Cause: err}
+}

@@ -1,0 +1,134 @@
+// Package apierr is the one error type of thumbd's API: an answer given
+// instead of a result, with its HTTP status, its documented code and a
+// sentence for a person. Stages and handlers return these as errors; one
+// function in the service writes them (and counts the rejections).
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Code is an error code of the API (the README lists every one).
+type Code string
+
+const (
+	NotFound           Code = "not_found"
+	MethodNotAllowed   Code = "method_not_allowed"
+	BadParameter       Code = "bad_parameter"
+	BadSourceName      Code = "bad_source_name"
+	SourceNotFound     Code = "source_not_found"
+	SourcesDisabled    Code = "sources_disabled"
+	BodyTooLarge       Code = "body_too_large"
+	SourceTooLarge     Code = "source_too_large"
+	UnsupportedFormat  Code = "unsupported_format"
+	UnprocessableImage Code = "unprocessable_image"
+	TooManyPixels      Code = "too_many_pixels"
+	TooManyFrames      Code = "too_many_frames"
+	QueueFull          Code = "queue_full"
+	DeadlineExceeded   Code = "deadline_exceeded"
+	Internal           Code = "internal_error"
+	// ClientGone is counted but never sent: the client left before the
+	// answer (nginx's 499).
+	ClientGone Code = "client_gone"
+)
+
+// StatusClientGone is the status ClientGone carries: no response is written.
+const StatusClientGone = 499
+
+// codes is every code with its status, in the README's order.
+var codes = [...]struct {
+	code   Code
+	status int
+}{
+	{BadParameter, http.StatusBadRequest},
+	{BadSourceName, http.StatusBadRequest},
+	{NotFound, http.StatusNotFound},
+	{SourceNotFound, http.StatusNotFound},
+	{SourcesDisabled, http.StatusNotFound},
+	{MethodNotAllowed, http.StatusMethodNotAllowed},
+	{BodyTooLarge, http.StatusRequestEntityTooLarge},
+	{UnsupportedFormat, http.StatusUnsupportedMediaType},
+	{UnprocessableImage, http.StatusUnprocessableEntity},
+	{TooManyPixels, http.StatusUnprocessableEntity},
+	{TooManyFrames, http.StatusUnprocessableEntity},
+	{SourceTooLarge, http.StatusUnprocessableEntity},
+	{QueueFull, http.StatusServiceUnavailable},
+	{DeadlineExceeded, http.StatusGatewayTimeout},
+	{Internal, http.StatusInternalServerError},
+	{ClientGone, StatusClientGone},
+}
+
+// Status is the HTTP status a code is sent with.
+func (c Code) Status() int {
+	for _, e := range codes {
+		if e.code == c {
+			return e.status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// Codes lists every code that can be sent (ClientGone is not).
+func Codes() []Code {
+	var out []Code
+	for _, e := range codes {
+		if e.code != ClientGone {
+			out = append(out, e.code)
+		}
+	}
+	return out
+}
+
+// Error is an answer given instead of a result.
+type Error struct {
+	Code    Code
+	Message string // a sentence for a person; never a stack or a path
+	// Rejection marks a refused or failed thumbnail: it is counted in
+	// thumbd_thumbnail_rejections_total with Code as its reason.
+	Rejection bool
+	// CloseConnection asks for the connection to be closed after the
+	// answer: the request's upload was left unread, and closing costs the
+	// client a reconnect where draining would cost the server the body.
+	CloseConnection bool
+	// Cause is logged with a 5xx, never sent.
+	Cause error
+}
+
+// New returns an error with code and a message made from format and args.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Status is the HTTP status of the answer.
+func (e *Error) Status() int { return e.Code.Status() }
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// From returns the *Error in err's chain, or an internal_error carrying err
+// as its cause: a failure nobody foresaw gets the API's shape too.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Message: "The request could not be completed.", Cause: err}
+}
+
+// Sentence makes an error text read as a sentence for a person: one line,
+// a capital first letter, a full stop.
+func Sentence(s string) string {
+	s = strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")), " ")
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}

@@ -1,0 +1,127 @@
+// Package imagefmt is thumbd's table of image formats: one row per format
+// with its name, media type, how its bytes are recognised, whether thumbd
+// reads it, writes it, and its default quality. The query parser, the
+// sniffer, the engine's exporters and the OpenAPI test all read this table,
+// so a new output format is one row here plus its libvips exporter.
+package imagefmt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+)
+
+// Format is a format's name as the API spells it (`format=webp`).
+type Format string
+
+const (
+	PNG  Format = "png"
+	JPEG Format = "jpeg"
+	WebP Format = "webp"
+	GIF  Format = "gif"
+)
+
+// Spec is one row of the table.
+type Spec struct {
+	Format      Format
+	Name        string // as people write it: "JPEG", "WebP"
+	ContentType string
+	// Input: thumbd accepts the format as a source (decided from Magic);
+	// every other format is refused before libvips sees it.
+	Input bool
+	// Output: thumbd writes the format.
+	Output bool
+	// Quality is the default for `q`; 0 when the encoder takes no quality.
+	Quality int
+	// Alpha: the output keeps transparency (else it is flattened on white).
+	Alpha bool
+	// Magic reports whether bytes start like this format.
+	Magic func(b []byte) bool
+}
+
+// table is fixed at compile time; its order is the order formats are
+// listed in (errors, docs).
+var table = [...]Spec{
+	{Format: PNG, Name: "PNG", ContentType: "image/png", Input: true, Output: true, Alpha: true, Magic: prefix("\x89PNG\r\n\x1a\n")},
+	{Format: JPEG, Name: "JPEG", ContentType: "image/jpeg", Input: true, Output: true, Quality: 80, Magic: prefix("\xFF\xD8\xFF")},
+	{Format: WebP, Name: "WebP", ContentType: "image/webp", Input: true, Output: true, Quality: 80, Alpha: true, Magic: isWebP},
+	{Format: GIF, Name: "GIF", ContentType: "image/gif", Input: true, Magic: isGIF},
+}
+
+func prefix(p string) func([]byte) bool {
+	return func(b []byte) bool { return bytes.HasPrefix(b, []byte(p)) }
+}
+
+func isWebP(b []byte) bool {
+	return len(b) >= 12 && bytes.Equal(b[:4], []byte("RIFF")) && bytes.Equal(b[8:12], []byte("WEBP"))
+}
+
+func isGIF(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("GIF87a")) || bytes.HasPrefix(b, []byte("GIF89a"))
+}
+
+// Lookup returns the row of a format name.
+func Lookup(f Format) (Spec, bool) {
+	for _, s := range table {
+		if s.Format == f {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// Sniff returns the input format buf starts with; ok is false when buf is
+// no format thumbd reads (the caller answers 415).
+func Sniff(buf []byte) (Spec, bool) {
+	for _, s := range table {
+		if s.Input && s.Magic(buf) {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// Outputs lists the formats thumbd writes, in table order.
+func Outputs() []Format { return list(func(s Spec) bool { return s.Output }) }
+
+// Inputs lists the formats thumbd reads, in table order.
+func Inputs() []Format { return list(func(s Spec) bool { return s.Input }) }
+
+func list(keep func(Spec) bool) []Format {
+	var out []Format
+	for _, s := range table {
+		if keep(s) {
+			out = append(out, s.Format)
+		}
+	}
+	return out
+}
+
+// InputNames lists the readable formats for a person: "JPEG, PNG, WebP or GIF".
+func InputNames() string {
+	var names []string
+	for _, s := range table {
+		if s.Input {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// ContentType is the format's media type ("" for a name not in the table).
+func (f Format) ContentType() string {
+	s, _ := Lookup(f)
+	return s.ContentType
+}
+
+// GIFScreen reads a GIF's logical screen size (bytes 6-9, little-endian):
+// what the header declares, whatever the frames say.
+func GIFScreen(buf []byte) (w, h int, ok bool) {
+	if !isGIF(buf) || len(buf) < 10 {
+		return 0, 0, false
+	}
+	return int(binary.LittleEndian.Uint16(buf[6:])), int(binary.LittleEndian.Uint16(buf[8:])), true
+}

@@ -1,0 +1,165 @@
+// Package params is the parse stage: it turns a request's query into typed
+// values and refuses what the contract refuses. Queries are strict on every
+// route: a bad escape, a parameter the route does not know or one given
+// twice is a 400 bad_parameter naming it, so that a typo such as widht=100
+// never silently gives the default size.
+package params
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// Query decodes a raw query string, allowing only the known names, each at
+// most once.
+func Query(raw string, known ...string) (map[string]string, error) {
+	v, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, apierr.New(apierr.BadParameter, "The query string is malformed: %s.", err)
+	}
+	q := make(map[string]string, len(v))
+	for _, name := range sortedKeys(v) {
+		if !slices.Contains(known, name) {
+			return nil, apierr.New(apierr.BadParameter, "Parameter %q is not known here; this route takes %s.", name, list(known))
+		}
+		if len(v[name]) > 1 {
+			return nil, apierr.New(apierr.BadParameter, "Parameter %q is given %d times; give it once.", name, len(v[name]))
+		}
+		q[name] = v[name][0]
+	}
+	return q, nil
+}
+
+// sortedKeys makes the parameter an error names the same on every run.
+func sortedKeys(v url.Values) []string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "no parameters"
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// bad is a 400 about one parameter.
+func bad(name, format string, args ...any) error {
+	return apierr.New(apierr.BadParameter, "Parameter %q %s.", name, fmt.Sprintf(format, args...))
+}
+
+// Int reads q[name] as a decimal integer in lo..hi; def when absent.
+func Int(q map[string]string, name string, def, lo, hi int64) (int64, error) {
+	v, ok := q[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, bad(name, "must be an integer from %d to %d", lo, hi)
+	}
+	return n, nil
+}
+
+// DefaultSide is the box's side when neither w nor h is given.
+const DefaultSide = 256
+
+// Thumbnail is a parsed thumbnail request.
+type Thumbnail struct {
+	Options thumb.Options
+	// Src names the source file (GET /thumbnail?src=); empty when the
+	// source is the request body.
+	Src string
+}
+
+// optionNames are the parameters of every thumbnail request.
+var optionNames = []string{"w", "h", "fit", "gravity", "format", "q"}
+
+// Upload parses the query of POST /thumbnail (the body is the source).
+func Upload(raw string, maxSide int) (Thumbnail, error) {
+	q, err := Query(raw, optionNames...)
+	if err != nil {
+		return Thumbnail{}, err
+	}
+	o, err := options(q, maxSide)
+	return Thumbnail{Options: o}, err
+}
+
+// Named parses the query of GET /thumbnail, whose source is named by src.
+func Named(raw string, maxSide int) (Thumbnail, error) {
+	q, err := Query(raw, append([]string{"src"}, optionNames...)...)
+	if err != nil {
+		return Thumbnail{}, err
+	}
+	o, err := options(q, maxSide)
+	return Thumbnail{Options: o, Src: q["src"]}, err
+}
+
+// options reads the thumbnail options; maxSide bounds w and h.
+func options(q map[string]string, maxSide int) (thumb.Options, error) {
+	o := thumb.Options{Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+	w, err := Int(q, "w", 0, 1, int64(maxSide))
+	if err != nil {
+		return thumb.Options{}, err
+	}
+	h, err := Int(q, "h", 0, 1, int64(maxSide))
+	if err != nil {
+		return thumb.Options{}, err
+	}
+	o.Width, o.Height = int(w), int(h)
+	if o.Width == 0 && o.Height == 0 {
+		o.Width, o.Height = min(DefaultSide, maxSide), min(DefaultSide, maxSide)
+	}
+	if o.Fit, err = oneOf(q, "fit", thumb.Fits()); err != nil {
+		return thumb.Options{}, err
+	}
+	if o.Gravity, err = oneOf(q, "gravity", thumb.Gravities()); err != nil {
+		return thumb.Options{}, err
+	}
+	if o.Format, err = oneOf(q, "format", imagefmt.Outputs()); err != nil {
+		return thumb.Options{}, err
+	}
+	spec, _ := imagefmt.Lookup(o.Format)
+	// q is checked whatever the format, so that a bad value is never
+	// silently ignored; formats without a quality ignore a good one.
+	quality, err := Int(q, "q", int64(max(spec.Quality, 1)), 1, 100)
+	if err != nil {
+		return thumb.Options{}, err
+	}
+	if spec.Quality != 0 {
+		o.Quality = int(quality)
+	}
+	return o, nil
+}
+
+// oneOf reads q[name] as one of the allowed values; the first is the
+// default when the parameter is absent.
+func oneOf[T ~string](q map[string]string, name string, allowed []T) (T, error) {
+	v, ok := q[name]
+	if !ok {
+		return allowed[0], nil
+	}
+	if slices.Contains(allowed, T(v)) {
+		return T(v), nil
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return "", bad(name, "must be one of %s", strings.Join(names, ", "))
+}

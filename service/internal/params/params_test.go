@@ -1,0 +1,171 @@
+package params
+
+import (
+	"errors"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+func TestQueryIsStrict(t *testing.T) {
+	tests := []struct {
+		raw   string
+		names string // the parameters the error must name; "" for no error
+	}{
+		{"", ""},
+		{"n=5", ""},
+		{"n=", ""},
+		{"widht=100", `"widht"`},
+		{"n=1&n=2", `"n"`},
+		{"n=1&x=1&y=2", `"x"`},
+		{"=1", `""`},
+		{"n=%zz", "malformed"},
+		{"n=1;x=2", "malformed"},
+	}
+	for _, tc := range tests {
+		q, err := Query(tc.raw, "n")
+		if tc.names == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.raw, err)
+			}
+			continue
+		}
+		var e *apierr.Error
+		if !errors.As(err, &e) || e.Code != apierr.BadParameter || !strings.Contains(e.Message, tc.names) {
+			t.Errorf("%q: got %v (%v), want a bad_parameter naming %s", tc.raw, err, q, tc.names)
+		}
+	}
+}
+
+func TestInt(t *testing.T) {
+	q := map[string]string{"a": "7", "b": "x", "c": "101", "d": "-1"}
+	if n, err := Int(q, "a", 1, 0, 100); n != 7 || err != nil {
+		t.Errorf("a: %d %v", n, err)
+	}
+	if n, err := Int(q, "absent", 42, 0, 100); n != 42 || err != nil {
+		t.Errorf("default: %d %v", n, err)
+	}
+	for _, name := range []string{"b", "c", "d"} {
+		if _, err := Int(q, name, 0, 0, 100); err == nil || !strings.Contains(err.Error(), strconv.Quote(name)) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestUploadOptions(t *testing.T) {
+	def := thumb.Options{Width: 256, Height: 256, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+	tests := []struct {
+		raw  string
+		want thumb.Options
+		bad  string // the parameter named in the error
+	}{
+		{"", def, ""},
+		{"w=100", thumb.Options{Width: 100, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}, ""},
+		{"h=4096&fit=inside&gravity=entropy&format=webp&q=1", thumb.Options{Height: 4096, Fit: thumb.FitInside, Gravity: thumb.GravityEntropy, Format: imagefmt.WebP, Quality: 1}, ""},
+		{"format=jpeg", thumb.Options{Width: 256, Height: 256, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.JPEG, Quality: 80}, ""},
+		{"format=png&q=10", def, ""},
+		{"w=0", thumb.Options{}, "w"},
+		{"w=4097", thumb.Options{}, "w"},
+		{"w=+5", thumb.Options{}, "w"},
+		{"w=5x", thumb.Options{}, "w"},
+		{"h=-1", thumb.Options{}, "h"},
+		{"fit=Cover", thumb.Options{}, "fit"},
+		{"gravity=center", thumb.Options{}, "gravity"},
+		{"format=jpg", thumb.Options{}, "format"},
+		{"format=gif", thumb.Options{}, "format"},
+		{"q=0", thumb.Options{}, "q"},
+		{"q=100.0", thumb.Options{}, "q"},
+		{"format=png&q=0x", thumb.Options{}, "q"},
+		{"src=a.jpg", thumb.Options{}, "src"},
+		{"w=5&w=6", thumb.Options{}, "w"},
+	}
+	for _, tc := range tests {
+		got, err := Upload(tc.raw, 4096)
+		switch {
+		case tc.bad == "" && err != nil:
+			t.Errorf("%q: %v", tc.raw, err)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), strconv.Quote(tc.bad))):
+			t.Errorf("%q: error %v, want one about %q", tc.raw, err, tc.bad)
+		case tc.bad == "" && (got.Options != tc.want || got.Src != ""):
+			t.Errorf("%q: got %+v, want %+v", tc.raw, got, tc.want)
+		}
+	}
+	if got, _ := Upload("", 100); got.Options.Width != 100 || got.Options.Height != 100 {
+		t.Errorf("default box above max side: %+v", got)
+	}
+}
+
+func TestNamed(t *testing.T) {
+	got, err := Named("src=a/b.jpg&w=10", 4096)
+	if err != nil || got.Src != "a/b.jpg" || got.Options.Width != 10 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if got, err := Named("w=10", 4096); err != nil || got.Src != "" {
+		t.Fatalf("no src: %+v %v (the source stage refuses an empty name)", got, err)
+	}
+}
+
+func FuzzQuery(f *testing.F) {
+	for _, q := range []string{
+		"", "w=100", "h=4096&fit=inside&gravity=entropy&format=webp&q=1", "w=0", "w=-1", "w=4097",
+		"w=99999999999999999999", "w=1e3", "w=0x10", "w=+5", "w= 5", "w=5&w=abc", "w=abc&w=5",
+		"fit=Cover", "gravity=center", "format=jpg", "q=100.0", "q=", "w=%zz", "w=%EF%BC%95",
+		"w=\u0665", "fit=cover%00", "format=png;q=3", "w=1&h=1&fit=contain&format=jpeg&q=100",
+		"w=256&h=256&fit=cover&gravity=attention", "q=-0", "w=007", "h=4096&w=4096", "&&&=&w", "src=x&w=1",
+	} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		req, err := Upload(raw, 4096)
+		if err != nil {
+			var e *apierr.Error
+			if !errors.As(err, &e) || e.Code != apierr.BadParameter || !strings.HasSuffix(e.Message, ".") {
+				t.Fatalf("%q: error %v is not a bad_parameter sentence", raw, err)
+			}
+			return
+		}
+		o := req.Options
+		// What parsed was a query of known names, each given once.
+		v, perr := url.ParseQuery(raw)
+		if perr != nil {
+			t.Fatalf("%q parsed though url.ParseQuery refuses it: %v", raw, perr)
+		}
+		for k, vs := range v {
+			if len(vs) != 1 || !slices.Contains(optionNames, k) {
+				t.Fatalf("%q: accepted %s=%v", raw, k, vs)
+			}
+		}
+		if o.Width < 0 || o.Width > 4096 || o.Height < 0 || o.Height > 4096 || (o.Width == 0 && o.Height == 0) {
+			t.Fatalf("%q: box %dx%d", raw, o.Width, o.Height)
+		}
+		spec, ok := imagefmt.Lookup(o.Format)
+		if !ok || !spec.Output || (spec.Quality != 0 && (o.Quality < 1 || o.Quality > 100)) || (spec.Quality == 0 && o.Quality != 0) {
+			t.Fatalf("%q: %+v", raw, o)
+		}
+		if !slices.Contains(thumb.Fits(), o.Fit) || !slices.Contains(thumb.Gravities(), o.Gravity) {
+			t.Fatalf("%q: %+v", raw, o)
+		}
+		// The options written back as a query parse to the same
+		// thumbnail: what the ETag is derived from names one output.
+		back := url.Values{"fit": {string(o.Fit)}, "gravity": {string(o.Gravity)}, "format": {string(o.Format)}}
+		if o.Quality > 0 {
+			back.Set("q", strconv.Itoa(o.Quality))
+		}
+		if o.Width > 0 {
+			back.Set("w", strconv.Itoa(o.Width))
+		}
+		if o.Height > 0 {
+			back.Set("h", strconv.Itoa(o.Height))
+		}
+		again, err := Upload(back.Encode(), 4096)
+		if err != nil || again.Options.Normalised() != o.Normalised() {
+			t.Fatalf("%q: %+v reparsed as %+v (%v)", raw, o, again.Options, err)
+		}
+	})
+}

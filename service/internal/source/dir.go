@@ -1,0 +1,64 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+)
+
+// Dir is the source directory of GET /thumbnail?src=NAME.
+type Dir struct {
+	Limits
+	Root *os.Root // os.Root refuses names that escape it, symlinks included
+}
+
+// File is one named file of the directory.
+func (d *Dir) File(name string) Source { return file{d, name} }
+
+type file struct {
+	dir  *Dir
+	name string
+}
+
+// validName applies the contract's rules before the file system is asked.
+func validName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, "/") && !strings.Contains(name, "..") &&
+		!strings.ContainsRune(name, 0) && !strings.Contains(name, "\\")
+}
+
+func (f file) Read(ctx context.Context) (*Blob, error) {
+	if !validName(f.name) {
+		return nil, apierr.New(apierr.BadSourceName, "Parameter \"src\" must name a file inside the source directory: relative, without \"..\".")
+	}
+	// Non-blocking: opening a FIFO for reading otherwise waits for a
+	// writer, forever. Regular files ignore the flag; anything else is
+	// refused below.
+	fh, err := f.dir.Root.OpenFile(f.name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, apierr.New(apierr.SourceNotFound, "No source named %q.", f.name)
+		}
+		return nil, apierr.New(apierr.BadSourceName, "Source name %q is not inside the source directory.", f.name)
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return nil, apierr.New(apierr.SourceNotFound, "No source file named %q.", f.name)
+	}
+	tooLarge := func() error {
+		return apierr.New(apierr.SourceTooLarge, "Source %q is larger than the %d bytes allowed.", f.name, f.dir.MaxBytes)
+	}
+	if info.Size() > f.dir.MaxBytes {
+		return nil, tooLarge()
+	}
+	blob, err := f.dir.read(fh, tooLarge)
+	if err != nil && apierr.From(err).Code == apierr.Internal {
+		return nil, &apierr.Error{Code: apierr.Internal, Message: "The source could not be read.", Cause: err}
+	}
+	return blob, err
+}

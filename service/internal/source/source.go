@@ -1,0 +1,68 @@
+// Package source is the source stage: it yields the bytes a thumbnail is
+// made from, with their identity for the ETag. Every kind (the request
+// body, a file of the source directory, and next an HTTP origin) reads
+// through the same byte budget and the same size limit, so memory held by
+// sources is bounded whatever they come from.
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/apierr"
+)
+
+// Source yields one request's source bytes. Read is called once.
+type Source interface {
+	Read(ctx context.Context) (*Blob, error)
+}
+
+// Blob is a source's bytes, held against the byte budget until Release.
+type Blob struct {
+	Bytes []byte
+	// ID is the hex SHA-256 of Bytes: the same bytes always have the same
+	// identity, whatever kind of source they came from.
+	ID      string
+	release func()
+}
+
+// Release gives the blob's bytes back to the budget. Call it once the
+// bytes are no longer used.
+func (b *Blob) Release() {
+	if b.release != nil {
+		b.release()
+		b.release = nil
+	}
+}
+
+// Limits are what every source kind shares.
+type Limits struct {
+	MaxBytes int64            // largest source
+	Budget   *admission.Bytes // bytes held by every source being read or processed
+}
+
+// read reads r whole through the budget, hashing as it goes. tooLarge is
+// the error for a source over the limit; the budget being spent is a 503.
+func (l Limits) read(r io.Reader, tooLarge func() error) (*Blob, error) {
+	budget := l.Budget.Reader(io.LimitReader(r, l.MaxBytes+1))
+	h := sha256.New()
+	b, err := io.ReadAll(io.TeeReader(budget, h))
+	if err == nil && int64(len(b)) > l.MaxBytes {
+		err = tooLarge()
+	}
+	if err != nil {
+		budget.Close()
+		if errors.Is(err, admission.ErrNoRoom) {
+			return nil, &apierr.Error{Code: apierr.QueueFull, Message: "Too many sources are being held; retry shortly.", CloseConnection: true}
+		}
+		return nil, err
+	}
+	return &Blob{Bytes: b, ID: hexSum(h), release: budget.Close}, nil
+}
+
+func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }

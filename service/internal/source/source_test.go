@@ -1,0 +1,104 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/apierr"
+)
+
+func code(err error) apierr.Code {
+	if err == nil {
+		return ""
+	}
+	return apierr.From(err).Code
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+func TestUpload(t *testing.T) {
+	budget := admission.NewBytes(25)
+	limits := Limits{MaxBytes: 10, Budget: budget}
+	ctx := context.Background()
+
+	blob, err := Upload{Limits: limits, Body: strings.NewReader("0123456789"), Length: 10}.Read(ctx)
+	sum := sha256.Sum256([]byte("0123456789"))
+	if err != nil || string(blob.Bytes) != "0123456789" || blob.ID != hex.EncodeToString(sum[:]) || budget.Used() != 10 {
+		t.Fatalf("exactly the limit: %v %+v used %d", err, blob, budget.Used())
+	}
+	for name, u := range map[string]Upload{
+		"declared too large": {Limits: limits, Body: strings.NewReader(""), Length: 11},
+		"longer than said":   {Limits: limits, Body: strings.NewReader("0123456789a"), Length: 3},
+		"length unknown":     {Limits: limits, Body: strings.NewReader("0123456789ab"), Length: -1},
+	} {
+		_, err := u.Read(ctx)
+		if e := apierr.From(err); e.Code != apierr.BodyTooLarge || !e.CloseConnection {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := (Upload{Limits: limits, Body: failingReader{}, Length: -1}).Read(ctx); code(err) != apierr.BadParameter {
+		t.Errorf("broken body: %v", err)
+	}
+	// 10 held, 15 left: a second 10 fits, a third does not.
+	second, err := Upload{Limits: limits, Body: strings.NewReader("abcdefghij"), Length: -1}.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Upload{Limits: limits, Body: strings.NewReader("ABCDEFGHIJ"), Length: -1}).Read(ctx); code(err) != apierr.QueueFull {
+		t.Errorf("past the budget: %v", err)
+	}
+	if budget.Used() != 20 {
+		t.Errorf("a refused read kept %d bytes", budget.Used()-20)
+	}
+	blob.Release()
+	second.Release()
+	second.Release() // twice is harmless
+	if budget.Used() != 0 {
+		t.Errorf("used %d after release", budget.Used())
+	}
+}
+
+func TestDirFile(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "src")
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "a.jpg"), []byte("abc"), 0o644)
+	os.WriteFile(filepath.Join(dir, "big.jpg"), make([]byte, 11), 0o644)
+	os.WriteFile(filepath.Join(parent, "secret.jpg"), []byte("x"), 0o644)
+	os.Symlink(parent, filepath.Join(dir, "up"))
+	syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	budget := admission.NewBytes(100)
+	d := &Dir{Limits: Limits{MaxBytes: 10, Budget: budget}, Root: root}
+	blob, err := d.File("sub/a.jpg").Read(context.Background())
+	if err != nil || string(blob.Bytes) != "abc" {
+		t.Fatalf("%v %+v", err, blob)
+	}
+	blob.Release()
+	for name, want := range map[string]apierr.Code{
+		"": apierr.BadSourceName, "../secret.jpg": apierr.BadSourceName, "/etc/passwd": apierr.BadSourceName,
+		`sub\a.jpg`: apierr.BadSourceName, "up/secret.jpg": apierr.BadSourceName, "nope.jpg": apierr.SourceNotFound,
+		"sub": apierr.SourceNotFound, "fifo": apierr.SourceNotFound, "big.jpg": apierr.SourceTooLarge,
+	} {
+		if _, err := d.File(name).Read(context.Background()); code(err) != want {
+			t.Errorf("%q: %v, want %s", name, err, want)
+		}
+	}
+	if budget.Used() != 0 {
+		t.Errorf("budget used %d", budget.Used())
+	}
+}
