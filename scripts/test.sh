@@ -63,6 +63,10 @@ main() {
   promtool_check
   step "the run command (scripts/run.sh)"
   run_command_check
+  # go test above links Debian's libvips; the engine's own tests (goldens,
+  # metadata stripping, animation) also run against the images' libvips.
+  step "engine tests against the images' libvips"
+  (source scripts/build.sh && flavour_go slim test -count=1 ./service/internal/thumb)
   step "Node twin"
   scripts/test-twin.sh
   step "Kubernetes manifests"

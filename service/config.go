@@ -16,22 +16,23 @@ import (
 // config is every setting, read once from flags and environment and passed
 // down typed. Each flag has an environment twin; a flag wins over its twin.
 type config struct {
-	Port              int
-	MaxBodyBytes      int64
-	MaxPixels         int64
-	MaxFrames         int
-	MaxSide           int
-	Concurrency       int
-	Queue             int
-	Deadline          time.Duration
-	SourceDir         string
-	ShutdownDelay     time.Duration
-	ShutdownTimeout   time.Duration
-	LogLevel          slog.Level
-	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
+	Port               int
+	MaxBodyBytes       int64
+	MaxPixels          int64
+	MaxFrames          int
+	MaxAnimationPixels int64
+	MaxSide            int
+	Concurrency        int
+	Queue              int
+	Deadline           time.Duration
+	SourceDir          string
+	ShutdownDelay      time.Duration
+	ShutdownTimeout    time.Duration
+	LogLevel           slog.Level
+	ReadHeaderTimeout  time.Duration
+	ReadTimeout        time.Duration
+	WriteTimeout       time.Duration
+	IdleTimeout        time.Duration
 }
 
 // setting is one row of the settings table: the single source of truth for
@@ -56,6 +57,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`) and source file", int64Value(&c.MaxBodyBytes)},
 		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", int64Value(&c.MaxPixels)},
 		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", intValue(&c.MaxFrames)},
+		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", int64Value(&c.MaxAnimationPixels)},
 		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", intValue(&c.MaxSide)},
 		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once; libvips' thread pool is sized to it too", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
 		{"THUMBD_QUEUE", "queue", "32", "", "admitted thumbnails that may wait for a slot; beyond: 503", intValue(&c.Queue)},
@@ -116,6 +118,7 @@ func (c config) validate() []error {
 	check(c.MaxBodyBytes >= 1, "max body bytes %d: want at least 1", c.MaxBodyBytes)
 	check(c.MaxPixels >= 1, "max pixels %d: want at least 1", c.MaxPixels)
 	check(c.MaxFrames >= 1, "max frames %d: want at least 1", c.MaxFrames)
+	check(c.MaxAnimationPixels >= 1, "max animation pixels %d: want at least 1", c.MaxAnimationPixels)
 	check(c.MaxSide >= 1 && c.MaxSide <= 16384, "max side %d: want 1..16384", c.MaxSide)
 	check(c.Concurrency >= 1 && c.Concurrency <= 1024, "concurrency %d: want 1..1024", c.Concurrency)
 	check(c.Queue >= 0 && c.Queue <= 100000, "queue %d: want 0..100000", c.Queue)

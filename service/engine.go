@@ -63,6 +63,7 @@ func engineError(err error) error {
 		{thumb.ErrUnsupportedFormat, apierr.UnsupportedFormat},
 		{thumb.ErrTooManyPixels, apierr.TooManyPixels},
 		{thumb.ErrTooManyFrames, apierr.TooManyFrames},
+		{thumb.ErrAnimationTooLarge, apierr.AnimationTooLarge},
 		{thumb.ErrUndecodable, apierr.UnprocessableImage},
 	}
 	for _, c := range codes {

@@ -46,6 +46,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return serve(ctx, cfg, stderr, nil)
 }
 
+// engineConfig is what the libvips engine takes from the configuration.
+func engineConfig(cfg config, logger *slog.Logger) thumb.Config {
+	return thumb.Config{
+		MaxPixels: cfg.MaxPixels, MaxFrames: cfg.MaxFrames, MaxSide: cfg.MaxSide, MaxAnimationPixels: cfg.MaxAnimationPixels,
+		// libvips' own thread pool follows the CPUs the process may use
+		// (GOMAXPROCS reads the cgroup limit), so a 1-CPU pod does not run
+		// a thread per host core.
+		Threads: cfg.Concurrency,
+		Logger:  logger,
+	}
+}
+
 // serve runs the service with cfg until ctx is done. When listening is
 // non-nil it receives the bound address once the listener is open (tests
 // use port 0).
@@ -69,14 +81,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		return err
 	}
 	life := newLifecycle()
-	engine := thumb.New(thumb.Config{
-		MaxPixels: cfg.MaxPixels, MaxFrames: cfg.MaxFrames, MaxSide: cfg.MaxSide,
-		// libvips' own thread pool follows the CPUs the process may use
-		// (GOMAXPROCS reads the cgroup limit), so a 1-CPU pod does not run
-		// a thread per host core.
-		Threads: cfg.Concurrency,
-		Logger:  logger,
-	})
+	engine := thumb.New(engineConfig(cfg, logger))
 	engineUp := make(chan struct{})
 	go func() {
 		defer close(engineUp)

@@ -12,8 +12,8 @@ import (
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
-// testEngine is started once: govips cannot start libvips twice in one
-// process, so every test of this package shares it.
+// testEngine starts libvips once: govips cannot start it twice in one
+// process. Tests make engine values of their own for their limits.
 var testEngine *thumb.Engine
 
 func TestMain(m *testing.M) {
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	testEngine = thumb.New(thumb.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, Threads: 1,
+	testEngine = thumb.New(thumb.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	testEngine.Start()
 	os.Exit(m.Run())
@@ -53,7 +53,10 @@ func newTestDeps(t *testing.T, cfg config) deps {
 	}
 	life := newLifecycle()
 	life.engineStarted()
-	return newDeps(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), testEngine, life, root)
+	// libvips is up (testEngine started it); an engine value of its own
+	// carries this configuration's limits.
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return newDeps(cfg, logger, thumb.New(engineConfig(cfg, logger)), life, root)
 }
 
 func newTestServer(t *testing.T, cfg config) (*httptest.Server, deps) {

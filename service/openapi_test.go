@@ -100,7 +100,7 @@ func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 	want := map[string][]string{
 		"fit":     strs(thumb.Fits()),
 		"gravity": strs(thumb.Gravities()),
-		"format":  strs(imagefmt.Outputs()),
+		"format":  strs(append(imagefmt.Outputs(), imagefmt.Auto)),
 	}
 	for _, method := range []string{"get", "post"} {
 		for _, p := range doc.Paths["/thumbnail"][method].Parameters {

@@ -55,6 +55,9 @@ func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, sourc
 	return t.respond.handle(func(w http.ResponseWriter, r *http.Request) error {
 		req, src, err := parse(r)
 		if err == nil {
+			if req.Negotiate(r.Header.Get("Accept")) {
+				w.Header().Add("Vary", "Accept")
+			}
 			err = t.run(w, r, req, src)
 		}
 		if err == nil {

@@ -27,6 +27,7 @@ const (
 	UnprocessableImage Code = "unprocessable_image"
 	TooManyPixels      Code = "too_many_pixels"
 	TooManyFrames      Code = "too_many_frames"
+	AnimationTooLarge  Code = "animation_too_large"
 	QueueFull          Code = "queue_full"
 	DeadlineExceeded   Code = "deadline_exceeded"
 	Internal           Code = "internal_error"
@@ -54,6 +55,7 @@ var codes = [...]struct {
 	{UnprocessableImage, http.StatusUnprocessableEntity},
 	{TooManyPixels, http.StatusUnprocessableEntity},
 	{TooManyFrames, http.StatusUnprocessableEntity},
+	{AnimationTooLarge, http.StatusUnprocessableEntity},
 	{SourceTooLarge, http.StatusUnprocessableEntity},
 	{QueueFull, http.StatusServiceUnavailable},
 	{DeadlineExceeded, http.StatusGatewayTimeout},

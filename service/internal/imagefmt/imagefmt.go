@@ -15,6 +15,9 @@ import (
 type Format string
 
 const (
+	// Auto is format=auto: the best format the Accept header allows.
+	Auto Format = "auto"
+
 	PNG  Format = "png"
 	JPEG Format = "jpeg"
 	WebP Format = "webp"
@@ -35,6 +38,15 @@ type Spec struct {
 	Quality int
 	// Alpha: the output keeps transparency (else it is flattened on white).
 	Alpha bool
+	// Animated: the output can hold every frame of an animation.
+	Animated bool
+	// Auto ranks the format for format=auto when the Accept header allows
+	// it as much as another: higher wins; 0 never chosen.
+	Auto int
+	// Listed: format=auto chooses it only when Accept names it exactly
+	// ("image/webp"); a wildcard says nothing about newer formats, and
+	// every browser sends one.
+	Listed bool
 	// Magic reports whether bytes start like this format.
 	Magic func(b []byte) bool
 }
@@ -42,9 +54,9 @@ type Spec struct {
 // table is fixed at compile time; its order is the order formats are
 // listed in (errors, docs).
 var table = [...]Spec{
-	{Format: PNG, Name: "PNG", ContentType: "image/png", Input: true, Output: true, Alpha: true, Magic: prefix("\x89PNG\r\n\x1a\n")},
-	{Format: JPEG, Name: "JPEG", ContentType: "image/jpeg", Input: true, Output: true, Quality: 80, Magic: prefix("\xFF\xD8\xFF")},
-	{Format: WebP, Name: "WebP", ContentType: "image/webp", Input: true, Output: true, Quality: 80, Alpha: true, Magic: isWebP},
+	{Format: PNG, Name: "PNG", ContentType: "image/png", Input: true, Output: true, Alpha: true, Auto: 1, Magic: prefix("\x89PNG\r\n\x1a\n")},
+	{Format: JPEG, Name: "JPEG", ContentType: "image/jpeg", Input: true, Output: true, Quality: 80, Auto: 2, Magic: prefix("\xFF\xD8\xFF")},
+	{Format: WebP, Name: "WebP", ContentType: "image/webp", Input: true, Output: true, Quality: 80, Alpha: true, Animated: true, Auto: 3, Listed: true, Magic: isWebP},
 	{Format: GIF, Name: "GIF", ContentType: "image/gif", Input: true, Magic: isGIF},
 }
 

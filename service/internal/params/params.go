@@ -7,6 +7,7 @@ package params
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -87,8 +88,19 @@ type Thumbnail struct {
 	Src string
 }
 
+// Negotiate resolves format=auto with the request's Accept header and
+// reports whether it did: the answer then varies with Accept.
+func (t *Thumbnail) Negotiate(accept string) bool {
+	if t.Options.Format != imagefmt.Auto {
+		return false
+	}
+	c := imagefmt.Negotiate(accept)
+	t.Options.Format, t.Options.AlphaFormat = c.Opaque, c.Alpha
+	return true
+}
+
 // optionNames are the parameters of every thumbnail request.
-var optionNames = []string{"w", "h", "fit", "gravity", "format", "q"}
+var optionNames = []string{"w", "h", "fit", "gravity", "format", "q", "dpr", "animated"}
 
 // Upload parses the query of POST /thumbnail (the body is the source).
 func Upload(raw string, maxSide int) (Thumbnail, error) {
@@ -131,20 +143,73 @@ func options(q map[string]string, maxSide int) (thumb.Options, error) {
 	if o.Gravity, err = oneOf(q, "gravity", thumb.Gravities()); err != nil {
 		return thumb.Options{}, err
 	}
-	if o.Format, err = oneOf(q, "format", imagefmt.Outputs()); err != nil {
+	if o.Format, err = oneOf(q, "format", append(imagefmt.Outputs(), imagefmt.Auto)); err != nil {
 		return thumb.Options{}, err
 	}
-	spec, _ := imagefmt.Lookup(o.Format)
+	if o.Width, o.Height, err = scale(q, o.Width, o.Height, maxSide); err != nil {
+		return thumb.Options{}, err
+	}
 	// q is checked whatever the format, so that a bad value is never
 	// silently ignored; formats without a quality ignore a good one.
-	quality, err := Int(q, "q", int64(max(spec.Quality, 1)), 1, 100)
+	// format=auto without q leaves it to the chosen format's default.
+	spec, _ := imagefmt.Lookup(o.Format)
+	quality, err := Int(q, "q", int64(spec.Quality), 1, 100)
 	if err != nil {
 		return thumb.Options{}, err
 	}
-	if spec.Quality != 0 {
+	if spec.Quality != 0 || o.Format == imagefmt.Auto {
 		o.Quality = int(quality)
 	}
+	if o.Animated, err = boolean(q, "animated"); err != nil {
+		return thumb.Options{}, err
+	}
+	if o.Animated && o.Format != imagefmt.Auto && !spec.Animated {
+		return thumb.Options{}, bad("animated", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
+	}
 	return o, nil
+}
+
+// scale applies dpr, the device pixel ratio (1 to 4, as CSS writes it:
+// "2", "1.5"): it multiplies the box, bounded by the max side.
+func scale(q map[string]string, w, h, maxSide int) (int, int, error) {
+	v, ok := q["dpr"]
+	if !ok {
+		return w, h, nil
+	}
+	// Plain decimals only: ParseFloat alone would take "0x1p1" or "1e0".
+	digits := strings.Trim(strings.Replace(v, ".", "", 1), "0123456789")
+	dpr, err := strconv.ParseFloat(v, 64)
+	if err != nil || digits != "" || !(dpr >= 1 && dpr <= 4) {
+		return 0, 0, bad("dpr", "must be a number from 1 to 4, such as 2 or 1.5")
+	}
+	times := func(side int) int {
+		if side == 0 {
+			return 0
+		}
+		return min(int(math.Round(float64(side)*dpr)), maxSide)
+	}
+	return times(w), times(h), nil
+}
+
+// boolean reads q[name] as true or false; false when absent.
+func boolean(q map[string]string, name string) (bool, error) {
+	switch v, ok := q[name]; {
+	case !ok || v == "false":
+		return false, nil
+	case v == "true":
+		return true, nil
+	}
+	return false, bad(name, "must be true or false")
+}
+
+func animatedFormats() []string {
+	var out []string
+	for _, f := range imagefmt.Outputs() {
+		if s, _ := imagefmt.Lookup(f); s.Animated {
+			out = append(out, string(f))
+		}
+	}
+	return out
 }
 
 // oneOf reads q[name] as one of the allowed values; the first is the

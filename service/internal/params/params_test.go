@@ -101,6 +101,51 @@ func TestUploadOptions(t *testing.T) {
 	}
 }
 
+func TestDPRAutoAnimated(t *testing.T) {
+	tests := []struct {
+		raw      string
+		w, h, q  int
+		format   imagefmt.Format
+		animated bool
+		badParam string
+	}{
+		{"dpr=2&w=100&h=50", 200, 100, 0, imagefmt.PNG, false, ""},
+		{"dpr=1.5&w=100", 150, 0, 0, imagefmt.PNG, false, ""},
+		{"dpr=2", 512, 512, 0, imagefmt.PNG, false, ""}, // the default box too
+		{"dpr=4&w=3000", 4096, 0, 0, imagefmt.PNG, false, ""},
+		{"dpr=1&w=7", 7, 0, 0, imagefmt.PNG, false, ""},
+		{"format=auto", 256, 256, 0, imagefmt.Auto, false, ""},
+		{"format=auto&q=40", 256, 256, 40, imagefmt.Auto, false, ""},
+		{"format=auto&animated=true", 256, 256, 0, imagefmt.Auto, true, ""},
+		{"format=webp&animated=true", 256, 256, 80, imagefmt.WebP, true, ""},
+		{"format=webp&animated=false", 256, 256, 80, imagefmt.WebP, false, ""},
+		{"dpr=0.5", 0, 0, 0, "", false, "dpr"},
+		{"dpr=5", 0, 0, 0, "", false, "dpr"},
+		{"dpr=2x", 0, 0, 0, "", false, "dpr"},
+		{"dpr=1e0", 0, 0, 0, "", false, "dpr"},
+		{"dpr=NaN", 0, 0, 0, "", false, "dpr"},
+		{"dpr=", 0, 0, 0, "", false, "dpr"},
+		{"animated=1", 0, 0, 0, "", false, "animated"},
+		{"animated=", 0, 0, 0, "", false, "animated"},
+		{"animated=true", 0, 0, 0, "", false, "animated"}, // png does not animate
+		{"format=jpeg&animated=true", 0, 0, 0, "", false, "animated"},
+	}
+	for _, tc := range tests {
+		got, err := Upload(tc.raw, 4096)
+		o := got.Options
+		switch {
+		case tc.badParam != "":
+			if err == nil || !strings.Contains(err.Error(), strconv.Quote(tc.badParam)) {
+				t.Errorf("%q: %v, want an error about %s", tc.raw, err, tc.badParam)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.raw, err)
+		case o.Width != tc.w || o.Height != tc.h || o.Quality != tc.q && tc.format == imagefmt.Auto || o.Format != tc.format || o.Animated != tc.animated:
+			t.Errorf("%q: %+v", tc.raw, o)
+		}
+	}
+}
+
 func TestNamed(t *testing.T) {
 	got, err := Named("src=a/b.jpg&w=10", 4096)
 	if err != nil || got.Src != "a/b.jpg" || got.Options.Width != 10 {
@@ -118,6 +163,7 @@ func FuzzQuery(f *testing.F) {
 		"fit=Cover", "gravity=center", "format=jpg", "q=100.0", "q=", "w=%zz", "w=%EF%BC%95",
 		"w=\u0665", "fit=cover%00", "format=png;q=3", "w=1&h=1&fit=contain&format=jpeg&q=100",
 		"w=256&h=256&fit=cover&gravity=attention", "q=-0", "w=007", "h=4096&w=4096", "&&&=&w", "src=x&w=1",
+		"format=auto", "format=auto&q=50", "animated=true&format=webp", "animated=1", "dpr=2&w=100", "dpr=1.5", "dpr=0x1p1", "dpr=4.0001",
 	} {
 		f.Add(q)
 	}
@@ -145,15 +191,22 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("%q: box %dx%d", raw, o.Width, o.Height)
 		}
 		spec, ok := imagefmt.Lookup(o.Format)
-		if !ok || !spec.Output || (spec.Quality != 0 && (o.Quality < 1 || o.Quality > 100)) || (spec.Quality == 0 && o.Quality != 0) {
+		switch {
+		case o.Format == imagefmt.Auto:
+			if o.Quality < 0 || o.Quality > 100 {
+				t.Fatalf("%q: %+v", raw, o)
+			}
+		case !ok || !spec.Output || (spec.Quality != 0 && (o.Quality < 1 || o.Quality > 100)) || (spec.Quality == 0 && o.Quality != 0):
 			t.Fatalf("%q: %+v", raw, o)
+		case o.Animated && !spec.Animated:
+			t.Fatalf("%q: animated %s", raw, o.Format)
 		}
 		if !slices.Contains(thumb.Fits(), o.Fit) || !slices.Contains(thumb.Gravities(), o.Gravity) {
 			t.Fatalf("%q: %+v", raw, o)
 		}
 		// The options written back as a query parse to the same
 		// thumbnail: what the ETag is derived from names one output.
-		back := url.Values{"fit": {string(o.Fit)}, "gravity": {string(o.Gravity)}, "format": {string(o.Format)}}
+		back := url.Values{"fit": {string(o.Fit)}, "gravity": {string(o.Gravity)}, "format": {string(o.Format)}, "animated": {strconv.FormatBool(o.Animated)}}
 		if o.Quality > 0 {
 			back.Set("q", strconv.Itoa(o.Quality))
 		}

@@ -21,6 +21,9 @@ var (
 	ErrUnsupportedFormat = errors.New("unsupported image format")
 	ErrTooManyPixels     = errors.New("too many pixels")
 	ErrTooManyFrames     = errors.New("too many frames")
+	// ErrAnimationTooLarge: an animation whose frames x output pixels is
+	// over the budget.
+	ErrAnimationTooLarge = errors.New("animation too large")
 	ErrUndecodable       = errors.New("image cannot be decoded")
 )
 
@@ -28,6 +31,9 @@ var (
 type Config struct {
 	MaxPixels int64 // source width x height (first frame), checked from the header
 	MaxFrames int   // frames/pages of an animated source
+	// MaxAnimationPixels bounds an animated thumbnail: frames x output
+	// width x height.
+	MaxAnimationPixels int64
 	MaxSide   int   // bound for a side derived from the source's aspect ratio
 	Threads   int   // libvips worker threads; 0 lets libvips use every CPU it sees
 	Logger    *slog.Logger
@@ -102,7 +108,8 @@ func slogLevel(l vips.LogLevel) slog.Level {
 type Image struct {
 	Bytes         []byte
 	Format        imagefmt.Format
-	Width, Height int
+	Width, Height int // of one frame
+	Frames        int
 }
 
 // Thumbnail makes one thumbnail of src. The source's format comes from its
@@ -113,10 +120,6 @@ type Image struct {
 func (e *Engine) Thumbnail(ctx context.Context, src []byte, o Options) (Image, error) {
 	if err := ctx.Err(); err != nil {
 		return Image{}, err
-	}
-	export, ok := exporters[o.Format]
-	if !ok {
-		return Image{}, fmt.Errorf("thumb: no exporter for output format %q", o.Format)
 	}
 	if _, ok := imagefmt.Sniff(src); !ok {
 		return Image{}, fmt.Errorf("%w: the body is not a %s image", ErrUnsupportedFormat, imagefmt.InputNames())
@@ -137,26 +140,45 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o Options) (Image, e
 	if h.pages > e.cfg.MaxFrames {
 		return Image{}, fmt.Errorf("%w: the source has %d frames, more than the %d allowed", ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
 	}
+	out := o.output(h.alpha)
+	export, ok := exporters[out.Format]
+	if !ok {
+		return Image{}, fmt.Errorf("thumb: no exporter for output format %q", out.Format)
+	}
+	frames := 1
+	if o.Animated && out.Animated && h.pages > 1 {
+		frames = h.pages
+		// Every frame is decoded: the pixel limit holds for all of them.
+		if px := int64(frames) * int64(h.width) * int64(h.height); px > e.cfg.MaxPixels {
+			return Image{}, fmt.Errorf("%w: the source's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", ErrTooManyPixels, frames, h.width, h.height, px, e.cfg.MaxPixels)
+		}
+	}
 	o = e.resolveBox(o, h)
+	if px := int64(frames) * int64(o.Width) * int64(o.Height); frames > 1 && px > e.cfg.MaxAnimationPixels {
+		return Image{}, fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", ErrAnimationTooLarge, frames, o.Width, o.Height, px, e.cfg.MaxAnimationPixels)
+	}
 	if px := coverPixels(o, h); px > float64(e.cfg.MaxPixels) {
 		// libvips scales the whole source before cropping: a 1x40000 JPEG
 		// covered to 256x256 is a 256x10240000 image (minutes, gigabytes).
 		return Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
 	}
 
-	img, err := e.load(src, o)
+	img, err := e.load(src, o, h, frames)
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
-	if err := e.finish(img, o); err != nil {
+	if err := e.finish(img, o, out); err != nil {
 		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
-	out, err := export(img, o)
+	if o.Quality == 0 {
+		o.Quality = out.Quality
+	}
+	buf, err := export(img, o)
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
-	return Image{Bytes: out, Format: o.Format, Width: img.Width(), Height: img.PageHeight()}, nil
+	return Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight()}, nil
 }
 
 // vipsMessage is libvips' message without the Go stack trace govips
@@ -191,7 +213,9 @@ func coverPixels(o Options, h header) float64 {
 	return math.Ceil(float64(dw)*scale) * math.Ceil(float64(dh)*scale)
 }
 
-func (e *Engine) load(src []byte, o Options) (*vips.ImageRef, error) {
+// load decodes and resizes in one libvips thumbnail operation: the first
+// frame, or every frame (each resized) when frames > 1.
+func (e *Engine) load(src []byte, o Options, h header, frames int) (*vips.ImageRef, error) {
 	crop, size := vips.InterestingNone, vips.SizeBoth
 	switch o.Fit {
 	case FitCover:
@@ -200,7 +224,30 @@ func (e *Engine) load(src []byte, o Options) (*vips.ImageRef, error) {
 		size = vips.SizeForce
 	}
 	params := vips.NewImportParams() // fail on error: a truncated or corrupt source is a 422, never a half-grey thumbnail
-	return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+	if frames == 1 {
+		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+	}
+	params.NumPages.Set(-1)
+	if o.Fit != FitCover {
+		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+	}
+	// libvips before 8.15 crops an animation as one tall image (every
+	// frame but the first lost): scale each frame to cover the box, then
+	// cut the box from the centre of each. Smart crops (attention,
+	// entropy) would pick a different window per frame; an animation
+	// keeps one, centred.
+	dw, dh := h.displayed()
+	scale := max(float64(o.Width)/float64(dw), float64(o.Height)/float64(dh))
+	cw, ch := max(int(math.Ceil(float64(dw)*scale)), o.Width), max(int(math.Ceil(float64(dh)*scale)), o.Height)
+	img, err := vips.LoadThumbnailFromBuffer(src, cw, ch, vips.InterestingNone, vips.SizeForce, params)
+	if err != nil {
+		return nil, err
+	}
+	if err := img.ExtractArea((cw-o.Width)/2, (ch-o.Height)/2, o.Width, o.Height); err != nil {
+		img.Close()
+		return nil, err
+	}
+	return img, nil
 }
 
 func interesting(g Gravity) vips.Interesting {
@@ -217,20 +264,20 @@ var white = vips.Color{R: 255, G: 255, B: 255}
 
 // finish turns the thumbnail into 8-bit sRGB, pads it for contain and
 // handles alpha for the output format.
-func (e *Engine) finish(img *vips.ImageRef, o Options) error {
+func (e *Engine) finish(img *vips.ImageRef, o Options, spec imagefmt.Spec) error {
 	if img.Interpretation() != vips.InterpretationSRGB || img.BandFormat() != vips.BandFormatUchar {
 		if err := img.ToColorSpace(vips.InterpretationSRGB); err != nil {
 			return err
 		}
 	}
-	spec, _ := imagefmt.Lookup(o.Format)
 	if !spec.Alpha && img.HasAlpha() {
 		if err := img.Flatten(&white); err != nil {
 			return err
 		}
 	}
-	if o.Fit == FitContain && (img.Width() != o.Width || img.Height() != o.Height) {
-		left, top := (o.Width-img.Width())/2, (o.Height-img.Height())/2
+	if o.Fit == FitContain && (img.Width() != o.Width || img.PageHeight() != o.Height) {
+		// govips pads each frame of an animation on its own.
+		left, top := (o.Width-img.Width())/2, (o.Height-img.PageHeight())/2
 		bg := &vips.ColorRGBA{R: 255, G: 255, B: 255, A: 255}
 		if spec.Alpha {
 			if err := img.AddAlpha(); err != nil {
@@ -258,7 +305,10 @@ var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o Options) ([]byte,
 		return buf, err
 	},
 	imagefmt.WebP: func(img *vips.ImageRef, o Options) ([]byte, error) {
-		buf, _, err := img.ExportWebp(&vips.WebpExportParams{StripMetadata: true, Quality: o.Quality, ReductionEffort: 4})
+		// Key frames at libvips' own defaults (govips would pass 0 and
+		// make every frame of an animation a key frame).
+		buf, _, err := img.ExportWebp(&vips.WebpExportParams{StripMetadata: true, Quality: o.Quality, ReductionEffort: 4,
+			MinKeyFrames: math.MaxInt32 - 1, MaxKeyFrames: math.MaxInt32})
 		return buf, err
 	},
 }

@@ -10,7 +10,7 @@ package thumb
 #include <vips/vips.h>
 
 typedef struct {
-	int width, height, pages, orientation;
+	int width, height, pages, orientation, alpha;
 } thumbd_header;
 
 // thumbd_harden blocks every operation libvips marks untrusted and every
@@ -39,6 +39,7 @@ static int thumbd_probe(const void *buf, size_t len, thumbd_header *h, char **er
 	h->width = vips_image_get_width(im);
 	h->height = vips_image_get_height(im);
 	h->pages = vips_image_get_n_pages(im);
+	h->alpha = vips_image_hasalpha(im);
 	h->orientation = 1;
 	if (vips_image_get_typeof(im, VIPS_META_ORIENTATION)) {
 		int o;
@@ -64,6 +65,7 @@ type header struct {
 	width, height int // as stored, before EXIF orientation
 	pages         int
 	orientation   int
+	alpha         bool // the decoded image will have an alpha channel
 }
 
 // displayed returns the size after EXIF orientation is applied: values 5-8
@@ -88,5 +90,5 @@ func probe(buf []byte) (header, error) {
 		C.g_free(C.gpointer(cerr))
 		return header{}, errors.New(strings.TrimSpace(msg))
 	}
-	return header{width: int(h.width), height: int(h.height), pages: int(h.pages), orientation: int(h.orientation)}, nil
+	return header{width: int(h.width), height: int(h.height), pages: int(h.pages), orientation: int(h.orientation), alpha: h.alpha != 0}, nil
 }

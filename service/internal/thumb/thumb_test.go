@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/davidbyttow/govips/v2/vips"
 	"github.com/thumbd/thumbd/service/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
@@ -31,7 +32,7 @@ var testEngine *Engine
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	testEngine = New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, Threads: 1,
+	testEngine = New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	testEngine.Start()
 	os.Exit(m.Run())
@@ -85,6 +86,8 @@ func source(t testing.TB, name string) []byte {
 // 8.16 with SIMD) differ by a level or two. -update rewrites them; a
 // mismatch is written to testdata/failed for a look.
 func TestGolden(t *testing.T) {
+	sources := map[string][]byte{"small.jpg": source(t, "small.jpg"), "large.jpg": source(t, "large.jpg"),
+		"anim.gif": animation(t, 120, 80, 6, 0)}
 	cases := []struct {
 		name, src string
 		opts      Options
@@ -96,17 +99,18 @@ func TestGolden(t *testing.T) {
 		{"large-fill", "large.jpg", Options{Width: 160, Height: 90, Fit: FitFill, Format: imagefmt.PNG}},
 		{"large-inside", "large.jpg", Options{Width: 300, Height: 300, Fit: FitInside, Format: imagefmt.PNG}},
 		{"small-jpeg", "small.jpg", Options{Width: 120, Height: 90, Fit: FitCover, Format: imagefmt.JPEG, Quality: 90}},
+		{"small-webp", "small.jpg", Options{Width: 120, Height: 90, Fit: FitCover, Format: imagefmt.WebP, Quality: 80}},
+		// Every frame, one under the other (the golden is a film strip).
+		{"anim-cover-webp", "anim.gif", Options{Width: 48, Height: 48, Fit: FitCover, Format: imagefmt.WebP, Quality: 90, Animated: true}},
+		{"anim-contain-webp", "anim.gif", Options{Width: 48, Height: 48, Fit: FitContain, Format: imagefmt.WebP, Quality: 90, Animated: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			img, err := testEngine.Thumbnail(context.Background(), source(t, tc.src), tc.opts)
+			img, err := testEngine.Thumbnail(context.Background(), sources[tc.src], tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _, err := image.Decode(bytes.NewReader(img.Bytes))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := decodeAll(t, img.Bytes)
 			path := filepath.Join("testdata", "golden", tc.name+".png")
 			if *update {
 				writePNG(t, path, got)
@@ -130,6 +134,25 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decodeAll decodes every frame of an output, one under the other: with
+// Go's decoders for PNG and JPEG, with libvips (to lossless PNG) for the
+// formats Go's standard library does not read.
+func decodeAll(t *testing.T, b []byte) image.Image {
+	t.Helper()
+	if spec, _ := imagefmt.Sniff(b); spec.Format != imagefmt.PNG && spec.Format != imagefmt.JPEG {
+		strip, _, err := readBack(t, b).ExportPng(&vips.PngExportParams{Compression: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = strip
+	}
+	img, _, err := image.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 func writePNG(t *testing.T, path string, img image.Image) {
