@@ -34,9 +34,9 @@ type Config struct {
 	// MaxAnimationPixels bounds an animated thumbnail: frames x output
 	// width x height.
 	MaxAnimationPixels int64
-	MaxSide   int   // bound for a side derived from the source's aspect ratio
-	Threads   int   // libvips worker threads; 0 lets libvips use every CPU it sees
-	Logger    *slog.Logger
+	MaxSide            int // bound for a side derived from the source's aspect ratio
+	Threads            int // libvips worker threads; 0 lets libvips use every CPU it sees
+	Logger             *slog.Logger
 }
 
 // PNG encoder settings: zlib level 1 with every row filter tried (what
