@@ -19,69 +19,44 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/launch"
 )
 
-// child is thumbd running as a real process (this test binary re-executed,
-// see TestMain), with its address parsed from its own log.
+// child is thumbd running as a real process: this test binary re-executed
+// (see TestMain), started by service/launch on a free port.
 type child struct {
 	cmd  *exec.Cmd
+	srv  *launch.Server
 	addr string
-	logs *bytes.Buffer
-	done chan error
+	logs *launch.Log
 }
 
+// startChild starts the child and waits until it is ready.
 func startChild(t *testing.T, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), append([]string{"THUMBD_TEST_MAIN=1", "PORT=0", "THUMBD_LOG_LEVEL=debug"}, env...)...)
-	stderr, err := cmd.StderrPipe()
+	logs := &launch.Log{}
+	srv, err := launch.Start(context.Background(), launch.Spec{Command: []string{os.Args[0]},
+		Env: append([]string{"THUMBD_TEST_MAIN=1", "THUMBD_LOG_LEVEL=debug"}, env...), Stderr: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { srv.Stop(0) })
+	if err := srv.WaitReady(context.Background(), 20*time.Second); err != nil {
+		t.Fatalf("%v; logs:\n%s", err, logs)
 	}
-	c := &child{cmd: cmd, logs: &bytes.Buffer{}, done: make(chan error, 1)}
-	addrCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			c.logs.WriteString(line + "\n")
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
-				addrCh <- rec.Addr
-			}
-		}
-		c.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	select {
-	case a := <-addrCh:
-		_, port, _ := strings.Cut(a[strings.LastIndex(a, ":"):], ":")
-		c.addr = "http://127.0.0.1:" + port
-	case <-time.After(20 * time.Second):
-		t.Fatalf("child never listened; logs:\n%s", c.logs)
-	}
-	return c
+	return &child{cmd: srv.Cmd, srv: srv, addr: srv.URL(), logs: logs}
 }
 
 // wait returns the child's exit code.
 func (c *child) wait(t *testing.T) int {
 	t.Helper()
-	select {
-	case err := <-c.done:
-		if err == nil {
-			return 0
-		}
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode()
-		}
-		t.Fatal(err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("child did not exit")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := c.srv.Wait(ctx)
+	if err != nil {
+		t.Fatalf("child: %v", err)
 	}
-	return -1
+	return code
 }
 
 var runningJobs = regexp.MustCompile(`(?m)^thumbd_thumbnail_jobs_running (\d+)`)
@@ -187,17 +162,11 @@ func TestShutdownDelayKeepsServingWithReadyDown(t *testing.T) {
 
 func waitReady(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := launch.WaitReady(ctx, base, nil); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("never ready")
 }
 
 func TestRunRejectsBadConfiguration(t *testing.T) {

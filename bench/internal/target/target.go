@@ -1,23 +1,20 @@
-// Package target starts and stops the things the bench measures: a local
-// binary as a process, a container image with `docker run`, or an
-// already-running URL (load figures only).
+// Package target names the things the bench measures — a local binary as a
+// process, a container image, or an already-running URL (load figures
+// only) — and starts and stops them through service/launch, pinned to the
+// server CPUs.
 package target
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
+	"github.com/thumbd/thumbd/service/launch"
 )
 
 // Kind says how a target runs.
@@ -83,7 +80,7 @@ func (s Spec) String() string {
 type Options struct {
 	Dir           string // working directory of processes (the repo root)
 	ServerCPUs    []int  // nil: not pinned
-	LogFile       string // servers' stdout and stderr are appended here; "" discards
+	LogFile       string // processes' stdout and stderr are appended here; "" discards
 	DockerNetwork string // "host" (default) or "bridge"
 }
 
@@ -93,174 +90,74 @@ type Instance struct {
 	Addr    string    // host:port the server answers on
 	Spawned time.Time // taken just before the spawn (exec or docker run)
 
-	cmd       *exec.Cmd
-	exited    chan struct{} // closed when the process has been reaped
-	container string
-	dockerRun chan error
-	log       *os.File
-	pid       int
+	srv *launch.Server // nil for a URL target
+	log *os.File
 }
 
 // BaseURL is "http://" + Addr.
 func (i *Instance) BaseURL() string { return "http://" + i.Addr }
 
-// FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-var seq atomic.Int64
-
-// Start spawns the target and returns at once: the caller polls for health.
+// Start spawns the target (service/launch) and returns at once: the caller
+// polls for health.
 func Start(ctx context.Context, spec Spec, opt Options) (*Instance, error) {
-	if spec.Kind == URL {
-		return &Instance{Spec: spec, Addr: strings.TrimPrefix(strings.TrimPrefix(spec.URL, "http://"), "https://")}, nil
-	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	inst := &Instance{Spec: spec, Addr: "127.0.0.1:" + strconv.Itoa(port)}
-	var out *os.File
-	if opt.LogFile != "" {
-		if out, err = os.OpenFile(opt.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return nil, err
-		}
-		inst.log = out
-	}
+	inst := &Instance{Spec: spec}
+	ls := launch.Spec{Env: spec.Env}
 	switch spec.Kind {
+	case URL:
+		inst.Addr = strings.TrimPrefix(strings.TrimPrefix(spec.URL, "http://"), "https://")
+		return inst, nil
 	case Process:
 		if len(spec.Command) == 0 {
 			return nil, errors.New("target: empty command")
 		}
-		cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
-		cmd.Dir = opt.Dir
-		cmd.Env = append(append(os.Environ(), "PORT="+strconv.Itoa(port)), spec.Env...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if out != nil {
-			cmd.Stdout, cmd.Stderr = out, out
-		}
-		inst.Spawned = time.Now()
-		if err := affinity.Start(cmd, opt.ServerCPUs); err != nil {
-			inst.closeLog()
-			return nil, err
-		}
-		inst.cmd, inst.pid = cmd, cmd.Process.Pid
-		inst.exited = make(chan struct{})
-		go func() { _ = cmd.Wait(); close(inst.exited) }()
-	case Container:
-		inst.container = fmt.Sprintf("thumbd-bench-%d-%d", os.Getpid(), seq.Add(1))
-		args := []string{"run", "-d", "--rm", "--name", inst.container}
-		if opt.DockerNetwork == "bridge" {
-			args = append(args, "-p", fmt.Sprintf("127.0.0.1:%d:%d", port, port))
-		} else {
-			args = append(args, "--network", "host")
-		}
-		if len(opt.ServerCPUs) > 0 {
-			args = append(args, "--cpuset-cpus", affinity.Format(opt.ServerCPUs))
-		}
-		args = append(args, "-e", "PORT="+strconv.Itoa(port))
-		for _, e := range spec.Env {
-			args = append(args, "-e", e)
-		}
-		if spec.ImageID != "" {
-			args = append(args, spec.ImageID)
-		} else {
-			args = append(args, spec.Image)
-		}
-		cmd := exec.CommandContext(ctx, "docker", args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		inst.dockerRun = make(chan error, 1)
-		inst.Spawned = time.Now()
-		if err := cmd.Start(); err != nil {
-			inst.closeLog()
-			return nil, err
-		}
-		go func() {
-			err := cmd.Wait()
+		ls.Command, ls.Dir = spec.Command, opt.Dir
+		ls.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, opt.ServerCPUs) }
+		if opt.LogFile != "" {
+			out, err := os.OpenFile(opt.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err != nil {
-				err = fmt.Errorf("docker run: %w: %s", err, strings.TrimSpace(stderr.String()))
+				return nil, err
 			}
-			inst.dockerRun <- err
-		}()
+			inst.log, ls.Stdout, ls.Stderr = out, out, out
+		}
+	case Container:
+		ls.Image, ls.Network = spec.Image, opt.DockerNetwork
+		if spec.ImageID != "" {
+			ls.Image = spec.ImageID
+		}
+		ls.DockerArgs = []string{"--rm"}
+		if len(opt.ServerCPUs) > 0 {
+			ls.DockerArgs = append(ls.DockerArgs, "--cpuset-cpus", affinity.Format(opt.ServerCPUs))
+		}
 	default:
 		return nil, fmt.Errorf("target: unknown kind %q", spec.Kind)
 	}
+	srv, err := launch.Start(ctx, ls)
+	if err != nil {
+		inst.closeLog()
+		return nil, err
+	}
+	inst.srv, inst.Addr, inst.Spawned = srv, srv.Addr, srv.Spawned
 	return inst, nil
 }
 
 // PID returns the server's process ID as seen from this machine (for a
 // container, its main process); 0 for a URL target.
 func (i *Instance) PID(ctx context.Context) (int, error) {
-	switch i.Spec.Kind {
-	case Process:
-		return i.pid, nil
-	case Container:
-		if i.pid != 0 {
-			return i.pid, nil
-		}
-		if err := i.waitDockerRun(ctx); err != nil {
-			return 0, err
-		}
-		out, err := exec.CommandContext(ctx, "docker", "inspect", "-f", "{{.State.Pid}}", i.container).Output()
-		if err != nil {
-			return 0, fmt.Errorf("docker inspect %s: %w", i.container, err)
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-		if err != nil || pid <= 0 {
-			return 0, fmt.Errorf("docker inspect %s: pid %q", i.container, out)
-		}
-		i.pid = pid
-		return pid, nil
+	if i.srv == nil {
+		return 0, nil
 	}
-	return 0, nil
+	return i.srv.PID(ctx)
 }
 
-func (i *Instance) waitDockerRun(ctx context.Context) error {
-	if i.dockerRun == nil {
+// Exited reports, without blocking, whether the server is gone (a process
+// exited, a container's docker run failed): a startup poll uses it to stop
+// waiting for a server that is not coming.
+func (i *Instance) Exited() error {
+	if i.srv == nil {
 		return nil
 	}
-	select {
-	case err := <-i.dockerRun:
-		i.dockerRun = nil
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Exited reports, without blocking, whether a container's `docker run`
-// failed: a startup poll uses it to stop waiting for a server that is not
-// coming. For processes it reports whether the process is gone.
-func (i *Instance) Exited() error {
-	switch i.Spec.Kind {
-	case Container:
-		if i.dockerRun == nil {
-			return nil
-		}
-		select {
-		case err := <-i.dockerRun:
-			i.dockerRun = nil
-			if err != nil {
-				return err
-			}
-		default:
-		}
-	case Process:
-		if i.exited == nil {
-			return nil
-		}
-		select {
-		case <-i.exited:
-			return fmt.Errorf("%s exited (see its log)", i.Spec.Name)
-		default:
-		}
+	if err := i.srv.Exited(); err != nil {
+		return fmt.Errorf("%s: %w (see its log)", i.Spec.Name, err)
 	}
 	return nil
 }
@@ -269,29 +166,10 @@ func (i *Instance) Exited() error {
 // period; for a container `docker rm -f`. It waits until the server is gone.
 func (i *Instance) Stop() error {
 	defer i.closeLog()
-	switch i.Spec.Kind {
-	case Process:
-		if i.cmd == nil {
-			return nil
-		}
-		_ = syscall.Kill(-i.pid, syscall.SIGTERM)
-		select {
-		case <-i.exited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-i.pid, syscall.SIGKILL)
-			<-i.exited
-		}
-		i.cmd = nil
-	case Container:
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = i.waitDockerRun(ctx)
-		if out, err := exec.CommandContext(ctx, "docker", "rm", "-f", i.container).CombinedOutput(); err != nil &&
-			!strings.Contains(string(out), "No such container") {
-			return fmt.Errorf("docker rm -f %s: %w: %s", i.container, err, out)
-		}
+	if i.srv == nil {
+		return nil
 	}
-	return nil
+	return i.srv.Stop(5 * time.Second)
 }
 
 func (i *Instance) closeLog() {

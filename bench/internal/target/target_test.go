@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -48,7 +49,9 @@ func TestProcessLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-dead.exited
+	for deadline := time.Now().Add(10 * time.Second); dead.Exited() == nil && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if dead.Exited() == nil {
 		t.Fatal("an exited process is reported alive")
 	}
