@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
+	"github.com/thumbd/thumbd/bench/internal/benchlock"
 	"github.com/thumbd/thumbd/bench/internal/target"
 )
 
@@ -42,11 +43,6 @@ type config struct {
 	startTimeout  time.Duration
 	notes         []string
 }
-
-type stringsFlag []string
-
-func (s *stringsFlag) String() string     { return fmt.Sprint(len(*s)) }
-func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
 type targetFlags []target.Spec
 
@@ -79,7 +75,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	var c config
 	var targets targetFlags
-	var notes stringsFlag
+	var notes []string
 	var conc, routes, serverCPUs, clientCPUs string
 	fs.StringVar(&c.root, "root", "", "repository root (default: found from the working directory)")
 	fs.StringVar(&c.out, "out", "", "output directory (default bench/results/DATE, or bench/results/tmp/quick with -quick)")
@@ -98,13 +94,13 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&clientCPUs, "client-cpus", "0", "CPUs for this driver (the load generator) when pinned")
 	fs.StringVar(&c.baseline, "baseline", "node", "target the report's ratios are against")
 	fs.Var(&targets, "target", "NAME=process:CMD ARGS | NAME=container:IMAGE | NAME=url:BASEURL (repeatable; replaces the default suite)")
-	fs.StringVar(&c.sources, "sources", "", "directory with small.jpg and large.jpg (default bench/results/tmp/sources, made by scripts/make-sources.sh)")
+	fs.StringVar(&c.sources, "sources", "", "directory with the sources (default bench/results/tmp/sources; missing ones are made, as by `bench sources`)")
 	fs.StringVar(&c.fixture, "fixture", "service/testdata/json-document.json", "expected /json body, relative to the root")
 	fs.StringVar(&c.dockerNetwork, "docker-network", "host", "container networking: host or bridge")
-	fs.StringVar(&c.lock, "lock", "/tmp/thumbd-bench.lock", "flock held while timing (\"\" for none); do not also wrap the driver in flock(1)")
+	fs.StringVar(&c.lock, "lock", benchlock.Path, "flock held while timing (\"\" for none); do not also wrap the driver in flock(1)")
 	fs.BoolVar(&c.imageSizes, "image-sizes", true, "measure container image sizes (docker save | gzip)")
 	fs.DurationVar(&c.startTimeout, "start-timeout", 60*time.Second, "longest wait for a target's first /health")
-	fs.Var(&notes, "note", "a note for the report's top (repeatable; with -render, added to the results)")
+	fs.Func("note", "a note for the report's top (repeatable; with -render, added to the results)", appendTo(&notes))
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

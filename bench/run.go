@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/thumbd/thumbd/bench/internal/affinity"
+	"github.com/thumbd/thumbd/bench/internal/benchlock"
 	"github.com/thumbd/thumbd/bench/internal/chart"
 	"github.com/thumbd/thumbd/bench/internal/contract"
 	"github.com/thumbd/thumbd/bench/internal/images"
@@ -22,6 +21,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/report"
 	"github.com/thumbd/thumbd/bench/internal/results"
+	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/startup"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
@@ -41,7 +41,8 @@ type bench struct {
 	bad     map[string]map[string]bool
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// runSuite is the bench suite: the driver without a subcommand.
+func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err
@@ -62,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The lock first: what exists (binaries, images, Docker) is looked at
 	// when the machine is ours, not when the wait began.
 	if cfg.lock != "" {
-		unlock, err := lock(ctx, cfg.lock, stdout)
+		unlock, err := benchlock.Acquire(ctx, cfg.lock, stdout)
 		if err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the /json fixture: %w", err)
 	}
-	small, large, err := sources(ctx, cfg)
+	small, large, err := readSources(cfg)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	b.res = &results.Results{
 		Schema:   results.Schema,
 		Started:  time.Now().UTC(),
-		Command:  command(),
+		Command:  invocation(),
 		Baseline: cfg.baseline,
 		Options: results.Options{
 			Quick: cfg.quick, StartupRuns: cfg.runs, PollInterval: float64(cfg.poll) / 1e6,
@@ -149,8 +150,8 @@ func (b *bench) prepare(ctx context.Context) error {
 	return nil
 }
 
-// command is how this run was asked for, as the report quotes it.
-func command() string {
+// invocation is how this run was asked for, as the report quotes it.
+func invocation() string {
 	if c := os.Getenv("THUMBD_BENCH_COMMAND"); c != "" {
 		return strings.TrimSpace(c)
 	}
@@ -212,57 +213,18 @@ func skipReason(ctx context.Context, root string, spec target.Spec, dockerErr er
 	return ""
 }
 
-// sources reads small.jpg and large.jpg, making them first if needed.
-func sources(ctx context.Context, cfg config) ([]byte, []byte, error) {
-	small := filepath.Join(cfg.sources, "small.jpg")
-	large := filepath.Join(cfg.sources, "large.jpg")
-	if _, err := os.Stat(large); err != nil {
-		cmd := exec.CommandContext(ctx, filepath.Join(cfg.root, "scripts", "make-sources.sh"), cfg.sources)
-		cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, nil, fmt.Errorf("making sources: %w", err)
-		}
+// readSources reads small.jpg and large.jpg, making them first if needed.
+func readSources(cfg config) ([]byte, []byte, error) {
+	paths, err := sources.Ensure(cfg.sources, "small", "large")
+	if err != nil {
+		return nil, nil, fmt.Errorf("making sources: %w", err)
 	}
-	s, err := os.ReadFile(small)
+	s, err := os.ReadFile(paths[0])
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := os.ReadFile(large)
+	l, err := os.ReadFile(paths[1])
 	return s, l, err
-}
-
-// lock takes the bench flock, waiting (interruptibly) while someone else
-// holds it.
-func lock(ctx context.Context, path string, w io.Writer) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		return nil, err
-	}
-	waiting, told := time.Now(), false
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if err != unix.EWOULDBLOCK {
-			f.Close()
-			return nil, fmt.Errorf("flock %s: %w", path, err)
-		}
-		if !told {
-			fmt.Fprintf(w, "waiting for %s (someone else is timing)...\n", path)
-			told = true
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	if d := time.Since(waiting); d > time.Second {
-		fmt.Fprintf(w, "got %s after %s\n", path, d.Round(time.Second))
-	}
-	return func() { f.Close() }, nil
 }
 
 func (b *bench) active() []results.Target {

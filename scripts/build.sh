@@ -25,7 +25,7 @@ vips_prefix() {
 
 # flavour_go FLAVOUR GOCMD ARGS...: runs `go GOCMD` (build, test, ...) with the
 # flavour's cgo environment, build cache, tags and link flags, then ARGS.
-# Sourced by scripts/engine-compare.sh for the engine benchmark's test binaries.
+# Sourced by `bench engine` for the engine benchmark's test binaries.
 flavour_go() {
   local flavour=$1 cmd=$2 prefix; shift 2
   local env=(GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=1)

@@ -12,37 +12,27 @@ set -euo pipefail
 step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
 # promtool_check runs the built service and lints its exposition with the
-# Prometheus project's own checker.
+# Prometheus project's own checker. A thumbnail and a rejection first, so that
+# the histograms and the labelled counters have samples to check.
 promtool_check() {
-  local port=18089 pid status=0
-  PORT=$port bin/thumbd 2>/dev/null & pid=$!
-  wait_ready "http://127.0.0.1:$port" 10 "$pid" || true
-  # A thumbnail and a rejection first, so that the histograms and the
-  # labelled counters have samples to check.
-  curl -sS -o /dev/null --data-binary @service/internal/thumb/testdata/sources/small.jpg "http://127.0.0.1:$port/thumbnail" || status=1
-  curl -sS -o /dev/null --data-binary @bench/twins/node/package.json "http://127.0.0.1:$port/thumbnail" || status=1
-  curl -fsS "http://127.0.0.1:$port/metrics" | promtool check metrics || status=1
-  kill "$pid"
-  wait "$pid" || true
-  [ "$status" = 0 ] && echo "promtool check metrics: clean"
-  return "$status"
+  bin/thumbd-bench serve -log /dev/null -run '
+    curl -sS -o /dev/null --data-binary @service/internal/thumb/testdata/sources/small.jpg "$THUMBD_URL/thumbnail" &&
+    curl -sS -o /dev/null --data-binary @bench/twins/node/package.json "$THUMBD_URL/thumbnail" &&
+    curl -fsS "$THUMBD_URL/metrics" | promtool check metrics' -- bin/thumbd
+  echo "promtool check metrics: clean"
 }
 
 # run_command_check runs the README's run command (scripts/run.sh: the
-# images' libvips 8.16.1, built on the host) and checks that the service it
-# starts answers a thumbnail and warns of no known libvips crash.
+# images' libvips 8.16.1, built on the host; the first run builds it, minutes)
+# and checks that the service it starts answers a thumbnail and warns of no
+# known libvips crash.
 run_command_check() {
-  local port=18090 pid status=0 log code
+  local log status=0
   log=$(mktemp)
-  PORT=$port scripts/run.sh 2>"$log" & pid=$!
-  # The first run builds libvips (minutes); later ones start at once.
-  wait_ready "http://127.0.0.1:$port" 900 "$pid" || true
-  code=$(curl -sS -o /dev/null -w '%{http_code}' --data-binary @service/internal/thumb/testdata/sources/small.jpg \
-    "http://127.0.0.1:$port/thumbnail?w=64") || true
-  [ "$code" = 200 ] || { echo "scripts/run.sh: POST /thumbnail answered $code" >&2; status=1; }
+  bin/thumbd-bench serve -timeout 15m -log "$log" -run '
+    code=$(curl -sS -o /dev/null -w "%{http_code}" --data-binary @service/internal/thumb/testdata/sources/small.jpg "$THUMBD_URL/thumbnail?w=64")
+    [ "$code" = 200 ] || { echo "scripts/run.sh: POST /thumbnail answered $code" >&2; exit 1; }' -- scripts/run.sh || status=1
   if grep '"level":"WARN"' "$log" >&2; then echo "scripts/run.sh: warnings at start-up (above)" >&2; status=1; fi
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" || true
   [ "$status" = 0 ] || { tail -20 "$log" >&2; rm -f "$log"; return 1; }
   rm -f "$log"
   echo "scripts/run.sh: libvips $(ldd bin/thumbd-slim | grep -o '/[^ ]*libvips.so[^ ]*'), a thumbnail answered, no warning"
@@ -50,7 +40,6 @@ run_command_check() {
 
 main() {
   cd "$(dirname "$0")/.."
-  source scripts/lib/serve.sh
   step "dependencies"
   scripts/deps.sh dev promtool node
   step "go vet, go mod tidy"
@@ -60,6 +49,7 @@ main() {
   go test -race -count=1 ./...
   step "promtool"
   go build -o bin/thumbd ./service
+  go build -o bin/thumbd-bench ./bench   # its serve starts what the next steps talk to
   promtool_check
   step "the run command (scripts/run.sh)"
   run_command_check

@@ -17,18 +17,19 @@
 # Prints each target's outcome; exits 1 if an 8.16.1 target failed. 8.14.1
 # failing is the expected result (the reproduction); surviving is reported as
 # "not reproduced". Takes up to CYCLES x 1 min; the 8.14.1 targets usually
-# fail within a few cycles. Holds /tmp/thumbd-bench.lock.
+# fail within a few cycles. Measures holding the bench lock (bench lock).
 # Usage: scripts/threadset-race.sh [CYCLES]   (default 12)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/lib/serve.sh
 
+LOCKED=0
+if [ "${1:-}" = --locked ]; then LOCKED=1; shift; fi   # the second half of main
 readonly CYCLES=${1:-12}
 readonly SRC=service/internal/thumb/testdata/sources/small.jpg
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-race.XXXXXX")
+WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/thumbd-race.XXXXXX")}
 trap 'rm -rf "$WORK"' EXIT
 readonly LD_PRELOAD_SHIM="$WORK/widen.so"
-export WIDEN_US=2000 WIDEN_UP_US=2000
+export WIDEN_US=2000 WIDEN_UP_US=2000 CYCLES SRC
 
 build() {
   local prefix; prefix=$(scripts/build-libvips.sh | tail -1)
@@ -38,6 +39,7 @@ build() {
   gcc -O2 -o "$WORK/repro-project" scripts/threadset-race/repro.c \
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs vips) -Wl,-rpath,"$prefix/lib"
   OUT="$WORK" scripts/build.sh dynamic slim
+  go build -o bin/thumbd-bench ./bench
 }
 
 # repro BIN: runs the C reproduction; prints its outcome.
@@ -52,31 +54,33 @@ repro() {
   esac
 }
 
-# thumbd BIN: bursts of 32 thumbnails from 16 clients, each burst starting
-# about 15 s after the last one ended; prints its outcome.
-thumbd() {
-  local bin=$1 port log="$WORK/$(basename "$1").log" pid c off us answers
-  port=$(free_port)
-  LD_PRELOAD="$LD_PRELOAD_SHIM" PORT=$port THUMBD_QUEUE=64 "$bin" 2>"$log" & pid=$!
-  wait_ready "http://127.0.0.1:$port" 10 "$pid" || true
-  burst "$port" >/dev/null
+# cycles: run by `bench serve` (THUMBD_URL, THUMBD_PID): bursts of 32
+# thumbnails from 16 clients, each burst starting about 15 s after the last
+# one ended; prints the outcome, fails on a crash or a hang.
+cycles() {
+  local c off us answers
+  burst >/dev/null
   for ((c = 0; c < CYCLES; c++)); do
     off=$(( (c * 1700) % 40000 - 40000 ))  # µs: the clients start a few ms after the sleep
     us=$(( 15000000 + off ))
     sleep "$((us / 1000000)).$(printf '%06d' $((us % 1000000)))"
-    answers=$(burst "$port")
-    if ! kill -0 "$pid" 2>/dev/null; then
-      local code=0; wait "$pid" || code=$?
-      echo "CRASH in cycle $c: exit $code, $(grep -m1 -E '^(SIG|fatal|malloc|free|double)' "$log" || echo 'no Go crash header')"
-      return
-    fi
-    if [ "$answers" != "32x200" ]; then
-      kill -9 "$pid"; wait "$pid" 2>/dev/null || true
-      echo "HANG in cycle $c: answers $answers (a thumbnail never finished)"; return
-    fi
+    answers=$(burst)
+    if ! kill -0 "$THUMBD_PID" 2>/dev/null; then echo "CRASH in cycle $c"; return 1; fi
+    if [ "$answers" != "32x200" ]; then echo "HANG in cycle $c: answers $answers (a thumbnail never finished)"; return 1; fi
   done
-  kill "$pid"; wait "$pid" || true
   echo "ok: $CYCLES of $CYCLES cycles, 32 thumbnails each"
+}
+
+# thumbd BIN: cycles against BIN (started by bench serve, under the shim);
+# prints the outcome.
+thumbd() {
+  local log="$WORK/$(basename "$1").log" out
+  out=$(bin/thumbd-bench serve -timeout 10s -grace 5s -log "$log" -env "LD_PRELOAD=$LD_PRELOAD_SHIM" \
+    -env THUMBD_QUEUE=64 -run cycles -- "$1" 2>"$log.serve") || true
+  if [[ "$out" == CRASH* ]]; then
+    out+=": $(grep -o 'exited: .*' "$log.serve" | head -1), $(grep -m1 -E '^(SIG|fatal|malloc|free|double)' "$log" || echo 'no Go crash header')"
+  fi
+  echo "$out"
 }
 
 burst() {
@@ -85,14 +89,18 @@ burst() {
     | sort | uniq -c | awk '{printf "%s%sx%s", (NR>1?",":""), $1, $2}'
 }
 
+export -f cycles burst
+
 signal() {
   if [ "$1" -gt 128 ]; then kill -l $(($1 - 128)); else echo "exit $1"; fi
 }
 
 main() {
-  build
-  echo "threadset-race.sh: waiting for /tmp/thumbd-bench.lock" >&2
-  exec 9>/tmp/thumbd-bench.lock; flock 9
+  if [ "$LOCKED" = 0 ]; then
+    build
+    trap - EXIT   # WORK goes on to the locked run, which removes it
+    WORK="$WORK" exec bin/thumbd-bench lock -- "$0" --locked "$CYCLES"
+  fi
   local r1 r2 r3 r4
   r1=$(repro "$WORK/repro-debian");  echo "repro,  Debian libvips $(pkg-config --modversion vips):  $r1"
   r2=$(repro "$WORK/repro-project"); echo "repro,  project libvips 8.16.1: $r2"

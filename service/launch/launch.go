@@ -233,7 +233,7 @@ func (srv *Server) PID(ctx context.Context) (int, error) {
 	if _, err := srv.Started(ctx); err != nil {
 		return 0, err
 	}
-	out, err := srv.inspect(ctx, "{{.State.Pid}}")
+	out, err := srv.Inspect(ctx, "{{.State.Pid}}")
 	if err != nil {
 		return 0, err
 	}
@@ -245,7 +245,11 @@ func (srv *Server) PID(ctx context.Context) (int, error) {
 	return pid, nil
 }
 
-func (srv *Server) inspect(ctx context.Context, format string) (string, error) {
+// Inspect returns `docker inspect -f FORMAT` of a container.
+func (srv *Server) Inspect(ctx context.Context, format string) (string, error) {
+	if srv.Cmd != nil {
+		return "", errors.New("launch: Inspect is for containers")
+	}
 	out, err := exec.CommandContext(ctx, srv.docker, "inspect", "-f", format, srv.Container).Output()
 	if err != nil {
 		return "", fmt.Errorf("docker inspect %s: %w%s", srv.Container, err, stderrOf(err))
@@ -355,7 +359,7 @@ func (srv *Server) running(ctx context.Context) error {
 	default:
 		return nil // docker run has not returned yet
 	}
-	state, err := srv.inspect(ctx, "{{.State.Status}}")
+	state, err := srv.Inspect(ctx, "{{.State.Status}}")
 	if err != nil {
 		return err
 	}
@@ -402,7 +406,7 @@ func WaitReady(ctx context.Context, base string, alive func() error) error {
 				return nil
 			}
 			last = "HTTP " + strconv.Itoa(resp.StatusCode)
-		} else {
+		} else if ctx.Err() == nil { // an attempt cut short by the end of the wait says nothing
 			last = err.Error()
 		}
 		if alive != nil {

@@ -228,3 +228,57 @@ func Share(a, b HostCPU) (idle, steal, irq float64) {
 	return float64((b.Idle+b.IOWait)-(a.Idle+a.IOWait)) / t, float64(b.Steal-a.Steal) / t,
 		float64((b.IRQ+b.SoftIRQ)-(a.IRQ+a.SoftIRQ)) / t
 }
+
+// glibcHeap is the size glibc aligns and reserves each non-main malloc
+// arena's heap to (HEAP_MAX_SIZE on 64-bit).
+const glibcHeap = 64 << 20
+
+// ParseArenas counts glibc malloc arenas besides the main one in the text
+// of /proc/PID/maps. Such an arena is a heap aligned to its 64 MiB maximum,
+// mapped as a read-write anonymous part followed by reserved anonymous
+// rest, 64 MiB in all. (Go's heap does not have this shape: with
+// MALLOC_ARENA_MAX=1 the count is 0.)
+func ParseArenas(maps string) (int, error) {
+	type region struct {
+		lo, hi uint64
+		rw     bool
+		anon   bool
+	}
+	var regs []region
+	for _, line := range strings.Split(strings.TrimSpace(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		a, err1 := strconv.ParseUint(lo, 16, 64)
+		b, err2 := strconv.ParseUint(hi, 16, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return 0, fmt.Errorf("procmem: maps line %q", line)
+		}
+		regs = append(regs, region{a, b, f[1] == "rw-p", len(f) == 5})
+	}
+	n := 0
+	for i, r := range regs {
+		if r.lo%glibcHeap != 0 || !r.rw || !r.anon {
+			continue
+		}
+		var size uint64
+		for j := i; j < len(regs) && regs[j].lo < r.lo+glibcHeap && regs[j].anon; j++ {
+			size += regs[j].hi - regs[j].lo
+		}
+		if size == glibcHeap {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Arenas counts the glibc malloc arenas of pid besides the main one.
+func Arenas(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseArenas(string(b))
+}

@@ -106,3 +106,28 @@ func TestHostCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestParseArenas(t *testing.T) {
+	maps := `55d0c0000000-55d0c0021000 r--p 00000000 fe:01 123 /usr/bin/thumbd
+7f1c00000000-7f1c00021000 rw-p 00000000 00:00 0
+7f1c00021000-7f1c04000000 ---p 00000000 00:00 0
+7f1c08000000-7f1c0a000000 rw-p 00000000 00:00 0
+7f1c0a000000-7f1c0c000000 ---p 00000000 00:00 0
+7f1c10000000-7f1c10021000 rw-p 00000000 00:00 0
+7f1c10021000-7f1c12000000 ---p 00000000 00:00 0
+7f1c20000000-7f1c24000000 rw-p 00000000 00:00 0
+7f1c30000000-7f1c30100000 rw-p 00000000 fe:01 9 /tmp/mapped
+`
+	// Two full 64 MiB heaps; a short one (32 MiB reserved), a plain 64 MiB
+	// read-write mapping (counted too: the same shape) and a file mapping.
+	n, err := ParseArenas(maps)
+	if err != nil || n != 3 {
+		t.Fatalf("got %d arenas, %v; want 3", n, err)
+	}
+	if _, err := ParseArenas("zz-yy rw-p 0 00:00 0\n"); err == nil {
+		t.Fatal("a malformed line: no error")
+	}
+	if n, err := Arenas(os.Getpid()); err != nil || n < 0 {
+		t.Fatalf("own maps: %d %v", n, err)
+	}
+}

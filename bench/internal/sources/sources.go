@@ -136,6 +136,21 @@ func Make(r Recipe) ([]byte, error) {
 	return C.GoBytes(buf, C.int(n)), nil
 }
 
+// Read returns the file at path; when it is missing and named after a
+// known source (small.jpg, photo12.jpg, ...), it is made there first.
+func Read(path string) ([]byte, error) {
+	if _, err := os.Stat(path); err != nil {
+		r, lerr := Lookup(strings.TrimSuffix(filepath.Base(path), ".jpg"))
+		if lerr != nil || filepath.Base(path) != r.File() {
+			return nil, err
+		}
+		if _, err := Ensure(filepath.Dir(path), r.Name); err != nil {
+			return nil, err
+		}
+	}
+	return os.ReadFile(path)
+}
+
 // Ensure writes dir/NAME.jpg for each name that has no such file yet
 // (existing files are kept: they are what earlier runs measured) and
 // returns the paths of all of them, in the order given.

@@ -2,8 +2,8 @@ package sources
 
 import (
 	"bytes"
-	"os"
 	"image/jpeg"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,5 +92,23 @@ func TestMakeReportsLibvipsErrors(t *testing.T) {
 	}
 	if _, err := Make(Recipe{Name: "empty", Width: 10, Height: 10}); err == nil {
 		t.Error("an empty recipe made an image")
+	}
+}
+
+func TestReadMakesOnlyKnownSources(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Read(filepath.Join(dir, "small.jpg"))
+	if err != nil || len(b) != 10753 {
+		t.Fatalf("small.jpg: %d bytes, %v", len(b), err)
+	}
+	other := filepath.Join(dir, "mine.jpg")
+	if _, err := Read(other); err == nil {
+		t.Fatal("an unknown missing file was read")
+	}
+	if err := os.WriteFile(other, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Read(other); err != nil || string(b) != "x" {
+		t.Fatalf("an existing file: %q %v", b, err)
 	}
 }

@@ -47,7 +47,10 @@ func TestPollWaitsForListenerAndFor200(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.At.Sub(start) < 20*time.Millisecond || res.Attempts < 5 || calls.Load() != 3 {
+	// At least one refused attempt (the first, before the listener), then
+	// the three answered ones; more refusals on an idle machine, fewer
+	// on a busy one, so no more is asserted.
+	if res.At.Sub(start) < 20*time.Millisecond || res.Attempts < 4 || calls.Load() != 3 {
 		t.Fatalf("res %+v after %v, %d calls", res, res.At.Sub(start), calls.Load())
 	}
 	if gotBody.Load() != "abc" {

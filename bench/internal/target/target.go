@@ -178,3 +178,12 @@ func (i *Instance) closeLog() {
 		i.log = nil
 	}
 }
+
+// Hardened is the `docker run` flags of a container run as the Kubernetes
+// manifests run thumbd: read-only root filesystem, every capability
+// dropped, no-new-privileges, user 65532, and the manifests' CPU and
+// memory limits.
+func Hardened(cpus, memory string) []string {
+	return []string{"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--user", "65532:65532", "--cpus", cpus, "--memory", memory}
+}
