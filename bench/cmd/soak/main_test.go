@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -25,10 +27,11 @@ func TestClassify(t *testing.T) {
 }
 
 func TestServerLogKeepsThumbnailAnswersAndPanics(t *testing.T) {
-	l := &serverLog{answered: map[string]int{}, durMax: map[int]float64{}}
-	l.add([]byte(`{"level":"DEBUG","msg":"request","request_id":"soak-1","path":"/thumbnail","status":200,"duration_ms":12.5}`))
-	l.add([]byte(`{"level":"DEBUG","msg":"request","request_id":"h","path":"/health","status":200,"duration_ms":1}`))
-	l.add([]byte(`{"level":"WARN","msg":"http: panic serving 127.0.0.1:1: boom"}`))
+	l := newServerLog()
+	// As the process writes it: lines cut anywhere.
+	io.WriteString(l, `{"level":"DEBUG","msg":"request","request_id":"soak-1","path":"/thum`)
+	io.WriteString(l, `bnail","status":200,"duration_ms":12.5}`+"\n"+`{"level":"DEBUG","msg":"request","request_id":"h","path":"/health","status":200,"duration_ms":1}`+"\n")
+	io.WriteString(l, `{"level":"WARN","msg":"http: panic serving 127.0.0.1:1: boom"}`+"\n"+`{"level":"INFO","msg":"half`)
 	if l.answered["soak-1"] != 200 || len(l.answered) != 1 || l.durMax[200] != 12.5 {
 		t.Fatalf("%+v", l)
 	}
@@ -42,5 +45,22 @@ func TestHasMagic(t *testing.T) {
 		!hasMagic([]byte("\x89PNG\r\n\x1a\n"), "image/png") || !hasMagic([]byte{0xFF, 0xD8, 0xFF, 0xE0}, "image/jpeg") ||
 		hasMagic([]byte("\x89PNG\r\n\x1a\n"), "image/jpeg") {
 		t.Fatal("magic")
+	}
+}
+
+func TestRunRefusesBeforeStartingAnything(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-modes", "load,soak"}, `unknown mode "soak"`},
+		{[]string{"-malloc", "tcmalloc"}, `unknown allocator "tcmalloc"`},
+		{[]string{"-sources", "/no/such.jpg"}, "no such file"},
+		{[]string{"-lock", "", "-bin", "false", "-modes", "shutdown", "-sources", "main.go"}, "thumbd never became ready"},
+	} {
+		err := run(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
