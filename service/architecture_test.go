@@ -17,6 +17,7 @@ func TestPackageImports(t *testing.T) {
 	allowed := map[string][]string{
 		"params":    {"apierr", "imagefmt", "thumb"},
 		"source":    {"apierr", "admission"},
+		"origin":    {"apierr", "source"},
 		"admission": {},
 		"thumb":     {"imagefmt"},
 		"imagefmt":  {},

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/thumbd/thumbd/service/internal/origin"
 )
 
 // config is every setting, read once from flags and environment and passed
@@ -26,6 +28,9 @@ type config struct {
 	Queue              int
 	Deadline           time.Duration
 	SourceDir          string
+	Origins            []origin.Pattern
+	AllowLoopback      bool
+	FetchTimeout       time.Duration
 	ShutdownDelay      time.Duration
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
@@ -54,7 +59,7 @@ type setting struct {
 func settings(c *config, defaultConcurrency int) []setting {
 	return []setting{
 		{"PORT", "port", "8080", "", "TCP port (all interfaces)", intValue(&c.Port)},
-		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`) and source file", int64Value(&c.MaxBodyBytes)},
+		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`), source file and origin image", int64Value(&c.MaxBodyBytes)},
 		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", int64Value(&c.MaxPixels)},
 		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", intValue(&c.MaxFrames)},
 		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", int64Value(&c.MaxAnimationPixels)},
@@ -62,7 +67,10 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once; libvips' thread pool is sized to it too", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
 		{"THUMBD_QUEUE", "queue", "32", "", "admitted thumbnails that may wait for a slot; beyond: 503", intValue(&c.Queue)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
-		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},
+		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},
+		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
+		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let origins on loopback addresses through the address guard (development and tests only; logged as a warning)", boolFlag{boolValue(&c.AllowLoopback)}},
+		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", durationValue(&c.FetchTimeout)},
 		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", durationValue(&c.ShutdownDelay)},
 		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", durationValue(&c.ShutdownTimeout)},
 		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", levelValue(&c.LogLevel)},
@@ -126,6 +134,9 @@ func (c config) validate() []error {
 	check(c.ShutdownDelay >= 0, "shutdown delay %s: want 0 or more", c.ShutdownDelay)
 	check(c.ShutdownTimeout > 0, "shutdown timeout %s: want more than 0", c.ShutdownTimeout)
 	check(c.ReadHeaderTimeout > 0 && c.ReadTimeout > 0 && c.IdleTimeout > 0, "read-header, read and idle timeouts: want more than 0")
+	// The request's deadline bounds a fetch too: a fetch timeout above it
+	// is harmless, so it is not refused.
+	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
 	check(c.WriteTimeout > c.Deadline, "write timeout %s: want more than the deadline %s, or a late thumbnail could never be written", c.WriteTimeout, c.Deadline)
 	return errs
 }
@@ -231,6 +242,31 @@ func durationValue(p *time.Duration) value[time.Duration] {
 
 func stringValue(p *string) value[string] {
 	return value[string]{p, func(s string) (string, error) { return s, nil }, func(s string) string { return s }}
+}
+
+func boolValue(p *bool) value[bool] {
+	return value[bool]{p, func(s string) (bool, error) {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return false, errors.New("want true or false")
+		}
+		return b, nil
+	}, strconv.FormatBool}
+}
+
+// boolFlag lets a boolean flag be given without a value (-flag = -flag=true).
+type boolFlag struct{ value[bool] }
+
+func (boolFlag) IsBoolFlag() bool { return true }
+
+func originsValue(p *[]origin.Pattern) value[[]origin.Pattern] {
+	return value[[]origin.Pattern]{p, origin.ParsePatterns, func(ps []origin.Pattern) string {
+		out := make([]string, len(ps))
+		for i, o := range ps {
+			out[i] = o.String()
+		}
+		return strings.Join(out, ",")
+	}}
 }
 
 func levelValue(p *slog.Level) value[slog.Level] {

@@ -63,6 +63,9 @@ func engineConfig(cfg config, logger *slog.Logger) thumb.Config {
 // use port 0).
 func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- string) error {
 	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// net/http's client reports some origin misbehaviour (bytes after a
+	// body) through the log package: route that into the JSON logs too.
+	slog.SetDefault(logger)
 
 	var sources *os.Root
 	if cfg.SourceDir != "" {
@@ -72,6 +75,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		}
 		defer root.Close()
 		sources = root
+	}
+
+	if cfg.AllowLoopback {
+		logger.Warn("THUMBD_ORIGINS_ALLOW_LOOPBACK is on: origins on loopback addresses are fetched; for development and tests only")
 	}
 
 	// Listen first: /health answers within milliseconds of exec, while

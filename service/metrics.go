@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -29,6 +30,9 @@ type metrics struct {
 	processing  prometheus.Histogram
 	sourceBytes prometheus.Histogram
 	rejections  *prometheus.CounterVec
+	fetchTime   prometheus.Histogram
+	fetchBytes  prometheus.Histogram
+	fetchErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle) *metrics {
@@ -58,6 +62,17 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "thumbd_thumbnail_rejections_total", Help: "Thumbnail requests refused or failed, by reason.",
 		}, []string{"reason"}),
+		fetchTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_origin_fetch_duration_seconds", Help: "Time to fetch a source from an origin (GET /thumbnail?url=), failed fetches included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		fetchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_origin_fetch_bytes", Help: "Size of the sources fetched from origins.",
+			Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
+		}),
+		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "thumbd_origin_fetch_errors_total", Help: "Origin fetches that failed, by the error code they were answered with.",
+		}, []string{"code"}),
 	}
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "thumbd_build_info", Help: "Build of the running thumbd: always 1.",
@@ -65,6 +80,7 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 	})
 	buildInfo.Set(1)
 	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo,
+		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
 		}, func() float64 { return float64(gate.Waiting()) }),
@@ -89,6 +105,16 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// observeFetch records one origin fetch; code is "" on success.
+func (m *metrics) observeFetch(d time.Duration, bytes int, code apierr.Code) {
+	m.fetchTime.Observe(d.Seconds())
+	if code != "" {
+		m.fetchErrors.WithLabelValues(string(code)).Inc()
+		return
+	}
+	m.fetchBytes.Observe(float64(bytes))
 }
 
 // libvipsMemory reads libvips' counters only once it has started.

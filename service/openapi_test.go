@@ -5,7 +5,9 @@ import (
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,13 +90,50 @@ func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 	if !slices.Equal(enum, sorted) {
 		t.Errorf("error code enum %v, handlers use %v", enum, sorted)
 	}
+	// The README's error table has one row per code, with its status.
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range codes {
-		if !strings.Contains(string(readme), "`"+c+"`") {
-			t.Errorf("README does not list error code %s", c)
+	_, table, _ := strings.Cut(string(readme), "### Error codes")
+	rows := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| (\\d{3}) \\| `([a-z_]+)` \\|").FindAllStringSubmatch(table, -1) {
+		if _, dup := rows[m[2]]; dup {
+			t.Errorf("README's error table lists %s twice", m[2])
+		}
+		rows[m[2]] = m[1]
+	}
+	for _, c := range apierr.Codes() {
+		if got, want := rows[string(c)], strconv.Itoa(c.Status()); got != want {
+			t.Errorf("README's error table gives %s status %q, the code table %s", c, got, want)
+		}
+		delete(rows, string(c))
+	}
+	for c := range rows {
+		t.Errorf("README's error table lists %s, which the code table does not have", c)
+	}
+	// The document names each code under its status: in a response of
+	// that status "(code)", or in the API's description "STATUS code".
+	raw, _ := os.ReadFile("openapi.json")
+	var descs struct {
+		Info  struct{ Description string }
+		Paths map[string]map[string]struct {
+			Responses map[string]struct{ Description string }
+		}
+	}
+	if err := json.Unmarshal(raw, &descs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range apierr.Codes() {
+		status := strconv.Itoa(c.Status())
+		found := strings.Contains(descs.Info.Description, status+" "+string(c))
+		for _, ops := range descs.Paths {
+			for _, op := range ops {
+				found = found || strings.Contains(op.Responses[status].Description, "("+string(c)+")")
+			}
+		}
+		if !found {
+			t.Errorf("openapi.json names %s under no %s response", c, status)
 		}
 	}
 	want := map[string][]string{

@@ -52,8 +52,13 @@ func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
 		loggerFrom(r.Context()).Info("client left before the answer", "err", e.Cause)
 		return
 	}
-	if e.Status() >= 500 && e.Cause != nil {
+	switch {
+	case e.Status() >= 500 && e.Cause != nil:
 		loggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e.Cause)
+	case e.Cause != nil:
+		// A refusal whose detail is not sent, such as the address the
+		// SSRF guard refused: the operator sees it, the client does not.
+		loggerFrom(r.Context()).Warn("request refused", "code", e.Code, "err", e.Cause)
 	}
 	h := w.Header()
 	if e.Status() == http.StatusServiceUnavailable {

@@ -2,13 +2,17 @@ package main
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
 
@@ -39,8 +43,28 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs,
 		thumbs: &thumbnails{cfg: cfg, gate: gate, limits: limits, dir: dir, respond: rs,
-			engine: &engineStage{engine: eng, life: life, metrics: m}},
+			origins: newOrigins(cfg, limits, m, nil),
+			engine:  &engineStage{engine: eng, life: life, metrics: m}},
 	}
+}
+
+// newOrigins is the source of GET /thumbnail?url=, nil when no origin is
+// allowed. resolver resolves origin names (nil: the system's).
+func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Resolver) *origin.Fetcher {
+	if len(cfg.Origins) == 0 {
+		return nil
+	}
+	var accept []string
+	for _, f := range imagefmt.Inputs() {
+		accept = append(accept, f.ContentType())
+	}
+	return origin.New(origin.Config{
+		Patterns: cfg.Origins, AllowLoopback: cfg.AllowLoopback, FetchTimeout: cfg.FetchTimeout,
+		// Every source being fetched at once can keep its connection.
+		IdleConns: cfg.Queue + cfg.Concurrency,
+		Resolver:  resolver, UserAgent: "thumbd/" + version, Accept: strings.Join(accept, ", "),
+		Observe: m.observeFetch,
+	}, limits)
 }
 
 // newServer returns the service's handler: request IDs and logs, metrics,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumb"
@@ -25,8 +26,9 @@ type thumbnails struct {
 	cfg     config
 	engine  *engineStage
 	gate    *admission.Gate
-	limits  source.Limits // every source reads through the same budget
-	dir     *source.Dir   // nil when GET /thumbnail is off
+	limits  source.Limits   // every source reads through the same budget
+	dir     *source.Dir     // nil when GET /thumbnail?src= is off
+	origins *origin.Fetcher // nil when GET /thumbnail?url= is off
 	respond *responder
 }
 
@@ -38,15 +40,32 @@ func (t *thumbnails) handlePost() http.Handler {
 	})
 }
 
-// handleGet makes a thumbnail of a file in the source directory.
+// handleGet makes a thumbnail of a file in the source directory or of an
+// origin's image.
 func (t *thumbnails) handleGet() http.Handler {
 	return t.handle(func(r *http.Request) (params.Thumbnail, source.Source, error) {
-		if t.dir == nil {
-			return params.Thumbnail{}, nil, apierr.New(apierr.SourcesDisabled, "GET /thumbnail is off: no source directory is configured (THUMBD_SOURCE_DIR).")
+		req, err := params.Get(r.URL.RawQuery, t.cfg.MaxSide)
+		if err != nil {
+			return req, nil, err
 		}
-		req, err := params.Named(r.URL.RawQuery, t.cfg.MaxSide)
-		return req, t.dir.File(req.Src), err
+		src, err := t.sourceOf(req)
+		return req, src, err
 	})
+}
+
+// sourceOf is the source a GET names. An origin URL is checked here,
+// before any connection is made.
+func (t *thumbnails) sourceOf(req params.Thumbnail) (source.Source, error) {
+	if req.URL != "" {
+		if t.origins == nil {
+			return nil, apierr.New(apierr.OriginsDisabled, "GET /thumbnail?url= is off: no origin is allowed (THUMBD_ORIGINS).")
+		}
+		return t.origins.Source(req.URL)
+	}
+	if t.dir == nil {
+		return nil, apierr.New(apierr.SourcesDisabled, "GET /thumbnail?src= is off: no source directory is configured (THUMBD_SOURCE_DIR).")
+	}
+	return t.dir.File(req.Src), nil
 }
 
 // handle runs the pipeline after the route's parse step, which yields the
@@ -82,7 +101,7 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	}
 	blob, err := src.Read(ctx)
 	if err != nil {
-		return err
+		return t.deadlineOrGone(err) // an origin fetch ends with the request
 	}
 	defer blob.Release()
 	tag := etag(blob.ID, req.Options)
@@ -109,7 +128,10 @@ func queueFull(unread bool) error {
 // deadlineOrGone turns a context's end into the answer: a 504 when the
 // deadline passed, nothing (counted) when the client left.
 func (t *thumbnails) deadlineOrGone(err error) error {
+	var answer *apierr.Error
 	switch {
+	case errors.As(err, &answer):
+		return err // already an answer, whatever its cause
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierr.New(apierr.DeadlineExceeded, "The thumbnail was not done within the %s deadline.", t.cfg.Deadline)
 	case errors.Is(err, context.Canceled):

@@ -343,7 +343,7 @@ func TestThumbnailSourceNames(t *testing.T) {
 		{"?src=sub/../../secret.jpg", 400, apierr.BadSourceName},
 		{"?src=/etc/passwd", 400, apierr.BadSourceName},
 		{"?src=", 400, apierr.BadSourceName},
-		{"", 400, apierr.BadSourceName},
+		{"", 400, apierr.BadParameter}, // no source named at all: neither src nor url
 		{"?src=missing.jpg", 404, apierr.SourceNotFound},
 		{"?src=sub", 404, apierr.SourceNotFound},
 		{"?src=big.jpg", 422, apierr.SourceTooLarge},

@@ -31,6 +31,17 @@ const (
 	QueueFull          Code = "queue_full"
 	DeadlineExceeded   Code = "deadline_exceeded"
 	Internal           Code = "internal_error"
+
+	// GET /thumbnail?url=: the URL's checks, the guard and the origin.
+	OriginsDisabled      Code = "origins_disabled"
+	BadURL               Code = "bad_url"
+	URLSchemeNotAllowed  Code = "url_scheme_not_allowed"
+	URLCredentials       Code = "url_credentials"
+	OriginNotAllowed     Code = "origin_not_allowed"
+	OriginAddressBlocked Code = "origin_address_blocked"
+	OriginError          Code = "origin_error"
+	TooManyRedirects     Code = "too_many_redirects"
+	OriginTimeout        Code = "origin_timeout"
 	// ClientGone is counted but never sent: the client left before the
 	// answer (nginx's 499).
 	ClientGone Code = "client_gone"
@@ -46,9 +57,15 @@ var codes = [...]struct {
 }{
 	{BadParameter, http.StatusBadRequest},
 	{BadSourceName, http.StatusBadRequest},
+	{BadURL, http.StatusBadRequest},
+	{URLSchemeNotAllowed, http.StatusBadRequest},
+	{URLCredentials, http.StatusBadRequest},
+	{OriginNotAllowed, http.StatusForbidden},
+	{OriginAddressBlocked, http.StatusForbidden},
 	{NotFound, http.StatusNotFound},
 	{SourceNotFound, http.StatusNotFound},
 	{SourcesDisabled, http.StatusNotFound},
+	{OriginsDisabled, http.StatusNotFound},
 	{MethodNotAllowed, http.StatusMethodNotAllowed},
 	{BodyTooLarge, http.StatusRequestEntityTooLarge},
 	{UnsupportedFormat, http.StatusUnsupportedMediaType},
@@ -57,8 +74,11 @@ var codes = [...]struct {
 	{TooManyFrames, http.StatusUnprocessableEntity},
 	{AnimationTooLarge, http.StatusUnprocessableEntity},
 	{SourceTooLarge, http.StatusUnprocessableEntity},
+	{OriginError, http.StatusBadGateway},
+	{TooManyRedirects, http.StatusBadGateway},
 	{QueueFull, http.StatusServiceUnavailable},
 	{DeadlineExceeded, http.StatusGatewayTimeout},
+	{OriginTimeout, http.StatusGatewayTimeout},
 	{Internal, http.StatusInternalServerError},
 	{ClientGone, StatusClientGone},
 }

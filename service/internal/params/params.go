@@ -83,9 +83,11 @@ const DefaultSide = 256
 // Thumbnail is a parsed thumbnail request.
 type Thumbnail struct {
 	Options thumb.Options
-	// Src names the source file (GET /thumbnail?src=); empty when the
-	// source is the request body.
+	// Src names the source file (GET /thumbnail?src=).
 	Src string
+	// URL is the origin URL (GET /thumbnail?url=), not yet checked; when
+	// both are empty the source is the request body.
+	URL string
 }
 
 // Negotiate resolves format=auto with the request's Accept header and
@@ -112,14 +114,25 @@ func Upload(raw string, maxSide int) (Thumbnail, error) {
 	return Thumbnail{Options: o}, err
 }
 
-// Named parses the query of GET /thumbnail, whose source is named by src.
-func Named(raw string, maxSide int) (Thumbnail, error) {
-	q, err := Query(raw, append([]string{"src"}, optionNames...)...)
+// Get parses the query of GET /thumbnail, whose source is a file of the
+// source directory (src) or an origin's image (url): exactly one of them.
+func Get(raw string, maxSide int) (Thumbnail, error) {
+	q, err := Query(raw, append([]string{"src", "url"}, optionNames...)...)
 	if err != nil {
 		return Thumbnail{}, err
 	}
+	src, hasSrc := q["src"]
+	u, hasURL := q["url"]
+	switch {
+	case hasSrc && hasURL:
+		return Thumbnail{}, apierr.New(apierr.BadParameter, "Give \"src\" or \"url\", not both.")
+	case !hasSrc && !hasURL:
+		return Thumbnail{}, apierr.New(apierr.BadParameter, "GET /thumbnail needs a source: \"src\" (a file name) or \"url\" (an origin URL).")
+	case hasURL && u == "":
+		return Thumbnail{}, apierr.New(apierr.BadURL, "Parameter \"url\" is empty.")
+	}
 	o, err := options(q, maxSide)
-	return Thumbnail{Options: o, Src: q["src"]}, err
+	return Thumbnail{Options: o, Src: src, URL: u}, err
 }
 
 // options reads the thumbnail options; maxSide bounds w and h.

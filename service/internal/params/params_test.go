@@ -146,13 +146,29 @@ func TestDPRAutoAnimated(t *testing.T) {
 	}
 }
 
-func TestNamed(t *testing.T) {
-	got, err := Named("src=a/b.jpg&w=10", 4096)
-	if err != nil || got.Src != "a/b.jpg" || got.Options.Width != 10 {
+func TestGet(t *testing.T) {
+	got, err := Get("src=a/b.jpg&w=10", 4096)
+	if err != nil || got.Src != "a/b.jpg" || got.URL != "" || got.Options.Width != 10 {
 		t.Fatalf("%+v %v", got, err)
 	}
-	if got, err := Named("w=10", 4096); err != nil || got.Src != "" {
-		t.Fatalf("no src: %+v %v (the source stage refuses an empty name)", got, err)
+	got, err = Get("url=https%3A%2F%2Fimages.example.com%2Fa.jpg%3Fv%3D1&w=10", 4096)
+	if err != nil || got.URL != "https://images.example.com/a.jpg?v=1" || got.Src != "" || got.Options.Width != 10 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if got, err := Get("src=&w=10", 4096); err != nil || got.Src != "" {
+		t.Fatalf("empty src: %+v %v (the source stage refuses an empty name)", got, err)
+	}
+	for raw, want := range map[string]apierr.Code{
+		"w=10":           apierr.BadParameter,
+		"src=a&url=b":    apierr.BadParameter,
+		"url=":           apierr.BadURL,
+		"url=a&url=b":    apierr.BadParameter,
+		"src=a&w=0":      apierr.BadParameter,
+		"url=x&widht=10": apierr.BadParameter,
+	} {
+		if _, err := Get(raw, 4096); apierr.From(err).Code != want || err == nil {
+			t.Errorf("%q: %v, want %s", raw, err, want)
+		}
 	}
 }
 

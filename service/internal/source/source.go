@@ -1,6 +1,6 @@
 // Package source is the source stage: it yields the bytes a thumbnail is
 // made from, with their identity for the ETag. Every kind (the request
-// body, a file of the source directory, and next an HTTP origin) reads
+// body, a file of the source directory, an HTTP origin) reads
 // through the same byte budget and the same size limit, so memory held by
 // sources is bounded whatever they come from.
 package source
@@ -46,9 +46,11 @@ type Limits struct {
 	Budget   *admission.Bytes // bytes held by every source being read or processed
 }
 
-// read reads r whole through the budget, hashing as it goes. tooLarge is
-// the error for a source over the limit; the budget being spent is a 503.
-func (l Limits) read(r io.Reader, tooLarge func() error) (*Blob, error) {
+// Read reads r whole through the budget, hashing as it goes: every source
+// kind reads through it, so the budget and the limit hold for all. tooLarge
+// is the error for a source over the limit; the budget being spent is a
+// 503; any other error of r is returned as it is, for the kind to name.
+func (l Limits) Read(r io.Reader, tooLarge func() error) (*Blob, error) {
 	budget := l.Budget.Reader(io.LimitReader(r, l.MaxBytes+1))
 	h := sha256.New()
 	b, err := io.ReadAll(io.TeeReader(budget, h))

@@ -24,7 +24,7 @@ func (u Upload) Read(ctx context.Context) (*Blob, error) {
 	if u.Length > u.MaxBytes {
 		return nil, u.tooLarge()
 	}
-	blob, err := u.read(u.Body, u.tooLarge)
+	blob, err := u.Limits.Read(u.Body, u.tooLarge)
 	if err == nil || apierr.From(err).Code != apierr.Internal {
 		return blob, err
 	}

@@ -1,0 +1,104 @@
+package origin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+)
+
+func TestParsePatterns(t *testing.T) {
+	got, err := ParsePatterns(" images.example.com, http://cdn.example.org:8080 ,*.Static.Example.NET,127.0.0.1:9000,http://[::1]:81, https://a.example.:444,,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"https://images.example.com:443", "http://cdn.example.org:8080", "https://*.static.example.net:443",
+		"https://127.0.0.1:9000", "http://[::1]:81", "https://a.example:444",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%v", got)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("pattern %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{
+		"ftp://example.com", "example.com/images", "user@example.com", "example.com:0", "example.com:65536",
+		"example.com:", "example.com:http", "*.com", "*", "a.*.example.com", "-bad.example.com", "exa_mple.com",
+		"::1", "[::1", "[::1]x", "[fe80::1%eth0]", "bücher.example", "example.com?x", "http://",
+	} {
+		if _, err := ParsePatterns(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	// Every bad entry is reported at once.
+	_, err = ParsePatterns("ftp://a.example, ok.example, b.example/x")
+	if err == nil || !strings.Contains(err.Error(), "ftp://a.example") || !strings.Contains(err.Error(), "b.example/x") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	patterns, err := ParsePatterns("images.example.com, http://cdn.example.org:8080, *.static.example.net, http://127.0.0.1:9000, http://[::1]:81")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for raw, want := range map[string]apierr.Code{
+		"https://images.example.com/a.jpg":           "",
+		"https://IMAGES.example.com./a.jpg?v=2#frag": "",
+		"https://images.example.com:443/a.jpg":       "",
+		"http://cdn.example.org:8080/a.jpg":          "",
+		"https://x.static.example.net/a.jpg":         "",
+		"https://a.b.static.example.net/a.jpg":       "",
+		"http://127.0.0.1:9000/a.jpg":                "",
+		"http://[::1]:81/a.jpg":                      "",
+		"http://[0:0::1]:81/a.jpg":                   "",
+		"http://[::ffff:127.0.0.1]:9000/a.jpg":       "",
+
+		"":                                      apierr.BadURL,
+		"/a.jpg":                                apierr.BadURL,
+		"images.example.com/a.jpg":              apierr.BadURL,
+		"https:///a.jpg":                        apierr.BadURL,
+		"https:images.example.com":              apierr.BadURL,
+		"https://images.example.com:99999/":     apierr.BadURL,
+		"https://images.example.com:x/":         apierr.BadURL,
+		"https://images.example.com\\@evil/":    apierr.BadURL,
+		"http://[::1/":                          apierr.BadURL,
+		"%zz":                                   apierr.BadURL,
+		"file:///etc/passwd":                    apierr.URLSchemeNotAllowed,
+		"gopher://images.example.com/":          apierr.URLSchemeNotAllowed,
+		"ftp://images.example.com/a.jpg":        apierr.URLSchemeNotAllowed,
+		"data:image/png;base64,AAAA":            apierr.URLSchemeNotAllowed,
+		"https://user:pw@images.example.com/":   apierr.URLCredentials,
+		"https://@images.example.com/":          apierr.URLCredentials,
+		"https://images.example.com@evil.test/": apierr.URLCredentials,
+		"http://images.example.com/a.jpg":       apierr.OriginNotAllowed, // https only
+		"https://images.example.com:8443/":      apierr.OriginNotAllowed, // default port only
+		"https://cdn.example.org:8080/a.jpg":    apierr.OriginNotAllowed, // http only
+		"https://static.example.net/a.jpg":      apierr.OriginNotAllowed, // *. is below the domain
+		"https://xstatic.example.net/a.jpg":     apierr.OriginNotAllowed,
+		"https://images.example.com.evil.test/": apierr.OriginNotAllowed,
+		"https://evil.test/images.example.com":  apierr.OriginNotAllowed,
+		"http://127.0.0.1:9001/a.jpg":           apierr.OriginNotAllowed,
+		"http://127.0.0.2:9000/a.jpg":           apierr.OriginNotAllowed,
+		"http://localhost:9000/a.jpg":           apierr.OriginNotAllowed,
+		"http://2130706433:9000/a.jpg":          apierr.OriginNotAllowed,
+	} {
+		_, err := Check(raw, patterns)
+		if got := code(err); got != want {
+			t.Errorf("Check(%q) = %v, want %q", raw, err, want)
+		}
+	}
+	if _, err := Check("https://images.example.com/", nil); code(err) != apierr.OriginNotAllowed {
+		t.Errorf("no patterns: %v", err)
+	}
+}
+
+func code(err error) apierr.Code {
+	if err == nil {
+		return ""
+	}
+	return apierr.From(err).Code
+}

@@ -1,0 +1,184 @@
+// Package origin is the source kind of GET /thumbnail?url=: an image
+// fetched from an HTTP origin that THUMBD_ORIGINS allows, through a client
+// whose every connection passes the SSRF guard (guard.go), bounded in time
+// and bytes like every other source.
+package origin
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/source"
+)
+
+// MaxRedirects is the number of redirects followed; each one is checked
+// against the allow-list, and its connection by the guard.
+const MaxRedirects = 3
+
+// ConnectTimeout bounds one TCP connect (the fetch timeout bounds the rest).
+const ConnectTimeout = 2 * time.Second
+
+// Config is the origin settings.
+type Config struct {
+	Patterns      []Pattern     // THUMBD_ORIGINS
+	AllowLoopback bool          // THUMBD_ORIGINS_ALLOW_LOOPBACK
+	FetchTimeout  time.Duration // THUMBD_FETCH_TIMEOUT, within the request's deadline
+	// IdleConns is how many idle connections are kept per origin host:
+	// about the number of fetches in flight at once, so that a busy origin
+	// is not reconnected to on every fetch.
+	IdleConns int
+	// Resolver resolves origin names; nil is the system's. Tests give a
+	// resolver of their own (DNS rebinding).
+	Resolver  *net.Resolver
+	UserAgent string
+	Accept    string // the media types thumbd reads
+	// Observe, if set, is told of every fetch: how long it took, how many
+	// bytes it read and the code it failed with ("" on success).
+	Observe func(d time.Duration, bytes int, code apierr.Code)
+}
+
+// Fetcher makes origin sources.
+type Fetcher struct {
+	cfg    Config
+	limits source.Limits
+	client *http.Client
+}
+
+// New returns a fetcher reading through limits (the byte budget and size
+// limit every source shares).
+func New(cfg Config, limits source.Limits) *Fetcher {
+	f := &Fetcher{cfg: cfg, limits: limits}
+	dialer := &net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second, Resolver: cfg.Resolver, Control: f.control}
+	transport := &http.Transport{
+		// No proxy, whatever HTTP_PROXY and friends say: through a proxy
+		// the guard would judge the proxy's address, not the origin's.
+		Proxy:       nil,
+		DialContext: dialer.DialContext,
+		// A custom dialer turns HTTP/2 off unless asked for; CDNs speak it.
+		ForceAttemptHTTP2:   true,
+		TLSHandshakeTimeout: ConnectTimeout,
+		MaxIdleConns:        4 * max(cfg.IdleConns, 1),
+		MaxIdleConnsPerHost: max(cfg.IdleConns, 1),
+		IdleConnTimeout:     90 * time.Second,
+		// Images are compressed already; a gzip'ed body would only cost CPU
+		// (and be one more way to inflate bytes past a Content-Length).
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	f.client = &http.Client{Transport: transport, CheckRedirect: f.checkRedirect}
+	return f
+}
+
+// checkRedirect follows at most MaxRedirects redirects, each to a URL that
+// passes the same checks as the first.
+func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > MaxRedirects {
+		return apierr.New(apierr.TooManyRedirects, "The origin redirected more than %d times.", MaxRedirects)
+	}
+	if err := checkURL(req.URL, f.cfg.Patterns); err != nil {
+		e := *apierr.From(err)
+		e.Message = "The origin redirected to a URL thumbd does not fetch: " + e.Message
+		return &e
+	}
+	return nil
+}
+
+// Source checks rawURL (before any connection is made) and returns the
+// source that fetches it.
+func (f *Fetcher) Source(rawURL string) (source.Source, error) {
+	u, err := Check(rawURL, f.cfg.Patterns)
+	if err != nil {
+		return nil, err
+	}
+	return remote{f, u}, nil
+}
+
+// remote is one origin URL.
+type remote struct {
+	f *Fetcher
+	u *url.URL
+}
+
+// Read fetches the URL within the fetch timeout (inside ctx, the request's
+// deadline), and reads its body through the byte budget and the size
+// limit: a Content-Length over the limit is refused before the body is
+// read, and a body that turns out longer is cut off at the limit.
+func (s remote) Read(ctx context.Context) (*source.Blob, error) {
+	start := time.Now()
+	blob, err := s.fetch(ctx)
+	if s.f.cfg.Observe != nil {
+		n, code := 0, apierr.Code("")
+		if blob != nil {
+			n = len(blob.Bytes)
+		}
+		if err != nil && ctx.Err() == nil {
+			code = apierr.From(err).Code
+		} else if err != nil {
+			code = apierr.DeadlineExceeded
+			if errors.Is(ctx.Err(), context.Canceled) {
+				code = apierr.ClientGone
+			}
+		}
+		s.f.cfg.Observe(time.Since(start), n, code)
+	}
+	return blob, err
+}
+
+func (s remote) fetch(ctx context.Context) (*source.Blob, error) {
+	fetchCtx, cancel := context.WithTimeout(ctx, s.f.cfg.FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(fetchCtx, http.MethodGet, s.u.String(), nil)
+	if err != nil {
+		return nil, apierr.New(apierr.BadURL, "Parameter \"url\" is not a URL thumbd can fetch.")
+	}
+	req.Header.Set("User-Agent", s.f.cfg.UserAgent)
+	req.Header.Set("Accept", s.f.cfg.Accept)
+	resp, err := s.f.client.Do(req)
+	if err != nil {
+		return nil, s.fetchError(ctx, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound, http.StatusGone:
+		return nil, apierr.New(apierr.SourceNotFound, "The origin has no such image (it answered %d).", resp.StatusCode)
+	default:
+		return nil, apierr.New(apierr.OriginError, "The origin answered %d; thumbd needs a 200.", resp.StatusCode)
+	}
+	tooLarge := func() error {
+		return apierr.New(apierr.SourceTooLarge, "The origin's image is larger than the %d bytes allowed.", s.f.limits.MaxBytes)
+	}
+	if resp.ContentLength > s.f.limits.MaxBytes {
+		return nil, tooLarge()
+	}
+	blob, err := s.f.limits.Read(resp.Body, tooLarge)
+	if err != nil && apierr.From(err).Code == apierr.Internal {
+		return nil, s.fetchError(ctx, err)
+	}
+	return blob, err
+}
+
+// fetchError names a failed fetch: the guard's or the redirect checks'
+// refusal as it is; the request's own deadline or departure as ctx's
+// error (the pipeline answers those); the fetch timeout as a 504; anything
+// else (refused connection, TLS, a broken body) as a 502.
+func (s remote) fetchError(ctx context.Context, err error) error {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return &apierr.Error{Code: apierr.OriginTimeout, Message: "The origin did not answer within the fetch timeout (" + s.f.cfg.FetchTimeout.String() + ").", Cause: err}
+	}
+	return &apierr.Error{Code: apierr.OriginError, Message: "The origin could not be fetched.", Cause: err}
+}

@@ -1,0 +1,72 @@
+package origin
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/source"
+)
+
+// Fetched bytes come out of the byte budget every source shares: a fetch
+// that would go past it is a 503, and what it took is given back.
+func TestFetchReadsThroughTheBudget(t *testing.T) {
+	body := strings.Repeat("x", 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("User-Agent") != "thumbd/test" || r.Header.Get("Accept") != "image/png" || r.Header.Get("Accept-Encoding") != "" {
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	patterns, err := ParsePatterns("http://" + strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := admission.NewBytes(150)
+	var codes []apierr.Code
+	f := New(Config{Patterns: patterns, AllowLoopback: true, FetchTimeout: 5 * time.Second, UserAgent: "thumbd/test", Accept: "image/png",
+		Observe: func(_ time.Duration, _ int, code apierr.Code) { codes = append(codes, code) }},
+		source.Limits{MaxBytes: 100, Budget: budget})
+	src, err := f.Source(srv.URL + "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := src.Read(context.Background())
+	if err != nil || string(held.Bytes) != body || budget.Used() != 100 {
+		t.Fatalf("%v, %d used", err, budget.Used())
+	}
+	if _, err := src.Read(context.Background()); apierr.From(err).Code != apierr.QueueFull {
+		t.Fatalf("past the budget: %v", err)
+	}
+	held.Release()
+	if budget.Used() != 0 {
+		t.Fatalf("%d bytes still held", budget.Used())
+	}
+	if len(codes) != 2 || codes[0] != "" || codes[1] != apierr.QueueFull {
+		t.Errorf("observed %q", codes)
+	}
+	// A request that ends (here: its client left) ends the fetch with it.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := src.Read(ctx); err != context.Canceled {
+		t.Errorf("cancelled: %v", err)
+	}
+	if codes[len(codes)-1] != apierr.ClientGone {
+		t.Errorf("observed %q", codes)
+	}
+}
+
+// Proxy variables are never read: the transport has no proxy function.
+func TestNoProxy(t *testing.T) {
+	f := New(Config{}, source.Limits{})
+	if tr := f.client.Transport.(*http.Transport); tr.Proxy != nil {
+		t.Fatal("the transport would use a proxy")
+	}
+}

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/origin"
+)
+
+// testOrigin is an origin server on 127.0.0.1 that counts the connections
+// it accepts: "the origin saw nothing" means not even a TCP connection.
+type testOrigin struct {
+	*httptest.Server
+	conns atomic.Int32
+}
+
+func newOrigin(t *testing.T, h http.HandlerFunc) *testOrigin {
+	t.Helper()
+	o := &testOrigin{Server: httptest.NewUnstartedServer(h)}
+	o.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			o.conns.Add(1)
+		}
+	}
+	o.Start()
+	t.Cleanup(o.Close)
+	return o
+}
+
+// hostPort is the origin's 127.0.0.1:PORT.
+func (o *testOrigin) hostPort() string { return strings.TrimPrefix(o.URL, "http://") }
+
+// serveBytes is an origin answering every path with b, under a media type
+// that says nothing of it: thumbd sniffs the bytes, as for an upload.
+func serveBytes(b []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(b)
+	}
+}
+
+// originConfig allows patterns, with loopback origins let through or not.
+func originConfig(t *testing.T, allowLoopback bool, patterns ...string) config {
+	t.Helper()
+	cfg := testConfig(t)
+	ps, err := origin.ParsePatterns(strings.Join(patterns, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Origins, cfg.AllowLoopback = ps, allowLoopback
+	return cfg
+}
+
+// thumbURL is thumbd's GET /thumbnail of an origin URL.
+func thumbURL(base, originURL, query string) string {
+	u := base + "/thumbnail?url=" + url.QueryEscape(originURL)
+	if query != "" {
+		u += "&" + query
+	}
+	return u
+}
+
+func getError(t *testing.T, u string, status int, code apierr.Code) {
+	t.Helper()
+	got, _, body := do(t, "GET", u, nil)
+	if got != status {
+		t.Fatalf("GET %s: status %d, want %d (%s)", u, got, status, body)
+	}
+	assertError(t, body, code)
+}
+
+func TestOriginThumbnail(t *testing.T) {
+	src := encodeJPEG(t, scene(400, 300), 90)
+	o := newOrigin(t, serveBytes(src))
+	srv, d := newTestServer(t, originConfig(t, true, "http://"+o.hostPort()))
+
+	status, h, body := do(t, "GET", thumbURL(srv.URL, o.URL+"/photos/a.jpg", "w=100&h=50&format=webp"), nil)
+	if status != 200 || h.Get("Content-Type") != "image/webp" {
+		t.Fatalf("status %d %v %s", status, h, body)
+	}
+	if img, _ := decoded(t, body); img.Bounds().Dx() != 100 || img.Bounds().Dy() != 50 {
+		t.Fatalf("size %v", img.Bounds())
+	}
+	// The same bytes posted give the same ETag: identity is the bytes'.
+	_, posted, _ := postThumb(t, srv.URL, "?w=100&h=50&format=webp", src)
+	if h.Get("ETag") == "" || h.Get("ETag") != posted.Get("ETag") || h.Get("Cache-Control") == "" {
+		t.Errorf("ETag %q, POST's %q", h.Get("ETag"), posted.Get("ETag"))
+	}
+	status, _, _ = do(t, "GET", thumbURL(srv.URL, o.URL+"/photos/a.jpg", "w=100&h=50&format=webp"), nil, "If-None-Match", h.Get("ETag"))
+	if status != 304 {
+		t.Errorf("If-None-Match: %d", status)
+	}
+	if used := d.thumbs.limits.Budget.Used(); used != 0 {
+		t.Errorf("%d bytes still held", used)
+	}
+}
+
+func TestOriginAnswers(t *testing.T) {
+	big := encodeJPEG(t, scene(1600, 1200), 95)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) })
+	for _, status := range []int{500, 502, 503, 403, 401, 400, 204, 206, 304, 300} {
+		mux.HandleFunc("/status/"+strconv.Itoa(status), func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
+	}
+	mux.HandleFunc("/text", serveBytes([]byte("<html>not an image</html>")))
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	})
+	mux.HandleFunc("/slow-body", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2000")
+		w.Write(big[:1000])
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	})
+	mux.HandleFunc("/short-body", func(w http.ResponseWriter, r *http.Request) {
+		// Says more than it sends, then hangs up.
+		w.Header().Set("Content-Length", "2000")
+		w.Write(big[:1000])
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	mux.HandleFunc("/declared-too-large", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+		w.Write(big)
+	})
+	mux.HandleFunc("/chunked-too-large", func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < len(big); i += 4096 {
+			w.Write(big[i:min(i+4096, len(big))])
+			w.(http.Flusher).Flush()
+		}
+	})
+	mux.HandleFunc("/lying-length", func(w http.ResponseWriter, r *http.Request) {
+		// Content-Length says 1000 bytes; the body goes on past the limit.
+		// (Go's client logs the bytes it finds after the body.)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nContent-Length: 1000\r\n\r\n")
+		buf.Write(big[:1000])
+		buf.WriteString(strings.Repeat("and more bytes than declared ", len(big)/20))
+		buf.Flush()
+	})
+	o := newOrigin(t, mux.ServeHTTP)
+	cfg := originConfig(t, true, "http://"+o.hostPort())
+	cfg.MaxBodyBytes = int64(len(big)) / 2
+	cfg.FetchTimeout = 300 * time.Millisecond
+	srv, d := newTestServer(t, cfg)
+
+	tests := []struct {
+		path   string
+		status int
+		code   apierr.Code
+	}{
+		{"/missing", 404, apierr.SourceNotFound},
+		{"/gone", 404, apierr.SourceNotFound},
+		{"/status/500", 502, apierr.OriginError},
+		{"/status/502", 502, apierr.OriginError},
+		{"/status/503", 502, apierr.OriginError},
+		{"/status/403", 502, apierr.OriginError},
+		{"/status/401", 502, apierr.OriginError},
+		{"/status/400", 502, apierr.OriginError},
+		{"/status/204", 502, apierr.OriginError},
+		{"/status/206", 502, apierr.OriginError},
+		{"/status/304", 502, apierr.OriginError},
+		{"/status/300", 502, apierr.OriginError},
+		{"/short-body", 502, apierr.OriginError},
+		{"/text", 415, apierr.UnsupportedFormat},
+		{"/slow", 504, apierr.OriginTimeout},
+		{"/slow-body", 504, apierr.OriginTimeout},
+		{"/declared-too-large", 422, apierr.SourceTooLarge},
+		{"/chunked-too-large", 422, apierr.SourceTooLarge},
+		// Only the 1000 bytes declared are read: a truncated JPEG.
+		{"/lying-length", 422, apierr.UnprocessableImage},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			start := time.Now()
+			getError(t, thumbURL(srv.URL, o.URL+tc.path, ""), tc.status, tc.code)
+			if time.Since(start) > 10*cfg.FetchTimeout+5*time.Second {
+				t.Errorf("took %s", time.Since(start))
+			}
+		})
+	}
+	if used := d.thumbs.limits.Budget.Used(); used != 0 {
+		t.Errorf("%d bytes still held", used)
+	}
+	// The fetch metrics: errors by code, bytes of what was read whole.
+	_, _, metrics := do(t, "GET", srv.URL+"/metrics", nil)
+	for _, want := range []string{
+		`thumbd_origin_fetch_errors_total{code="source_not_found"} 2`,
+		`thumbd_origin_fetch_errors_total{code="origin_error"} 11`,
+		`thumbd_origin_fetch_errors_total{code="origin_timeout"} 2`,
+		`thumbd_origin_fetch_errors_total{code="source_too_large"} 2`,
+		"thumbd_origin_fetch_duration_seconds_count 19",
+		"thumbd_origin_fetch_bytes_count 2",
+		"thumbd_origin_fetch_bytes_sum 1025",
+	} {
+		if !bytes.Contains(metrics, []byte(want)) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if !regexp.MustCompile(`thumbd_thumbnail_rejections_total\{reason="origin_timeout"\} 2`).Match(metrics) {
+		t.Error("rejections do not count origin_timeout")
+	}
+}
+
+func TestOriginRedirects(t *testing.T) {
+	src := encodeJPEG(t, scene(200, 150), 90)
+	unlisted := newOrigin(t, serveBytes(src))
+	listed := newOrigin(t, serveBytes(src))
+	var o *testOrigin
+	o = newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/img":
+			w.Write(src)
+		case strings.HasPrefix(p, "/chain/"):
+			// /chain/N redirects N times, relatively, before the image.
+			n, _ := strconv.Atoi(strings.TrimPrefix(p, "/chain/"))
+			next := "/img"
+			if n > 1 {
+				next = "/chain/" + strconv.Itoa(n-1)
+			}
+			http.Redirect(w, r, next, http.StatusFound)
+		case p == "/to-listed":
+			http.Redirect(w, r, listed.URL+"/img", http.StatusMovedPermanently)
+		case p == "/to-unlisted":
+			http.Redirect(w, r, unlisted.URL+"/img", http.StatusTemporaryRedirect)
+		case p == "/to-elsewhere":
+			http.Redirect(w, r, "http://images.elsewhere.test/img", http.StatusPermanentRedirect)
+		case p == "/to-https":
+			http.Redirect(w, r, "https://"+o.hostPort()+"/img", http.StatusFound)
+		case p == "/to-file":
+			http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+		case p == "/to-credentials":
+			http.Redirect(w, r, "http://user:pw@"+o.hostPort()+"/img", http.StatusFound)
+		}
+	})
+	srv, _ := newTestServer(t, originConfig(t, true, "http://"+o.hostPort(), "http://"+listed.hostPort()))
+	for _, path := range []string{"/chain/1", "/chain/3", "/to-listed"} {
+		if status, _, body := do(t, "GET", thumbURL(srv.URL, o.URL+path, "w=20"), nil); status != 200 {
+			t.Errorf("%s: %d %s", path, status, body)
+		}
+	}
+	for path, want := range map[string]apierr.Code{
+		"/chain/4":        apierr.TooManyRedirects,
+		"/to-unlisted":    apierr.OriginNotAllowed,
+		"/to-elsewhere":   apierr.OriginNotAllowed,
+		"/to-https":       apierr.OriginNotAllowed,
+		"/to-file":        apierr.URLSchemeNotAllowed,
+		"/to-credentials": apierr.URLCredentials,
+	} {
+		t.Run(path, func(t *testing.T) {
+			getError(t, thumbURL(srv.URL, o.URL+path, ""), want.Status(), want)
+		})
+	}
+	if n := unlisted.conns.Load(); n != 0 {
+		t.Errorf("the unlisted origin saw %d connections", n)
+	}
+	if n := listed.conns.Load(); n == 0 {
+		t.Error("the listed origin saw nothing")
+	}
+}
+
+// URLs refused before any connection is made: the origin sees nothing.
+func TestOriginURLChecks(t *testing.T) {
+	o := newOrigin(t, serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	hp, port := o.hostPort(), strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
+	srv, _ := newTestServer(t, originConfig(t, true, "http://"+hp, "https://images.example.test"))
+	for raw, want := range map[string]apierr.Code{
+		"http://user:pw@" + hp + "/a.jpg":     apierr.URLCredentials,
+		"http://user@" + hp + "/a.jpg":        apierr.URLCredentials,
+		"ftp://" + hp + "/a.jpg":              apierr.URLSchemeNotAllowed,
+		"file:///etc/passwd":                  apierr.URLSchemeNotAllowed,
+		"https://" + hp + "/a.jpg":            apierr.OriginNotAllowed,
+		"http://images.example.test/a.jpg":    apierr.OriginNotAllowed,
+		"http://localhost:" + port + "/a.jpg": apierr.OriginNotAllowed,
+		"http://127.0.0.2:" + port + "/a.jpg": apierr.OriginNotAllowed,
+		"//" + hp + "/a.jpg":                  apierr.BadURL,
+		"http://[::1/":                        apierr.BadURL,
+	} {
+		t.Run(raw, func(t *testing.T) {
+			getError(t, thumbURL(srv.URL, raw, ""), want.Status(), want)
+		})
+	}
+	getError(t, srv.URL+"/thumbnail?url=", 400, apierr.BadURL)
+	getError(t, srv.URL+"/thumbnail?url=x&src=y", 400, apierr.BadParameter)
+	getError(t, srv.URL+"/thumbnail?w=10", 400, apierr.BadParameter)
+	if n := o.conns.Load(); n != 0 {
+		t.Errorf("the origin saw %d connections", n)
+	}
+}
+
+func TestOriginsDisabled(t *testing.T) {
+	o := newOrigin(t, serveBytes(nil))
+	srv, _ := newTestServer(t, testConfig(t))
+	getError(t, thumbURL(srv.URL, o.URL+"/a.jpg", ""), 404, apierr.OriginsDisabled)
+	if o.conns.Load() != 0 {
+		t.Error("the origin was contacted")
+	}
+}
+
+// With the loopback switch off, a loopback origin is refused, even when
+// listed, and sees no connection.
+func TestOriginLoopbackRefused(t *testing.T) {
+	o := newOrigin(t, serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	v6 := "http://[::ffff:127.0.0.1]:" + strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
+	srv, _ := newTestServer(t, originConfig(t, false, "http://"+o.hostPort(), v6))
+	getError(t, thumbURL(srv.URL, o.URL+"/a.jpg", ""), 403, apierr.OriginAddressBlocked)
+	getError(t, thumbURL(srv.URL, v6+"/a.jpg", ""), 403, apierr.OriginAddressBlocked)
+	if n := o.conns.Load(); n != 0 {
+		t.Errorf("the origin saw %d connections", n)
+	}
+}
+
+// DNS rebinding: an allowed name that resolves to 127.0.0.1 is refused at
+// the dial, whatever the allow-list says; with the switch on the same
+// name is fetched (so the test resolver really was asked).
+func TestOriginDNSRebinding(t *testing.T) {
+	src := encodeJPEG(t, scene(40, 30), 90)
+	o := newOrigin(t, serveBytes(src))
+	port := strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
+	dns := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
+	name := "http://images.rebind.test:" + port
+	for _, allow := range []bool{false, true} {
+		cfg := originConfig(t, allow, name)
+		d := newTestDeps(t, cfg)
+		d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)
+		srv := newTestServerFrom(t, d)
+		status, _, body := do(t, "GET", thumbURL(srv.URL, name+"/a.jpg", "w=10"), nil)
+		if allow && status != 200 || !allow && status != 403 {
+			t.Fatalf("allow loopback %v: %d %s", allow, status, body)
+		}
+		if !allow {
+			assertError(t, body, apierr.OriginAddressBlocked)
+			if n := o.conns.Load(); n != 0 {
+				t.Fatalf("the origin saw %d connections", n)
+			}
+		}
+	}
+	if dns.queries.Load() == 0 {
+		t.Fatal("the test resolver was never asked")
+	}
+}
+
+// Proxy variables are ignored: through a proxy the guard would judge the
+// proxy's address instead of the origin's.
+func TestOriginIgnoresProxyEnvironment(t *testing.T) {
+	src := encodeJPEG(t, scene(40, 30), 90)
+	o := newOrigin(t, serveBytes(src))
+	proxy := newOrigin(t, serveBytes(src))
+	port := strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
+	for _, v := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"} {
+		t.Setenv(v, proxy.URL)
+	}
+	t.Setenv("NO_PROXY", "")
+	dns := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
+	name := "http://images.proxied.test:" + port
+	cfg := originConfig(t, true, name)
+	d := newTestDeps(t, cfg)
+	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)
+	srv := newTestServerFrom(t, d)
+	if status, _, body := do(t, "GET", thumbURL(srv.URL, name+"/a.jpg", "w=10"), nil); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	if proxy.conns.Load() != 0 || o.conns.Load() == 0 {
+		t.Fatalf("proxy saw %d connections, origin %d", proxy.conns.Load(), o.conns.Load())
+	}
+}
+
+func TestAllowLoopbackWarnsAtStartUp(t *testing.T) {
+	c := startChild(t, "THUMBD_ORIGINS=http://127.0.0.1:1", "THUMBD_ORIGINS_ALLOW_LOOPBACK=true")
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	c.wait(t)
+	if !regexp.MustCompile(`"level":"WARN","msg":"THUMBD_ORIGINS_ALLOW_LOOPBACK is on`).MatchString(c.logs.String()) {
+		t.Fatalf("no warning:\n%s", c.logs)
+	}
+}
