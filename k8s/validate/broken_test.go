@@ -132,7 +132,7 @@ func requireComplaint(t *testing.T, errs []error, want string) {
 
 func settingsForTest(t *testing.T) Settings {
 	t.Helper()
-	s, err := ReadSettings(filepath.Join(root, "CONTRIBUTING.md"))
+	s, err := ReadSettings(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

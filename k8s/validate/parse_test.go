@@ -116,7 +116,7 @@ func TestRealSettingsTable(t *testing.T) {
 	s := settingsForTest(t)
 	for name, def := range map[string]string{"PORT": "8080", "THUMBD_DEADLINE": "10s", "THUMBD_SHUTDOWN_DELAY": "0s", "THUMBD_SHUTDOWN_TIMEOUT": "30s"} {
 		if s[name] != def {
-			t.Errorf("CONTRIBUTING.md settings table: parsed %s default %q, want %q (did the table change format?)", name, s[name], def)
+			t.Errorf("README.md settings table: parsed %s default %q, want %q (did the table change format?)", name, s[name], def)
 		}
 	}
 }

@@ -110,10 +110,10 @@ func TestKnativeService(t *testing.T) {
 }
 
 // expect reads what the manifests must agree with from the repository: the
-// settings tables and, once the service has it, service/routes.go.
+// settings table and, once the service has it, service/routes.go.
 func expect(t *testing.T) Expect {
 	t.Helper()
-	settings, err := ReadSettings(filepath.Join(root, "CONTRIBUTING.md"), filepath.Join(root, "README.md"))
+	settings, err := ReadSettings(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
