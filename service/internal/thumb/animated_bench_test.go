@@ -3,6 +3,7 @@ package thumb
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/color/palette"
@@ -10,6 +11,8 @@ import (
 	"image/gif"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,24 +89,43 @@ func BenchmarkAnimated(b *testing.B) {
 
 // TestLargestAnimationPeakRSS makes the largest animation the default
 // limits allow (256 frames whose pixels add up to THUMBD_MAX_PIXELS, each
-// covered to 256x256: THUMBD_MAX_ANIMATION_PIXELS exactly) and prints the
-// process's peak RSS. It only runs when asked, alone in its process:
+// covered to 256x256: THUMBD_MAX_ANIMATION_PIXELS exactly) in a fresh
+// process (this test binary re-run), so that the peak RSS it prints is the
+// thumbnail's and not the making of the source. It only runs when asked:
 //
 //	THUMBD_PEAK_RSS=1 go test -count=1 -run LargestAnimationPeakRSS -v ./service/internal/thumb
 func TestLargestAnimationPeakRSS(t *testing.T) {
+	if path := os.Getenv("THUMBD_PEAK_RSS_SOURCE"); path != "" {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 16_777_216})
+		before := vmHWM(t)
+		img, err := e.Thumbnail(context.Background(), src, Options{Width: 256, Height: 256, Fit: FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("peak-rss: output %d frames, %d bytes; peak RSS %d MiB before the thumbnail, %d MiB after\n",
+			img.Frames, len(img.Bytes), before>>10, vmHWM(t)>>10)
+		return
+	}
 	if os.Getenv("THUMBD_PEAK_RSS") == "" {
 		t.Skip("set THUMBD_PEAK_RSS=1 to measure")
 	}
 	side := int(math.Sqrt(40_000_000 / 256)) // 395: 256 x 395 x 395 <= 40 M
-	src := clip(t, side, side, 256, true)
-	e := New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 16_777_216})
-	before := vmHWM(t)
-	img, err := e.Thumbnail(context.Background(), src, Options{Width: 256, Height: 256, Fit: FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true})
-	if err != nil {
+	path := filepath.Join(t.TempDir(), "largest.gif")
+	if err := os.WriteFile(path, clip(t, side, side, 256, true), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("source %d frames of %dx%d (%d bytes); output %d frames, %d bytes; peak RSS %d MiB before, %d MiB after",
-		256, side, side, len(src), img.Frames, len(img.Bytes), before>>10, vmHWM(t)>>10)
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestLargestAnimationPeakRSS$")
+	cmd.Env = append(os.Environ(), "THUMBD_PEAK_RSS_SOURCE="+path)
+	out, err := cmd.CombinedOutput()
+	info, _ := os.Stat(path)
+	t.Logf("source: 256 frames of %dx%d, %d bytes\n%s", side, side, info.Size(), out)
+	if err != nil || !strings.Contains(string(out), "peak-rss:") {
+		t.Fatalf("child: %v", err)
+	}
 }
 
 // vmHWM is the process's peak resident set in KiB.
