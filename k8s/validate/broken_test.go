@@ -35,7 +35,7 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"liveness on the wrong path", "base/deployment.yaml", "livenessProbe:\n            httpGet:\n              path: /health", "livenessProbe:\n            httpGet:\n              path: /ready", "livenessProbe path \"/ready\""},
 		{"latest image", "overlays/scratch/kustomization.yaml", "newTag: scratch", "newTag: latest", "never :latest"},
 		{"other flavour's image", "overlays/scratch/kustomization.yaml", "newTag: scratch", "newTag: slim", `want "thumbd:scratch"`},
-		{"env var the service does not read", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_WORKERS=4", "THUMBD_WORKERS is not in the settings table"},
+		{"env var the service does not read", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_WORKERS=4", "THUMBD_WORKERS is not a setting of the service"},
 		{"grace period too short", "base/deployment.yaml", "terminationGracePeriodSeconds: 40", "terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds 30 s <"},
 		{"delay outgrows the grace period", "base/settings.env", "THUMBD_SHUTDOWN_DELAY=5s", "THUMBD_SHUTDOWN_DELAY=15s", "THUMBD_SHUTDOWN_DELAY 15s"},
 		{"privilege escalation", "base/deployment.yaml", "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", "allowPrivilegeEscalation: false"},
@@ -69,7 +69,7 @@ func TestBrokenKnativeServiceFails(t *testing.T) {
 		{"latest image", "knative/service.yaml", "image: thumbd:scratch", "image: thumbd:latest", "never :latest"},
 		{"untagged image", "knative/service.yaml", "image: thumbd:scratch", "image: thumbd", "has no tag"},
 		{"root allowed", "knative/service.yaml", "runAsNonRoot: true", "runAsNonRoot: false", "runAsNonRoot: true"},
-		{"env var the service does not read", "knative/service.yaml", "            - name: THUMBD_CONCURRENCY\n", "            - name: GOMAXPROCS\n              value: \"2\"\n            - name: THUMBD_CONCURRENCY\n", "GOMAXPROCS is not in the settings table"},
+		{"env var the service does not read", "knative/service.yaml", "            - name: THUMBD_CONCURRENCY\n", "            - name: GOMAXPROCS\n              value: \"2\"\n            - name: THUMBD_CONCURRENCY\n", "GOMAXPROCS is not a setting of the service"},
 	}
 	runBreakages(t, cases, "k8s/knative", CheckKnative)
 }
@@ -80,7 +80,7 @@ func runBreakages(t *testing.T, cases []breakage, dir string, check func([]Manif
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := brokenCopy(t, tc)
-			want := Expect{Image: "thumbd:scratch", Settings: settingsForTest(t), Routes: routesForTest(t, tmp)}
+			want := Expect{Image: "thumbd:scratch", Settings: serviceSettings(t), Routes: routesForTest(t, tmp)}
 			ms, err := Render(filepath.Join(tmp, dir))
 			errs := []error{err}
 			if err == nil {
@@ -128,15 +128,6 @@ func requireComplaint(t *testing.T, errs []error, want string) {
 	for _, err := range errs {
 		t.Log("  ", err)
 	}
-}
-
-func settingsForTest(t *testing.T) Settings {
-	t.Helper()
-	s, err := ReadSettings(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func routesForTest(t *testing.T, dir string) Routes {

@@ -310,7 +310,7 @@ func checkImage(c *corev1.Container, want Expect, p *problems) {
 func checkEnvNames(env map[string]string, settings Settings, p *problems) {
 	for _, name := range slices.Sorted(maps.Keys(env)) {
 		if _, ok := settings[name]; !ok {
-			p.addf("environment variable %s is not in the settings table (README.md): the service does not read it", name)
+			p.addf("environment variable %s is not a setting of the service (`thumbd settings`): the service does not read it", name)
 		}
 	}
 }

@@ -1,8 +1,8 @@
 // Package validate checks thumbd's Kubernetes and Knative manifests without a
 // cluster: every manifest decodes strictly into the real API types, the
 // kustomizations render, and the rendered objects agree with the service
-// (routes in service/routes.go, settings in the README.md table, which is
-// `thumbd settings`) and with each other (ports, selectors, images, security, shutdown
+// (routes in service/routes.go, the settings `thumbd settings -json` lists)
+// and with each other (ports, selectors, images, security, shutdown
 // timing). It is a module of its own so that k8s.io, Knative and kustomize stay
 // out of the service's dependencies. The tests are the entry point:
 //

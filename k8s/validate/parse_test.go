@@ -85,16 +85,18 @@ func TestReadRoutesWithoutAddRoutes(t *testing.T) {
 }
 
 func TestReadSettings(t *testing.T) {
-	md := "| env | flag | default | meaning |\n|---|---|---|---|\n" +
-		"| `PORT` | `-port` | `8080` | TCP port |\n" +
-		"| `THUMBD_CONCURRENCY` | `-concurrency` | CPUs usable | jobs |\n" +
-		"| `THUMBD_DEADLINE` | `-deadline` | `10s` | per thumbnail |\n" +
-		"Not a row: `THUMBD_FAKE` | `-fake` | `1` |\n"
-	path := filepath.Join(t.TempDir(), "README.md")
-	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	s, err := ReadSettings(path, filepath.Join(t.TempDir(), "missing.md"))
+	s, err := ReadSettings(write("ok.json", `[
+		{"env":"PORT","flag":"-port","default":"8080","meaning":"TCP port"},
+		{"env":"THUMBD_CONCURRENCY","flag":"-concurrency","default":"","meaning":"jobs"},
+		{"env":"THUMBD_DEADLINE","flag":"-deadline","default":"10s","meaning":"per thumbnail"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,16 +109,26 @@ func TestReadSettings(t *testing.T) {
 			t.Errorf("%s = %q (%v), want %q", k, got, ok, v)
 		}
 	}
-	if _, err := ReadSettings(filepath.Join(t.TempDir(), "missing.md")); err == nil {
-		t.Error("no settings table found, yet no error")
+	for name, body := range map[string]string{
+		"markdown.json":  "| `PORT` | `-port` | `8080` | TCP port |",
+		"empty.json":     "[]",
+		"nodefault.json": `[{"env":"PORT","flag":"-port","meaning":"TCP port"}]`,
+		"noenv.json":     `[{"flag":"-port","default":"8080"}]`,
+	} {
+		if _, err := ReadSettings(write(name, body)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := ReadSettings(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing file: no error")
 	}
 }
 
-func TestRealSettingsTable(t *testing.T) {
-	s := settingsForTest(t)
-	for name, def := range map[string]string{"PORT": "8080", "THUMBD_DEADLINE": "10s", "THUMBD_SHUTDOWN_DELAY": "0s", "THUMBD_SHUTDOWN_TIMEOUT": "30s"} {
-		if s[name] != def {
-			t.Errorf("README.md settings table: parsed %s default %q, want %q (did the table change format?)", name, s[name], def)
+func TestRealSettings(t *testing.T) {
+	s := serviceSettings(t)
+	for name, def := range map[string]string{"PORT": "8080", "THUMBD_DEADLINE": "10s", "THUMBD_SHUTDOWN_DELAY": "0s", "THUMBD_SHUTDOWN_TIMEOUT": "30s", "THUMBD_CONCURRENCY": ""} {
+		if got, ok := s[name]; !ok || got != def {
+			t.Errorf("thumbd settings -json: %s default %q (%v), want %q", name, got, ok, def)
 		}
 	}
 }

@@ -1,50 +1,41 @@
 package validate
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
-	"strings"
 )
 
 // Settings maps each environment variable the service reads to its default
-// ("" where the default is not a literal, such as "CPUs usable").
+// ("" where the default is computed, such as the CPUs usable).
 type Settings map[string]string
 
-// settingRow matches a row of a settings table: | `NAME` | `-flag` | default | meaning |
-var settingRow = regexp.MustCompile("^\\|\\s*`([A-Z][A-Z0-9_]*)`\\s*\\|\\s*`-[a-z0-9-]+`\\s*\\|([^|]*)\\|")
-
-var backticked = regexp.MustCompile("`([^`]*)`")
-
-// ReadSettings collects the settings tables of the given Markdown files.
-// Missing files are skipped; finding no setting at all is an error.
-func ReadSettings(paths ...string) (Settings, error) {
+// ReadSettings reads the service's settings from the output of `thumbd
+// settings -json` (the config code's own table: a JSON array of
+// {"env","flag","default","meaning"}), so that the manifests are checked
+// against what the service reads, not against documentation.
+func ReadSettings(path string) (Settings, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		Env     string  `json:"env"`
+		Flag    string  `json:"flag"`
+		Default *string `json:"default"`
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		return nil, fmt.Errorf("%s: not the output of `thumbd settings -json`: %w", path, err)
+	}
 	s := Settings{}
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	for i, r := range rows {
+		if r.Env == "" || r.Flag == "" || r.Default == nil {
+			return nil, fmt.Errorf("%s: setting %d lacks env, flag or default", path, i+1)
 		}
-		if err != nil {
-			return nil, err
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			m := settingRow.FindStringSubmatch(strings.TrimSpace(line))
-			if m == nil {
-				continue
-			}
-			def := ""
-			if d := backticked.FindStringSubmatch(m[2]); d != nil {
-				def = d[1]
-			}
-			if _, seen := s[m[1]]; !seen || def != "" {
-				s[m[1]] = def
-			}
-		}
+		s[r.Env] = *r.Default
 	}
 	if len(s) == 0 {
-		return nil, fmt.Errorf("no settings table (rows like | `PORT` | `-port` | `8080` | ...) in %s", strings.Join(paths, ", "))
+		return nil, fmt.Errorf("%s: no settings", path)
 	}
 	return s, nil
 }

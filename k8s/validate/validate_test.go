@@ -1,9 +1,11 @@
 package validate
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,14 +111,39 @@ func TestKnativeService(t *testing.T) {
 	}
 }
 
-// expect reads what the manifests must agree with from the repository: the
-// settings table and, once the service has it, service/routes.go.
-func expect(t *testing.T) Expect {
+// serviceSettings are the settings the service reads, from its config
+// code: the `thumbd settings -json` file named by $THUMBD_SETTINGS_JSON
+// (scripts/test-k8s.sh writes it), or else `go run ./service settings
+// -json` run here.
+func serviceSettings(t *testing.T) Settings {
 	t.Helper()
-	settings, err := ReadSettings(filepath.Join(root, "README.md"))
+	path := os.Getenv("THUMBD_SETTINGS_JSON")
+	if path == "" {
+		cmd := exec.Command("go", "run", "./service", "settings", "-json")
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go run ./service settings -json: %v\n%s", err, stderr.String())
+		}
+		path = filepath.Join(t.TempDir(), "settings.json")
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := ReadSettings(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// expect reads what the manifests must agree with from the repository: the
+// settings the service reads and, once the service has it, service/routes.go.
+func expect(t *testing.T) Expect {
+	t.Helper()
+	settings := serviceSettings(t)
 	routes, err := ReadRoutes(filepath.Join(root, "service/routes.go"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
