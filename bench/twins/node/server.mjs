@@ -84,11 +84,12 @@ function unescapeQuery(text) {
   return bytes.subarray(0, n);
 }
 
-// Returns a Map from name to the raw bytes of its first value (as Go's
-// Query().Get keeps the first). Every pair is checked, so a bad escape
-// anywhere in the query is a 400.
-function parseQuery(search) {
-  const query = new Map();
+// Returns a Map from name to the raw bytes of its value. Queries are strict,
+// as in thumbd (design.md): every pair is decoded first, so a bad escape
+// anywhere is a 400; then, in name order as thumbd reports them, a name the
+// route does not know (known) or one given twice is a 400 naming it.
+function parseQuery(search, known) {
+  const values = new Map();
   for (const pair of search.split('&')) {
     if (pair === '') continue;
     // Go's url.ParseQuery refuses ';' (no longer a separator), and so does thumbd.
@@ -96,7 +97,19 @@ function parseQuery(search) {
     const eq = pair.indexOf('=');
     const name = unescapeQuery(eq < 0 ? pair : pair.slice(0, eq)).toString();
     const value = unescapeQuery(eq < 0 ? '' : pair.slice(eq + 1));
-    if (!query.has(name)) query.set(name, value);
+    values.set(name, [...(values.get(name) ?? []), value]);
+  }
+  const query = new Map();
+  for (const name of [...values.keys()].sort()) {
+    if (!known.includes(name)) {
+      const takes = known.length ? known.map((k) => JSON.stringify(k)).join(', ') : 'no parameters';
+      throw new HttpError(400, 'bad_parameter', `Parameter ${JSON.stringify(name)} is not known here; this route takes ${takes}.`);
+    }
+    const given = values.get(name);
+    if (given.length > 1) {
+      throw new HttpError(400, 'bad_parameter', `Parameter ${JSON.stringify(name)} is given ${given.length} times; give it once.`);
+    }
+    query.set(name, given[0]);
   }
   return query;
 }
@@ -353,15 +366,20 @@ function ifNoneMatch(header, etag) {
   });
 }
 
+// The thumbnail options every /thumbnail request may give.
+const THUMBNAIL_PARAMS = ['w', 'h', 'fit', 'gravity', 'format', 'q'];
+
+// Each route's handler per method, with the query parameters it knows
+// (null: the query is ignored, as POST /hash does).
 const ROUTES = {
-  '/health': { GET: (req, res) => sendJSON(res, 200, { status: 'ok' }) },
+  '/health': { GET: [[], (req, res) => sendJSON(res, 200, { status: 'ok' })] },
   '/ready': {
-    GET: (req, res) => (draining ? sendJSON(res, 503, { status: 'draining' }) : sendJSON(res, 200, { status: 'ready' })),
+    GET: [[], (req, res) => (draining ? sendJSON(res, 503, { status: 'draining' }) : sendJSON(res, 200, { status: 'ready' }))],
   },
-  '/json': { GET: handleJSON },
-  '/compute': { GET: handleCompute },
-  '/hash': { GET: handleHash, POST: handleHash },
-  '/thumbnail': { GET: handleThumbnail, POST: handleThumbnail },
+  '/json': { GET: [[], handleJSON] },
+  '/compute': { GET: [['n'], handleCompute] },
+  '/hash': { GET: [['data'], handleHash], POST: [null, handleHash] },
+  '/thumbnail': { GET: [[...THUMBNAIL_PARAMS, 'src'], handleThumbnail], POST: [THUMBNAIL_PARAMS, handleThumbnail] },
 };
 
 export async function handle(req, res) {
@@ -370,13 +388,13 @@ export async function handle(req, res) {
     const pathname = q < 0 ? req.url : req.url.slice(0, q);
     const methods = Object.hasOwn(ROUTES, pathname) ? ROUTES[pathname] : null;
     if (!methods) throw new HttpError(404, 'not_found', `There is no route ${pathname}.`);
-    const handler = methods[req.method];
-    if (!handler) {
+    if (!Object.hasOwn(methods, req.method)) {
       const allowed = Object.keys(methods).join(', ');
       throw new HttpError(405, 'method_not_allowed', `${pathname} accepts ${allowed}, not ${req.method}.`, { Allow: allowed });
     }
-    // POST /hash ignores its query, so a bad escape there must not fail it.
-    const query = req.method === 'POST' && pathname === '/hash' ? new Map() : parseQuery(q < 0 ? '' : req.url.slice(q + 1));
+    const [known, handler] = methods[req.method];
+    // A route that ignores its query (POST /hash) must not fail on it, even on a bad escape.
+    const query = known === null ? new Map() : parseQuery(q < 0 ? '' : req.url.slice(q + 1), known);
     await handler(req, res, query);
   } catch (err) {
     if (res.headersSent) {

@@ -189,7 +189,6 @@ describe('node twin', () => {
       ['UTF-8 through percent-escapes', '/hash?data=h%C3%A9llo%20w%C3%B6rld%2F%C3%A4%2B%E2%82%AC', SHA256_UTF8],
       ['+ is a space', '/hash?data=a+b', SHA256_A_SPACE_B],
       ['an escape for a byte that is not UTF-8', '/hash?data=%ff', SHA256_BYTE_FF],
-      ['the first data wins, other parameters are ignored', '/hash?x=1&data=abc&data=zzz', SHA256_ABC],
     ];
     for (const [name, urlPath, hex] of cases) {
       it(`GET ${name}`, async () => {
@@ -207,6 +206,11 @@ describe('node twin', () => {
 
     it('GET with an invalid escape in another parameter is a 400', () =>
       expectError(server.base, '/hash?x=%G1&data=abc', 400, 'bad_parameter'));
+
+    it('POST ignores even a repeated or unknown parameter', async () => {
+      const { status } = await getJSON(server.base, '/hash?data=a&data=b&x=1', { method: 'POST', body: 'abc' });
+      assert.equal(status, 200);
+    });
 
     it('POST hashes the body and ignores the query', async () => {
       const { body } = await getJSON(server.base, '/hash?data=zzz&bad=%zz', { method: 'POST', body: 'abc' });
@@ -243,6 +247,49 @@ describe('node twin', () => {
     it('POST exactly at the body limit is fine', async () => {
       const { status } = await getJSON(small.base, '/hash', { method: 'POST', body: Buffer.alloc(1000) });
       assert.equal(status, 200);
+    });
+  });
+
+  // design.md: queries are strict on every route; a typo such as widht=100
+  // must not silently give the default size.
+  describe('strict queries', () => {
+    for (const [method, urlPath, name, why] of [
+      ['GET', '/health?verbose=1', 'verbose', 'not known'],
+      ['GET', '/ready?x', 'x', 'not known'],
+      ['GET', '/json?pretty=true', 'pretty', 'not known'],
+      ['GET', '/compute?n=5&m=6', 'm', 'not known'],
+      ['GET', '/compute?n=5&n=6', 'n', 'given 2 times'],
+      ['GET', '/hash?data=a&data=b', 'data', 'given 2 times'],
+      ['GET', '/hash?x=1&data=abc', 'x', 'not known'],
+      ['POST', '/thumbnail?widht=100', 'widht', 'not known'],
+      ['POST', '/thumbnail?w=100&w=200', 'w', 'given 2 times'],
+      ['POST', '/thumbnail?src=photo.jpg', 'src', 'not known'],
+      ['GET', '/thumbnail?src=photo.jpg&src=photo.jpg', 'src', 'given 2 times'],
+      ['GET', '/thumbnail?src=photo.jpg&quality=80', 'quality', 'not known'],
+      ['GET', '/health?=1', '', 'not known'],
+    ]) {
+      it(`${method} ${urlPath} is a 400 naming ${JSON.stringify(name)}`, async () => {
+        const init = method === 'POST' ? { method, body: photo } : undefined;
+        await expectError(server.base, urlPath, 400, 'bad_parameter', init);
+        const { body } = await getJSON(server.base, urlPath, init);
+        assert.ok(body.error.startsWith(`Parameter ${JSON.stringify(name)} is ${why}`), body.error);
+      });
+    }
+
+    it('names the first offending parameter in name order, as thumbd does', async () => {
+      const { body } = await getJSON(server.base, '/thumbnail?zoom=2&alpha=1', { method: 'POST', body: photo });
+      assert.equal(body.error, 'Parameter "alpha" is not known here; this route takes "w", "h", "fit", "gravity", "format", "q".');
+    });
+
+    it('a route without parameters says so', async () => {
+      const { body } = await getJSON(server.base, '/json?x=1');
+      assert.equal(body.error, 'Parameter "x" is not known here; this route takes no parameters.');
+    });
+
+    it('every known parameter, each once, is fine', async () => {
+      const res = await postThumbnail(server.base, 'w=64&h=48&fit=cover&gravity=entropy&format=webp&q=70', photo);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'image/webp');
     });
   });
 
