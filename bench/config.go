@@ -68,8 +68,6 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-var allRoutes = []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large"}
-
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -88,7 +86,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured warm-up before each load step, at the step's concurrency")
 	fs.IntVar(&c.rounds, "rounds", 1, "passes over the targets per step (A B A B ...); the report gives the median pass and the range")
 	fs.StringVar(&conc, "concurrency", "10,100,500", "concurrent clients per step")
-	fs.StringVar(&routes, "routes", strings.Join(allRoutes, ","), "routes to load")
+	fs.StringVar(&routes, "routes", strings.Join(allRoutes(), ","), "routes to load (thumb-SOURCE[-FORMAT]: small, large, photo12 to png, jpeg, webp; -quick: "+strings.Join(quickRoutes(), ",")+")")
 	fs.BoolVar(&c.pin, "pin", true, "pin servers and the load generator to separate CPUs")
 	fs.StringVar(&serverCPUs, "server-cpus", "1", "CPUs for the server under test when pinned")
 	fs.StringVar(&clientCPUs, "client-cpus", "0", "CPUs for this driver (the load generator) when pinned")
@@ -125,14 +123,17 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		if !set["settle"] {
 			c.settle = 500 * time.Millisecond
 		}
+		if !set["routes"] {
+			routes = strings.Join(quickRoutes(), ",")
+		}
 	}
 	var err error
 	if c.concurrency, err = parseInts(conc); err != nil {
 		return c, err
 	}
 	for _, r := range strings.Split(routes, ",") {
-		if !contains(allRoutes, r) {
-			return c, fmt.Errorf("unknown route %q (known: %s)", r, strings.Join(allRoutes, ","))
+		if !contains(allRoutes(), r) {
+			return c, fmt.Errorf("unknown route %q (known: %s)", r, strings.Join(allRoutes(), ","))
 		}
 		c.routes = append(c.routes, r)
 	}
@@ -160,7 +161,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		}
 	}
 	if c.sources == "" {
-		c.sources = filepath.Join(c.root, "bench", "results", "tmp", "sources")
+		c.sources = sourcesDir(c.root)
 	}
 	if !filepath.IsAbs(c.fixture) {
 		c.fixture = filepath.Join(c.root, c.fixture)

@@ -21,19 +21,17 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/report"
 	"github.com/thumbd/thumbd/bench/internal/results"
-	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/startup"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
 )
-
-const thumbQuery = "/thumbnail?w=256&h=256&fit=cover&format=png"
 
 // bench is one run's state.
 type bench struct {
 	cfg     config
 	res     *results.Results
 	in      contract.Inputs
+	srcs    map[string][]byte // the sources by name
 	topt    target.Options
 	prog    *progress
 	out     io.Writer
@@ -104,11 +102,13 @@ func (b *bench) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the /json fixture: %w", err)
 	}
-	small, large, err := readSources(cfg)
-	if err != nil {
+	if b.srcs, err = readSources(cfg.sources, cfg.routes); err != nil {
 		return err
 	}
-	b.in = contract.Inputs{JSONFixture: fixture, Small: small, Large: large}
+	sizes := map[string]int{}
+	for name, src := range b.srcs {
+		sizes[name] = len(src)
+	}
 
 	dockerVersion, dockerErr := images.Docker(ctx)
 	b.res = &results.Results{
@@ -129,8 +129,9 @@ func (b *bench) prepare(ctx context.Context) error {
 		b.res.Notes = append(b.res.Notes, "Docker is not usable here ("+dockerErr.Error()+"): container targets were not measured.")
 	}
 	for _, r := range cfg.routes {
-		b.res.Routes = append(b.res.Routes, routeFor(r, len(small), len(large)))
+		b.res.Routes = append(b.res.Routes, routeFor(r, sizes))
 	}
+	b.in = contract.Inputs{JSONFixture: fixture, Thumbs: thumbChecks(b.res.Routes, b.srcs)}
 	for _, spec := range cfg.targets {
 		t := results.Target{Spec: spec}
 		t.Skipped = skipReason(ctx, cfg.root, spec, dockerErr)
@@ -156,25 +157,6 @@ func invocation() string {
 		return strings.TrimSpace(c)
 	}
 	return strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
-}
-
-func routeFor(id string, small, large int) results.Route {
-	switch id {
-	case "health":
-		return results.Route{ID: id, Method: "GET", Path: "/health", Label: "/health"}
-	case "json":
-		return results.Route{ID: id, Method: "GET", Path: "/json", Label: "/json"}
-	case "compute":
-		return results.Route{ID: id, Method: "GET", Path: "/compute", Label: "/compute (n=100000)"}
-	case "hash":
-		return results.Route{ID: id, Method: "GET", Path: "/hash", Label: "/hash (1 KiB default payload)"}
-	case "thumb-small":
-		return results.Route{ID: id, Method: "POST", Path: thumbQuery, BodyBytes: small,
-			Label: fmt.Sprintf("POST /thumbnail, %.1f KB JPEG 400x300 to 256x256 cover PNG", float64(small)/1000)}
-	default:
-		return results.Route{ID: id, Method: "POST", Path: thumbQuery, BodyBytes: large,
-			Label: fmt.Sprintf("POST /thumbnail, %.0f KB JPEG 1920x1280 to 256x256 cover PNG", float64(large)/1000)}
-	}
 }
 
 func skipReason(ctx context.Context, root string, spec target.Spec, dockerErr error) string {
@@ -211,20 +193,6 @@ func skipReason(ctx context.Context, root string, spec target.Spec, dockerErr er
 		}
 	}
 	return ""
-}
-
-// readSources reads small.jpg and large.jpg, making them first if needed.
-func readSources(cfg config) ([]byte, []byte, error) {
-	paths, err := sources.Ensure(cfg.sources, "small", "large")
-	if err != nil {
-		return nil, nil, fmt.Errorf("making sources: %w", err)
-	}
-	s, err := os.ReadFile(paths[0])
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := os.ReadFile(paths[1])
-	return s, l, err
 }
 
 func (b *bench) active() []results.Target {
@@ -436,7 +404,7 @@ func (b *bench) startOnce(ctx context.Context, t results.Target) (health, thumb,
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	tr, err := startup.Poll(pctx, inst.Addr, startup.Probe{Method: "POST", Path: thumbQuery, Body: b.in.Small, Timeout: 10 * time.Second}, b.cfg.poll, inst.Exited)
+	tr, err := startup.Poll(pctx, inst.Addr, startup.Probe{Method: "POST", Path: thumbPath("png"), Body: b.srcs["small"], Timeout: 10 * time.Second}, b.cfg.poll, inst.Exited)
 	if err != nil {
 		return health, 0, gapUs, fmt.Errorf("first thumbnail: %w", err)
 	}
@@ -479,10 +447,8 @@ func (b *bench) loads(ctx context.Context, ts []results.Target) error {
 			}
 		}
 		req := load.Request{Method: rt.Method}
-		if rt.ID == "thumb-small" {
-			req.Body, req.ContentType = b.in.Small, "image/jpeg"
-		} else if rt.ID == "thumb-large" {
-			req.Body, req.ContentType = b.in.Large, "image/jpeg"
+		if rt.Source != "" {
+			req.Body, req.ContentType = b.srcs[rt.Source], "image/jpeg"
 		}
 		// Interleaved: every target at 10 clients (A B A B over -rounds),
 		// then every target at 100, ...

@@ -1,6 +1,7 @@
 // Package contract checks, before anything is timed, that a target serves
-// the same bodies as the contract says: a target that differs is flagged,
-// and its differing routes are not timed.
+// the same bodies as the contract says, and decodable 256x256 thumbnails in
+// each format the run loads: a target that differs is flagged, and its
+// differing routes are not timed.
 package contract
 
 import (
@@ -9,17 +10,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
+
+	"golang.org/x/image/webp"
 )
 
 // Check is one comparison.
 type Check struct {
-	Route  string `json:"route"` // the load route it guards: health, json, compute, hash, thumb-small, thumb-large
+	Route  string `json:"route"` // the load route it guards: health, json, compute, hash, thumb-small, thumb-large-jpeg, ...
 	Name   string `json:"name"`  // what was asked, e.g. "GET /compute?n=12345"
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail,omitempty"`
@@ -28,11 +33,17 @@ type Check struct {
 	Bytes  int    `json:"bytes,omitempty"` // body size
 }
 
-// Inputs are the expected bytes and the sources.
+// Inputs are the expected bytes and the thumbnails to check.
 type Inputs struct {
 	JSONFixture []byte
-	Small       []byte // ~12 KB JPEG
-	Large       []byte // ~330 KB JPEG
+	Thumbs      []Thumb
+}
+
+// Thumb is one thumbnail route: Body POSTed to Path must answer a 256x256
+// image in Format (png, jpeg or webp).
+type Thumb struct {
+	Route, Path, Format string
+	Body                []byte
 }
 
 // ComputeResult is the contract's /compute loop, in integer arithmetic.
@@ -58,21 +69,22 @@ func hashBody(b []byte) string {
 func Run(ctx context.Context, base string, in Inputs) []Check {
 	c := &http.Client{Timeout: 30 * time.Second}
 	const n = 12345
-	thumbQ := "/thumbnail?w=256&h=256&fit=cover&format=png"
-	checks := []struct {
+	type check struct {
 		route, method, path string
 		body                []byte
-		want                []byte // exact body; nil: a 256x256 PNG
-		wantCT              string
-	}{
-		{"health", "GET", "/health", nil, []byte(`{"status":"ok"}`), "application/json"},
-		{"json", "GET", "/json", nil, in.JSONFixture, "application/json"},
-		{"compute", "GET", "/compute", nil, fmt.Appendf(nil, `{"n":100000,"result":%d}`, ComputeResult(100000)), "application/json"},
-		{"compute", "GET", fmt.Sprintf("/compute?n=%d", n), nil, fmt.Appendf(nil, `{"n":%d,"result":%d}`, n, ComputeResult(n)), "application/json"},
-		{"hash", "GET", "/hash", nil, []byte(hashBody(defaultHashPayload())), "application/json"},
-		{"hash", "GET", "/hash?data=h%C3%A9llo%20w%2Brld+x", nil, []byte(hashBody([]byte("héllo w+rld x"))), "application/json"},
-		{"thumb-small", "POST", thumbQ, in.Small, nil, "image/png"},
-		{"thumb-large", "POST", thumbQ, in.Large, nil, "image/png"},
+		want                []byte // exact body; nil: a 256x256 image in format
+		format, wantCT      string
+	}
+	checks := []check{
+		{"health", "GET", "/health", nil, []byte(`{"status":"ok"}`), "", "application/json"},
+		{"json", "GET", "/json", nil, in.JSONFixture, "", "application/json"},
+		{"compute", "GET", "/compute", nil, fmt.Appendf(nil, `{"n":100000,"result":%d}`, ComputeResult(100000)), "", "application/json"},
+		{"compute", "GET", fmt.Sprintf("/compute?n=%d", n), nil, fmt.Appendf(nil, `{"n":%d,"result":%d}`, n, ComputeResult(n)), "", "application/json"},
+		{"hash", "GET", "/hash", nil, []byte(hashBody(defaultHashPayload())), "", "application/json"},
+		{"hash", "GET", "/hash?data=h%C3%A9llo%20w%2Brld+x", nil, []byte(hashBody([]byte("héllo w+rld x"))), "", "application/json"},
+	}
+	for _, t := range in.Thumbs {
+		checks = append(checks, check{t.Route, "POST", t.Path, t.Body, nil, t.Format, "image/" + t.Format})
 	}
 	var out []Check
 	for _, ck := range checks {
@@ -86,7 +98,7 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 		case ck.want != nil && !bytes.Equal(body, ck.want):
 			res.Detail = fmt.Sprintf("body differs: got %.80q, want %.80q", body, ck.want)
 		case ck.want == nil:
-			res.OK, res.Detail = checkPNG(body, 256, 256)
+			res.OK, res.Detail = checkImage(body, ck.format, 256, 256)
 		default:
 			res.OK = true
 		}
@@ -106,15 +118,20 @@ func contentTypeIs(got, want string) bool {
 	return len(got) >= len(want) && got[:len(want)] == want
 }
 
-func checkPNG(b []byte, w, h int) (bool, string) {
-	img, err := png.Decode(bytes.NewReader(b))
+// checkImage decodes b as format (png, jpeg, webp) and checks its size.
+func checkImage(b []byte, format string, w, h int) (bool, string) {
+	decode := map[string]func(io.Reader) (image.Image, error){"png": png.Decode, "jpeg": jpeg.Decode, "webp": webp.Decode}[format]
+	if decode == nil {
+		return false, "no decoder for " + format
+	}
+	img, err := decode(bytes.NewReader(b))
 	if err != nil {
-		return false, "not a decodable PNG: " + err.Error()
+		return false, fmt.Sprintf("not a decodable %s: %v", format, err)
 	}
 	if r := img.Bounds(); r.Dx() != w || r.Dy() != h {
-		return false, fmt.Sprintf("PNG is %dx%d, want %dx%d", r.Dx(), r.Dy(), w, h)
+		return false, fmt.Sprintf("%s is %dx%d, want %dx%d", format, r.Dx(), r.Dy(), w, h)
 	}
-	return true, fmt.Sprintf("%dx%d PNG, %d bytes", w, h, len(b))
+	return true, fmt.Sprintf("%dx%d %s, %d bytes", w, h, format, len(b))
 }
 
 func do(ctx context.Context, c *http.Client, method, url string, body []byte) ([]byte, string, int, error) {

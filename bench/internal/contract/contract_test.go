@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"image"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -53,14 +55,27 @@ func fake(brokenHash bool) http.Handler {
 		js(w, `{"algorithm":"sha256","hex":"`+hex.EncodeToString(s[:])+`"}`)
 	})
 	mux.HandleFunc("POST /thumbnail", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "image/png")
-		png.Encode(w, image.NewRGBA(image.Rect(0, 0, 256, 256)))
+		img := image.NewRGBA(image.Rect(0, 0, 256, 256))
+		switch r.URL.Query().Get("format") {
+		case "jpeg":
+			w.Header().Set("Content-Type", "image/jpeg")
+			jpeg.Encode(w, img, nil)
+		case "webp": // Go has no WebP encoder: a PNG, which must be refused
+			w.Header().Set("Content-Type", "image/webp")
+			png.Encode(w, img)
+		default:
+			w.Header().Set("Content-Type", "image/png")
+			png.Encode(w, img)
+		}
 	})
 	return mux
 }
 
 func TestRun(t *testing.T) {
-	in := Inputs{JSONFixture: []byte(`{"a":1}`), Small: []byte("s"), Large: []byte("l")}
+	in := Inputs{JSONFixture: []byte(`{"a":1}`), Thumbs: []Thumb{
+		{Route: "thumb-small", Path: "/thumbnail?format=png", Format: "png", Body: []byte("s")},
+		{Route: "thumb-large-jpeg", Path: "/thumbnail?format=jpeg&q=80", Format: "jpeg", Body: []byte("l")},
+	}}
 	good := httptest.NewServer(fake(false))
 	defer good.Close()
 	for _, c := range Run(context.Background(), good.URL, in) {
@@ -83,5 +98,12 @@ func TestRun(t *testing.T) {
 	failed := Failed(Run(context.Background(), bad.URL, in))
 	if !failed["hash"] || len(failed) != 1 {
 		t.Fatalf("failed routes %v, want only hash", failed)
+	}
+	// A WebP that does not decode, and a format nothing decodes.
+	in.Thumbs = []Thumb{{Route: "thumb-small-webp", Path: "/thumbnail?format=webp", Format: "webp"}, {Route: "thumb-small-avif", Path: "/thumbnail", Format: "avif"}}
+	for _, c := range Run(context.Background(), good.URL, in)[6:] {
+		if c.OK || !strings.Contains(c.Detail, "webp") && !strings.Contains(c.Detail, "no decoder for avif") {
+			t.Errorf("%s: %+v", c.Route, c)
+		}
 	}
 }

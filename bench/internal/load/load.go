@@ -48,21 +48,30 @@ type Step struct {
 // Outcome holds a step's figures. Latencies are in milliseconds, over 2xx
 // answers only.
 type Outcome struct {
-	Wall          float64        `json:"wall_s"`   // from start to the last answer, drain included
-	Requests      int64          `json:"requests"` // answered or failed
-	OK            int64          `json:"ok"`       // 2xx
-	RPS           float64        `json:"rps"`      // OK / Wall
-	P50           float64        `json:"p50_ms"`
-	P90           float64        `json:"p90_ms"`
-	P99           float64        `json:"p99_ms"`
-	Max           float64        `json:"max_ms"`
-	Non2xx        map[string]int `json:"non_2xx,omitempty"` // by status code
-	Errors        map[string]int `json:"errors,omitempty"`  // transport errors, by message
-	ErrorCount    int64          `json:"error_count"`       // non-2xx + transport errors
-	BytesPerOK    int64          `json:"bytes_per_response"`
-	ClientCPU     float64        `json:"client_cpu"` // driver CPU-seconds per second over the timed window
-	ServerCPU     float64        `json:"server_cpu"` // server CPU-seconds per second over the timed window
-	ServerPeakRSS int64          `json:"server_peak_rss"`
+	Wall       float64        `json:"wall_s"`   // from start to the last answer, drain included
+	Requests   int64          `json:"requests"` // answered or failed
+	OK         int64          `json:"ok"`       // 2xx
+	RPS        float64        `json:"rps"`      // OK / Wall
+	P50        float64        `json:"p50_ms"`
+	P50Lo      float64        `json:"p50_ci95_lo_ms,omitempty"` // the bootstrap 95% confidence interval of P50
+	P50Hi      float64        `json:"p50_ci95_hi_ms,omitempty"`
+	P90        float64        `json:"p90_ms"`
+	P99        float64        `json:"p99_ms"`
+	Max        float64        `json:"max_ms"`
+	Non2xx     map[string]int `json:"non_2xx,omitempty"` // by status code
+	Errors     map[string]int `json:"errors,omitempty"`  // transport errors, by message
+	ErrorCount int64          `json:"error_count"`       // non-2xx + transport errors
+	BytesPerOK int64          `json:"bytes_per_response"`
+	ClientCPU  float64        `json:"client_cpu"` // driver CPU-seconds per second over the timed window
+	ServerCPU  float64        `json:"server_cpu"` // server CPU-seconds per second over the timed window
+	// ServerCPUTime is the server's CPU time (utime+stime from
+	// /proc/PID/stat) over the whole step, the drain of the last requests
+	// included, and CPUPerOK that time per 2xx answer, in µs: what a
+	// request costs the server, which still tells targets apart where the
+	// load generator, not the server, limits requests/s.
+	ServerCPUTime float64 `json:"server_cpu_s,omitempty"`
+	CPUPerOK      float64 `json:"server_cpu_us_per_ok,omitempty"`
+	ServerPeakRSS int64   `json:"server_peak_rss"`
 	// HostIdle, HostSteal and HostIRQ are machine-wide shares of CPU time
 	// over the timed window: idle, stolen by the hypervisor, interrupts.
 	HostIdle  float64 `json:"host_idle"`
@@ -148,8 +157,18 @@ func Run(st Step) (Outcome, error) {
 		window = time.Since(t0)
 		cliCPU = selfCPU() - cli0
 		host1, _ = procmem.ReadHostCPU()
+		if st.ServerPID > 0 {
+			if s, err := procmem.CPUTime(st.ServerPID); err == nil {
+				srvCPU = s - srv0
+			}
+		}
 	})
 	var o Outcome
+	if st.ServerPID > 0 {
+		if s, err := procmem.CPUTime(st.ServerPID); err == nil {
+			o.ServerCPUTime = (s - srv0).Seconds()
+		}
+	}
 	if sampler != nil {
 		o.ServerPeakRSS, _ = sampler.Stop()
 	}
@@ -161,6 +180,9 @@ func Run(st Step) (Outcome, error) {
 	o.ClientCPU = cliCPU.Seconds() / window.Seconds()
 	o.ServerCPU = srvCPU.Seconds() / window.Seconds()
 	o.HostIdle, o.HostSteal, o.HostIRQ = procmem.Share(host0, host1)
+	if o.OK > 0 {
+		o.CPUPerOK = o.ServerCPUTime * 1e6 / float64(o.OK)
+	}
 	return o, nil
 }
 
@@ -195,6 +217,7 @@ func summarize(o *Outcome, rep heyReport) {
 	if len(okLats) > 0 {
 		sort.Float64s(okLats)
 		o.P50 = stats.PercentileSorted(okLats, 50)
+		o.P50Lo, o.P50Hi = stats.MedianCI(okLats)
 		o.P90 = stats.PercentileSorted(okLats, 90)
 		o.P99 = stats.PercentileSorted(okLats, 99)
 		o.Max = okLats[len(okLats)-1]

@@ -2,8 +2,10 @@ package load
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +29,9 @@ func TestSummarizeCountsOnly2xx(t *testing.T) {
 	}
 	if o.P50 != 2.5 || o.Max != 4 || o.BytesPerOK != 100 {
 		t.Fatalf("latencies over 2xx only: %+v", o)
+	}
+	if !(o.P50Lo >= 1 && o.P50Lo <= o.P50 && o.P50 <= o.P50Hi && o.P50Hi <= 4) {
+		t.Fatalf("p50 interval [%v, %v] around %v, within the 2xx latencies", o.P50Lo, o.P50Hi, o.P50)
 	}
 }
 
@@ -76,4 +81,20 @@ func TestRunBoundedByCount(t *testing.T) {
 	if o.Requests != 50 || o.OK != 50 {
 		t.Fatalf("%+v", o)
 	}
+}
+
+// The server's CPU time over the step, and per 2xx answer; here the
+// "server" is this process (the handler runs in it), which is busy enough
+// to be seen at /proc's 10 ms resolution.
+func TestRunReadsServerCPUPerAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 4096)) }))
+	defer srv.Close()
+	o, err := Run(Step{Request: Request{Method: "GET", URL: srv.URL}, Concurrency: 4, Duration: 500 * time.Millisecond, ServerPID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ServerCPUTime <= 0 || o.OK == 0 || math.Abs(o.CPUPerOK-o.ServerCPUTime*1e6/float64(o.OK)) > 1e-6 || o.ServerPeakRSS <= 0 {
+		t.Fatalf("%+v", o)
+	}
+	t.Logf("%d answers, %.0f µs of CPU each", o.OK, o.CPUPerOK)
 }

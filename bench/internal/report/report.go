@@ -77,6 +77,17 @@ func ms(x float64) string {
 
 // ratio formats x = baseline/target for a figure where smaller is better
 // (a time, a size): "3.10× faster" or, below 1, "2.00× slower".
+// ciNote says what the confidence intervals are, where they appear.
+const ciNote = "The 95% confidence interval of a median is the bootstrap's (percentile method, 2,000 resamples of the runs or the answers, drawn the same way on every redraw): how far the median could move in another run like this one, machine noise aside."
+
+// ci formats a median's confidence interval; "-" when there is none.
+func ci(lo, hi float64) string {
+	if !(lo > 0) || !(hi > 0) {
+		return "-"
+	}
+	return ms(lo) + "–" + ms(hi)
+}
+
 func ratio(x float64, better, worse string) string {
 	switch {
 	case x <= 0:
@@ -134,43 +145,67 @@ func targetsSection(w writer, r *results.Results) {
 	w("\n")
 }
 
+// isThumb tells a thumbnail route (thumb-SOURCE[-FORMAT]) from the others.
+func isThumb(id string) bool { return strings.HasPrefix(id, "thumb-") }
+
 func contractSection(w writer, r *results.Results) {
 	if len(r.Contract) == 0 {
 		return
 	}
-	routes := []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large"}
+	basic := []string{"health", "json", "compute", "hash"}
+	var thumbs []results.Route
+	for _, rt := range r.Routes {
+		if isThumb(rt.ID) {
+			thumbs = append(thumbs, rt)
+		}
+	}
 	w("## Contract check (before any timing)\n\n")
-	w("`/json` must equal `service/testdata/json-document.json`; `/compute` (default and `n=12345`) and `/hash` (default payload and a percent-encoded `data`) must equal the values the driver computes itself; `/thumbnail` must be a decodable 256x256 PNG (Go's `image/png`). A route that fails is not timed for that target.\n\n")
-	w("| target | %s | sha256 prefix of /json | PNG bytes, small / large source |\n|---|%s---|---|\n", strings.Join(routes, " | "), strings.Repeat("---|", len(routes)))
+	w("`/json` must equal `service/testdata/json-document.json`; `/compute` (default and `n=12345`) and `/hash` (default payload and a percent-encoded `data`) must equal the values the driver computes itself; every thumbnail route's `/thumbnail` must be a 256x256 image of its format that Go decodes (`image/png`, `image/jpeg`, `golang.org/x/image/webp`). A route that fails is not timed for that target.\n\n")
+	w("| target | %s | thumbnails | sha256 prefix of /json |\n|---|%s---|---|\n", strings.Join(basic, " | "), strings.Repeat("---|", len(basic)))
 	var failures []string
+	outBytes := map[string]map[string]int{} // target -> route -> bytes
 	for _, c := range r.Contract {
 		if c.Error != "" {
-			w("| %s |%s %s | - |\n", c.Target, strings.Repeat(" ✗ |", len(routes)), c.Error)
+			w("| %s |%s ✗ | %s |\n", c.Target, strings.Repeat(" ✗ |", len(basic)), c.Error)
 			continue
 		}
 		okBy := map[string]string{}
 		digest := ""
-		pngBytes := map[string]string{"thumb-small": "-", "thumb-large": "-"}
+		thumbsOK, thumbsBad := 0, []string{}
+		outBytes[c.Target] = map[string]int{}
 		for _, ck := range c.Checks {
-			if _, seen := okBy[ck.Route]; !seen {
+			if isThumb(ck.Route) {
+				if ck.OK {
+					thumbsOK++
+					outBytes[c.Target][ck.Route] = ck.Bytes
+				} else {
+					thumbsBad = append(thumbsBad, ck.Route)
+				}
+			} else if _, seen := okBy[ck.Route]; !seen {
 				okBy[ck.Route] = "✓"
 			}
 			if !ck.OK {
-				okBy[ck.Route] = "✗ **differs**"
+				if !isThumb(ck.Route) {
+					okBy[ck.Route] = "✗ **differs**"
+				}
 				failures = append(failures, fmt.Sprintf("%s, `%s`: %s", c.Target, ck.Name, ck.Detail))
 			}
 			if ck.Route == "json" {
 				digest = ck.Digest
 			}
-			if _, isThumb := pngBytes[ck.Route]; isThumb && ck.OK && ck.Bytes > 0 {
-				pngBytes[ck.Route] = fmt.Sprint(ck.Bytes)
-			}
 		}
-		cells := make([]string, len(routes))
-		for i, rt := range routes {
+		cells := make([]string, len(basic))
+		for i, rt := range basic {
 			cells[i] = orDash(okBy[rt])
 		}
-		w("| %s | %s | %s | %s / %s |\n", c.Target, strings.Join(cells, " | "), orDash(digest), pngBytes["thumb-small"], pngBytes["thumb-large"])
+		th := "-"
+		switch {
+		case len(thumbsBad) > 0:
+			th = "✗ **" + strings.Join(thumbsBad, ", ") + "**"
+		case thumbsOK > 0:
+			th = fmt.Sprintf("✓ (%d)", thumbsOK)
+		}
+		w("| %s | %s | %s | %s |\n", c.Target, strings.Join(cells, " | "), th, orDash(digest))
 	}
 	w("\n")
 	for _, f := range failures {
@@ -179,6 +214,37 @@ func contractSection(w writer, r *results.Results) {
 	if len(failures) > 0 {
 		w("\n")
 	}
+	if len(thumbs) == 0 {
+		return
+	}
+	w("Thumbnail bytes per route (256x256 cover; JPEG and WebP at quality 80), as each target answered the contract check:\n\n| target | %s |\n|---|%s\n", strings.Join(routeNames(thumbs), " | "), strings.Repeat("---|", len(thumbs)))
+	for _, c := range r.Contract {
+		if c.Error != "" {
+			continue
+		}
+		cells := make([]string, len(thumbs))
+		for i, rt := range thumbs {
+			cells[i] = "-"
+			if n := outBytes[c.Target][rt.ID]; n > 0 {
+				cells[i] = fmt.Sprint(n)
+			}
+		}
+		w("| %s | %s |\n", c.Target, strings.Join(cells, " | "))
+	}
+	w("\n")
+}
+
+// routeNames are short column names: "small png", "photo12 webp"; a route
+// of an older results document, without source and format, by its ID.
+func routeNames(rts []results.Route) []string {
+	names := make([]string, len(rts))
+	for i, rt := range rts {
+		names[i] = rt.ID
+		if rt.Source != "" {
+			names[i] = rt.Source + " " + rt.Format
+		}
+	}
+	return names
 }
 
 func startupFor(r *results.Results, name string) *results.Startup {
@@ -196,7 +262,7 @@ func startupSection(w writer, r *results.Results) {
 	}
 	base := startupFor(r, r.Baseline)
 	table := func(title, what string, pick func(*results.Startup) stats.Summary) {
-		w("## %s\n\n%s\n\n| target | runs | mean | median | min | max | stdev | median vs %s |\n|---|---|---|---|---|---|---|---|\n", title, what, r.Baseline)
+		w("## %s\n\n%s\n\n| target | runs | mean | median | median 95%% CI | min | max | stdev | median vs %s |\n|---|---|---|---|---|---|---|---|---|\n", title, what, r.Baseline)
 		for i := range r.Startup {
 			s := &r.Startup[i]
 			x := pick(s)
@@ -207,11 +273,11 @@ func startupSection(w writer, r *results.Results) {
 			if s.Target == r.Baseline {
 				rt = "baseline"
 			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %s |\n", s.Target, x.N, ms(x.Mean), ms(x.Median), ms(x.Min), ms(x.Max), ms(x.Stdev), rt)
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", s.Target, x.N, ms(x.Mean), ms(x.Median), ci(x.MedianLo, x.MedianHi), ms(x.Min), ms(x.Max), ms(x.Stdev), rt)
 		}
 		w("\n")
 	}
-	table("Startup to health (ms)", "From just before the spawn (exec, or `docker run`) to the first 200 of `GET /health`.",
+	table("Startup to health (ms)", "From just before the spawn (exec, or `docker run`) to the first 200 of `GET /health`. "+ciNote,
 		func(s *results.Startup) stats.Summary { return s.Health })
 	table("Startup to first thumbnail (ms)", "From just before the spawn to the 200 of a `POST /thumbnail` (the small JPEG, 256x256 cover PNG) sent as soon as /health answered: what a scale-to-zero user's first request feels.",
 		func(s *results.Startup) stats.Summary { return s.Thumbnail })
@@ -262,11 +328,13 @@ func loadSection(w writer, r *results.Results) {
 		return
 	}
 	w("## Throughput and latency\n\n")
-	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. With several rounds, a row gives the round with the median rps (the slower one of two; its latencies and CPU), the rps range over the rounds in brackets, the errors of every round and the largest peak RSS. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route). bytes/answer is the mean Content-Length of the answers, given only for steps without non-2xx answers (for /thumbnail: the PNG's size, to read next to its speed; the contract check gives every target's PNG sizes). Each step is also bounded in count (50,000 requests per second of step).\n\n")
-	baseRPS := map[string]float64{}
+	w("rps counts 2xx answers only, over the step's whole wall time (the drain of in-flight requests included); latencies are over 2xx answers. With several rounds, a row gives the round with the median rps (the slower one of two; its latencies and CPU), the rps range over the rounds in brackets, the errors of every round and the largest peak RSS. Errors are non-2xx answers by status and transport errors. Client CPU is the driver's own CPU time (getrusage) per second of the step: 100%% is one core. Server CPU comes from /proc/PID/stat, server peak RSS from /proc/PID/status sampled every 20 ms (a fresh server per route). bytes/answer is the mean Content-Length of the answers, given only for steps without non-2xx answers (for /thumbnail: the image's size, to read next to its speed; the contract check gives every target's sizes). Each step is also bounded in count (50,000 requests per second of step).\n\n")
+	w("**CPU µs/answer** is the server's CPU time (utime+stime of /proc/PID/stat, every thread) over the whole step, drain included, per 2xx answer, and *vs %s* its ratio to the baseline's (below 1: cheaper per request). Where the load generator saturates its core before the server does (on 2 cores, /health and /json), rps says little and this is the figure to compare. p50 is followed by its 95%% confidence interval in brackets. %s\n\n", r.Baseline, ciNote)
+	baseRPS, baseCPU := map[string]float64{}, map[string]float64{}
 	for _, s := range r.Load {
 		if s.Target == r.Baseline && s.Skipped == "" {
 			baseRPS[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)] = s.RPS
+			baseCPU[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)] = s.CPUPerOK
 		}
 	}
 	var idleMax, stealMax, otherMax float64
@@ -299,13 +367,17 @@ func loadSection(w writer, r *results.Results) {
 	w("The other CPU column is the machine's busy CPU time minus interrupts and softirqs (where loopback traffic is processed, charged to no process: %s) and minus the driver's and the server's time: other processes; a large figure means the step shared the machine. ", irq)
 	w("Machine-wide during the timed windows (/proc/stat): idle CPU up to %.0f%% of the machine, CPU stolen by the hypervisor up to %.1f%%, other processes up to %.0f%% of one core. A step where both processes stay far from 100%% CPU while the machine idles is bound by latency (wake-ups, loopback), not by either CPU.\n\n", 100*idleMax, 100*stealMax, 100*otherMax)
 	for _, rt := range r.Routes {
-		w("### %s\n\n| target | clients | rps | rps vs %s | p50 | p90 | p99 | errors | client CPU | server CPU | other CPU | server peak RSS MB | bytes/answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline)
+		if !slices.ContainsFunc(r.Load, func(s results.LoadStep) bool { return s.Route == rt.ID }) {
+			w("### %s\n\nNo step of this route ran.\n\n", rt.Label)
+			continue
+		}
+		w("### %s\n\n| target | clients | rps | rps vs %s | CPU µs/answer | vs %s | p50 [95%% CI] | p90 | p99 | errors | client CPU | server CPU | other CPU | server peak RSS MB | bytes/answer |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", rt.Label, r.Baseline, r.Baseline)
 		for _, s := range r.Load {
 			if s.Route != rt.ID {
 				continue
 			}
 			if s.Skipped != "" {
-				w("| %s | %d | - | - | - | - | - | %s | - | - | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
+				w("| %s | %d | - | - | - | - | - | - | - | %s | - | - | - | - | - |\n", s.Target, s.Concurrency, s.Skipped)
 				continue
 			}
 			vs := "-"
@@ -324,8 +396,22 @@ func loadSection(w writer, r *results.Results) {
 			if len(s.Non2xx) == 0 {
 				bytes = fmt.Sprint(s.BytesPerOK)
 			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %s |\n", s.Target, s.Concurrency, rpsCell(s), vs,
-				ms(s.P50), ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, other, mb(s.ServerPeakRSS), bytes)
+			cpu, cpuVs := "-", "-"
+			if s.CPUPerOK > 0 {
+				cpu = fmt.Sprintf("%.0f", s.CPUPerOK)
+				if x := stats.Ratio(s.CPUPerOK, baseCPU[fmt.Sprintf("%s/%d", s.Route, s.Concurrency)]); x > 0 {
+					cpuVs = fmt.Sprintf("%.2f×", x)
+				}
+			}
+			if s.Target == r.Baseline && cpu != "-" {
+				cpuVs = "baseline"
+			}
+			p50 := ms(s.P50)
+			if c := ci(s.P50Lo, s.P50Hi); c != "-" {
+				p50 += " [" + c + "]"
+			}
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s | %s |\n", s.Target, s.Concurrency, rpsCell(s), vs, cpu, cpuVs,
+				p50, ms(s.P90), ms(s.P99), errorsCell(s), 100*s.ClientCPU, srvCPU, other, mb(s.ServerPeakRSS), bytes)
 		}
 		w("\n")
 	}
@@ -428,10 +514,22 @@ func goalsSection(w writer, r *results.Results) {
 			idle[m.Target] = m.VmRSS
 		}
 	}
-	rps := map[string]float64{}
+	rps, cpu := map[string]float64{}, map[string]float64{}
 	for _, s := range r.Load {
 		if s.Skipped == "" {
 			rps[fmt.Sprintf("%s/%s/%d", s.Target, s.Route, s.Concurrency)] = s.RPS
+			cpu[fmt.Sprintf("%s/%s/%d", s.Target, s.Route, s.Concurrency)] = s.CPUPerOK
+		}
+	}
+	type goal struct {
+		route string
+		min   float64
+		conc  []int
+	}
+	goals := []goal{{"health", 3, []int{500}}, {"compute", 1.5, r.Options.Concurrency}}
+	for _, rt := range r.Routes {
+		if isThumb(rt.ID) { // issue 11: every source and format
+			goals = append(goals, goal{rt.ID, 1, r.Options.Concurrency})
 		}
 	}
 	for _, s := range r.Startup {
@@ -445,11 +543,7 @@ func goalsSection(w writer, r *results.Results) {
 			x := stats.Ratio(float64(idle["node"]), float64(idle[s.Target]))
 			lines = append(lines, fmt.Sprintf("| %s | idle VmRSS ≤ 1/5 of node's | %s MB vs %s MB (%.1f×) | %s |", s.Target, mb(idle[s.Target]), mb(idle["node"]), x, mark(x >= 5)))
 		}
-		for _, g := range []struct {
-			route string
-			min   float64
-			conc  []int
-		}{{"health", 3, []int{500}}, {"compute", 1.5, r.Options.Concurrency}, {"thumb-small", 1, r.Options.Concurrency}, {"thumb-large", 1, r.Options.Concurrency}} {
+		for _, g := range goals {
 			var parts []string
 			ok, any := true, false
 			for _, c := range g.conc {
@@ -464,6 +558,22 @@ func goalsSection(w writer, r *results.Results) {
 			}
 			if any {
 				lines = append(lines, fmt.Sprintf("| %s | %s rps ≥ %.1f× node's (clients: %s) | %s | %s |", s.Target, g.route, g.min, joinInts(g.conc), strings.Join(parts, ", "), mark(ok)))
+			}
+		}
+		for _, route := range []string{"health", "json"} { // issue 11: where hey, not the server, limits rps
+			var parts []string
+			ok, any := true, false
+			for _, c := range r.Options.Concurrency {
+				x := stats.Ratio(cpu[fmt.Sprintf("%s/%s/%d", s.Target, route, c)], cpu[fmt.Sprintf("node/%s/%d", route, c)])
+				if x == 0 {
+					continue
+				}
+				any = true
+				ok = ok && x <= 1
+				parts = append(parts, fmt.Sprintf("%.2f× at %d", x, c))
+			}
+			if any {
+				lines = append(lines, fmt.Sprintf("| %s | %s server CPU per answer ≤ node's | %s | %s |", s.Target, route, strings.Join(parts, ", "), mark(ok)))
 			}
 		}
 	}

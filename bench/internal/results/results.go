@@ -74,6 +74,10 @@ type Route struct {
 	Path      string `json:"path"`
 	Label     string `json:"label"`
 	BodyBytes int    `json:"body_bytes,omitempty"`
+	// Source and Format name a thumbnail route's source (small, large,
+	// photo12) and output format (png, jpeg, webp).
+	Source string `json:"source,omitempty"`
+	Format string `json:"format,omitempty"`
 }
 
 // Contract is one target's contract check.

@@ -16,6 +16,10 @@ type Summary struct {
 	Max    float64 `json:"max"`
 	// Stdev is the sample standard deviation (n-1 in the denominator); 0 for n < 2.
 	Stdev float64 `json:"stdev"`
+	// MedianLo and MedianHi bound the median's bootstrap 95% confidence
+	// interval (MedianCI).
+	MedianLo float64 `json:"median_ci95_lo,omitempty"`
+	MedianHi float64 `json:"median_ci95_hi,omitempty"`
 }
 
 // Summarize returns the summary of xs; the zero Summary when xs is empty.
@@ -39,13 +43,16 @@ func Summarize(xs []float64) Summary {
 	if len(s) > 1 {
 		stdev = math.Sqrt(sq / float64(len(s)-1))
 	}
+	lo, hi := MedianCI(s)
 	return Summary{
-		N:      len(s),
-		Mean:   mean,
-		Median: PercentileSorted(s, 50),
-		Min:    s[0],
-		Max:    s[len(s)-1],
-		Stdev:  stdev,
+		MedianLo: lo,
+		MedianHi: hi,
+		N:        len(s),
+		Mean:     mean,
+		Median:   PercentileSorted(s, 50),
+		Min:      s[0],
+		Max:      s[len(s)-1],
+		Stdev:    stdev,
 	}
 }
 

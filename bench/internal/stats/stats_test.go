@@ -2,6 +2,8 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -70,5 +72,74 @@ func TestRatio(t *testing.T) {
 		if got := Ratio(tt.a, tt.b); !near(got, tt.want) {
 			t.Errorf("Ratio(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// bruteMedianCI is the bootstrap done the long way: resample, sort, take
+// the median, b times.
+func bruteMedianCI(xs []float64, b int, rng *rand.Rand) (float64, float64) {
+	meds := make([]float64, b)
+	re := make([]float64, len(xs))
+	for i := range meds {
+		for j := range re {
+			re[j] = xs[rng.IntN(len(xs))]
+		}
+		slices.Sort(re)
+		meds[i] = PercentileSorted(re, 50)
+	}
+	slices.Sort(meds)
+	return PercentileSorted(meds, 2.5), PercentileSorted(meds, 97.5)
+}
+
+func TestMedianCIIsTheBootstrapsInterval(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{3, 10, 11, 40, 301} {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64((i * 7919) % n) // 0..n-1, shuffled: one unit between order statistics
+		}
+		lo, hi := MedianCI(xs)
+		blo, bhi := bruteMedianCI(xs, 20000, rng)
+		// The same distribution sampled twice: endpoints within one order
+		// statistic (one unit here) of each other.
+		if math.Abs(lo-blo) > 1 || math.Abs(hi-bhi) > 1 {
+			t.Errorf("n=%d: [%v, %v], the long way [%v, %v]", n, lo, hi, blo, bhi)
+		}
+		med := Summarize(xs).Median
+		if !(lo <= med && med <= hi) || lo < 0 || hi > float64(n-1) {
+			t.Errorf("n=%d: median %v outside [%v, %v]", n, med, lo, hi)
+		}
+	}
+}
+
+func TestMedianCIEdges(t *testing.T) {
+	if lo, hi := MedianCI(nil); !math.IsNaN(lo) || !math.IsNaN(hi) {
+		t.Errorf("empty: %v %v", lo, hi)
+	}
+	if lo, hi := MedianCI([]float64{7}); lo != 7 || hi != 7 {
+		t.Errorf("one: %v %v", lo, hi)
+	}
+	xs := []float64{5, 1, 9, 3, 7, 2, 8}
+	lo1, hi1 := MedianCI(xs)
+	lo2, hi2 := MedianCI(xs)
+	if lo1 != lo2 || hi1 != hi2 || xs[0] != 5 {
+		t.Error("not deterministic, or xs changed")
+	}
+	// Narrower with more samples of the same spread.
+	wide := make([]float64, 20)
+	narrow := make([]float64, 2000)
+	for i := range wide {
+		wide[i] = float64(i % 10)
+	}
+	for i := range narrow {
+		narrow[i] = float64(i % 10)
+	}
+	wlo, whi := MedianCI(wide)
+	nlo, nhi := MedianCI(narrow)
+	if !(nhi-nlo < whi-wlo) {
+		t.Errorf("2000 samples [%v, %v] not narrower than 20 [%v, %v]", nlo, nhi, wlo, whi)
+	}
+	if s := Summarize(xs); s.MedianLo != lo1 || s.MedianHi != hi1 {
+		t.Errorf("Summarize: %+v", s)
 	}
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/thumbd/thumbd/bench/internal/contract"
+	"github.com/thumbd/thumbd/bench/internal/results"
+	"github.com/thumbd/thumbd/bench/internal/sources"
+)
+
+// thumbFormats are the output formats every thumbnail route is loaded in:
+// PNG, and JPEG and WebP at quality 80, what users ask for (issue 11).
+func thumbFormats() []string { return []string{"png", "jpeg", "webp"} }
+
+// thumbRouteID names the thumbnail route of a source and a format:
+// thumb-small is the small source to PNG, thumb-photo12-webp the
+// 12-megapixel photo to WebP.
+func thumbRouteID(source, format string) string {
+	if format == "png" {
+		return "thumb-" + source
+	}
+	return "thumb-" + source + "-" + format
+}
+
+// allRoutes are the default suite's routes: the four small ones, then
+// every source (sources.DefaultNames) in every format.
+func allRoutes() []string {
+	ids := []string{"health", "json", "compute", "hash"}
+	for _, s := range sources.DefaultNames() {
+		for _, f := range thumbFormats() {
+			ids = append(ids, thumbRouteID(s, f))
+		}
+	}
+	return ids
+}
+
+// quickRoutes keep -quick short: every route kind, each source and each
+// format once, not the whole matrix.
+func quickRoutes() []string {
+	return []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp"}
+}
+
+// thumbPath is the query of a 256x256 cover in format.
+func thumbPath(format string) string {
+	p := "/thumbnail?w=256&h=256&fit=cover&format=" + format
+	if format != "png" {
+		p += "&q=80"
+	}
+	return p
+}
+
+// routeFor describes route id; thumbnail routes carry their source and
+// format, and sizes gives each source's bytes.
+func routeFor(id string, sizes map[string]int) results.Route {
+	switch id {
+	case "health":
+		return results.Route{ID: id, Method: "GET", Path: "/health", Label: "/health"}
+	case "json":
+		return results.Route{ID: id, Method: "GET", Path: "/json", Label: "/json"}
+	case "compute":
+		return results.Route{ID: id, Method: "GET", Path: "/compute", Label: "/compute (n=100000)"}
+	case "hash":
+		return results.Route{ID: id, Method: "GET", Path: "/hash", Label: "/hash (1 KiB default payload)"}
+	}
+	for _, s := range sources.DefaultNames() {
+		for _, f := range thumbFormats() {
+			if id != thumbRouteID(s, f) {
+				continue
+			}
+			r, _ := sources.Lookup(s)
+			out := strings.ToUpper(f)
+			if f != "png" {
+				out += " q80"
+			}
+			return results.Route{ID: id, Method: "POST", Path: thumbPath(f), BodyBytes: sizes[s], Source: s, Format: f,
+				Label: fmt.Sprintf("POST /thumbnail, %s: %.1f KB JPEG %dx%d to 256x256 cover %s", s, float64(sizes[s])/1000, r.Width, r.Height, out)}
+		}
+	}
+	return results.Route{ID: id}
+}
+
+// readSources reads the sources the routes need, and small (the first
+// thumbnail of every startup), making any that is missing.
+func readSources(dir string, routes []string) (map[string][]byte, error) {
+	names := []string{"small"}
+	for _, id := range routes {
+		if r := routeFor(id, nil); r.Source != "" && !contains(names, r.Source) {
+			names = append(names, r.Source)
+		}
+	}
+	paths, err := sources.Ensure(dir, names...)
+	if err != nil {
+		return nil, fmt.Errorf("making sources: %w", err)
+	}
+	srcs := map[string][]byte{}
+	for i, p := range paths {
+		if srcs[names[i]], err = os.ReadFile(p); err != nil {
+			return nil, err
+		}
+	}
+	return srcs, nil
+}
+
+// thumbChecks are the contract checks of the thumbnail routes.
+func thumbChecks(routes []results.Route, srcs map[string][]byte) []contract.Thumb {
+	var ts []contract.Thumb
+	for _, r := range routes {
+		if r.Source != "" {
+			ts = append(ts, contract.Thumb{Route: r.ID, Path: r.Path, Format: r.Format, Body: srcs[r.Source]})
+		}
+	}
+	return ts
+}
+
+// sourcesDir is where the bench keeps its sources unless told otherwise.
+func sourcesDir(root string) string { return filepath.Join(root, "bench", "results", "tmp", "sources") }
