@@ -18,6 +18,7 @@ func TestPackageImports(t *testing.T) {
 		"params":    {"apierr", "imagefmt", "thumb"},
 		"source":    {"apierr", "admission"},
 		"origin":    {"apierr", "source"},
+		"signing":   {"apierr"},
 		"admission": {},
 		"thumb":     {"imagefmt"},
 		"imagefmt":  {},

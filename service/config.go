@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/origin"
+	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/signing"
 )
 
 // config is every setting, read once from flags and environment and passed
@@ -31,6 +33,7 @@ type config struct {
 	Origins            []origin.Pattern
 	AllowLoopback      bool
 	FetchTimeout       time.Duration
+	SigningKeys        [][]byte
 	ShutdownDelay      time.Duration
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
@@ -71,6 +74,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
 		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let origins on loopback addresses through the address guard (development and tests only; logged as a warning)", boolFlag{boolValue(&c.AllowLoopback)}},
 		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", durationValue(&c.FetchTimeout)},
+		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; prefer the variable (a flag shows in `ps`)", keysValue(&c.SigningKeys)},
 		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", durationValue(&c.ShutdownDelay)},
 		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", durationValue(&c.ShutdownTimeout)},
 		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", levelValue(&c.LogLevel)},
@@ -253,6 +257,14 @@ func boolValue(p *bool) value[bool] {
 		return b, nil
 	}, strconv.FormatBool}
 }
+
+// keysValue is never printed back: a flag's default shows in -help.
+func keysValue(p *[][]byte) value[[][]byte] {
+	return value[[][]byte]{p, signing.ParseKeys, func([][]byte) string { return "" }}
+}
+
+// rules are the settings a thumbnail query is read with.
+func (c config) rules() params.Rules { return params.Rules{MaxSide: c.MaxSide} }
 
 // boolFlag lets a boolean flag be given without a value (-flag = -flag=true).
 type boolFlag struct{ value[bool] }

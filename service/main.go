@@ -37,6 +37,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return healthCheck(ctx, args[2:], getenv, stderr)
 		case "settings":
 			return printSettings(args[2:], stdout, stderr)
+		case "sign":
+			return signCommand(args[2:], getenv, time.Now(), stdout, stderr)
 		}
 	}
 	cfg, err := loadConfig(args[1:], getenv, stderr)

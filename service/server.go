@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/origin"
+	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
 
@@ -44,6 +46,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs,
 		thumbs: &thumbnails{cfg: cfg, gate: gate, limits: limits, dir: dir, respond: rs,
 			origins: newOrigins(cfg, limits, m, nil),
+			signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
 			engine:  &engineStage{engine: eng, life: life, metrics: m}},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
@@ -26,25 +27,35 @@ type thumbnails struct {
 	cfg     config
 	engine  *engineStage
 	gate    *admission.Gate
-	limits  source.Limits   // every source reads through the same budget
-	dir     *source.Dir     // nil when GET /thumbnail?src= is off
-	origins *origin.Fetcher // nil when GET /thumbnail?url= is off
+	limits  source.Limits     // every source reads through the same budget
+	dir     *source.Dir       // nil when GET /thumbnail?src= is off
+	origins *origin.Fetcher   // nil when GET /thumbnail?url= is off
+	signer  *signing.Verifier // checks GET /thumbnail's sig= (when keys are set)
 	respond *responder
 }
 
 // handlePost makes a thumbnail of the request body.
 func (t *thumbnails) handlePost() http.Handler {
 	return t.handle(func(r *http.Request) (params.Thumbnail, source.Source, error) {
-		req, err := params.Upload(r.URL.RawQuery, t.cfg.MaxSide)
+		req, err := t.cfg.rules().Upload(r.URL.RawQuery)
 		return req, source.Upload{Limits: t.limits, Body: r.Body, Length: r.ContentLength}, err
 	})
 }
 
 // handleGet makes a thumbnail of a file in the source directory or of an
-// origin's image.
+// origin's image. The signature is checked right after the query's names,
+// before its values are read: an unsigned request learns nothing, and
+// reads no file, contacts no origin and takes no place.
 func (t *thumbnails) handleGet() http.Handler {
 	return t.handle(func(r *http.Request) (params.Thumbnail, source.Source, error) {
-		req, err := params.Get(r.URL.RawQuery, t.cfg.MaxSide)
+		q, err := params.GetQuery(r.URL.RawQuery)
+		if err != nil {
+			return params.Thumbnail{}, nil, err
+		}
+		if err := t.signer.Check(r.URL.Path, q); err != nil {
+			return params.Thumbnail{}, nil, err
+		}
+		req, err := t.cfg.rules().Get(q)
 		if err != nil {
 			return req, nil, err
 		}

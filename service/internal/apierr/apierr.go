@@ -42,6 +42,11 @@ const (
 	OriginError          Code = "origin_error"
 	TooManyRedirects     Code = "too_many_redirects"
 	OriginTimeout        Code = "origin_timeout"
+
+	// Signed URLs (THUMBD_SIGNING_KEYS).
+	SignatureMissing Code = "signature_missing"
+	BadSignature     Code = "bad_signature"
+	SignatureExpired Code = "signature_expired"
 	// ClientGone is counted but never sent: the client left before the
 	// answer (nginx's 499).
 	ClientGone Code = "client_gone"
@@ -62,6 +67,9 @@ var codes = [...]struct {
 	{URLCredentials, http.StatusBadRequest},
 	{OriginNotAllowed, http.StatusForbidden},
 	{OriginAddressBlocked, http.StatusForbidden},
+	{SignatureMissing, http.StatusForbidden},
+	{BadSignature, http.StatusForbidden},
+	{SignatureExpired, http.StatusForbidden},
 	{NotFound, http.StatusNotFound},
 	{SourceNotFound, http.StatusNotFound},
 	{SourcesDisabled, http.StatusNotFound},

@@ -104,23 +104,34 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 // optionNames are the parameters of every thumbnail request.
 var optionNames = []string{"w", "h", "fit", "gravity", "format", "q", "dpr", "animated"}
 
+// Rules are the settings a thumbnail query is read with.
+type Rules struct {
+	MaxSide int // bounds w and h
+}
+
 // Upload parses the query of POST /thumbnail (the body is the source).
-func Upload(raw string, maxSide int) (Thumbnail, error) {
+func (r Rules) Upload(raw string) (Thumbnail, error) {
 	q, err := Query(raw, optionNames...)
 	if err != nil {
 		return Thumbnail{}, err
 	}
-	o, err := options(q, maxSide)
+	o, err := options(q, r.MaxSide)
 	return Thumbnail{Options: o}, err
 }
 
-// Get parses the query of GET /thumbnail, whose source is a file of the
-// source directory (src) or an origin's image (url): exactly one of them.
-func Get(raw string, maxSide int) (Thumbnail, error) {
-	q, err := Query(raw, append([]string{"src", "url"}, optionNames...)...)
-	if err != nil {
-		return Thumbnail{}, err
-	}
+// getNames are the parameters of GET /thumbnail: its source, its
+// signature and the options.
+var getNames = append([]string{"src", "url", "sig", "exp"}, optionNames...)
+
+// GetQuery decodes the query of GET /thumbnail, strictly (known names,
+// each once). The signature is checked on what it returns, before Get
+// reads it.
+func GetQuery(raw string) (map[string]string, error) { return Query(raw, getNames...) }
+
+// Get reads a GET /thumbnail query decoded by GetQuery. Its source is a
+// file of the source directory (src) or an origin's image (url): exactly
+// one of them.
+func (r Rules) Get(q map[string]string) (Thumbnail, error) {
 	src, hasSrc := q["src"]
 	u, hasURL := q["url"]
 	switch {
@@ -131,7 +142,7 @@ func Get(raw string, maxSide int) (Thumbnail, error) {
 	case hasURL && u == "":
 		return Thumbnail{}, apierr.New(apierr.BadURL, "Parameter \"url\" is empty.")
 	}
-	o, err := options(q, maxSide)
+	o, err := options(q, r.MaxSide)
 	return Thumbnail{Options: o, Src: src, URL: u}, err
 }
 

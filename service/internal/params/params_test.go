@@ -86,7 +86,7 @@ func TestUploadOptions(t *testing.T) {
 		{"w=5&w=6", thumb.Options{}, "w"},
 	}
 	for _, tc := range tests {
-		got, err := Upload(tc.raw, 4096)
+		got, err := Rules{MaxSide: 4096}.Upload(tc.raw)
 		switch {
 		case tc.bad == "" && err != nil:
 			t.Errorf("%q: %v", tc.raw, err)
@@ -96,7 +96,7 @@ func TestUploadOptions(t *testing.T) {
 			t.Errorf("%q: got %+v, want %+v", tc.raw, got, tc.want)
 		}
 	}
-	if got, _ := Upload("", 100); got.Options.Width != 100 || got.Options.Height != 100 {
+	if got, _ := (Rules{MaxSide: 100}).Upload(""); got.Options.Width != 100 || got.Options.Height != 100 {
 		t.Errorf("default box above max side: %+v", got)
 	}
 }
@@ -131,7 +131,7 @@ func TestDPRAutoAnimated(t *testing.T) {
 		{"format=jpeg&animated=true", 0, 0, 0, "", false, "animated"},
 	}
 	for _, tc := range tests {
-		got, err := Upload(tc.raw, 4096)
+		got, err := Rules{MaxSide: 4096}.Upload(tc.raw)
 		o := got.Options
 		switch {
 		case tc.badParam != "":
@@ -146,16 +146,26 @@ func TestDPRAutoAnimated(t *testing.T) {
 	}
 }
 
+// get parses a GET /thumbnail query as the service does (with no
+// signature to check).
+func get(raw string) (Thumbnail, error) {
+	q, err := GetQuery(raw)
+	if err != nil {
+		return Thumbnail{}, err
+	}
+	return Rules{MaxSide: 4096}.Get(q)
+}
+
 func TestGet(t *testing.T) {
-	got, err := Get("src=a/b.jpg&w=10", 4096)
+	got, err := get("src=a/b.jpg&w=10")
 	if err != nil || got.Src != "a/b.jpg" || got.URL != "" || got.Options.Width != 10 {
 		t.Fatalf("%+v %v", got, err)
 	}
-	got, err = Get("url=https%3A%2F%2Fimages.example.com%2Fa.jpg%3Fv%3D1&w=10", 4096)
+	got, err = get("url=https%3A%2F%2Fimages.example.com%2Fa.jpg%3Fv%3D1&w=10")
 	if err != nil || got.URL != "https://images.example.com/a.jpg?v=1" || got.Src != "" || got.Options.Width != 10 {
 		t.Fatalf("%+v %v", got, err)
 	}
-	if got, err := Get("src=&w=10", 4096); err != nil || got.Src != "" {
+	if got, err := get("src=&w=10"); err != nil || got.Src != "" {
 		t.Fatalf("empty src: %+v %v (the source stage refuses an empty name)", got, err)
 	}
 	for raw, want := range map[string]apierr.Code{
@@ -166,7 +176,7 @@ func TestGet(t *testing.T) {
 		"src=a&w=0":      apierr.BadParameter,
 		"url=x&widht=10": apierr.BadParameter,
 	} {
-		if _, err := Get(raw, 4096); apierr.From(err).Code != want || err == nil {
+		if _, err := get(raw); apierr.From(err).Code != want || err == nil {
 			t.Errorf("%q: %v, want %s", raw, err, want)
 		}
 	}
@@ -184,7 +194,7 @@ func FuzzQuery(f *testing.F) {
 		f.Add(q)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		req, err := Upload(raw, 4096)
+		req, err := Rules{MaxSide: 4096}.Upload(raw)
 		if err != nil {
 			var e *apierr.Error
 			if !errors.As(err, &e) || e.Code != apierr.BadParameter || !strings.HasSuffix(e.Message, ".") {
@@ -232,7 +242,7 @@ func FuzzQuery(f *testing.F) {
 		if o.Height > 0 {
 			back.Set("h", strconv.Itoa(o.Height))
 		}
-		again, err := Upload(back.Encode(), 4096)
+		again, err := Rules{MaxSide: 4096}.Upload(back.Encode())
 		if err != nil || again.Options.Normalised() != o.Normalised() {
 			t.Fatalf("%q: %+v reparsed as %+v (%v)", raw, o, again.Options, err)
 		}
