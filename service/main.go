@@ -55,8 +55,9 @@ func engineConfig(cfg config, logger *slog.Logger) thumb.Config {
 		// libvips' own thread pool follows the CPUs the process may use
 		// (GOMAXPROCS reads the cgroup limit), so a 1-CPU pod does not run
 		// a thread per host core.
-		Threads: cfg.Concurrency,
-		Logger:  logger,
+		Threads:    cfg.Concurrency,
+		JPEGShrink: cfg.JPEGShrink,
+		Logger:     logger,
 	}
 }
 

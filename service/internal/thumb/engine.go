@@ -36,8 +36,29 @@ type Config struct {
 	MaxAnimationPixels int64
 	MaxSide            int // bound for a side derived from the source's aspect ratio
 	Threads            int // libvips worker threads; 0 lets libvips use every CPU it sees
-	Logger             *slog.Logger
+	// JPEGShrink is how far a JPEG source is scaled down while it is
+	// decoded; "" means JPEGShrinkFast.
+	JPEGShrink JPEGShrink
+	Logger     *slog.Logger
 }
+
+// JPEGShrink picks the JPEG shrink-on-load: libjpeg can decode at 1/2, 1/4
+// or 1/8 scale (DCT scaling) for much less work than a full decode, and
+// the rest of the way is a Lanczos reduce. docs/engine.md has the
+// measurements behind the default.
+type JPEGShrink string
+
+const (
+	// JPEGShrinkFast decodes at the largest scale that still covers the
+	// box, as sharp and imgproxy do by default: faster on photos of 2 MP
+	// and more, the same to the eye on photos, but aliasing (moiré) can
+	// show on fine regular patterns.
+	JPEGShrinkFast JPEGShrink = "fast"
+	// JPEGShrinkQuality is libvips' own choice (its thumbnail operation):
+	// it leaves at least 2x for the final reduce, so fine patterns stay
+	// clean.
+	JPEGShrinkQuality JPEGShrink = "quality"
+)
 
 // PNG encoder settings: zlib level 1 with every row filter tried (what
 // imgproxy does at higher levels). Measured side by side on the static
@@ -224,6 +245,25 @@ func (e *Engine) load(src []byte, o Options, h header, frames int) (*vips.ImageR
 		size = vips.SizeForce
 	}
 	params := vips.NewImportParams() // fail on error: a truncated or corrupt source is a 422, never a half-grey thumbnail
+	if spec, _ := imagefmt.Sniff(src); spec.Format == imagefmt.JPEG && e.cfg.JPEGShrink != JPEGShrinkQuality {
+		if shrink := jpegShrink(o, h); shrink > 1 {
+			// libvips' thumbnail operation would stop one step earlier;
+			// loading at the shrink and thumbnailing the result keeps the
+			// rest of the pipeline (orientation, crop, colour) the same.
+			// The shrunk image is decoded whole into memory (govips loads
+			// with random access): at most a quarter of the source's pixels.
+			params.JpegShrinkFactor.Set(shrink)
+			img, err := vips.LoadImageFromBuffer(src, params)
+			if err != nil {
+				return nil, err
+			}
+			if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
+				img.Close()
+				return nil, err
+			}
+			return img, nil
+		}
+	}
 	if frames == 1 {
 		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
 	}
@@ -248,6 +288,35 @@ func (e *Engine) load(src []byte, o Options, h header, frames int) (*vips.ImageR
 		return nil, err
 	}
 	return img, nil
+}
+
+// jpegShrink is the largest JPEG shrink-on-load (8, 4, 2, else 1) whose
+// decoded image still covers what the fit needs of the source, so the
+// final reduce never enlarges.
+func jpegShrink(o Options, h header) int {
+	dw, dh := h.displayed()
+	sx, sy := float64(o.Width)/float64(dw), float64(o.Height)/float64(dh)
+	switch o.Fit {
+	case FitCover:
+		sx = max(sx, sy)
+		sy = sx
+	case FitContain, FitInside:
+		sx = min(sx, sy)
+		sy = sx
+	}
+	needW, needH := max(int(math.Round(float64(dw)*sx)), 1), max(int(math.Round(float64(dh)*sy)), 1)
+	if h.orientation >= 5 && h.orientation <= 8 { // the stored image is on its side
+		needW, needH = needH, needW
+	}
+	for _, s := range []int{8, 4, 2} {
+		// libjpeg rounds the scaled size up; rounding down here keeps a
+		// margin, and keeps sources thinner than the shrink (a 20000x1
+		// strip, which libvips refuses to load at 1/8) on the normal path.
+		if h.width/s >= needW && h.height/s >= needH {
+			return s
+		}
+	}
+	return 1
 }
 
 func interesting(g Gravity) vips.Interesting {
@@ -301,7 +370,9 @@ var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o Options) ([]byte,
 		return buf, err
 	},
 	imagefmt.JPEG: func(img *vips.ImageRef, o Options) ([]byte, error) {
-		buf, _, err := img.ExportJpeg(&vips.JpegExportParams{StripMetadata: true, Quality: o.Quality})
+		// Optimised Huffman tables (sharp's and imgproxy's default): a second
+		// pass over a thumbnail's coefficients for smaller files.
+		buf, _, err := img.ExportJpeg(&vips.JpegExportParams{StripMetadata: true, Quality: o.Quality, OptimizeCoding: true})
 		return buf, err
 	},
 	imagefmt.WebP: func(img *vips.ImageRef, o Options) ([]byte, error) {

@@ -316,3 +316,34 @@ func TestEveryOutputFormatHasAnExporter(t *testing.T) {
 		}
 	}
 }
+
+// Both JPEG shrink modes give the same picture of a photo to within the
+// golden tolerance (they differ on fine regular patterns, docs/engine.md),
+// for every fit, and the quality mode leaves libvips its own choice.
+func TestJPEGShrinkModes(t *testing.T) {
+	quality := New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, JPEGShrink: JPEGShrinkQuality})
+	src := source(t, "large.jpg")
+	for _, fit := range []Fit{FitCover, FitContain, FitFill, FitInside} {
+		o := Options{Width: 200, Height: 150, Fit: fit, Gravity: GravityCentre, Format: imagefmt.PNG}
+		if got := jpegShrink(o, header{width: 1920, height: 1280, orientation: 1}); got < 4 {
+			t.Fatalf("%s: shrink %d, the fast path is not exercised", fit, got)
+		}
+		var imgs [2]image.Image
+		for i, e := range []*Engine{testEngine, quality} {
+			out, err := e.Thumbnail(context.Background(), src, o)
+			if err != nil {
+				t.Fatalf("%s: %v", fit, err)
+			}
+			checkThumbnail(t, out, o)
+			if imgs[i], _, err = image.Decode(bytes.NewReader(out.Bytes)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if imgs[0].Bounds() != imgs[1].Bounds() {
+			t.Fatalf("%s: sizes %v and %v", fit, imgs[0].Bounds(), imgs[1].Bounds())
+		}
+		if d := imagediff.MeanAbs(imgs[0], imgs[1]); d > 2.5 {
+			t.Errorf("%s: fast and quality differ by %.2f per channel", fit, d)
+		}
+	}
+}
