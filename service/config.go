@@ -35,6 +35,9 @@ type config struct {
 	AllowLoopback      bool
 	FetchTimeout       time.Duration
 	SigningKeys        [][]byte
+	Presets            params.Presets
+	PresetsOnly        bool
+	Uploads            bool
 	ShutdownDelay      time.Duration
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
@@ -77,6 +80,9 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let origins on loopback addresses through the address guard (development and tests only; logged as a warning)", boolFlag{boolValue(&c.AllowLoopback)}},
 		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", durationValue(&c.FetchTimeout)},
 		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; prefer the variable (a flag shows in `ps`)", keysValue(&c.SigningKeys)},
+		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", presetsValue(&c.Presets)},
+		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", boolFlag{boolValue(&c.PresetsOnly)}},
+		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", boolFlag{boolValue(&c.Uploads)}},
 		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", durationValue(&c.ShutdownDelay)},
 		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", durationValue(&c.ShutdownTimeout)},
 		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", levelValue(&c.LogLevel)},
@@ -104,6 +110,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 		}
 		if v := getenv(s.Env); v != "" {
 			if err := s.value.Set(v); err != nil {
+				if _, ok := s.value.(secret); ok {
+					v = "(not shown)"
+				}
 				errs = append(errs, fmt.Errorf("%s=%q: %w", s.Env, v, err))
 			}
 		}
@@ -144,6 +153,8 @@ func (c config) validate() []error {
 	// The request's deadline bounds a fetch too: a fetch timeout above it
 	// is harmless, so it is not refused.
 	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
+	errs = append(errs, c.rules().CheckPresets()...)
+	check(!c.PresetsOnly || len(c.Presets) > 0, "presets only: no preset is configured (THUMBD_PRESETS), so no thumbnail could be made")
 	check(c.WriteTimeout > c.Deadline, "write timeout %s: want more than the deadline %s, or a late thumbnail could never be written", c.WriteTimeout, c.Deadline)
 	return errs
 }
@@ -261,13 +272,22 @@ func boolValue(p *bool) value[bool] {
 	}, strconv.FormatBool}
 }
 
-// keysValue is never printed back: a flag's default shows in -help.
-func keysValue(p *[][]byte) value[[][]byte] {
-	return value[[][]byte]{p, signing.ParseKeys, func([][]byte) string { return "" }}
+// secret is a setting whose value is never printed: not in an error, not
+// as a flag's default in -help.
+type secret struct{ value[[][]byte] }
+
+func keysValue(p *[][]byte) secret {
+	return secret{value[[][]byte]{p, signing.ParseKeys, func([][]byte) string { return "" }}}
+}
+
+func presetsValue(p *params.Presets) value[params.Presets] {
+	return value[params.Presets]{p, params.ParsePresets, params.Presets.String}
 }
 
 // rules are the settings a thumbnail query is read with.
-func (c config) rules() params.Rules { return params.Rules{MaxSide: c.MaxSide} }
+func (c config) rules() params.Rules {
+	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly}
+}
 
 // boolFlag lets a boolean flag be given without a value (-flag = -flag=true).
 type boolFlag struct{ value[bool] }

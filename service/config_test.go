@@ -105,3 +105,19 @@ func TestSettingsJSON(t *testing.T) {
 		t.Error("unknown settings flag accepted")
 	}
 }
+
+// Signing keys are secrets: a bad one is reported without its value, and
+// -help does not print the environment's keys as a default.
+func TestSigningKeysAreNotPrinted(t *testing.T) {
+	const short = "00112233445566778899aabbccddee"
+	_, err := loadConfig(nil, envOf(map[string]string{"THUMBD_SIGNING_KEYS": short}), io.Discard)
+	if err == nil || strings.Contains(err.Error(), short) || !strings.Contains(err.Error(), "THUMBD_SIGNING_KEYS") {
+		t.Errorf("%v", err)
+	}
+	const good = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	var help bytes.Buffer
+	loadConfig([]string{"-help"}, envOf(map[string]string{"THUMBD_SIGNING_KEYS": good}), &help)
+	if !strings.Contains(help.String(), "-signing-keys") || strings.Contains(help.String(), good) {
+		t.Errorf("-help:\n%s", help.String())
+	}
+}

@@ -64,6 +64,9 @@ func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status() == http.StatusServiceUnavailable {
 		h.Set("Retry-After", "1")
 	}
+	if e.Code == apierr.UploadsDisabled {
+		h.Set("Allow", http.MethodGet) // a 405 names what the route serves
+	}
 	if e.CloseConnection {
 		// Go's server would otherwise read up to 256 KB of the unread
 		// upload to keep the connection.

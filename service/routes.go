@@ -17,7 +17,7 @@ func addRoutes(r chi.Router, d deps) {
 	r.Get("/json", h(handleJSON()).ServeHTTP)
 	r.Get("/compute", h(handleCompute).ServeHTTP)
 	r.Get("/hash", h(handleHashGet).ServeHTTP)
-	r.Post("/hash", h(handleHashPost(d.cfg.MaxBodyBytes)).ServeHTTP)
+	r.Post("/hash", h(uploadsOnly(d.cfg, handleHashPost(d.cfg.MaxBodyBytes))).ServeHTTP)
 	r.Post("/thumbnail", d.thumbs.handlePost().ServeHTTP)
 	r.Get("/thumbnail", d.thumbs.handleGet().ServeHTTP)
 	r.Get("/metrics", metricsHandler(d.registry).ServeHTTP)
@@ -27,4 +27,12 @@ func addRoutes(r chi.Router, d deps) {
 	r.MethodNotAllowed(h(func(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.MethodNotAllowed, "Method %s is not allowed on %s.", r.Method, r.URL.Path)
 	}).ServeHTTP)
+}
+
+// uploadsOnly serves next unless uploads are off (THUMBD_UPLOADS=false).
+func uploadsOnly(cfg config, next handlerFunc) handlerFunc {
+	if cfg.Uploads {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) error { return uploadsDisabled(r) }
 }

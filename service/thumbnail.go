@@ -37,9 +37,20 @@ type thumbnails struct {
 // handlePost makes a thumbnail of the request body.
 func (t *thumbnails) handlePost() http.Handler {
 	return t.handle(func(r *http.Request) (params.Thumbnail, source.Source, error) {
+		if !t.cfg.Uploads {
+			return params.Thumbnail{}, nil, uploadsDisabled(r)
+		}
 		req, err := t.cfg.rules().Upload(r.URL.RawQuery)
 		return req, source.Upload{Limits: t.limits, Body: r.Body, Length: r.ContentLength}, err
 	})
+}
+
+// uploadsDisabled is the answer to a POST when THUMBD_UPLOADS=false: a 405
+// (the route serves GET), given before a byte of the body is read, on a
+// connection then closed rather than drained.
+func uploadsDisabled(r *http.Request) error {
+	return &apierr.Error{Code: apierr.UploadsDisabled, CloseConnection: true,
+		Message: "POST " + r.URL.Path + " is off on this service (THUMBD_UPLOADS=false); GET is served."}
 }
 
 // handleGet makes a thumbnail of a file in the source directory or of an

@@ -56,6 +56,19 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 	runBreakages(t, cases, "k8s/overlays/scratch", CheckKubernetes)
 }
 
+func TestBrokenPublicOverlayFails(t *testing.T) {
+	cases := []breakage{
+		{"no egress policy", "overlays/public/kustomization.yaml", "  - networkpolicy.yaml\n", "", "no NetworkPolicy limits the pods' egress"},
+		{"private range let out", "overlays/public/networkpolicy.yaml", "              - 10.0.0.0/8\n", "", "lets the pods reach 10.0.0.1"},
+		{"metadata let out", "overlays/public/networkpolicy.yaml", "              - 169.254.0.0/16\n", "", "lets the pods reach 169.254.169.254"},
+		{"ULA let out", "overlays/public/networkpolicy.yaml", "              - fc00::/7\n", "", "lets the pods reach fd00::1"},
+		{"egress anywhere", "overlays/public/networkpolicy.yaml", "  egress:\n", "  egress:\n    - {}\n", "egress rule to anywhere"},
+		{"policy selects nothing", "overlays/public/networkpolicy.yaml", "  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: thumbd", "  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: other", "NetworkPolicy thumbd-egress does not select"},
+		{"env var the service does not read", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_POST=false", "THUMBD_POST is not a setting of the service"},
+	}
+	runBreakages(t, cases, "k8s/overlays/public", CheckKubernetes)
+}
+
 func TestBrokenKnativeServiceFails(t *testing.T) {
 	cases := []breakage{
 		{"unknown field", "knative/service.yaml", "containerConcurrency: 2", "containerConcurency: 2", "unknown field"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/pkg/apis"
@@ -107,7 +109,58 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 	if pdb != nil && (pdb.Spec.Selector == nil || !selects(pdb.Spec.Selector.MatchLabels, pod.Labels)) {
 		p.addf("PodDisruptionBudget %s does not select the pods (labels %v)", pdb.Name, pod.Labels)
 	}
+	checkEgress(all[*networkingv1.NetworkPolicy](ms), pod.Labels, setting(env, want.Settings, "THUMBD_ORIGINS") != "", &p)
 	return p
+}
+
+// internalAddrs stand for the ranges an origin fetch must never reach:
+// private, CGNAT, link-local (cloud metadata), loopback, ULA.
+var internalAddrs = []string{"10.0.0.1", "172.16.0.1", "192.168.0.1", "100.64.0.1", "169.254.169.254", "127.0.0.1", "fd00::1", "fe80::1", "::1"}
+
+// checkEgress: every NetworkPolicy selects the pods, and a deployment that
+// fetches from origins has one limiting its egress away from internal
+// addresses, behind the service's own address guard.
+func checkEgress(policies []*networkingv1.NetworkPolicy, podLabels map[string]string, fetches bool, p *problems) {
+	limited := false
+	for _, np := range policies {
+		if !selects(np.Spec.PodSelector.MatchLabels, podLabels) {
+			p.addf("NetworkPolicy %s does not select the pods (labels %v)", np.Name, podLabels)
+			continue
+		}
+		if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+			continue
+		}
+		limited = true
+		for _, rule := range np.Spec.Egress {
+			if len(rule.To) == 0 {
+				p.addf("NetworkPolicy %s has an egress rule to anywhere", np.Name)
+			}
+			for _, peer := range rule.To {
+				if peer.IPBlock == nil {
+					continue
+				}
+				for _, a := range internalAddrs {
+					if allowsAddr(peer.IPBlock, netip.MustParseAddr(a)) {
+						p.addf("NetworkPolicy %s lets the pods reach %s (ipBlock %s): internal addresses must be in its except list", np.Name, a, peer.IPBlock.CIDR)
+					}
+				}
+			}
+		}
+	}
+	if fetches && !limited {
+		p.addf("the service fetches from origins (THUMBD_ORIGINS) but no NetworkPolicy limits the pods' egress")
+	}
+}
+
+func allowsAddr(b *networkingv1.IPBlock, a netip.Addr) bool {
+	in := func(cidr string) bool {
+		prefix, err := netip.ParsePrefix(cidr)
+		return err == nil && prefix.Contains(a)
+	}
+	if !in(b.CIDR) {
+		return false
+	}
+	return !slices.ContainsFunc(b.Except, in)
 }
 
 // CheckKnative checks a Knative Service: Knative's own validation, scale to

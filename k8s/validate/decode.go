@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -35,6 +36,7 @@ var knownTypes = map[string]func() any{
 	"apps/v1 Deployment":                            func() any { return &appsv1.Deployment{} },
 	"autoscaling/v2 HorizontalPodAutoscaler":        func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"policy/v1 PodDisruptionBudget":                 func() any { return &policyv1.PodDisruptionBudget{} },
+	"networking.k8s.io/v1 NetworkPolicy":            func() any { return &networkingv1.NetworkPolicy{} },
 	"serving.knative.dev/v1 Service":                func() any { return &servingv1.Service{} },
 	"kustomize.config.k8s.io/v1beta1 Kustomization": func() any { return &types.Kustomization{} },
 }

@@ -22,6 +22,7 @@ const root = "../.."
 var kubernetesOverlays = map[string]string{
 	"k8s/overlays/slim":    "thumbd:slim",
 	"k8s/overlays/scratch": "thumbd:scratch",
+	"k8s/overlays/public":  "thumbd:scratch",
 }
 
 func TestEveryManifestDecodesStrictly(t *testing.T) {

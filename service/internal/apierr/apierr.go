@@ -47,6 +47,9 @@ const (
 	SignatureMissing Code = "signature_missing"
 	BadSignature     Code = "bad_signature"
 	SignatureExpired Code = "signature_expired"
+
+	// UploadsDisabled answers a POST when THUMBD_UPLOADS=false.
+	UploadsDisabled Code = "uploads_disabled"
 	// ClientGone is counted but never sent: the client left before the
 	// answer (nginx's 499).
 	ClientGone Code = "client_gone"
@@ -75,6 +78,7 @@ var codes = [...]struct {
 	{SourcesDisabled, http.StatusNotFound},
 	{OriginsDisabled, http.StatusNotFound},
 	{MethodNotAllowed, http.StatusMethodNotAllowed},
+	{UploadsDisabled, http.StatusMethodNotAllowed},
 	{BodyTooLarge, http.StatusRequestEntityTooLarge},
 	{UnsupportedFormat, http.StatusUnsupportedMediaType},
 	{UnprocessableImage, http.StatusUnprocessableEntity},

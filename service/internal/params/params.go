@@ -106,22 +106,33 @@ var optionNames = []string{"w", "h", "fit", "gravity", "format", "q", "dpr", "an
 
 // Rules are the settings a thumbnail query is read with.
 type Rules struct {
-	MaxSide int // bounds w and h
+	MaxSide     int     // bounds w and h
+	Presets     Presets // what preset=NAME may name
+	PresetsOnly bool    // no option but a preset is taken
 }
 
 // Upload parses the query of POST /thumbnail (the body is the source).
 func (r Rules) Upload(raw string) (Thumbnail, error) {
-	q, err := Query(raw, optionNames...)
+	q, err := Query(raw, append([]string{"preset"}, optionNames...)...)
 	if err != nil {
 		return Thumbnail{}, err
 	}
-	o, err := options(q, r.MaxSide)
+	o, err := r.options(q)
 	return Thumbnail{Options: o}, err
+}
+
+// options reads the options of q, its preset's first.
+func (r Rules) options(q map[string]string) (thumb.Options, error) {
+	q, err := r.withPreset(q)
+	if err != nil {
+		return thumb.Options{}, err
+	}
+	return options(q, r.MaxSide)
 }
 
 // getNames are the parameters of GET /thumbnail: its source, its
 // signature and the options.
-var getNames = append([]string{"src", "url", "sig", "exp"}, optionNames...)
+var getNames = append([]string{"src", "url", "sig", "exp", "preset"}, optionNames...)
 
 // GetQuery decodes the query of GET /thumbnail, strictly (known names,
 // each once). The signature is checked on what it returns, before Get
@@ -142,7 +153,7 @@ func (r Rules) Get(q map[string]string) (Thumbnail, error) {
 	case hasURL && u == "":
 		return Thumbnail{}, apierr.New(apierr.BadURL, "Parameter \"url\" is empty.")
 	}
-	o, err := options(q, r.MaxSide)
+	o, err := r.options(q)
 	return Thumbnail{Options: o, Src: src, URL: u}, err
 }
 

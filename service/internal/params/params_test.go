@@ -2,6 +2,7 @@ package params
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -247,4 +248,66 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("%q: %+v reparsed as %+v (%v)", raw, o, again.Options, err)
 		}
 	})
+}
+
+func TestPresets(t *testing.T) {
+	presets, err := ParsePresets(" small:w=128&h=128&fit=cover; hero:w=1200&format=webp ;thumb_2x:w=64&dpr=2;")
+	if err != nil || len(presets) != 3 || presets["hero"]["format"] != "webp" || presets["small"]["fit"] != "cover" {
+		t.Fatalf("%v %v", presets, err)
+	}
+	if again, err := ParsePresets(presets.String()); err != nil || again.String() != presets.String() {
+		t.Errorf("%q reparsed as %q (%v)", presets.String(), again.String(), err)
+	}
+	if p, err := ParsePresets(""); err != nil || p != nil {
+		t.Errorf("empty: %v %v", p, err)
+	}
+	_, err = ParsePresets("nocolon; Big:w=1; a:w=1; a:w=2; b:widht=1; c:w=1&w=2; d:%zz; e:src=x.jpg")
+	for _, want := range []string{`"nocolon"`, `"Big"`, `"a" is given twice`, `"b"`, `"widht"`, `"c"`, `"d"`, `"e"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s: %v", want, err)
+		}
+	}
+	bounded := Rules{MaxSide: 1000, Presets: Presets{"big": {"w": "2000"}, "ok": {"w": "10"}, "odd": {"fit": "stretch"}}}
+	if errs := bounded.CheckPresets(); len(errs) != 2 || !strings.Contains(errs[0].Error(), `"big"`) || !strings.Contains(errs[1].Error(), `"odd"`) {
+		t.Errorf("%v", errs)
+	}
+
+	rules := Rules{MaxSide: 4096, Presets: presets}
+	only := rules
+	only.PresetsOnly = true
+	for _, tc := range []struct {
+		rules Rules
+		raw   string
+		want  string // the options, or the parameter an error names
+	}{
+		{rules, "preset=small", "128x128 cover png"},
+		{rules, "preset=small&format=webp&w=100", "100x128 cover webp"},
+		{rules, "preset=thumb_2x", "128x0 cover png"},
+		{rules, "w=10", "10x0 cover png"},
+		{rules, "preset=nope", `"preset"`},
+		{rules, "preset=", `"preset"`},
+		{rules, "preset=small&preset=hero", `"preset"`},
+		{Rules{MaxSide: 4096}, "preset=small", `"preset"`},
+		{only, "preset=hero", "1200x0 cover webp"},
+		{only, "preset=hero&w=10", `"w"`},
+		{only, "preset=hero&format=png", `"format"`},
+		{only, "", `"preset"`},
+		{only, "q=5", `"q"`},
+	} {
+		got, err := tc.rules.Upload(tc.raw)
+		o := got.Options
+		if s := fmt.Sprintf("%dx%d %s %s", o.Width, o.Height, o.Fit, o.Format); err == nil && s != tc.want {
+			t.Errorf("%q: %s, want %s", tc.raw, s, tc.want)
+		} else if err != nil && (apierr.From(err).Code != apierr.BadParameter || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q: %v, want an error naming %s", tc.raw, err, tc.want)
+		}
+	}
+	// GET takes presets the same way.
+	q, err := GetQuery("src=a.jpg&preset=small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := only.Get(q); err != nil || got.Options.Width != 128 || got.Src != "a.jpg" {
+		t.Errorf("GET with a preset: %+v %v", got, err)
+	}
 }
