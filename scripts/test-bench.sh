@@ -15,6 +15,8 @@ main() {
   done
   grep -q '"schema": "thumbd-bench/v1"' "$out/results.json" || { echo "test-bench.sh: bad schema" >&2; return 1; }
   grep -q '^## Startup to health' "$out/report.md" || { echo "test-bench.sh: report has no startup table" >&2; return 1; }
+  grep -q '"route": "thumb-photo12-webp"' "$out/results.json" || { echo "test-bench.sh: the photo12 WebP route did not run" >&2; return 1; }
+  grep -q '| CPU µs/answer | vs ' "$out/report.md" || { echo "test-bench.sh: report has no CPU per answer" >&2; return 1; }
   if grep -q '✗' "$out/report.md"; then
     echo "test-bench.sh: a target failed the contract check:" >&2
     grep '✗' "$out/report.md" >&2

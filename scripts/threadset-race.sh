@@ -7,7 +7,8 @@
 #   thumbd  Debian's 8.14.1           bin/thumbd (scripts/build.sh dynamic)
 #   thumbd  the project's 8.16.1      bin/thumbd-slim (the images' libvips)
 # Each cycle is a burst of work that starts as the previous burst's idle
-# workers reach libvips 8.14's 15 s idle timeout. The race window (a woken
+# workers reach libvips 8.14's 15 s idle timeout (for thumbd: the soak's
+# bursts mode, bench/cmd/soak). The race window (a woken
 # worker between its timeout and the set's lock) is a few microseconds, so
 # every target runs under scripts/threadset-race/widen.c, an LD_PRELOAD shim
 # that stalls a thread for 2 ms where the kernel could preempt it anyway:
@@ -29,7 +30,7 @@ readonly SRC=service/internal/thumb/testdata/sources/small.jpg
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/thumbd-race.XXXXXX")}
 trap 'rm -rf "$WORK"' EXIT
 readonly LD_PRELOAD_SHIM="$WORK/widen.so"
-export WIDEN_US=2000 WIDEN_UP_US=2000 CYCLES SRC
+export WIDEN_US=2000 WIDEN_UP_US=2000
 
 build() {
   local prefix; prefix=$(scripts/build-libvips.sh | tail -1)
@@ -40,6 +41,7 @@ build() {
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs vips) -Wl,-rpath,"$prefix/lib"
   OUT="$WORK" scripts/build.sh dynamic slim
   go build -o bin/thumbd-bench ./bench
+  go build -o bin/thumbd-soak ./bench/cmd/soak
 }
 
 # repro BIN: runs the C reproduction; prints its outcome.
@@ -54,42 +56,19 @@ repro() {
   esac
 }
 
-# cycles: run by `bench serve` (THUMBD_URL, THUMBD_PID): bursts of 32
-# thumbnails from 16 clients, each burst starting about 15 s after the last
-# one ended; prints the outcome, fails on a crash or a hang.
-cycles() {
-  local c off us answers
-  burst >/dev/null
-  for ((c = 0; c < CYCLES; c++)); do
-    off=$(( (c * 1700) % 40000 - 40000 ))  # µs: the clients start a few ms after the sleep
-    us=$(( 15000000 + off ))
-    sleep "$((us / 1000000)).$(printf '%06d' $((us % 1000000)))"
-    answers=$(burst)
-    if ! kill -0 "$THUMBD_PID" 2>/dev/null; then echo "CRASH in cycle $c"; return 1; fi
-    if [ "$answers" != "32x200" ]; then echo "HANG in cycle $c: answers $answers (a thumbnail never finished)"; return 1; fi
-  done
-  echo "ok: $CYCLES of $CYCLES cycles, 32 thumbnails each"
-}
-
-# thumbd BIN: cycles against BIN (started by bench serve, under the shim);
-# prints the outcome.
+# thumbd BIN: the soak's bursts mode against BIN under the shim (bursts of 32
+# thumbnails from 16 clients, each starting as the previous burst's idle
+# libvips workers time out, CYCLES times); prints the outcome.
 thumbd() {
-  local log="$WORK/$(basename "$1").log" out
-  out=$(bin/thumbd-bench serve -timeout 10s -grace 5s -log "$log" -env "LD_PRELOAD=$LD_PRELOAD_SHIM" \
-    -env THUMBD_QUEUE=64 -run cycles -- "$1" 2>"$log.serve") || true
-  if [[ "$out" == CRASH* ]]; then
-    out+=": $(grep -o 'exited: .*' "$log.serve" | head -1), $(grep -m1 -E '^(SIG|fatal|malloc|free|double)' "$log" || echo 'no Go crash header')"
+  local out
+  out=$(bin/thumbd-soak -lock "" -bin "$1" -modes bursts -cycles "$CYCLES" -sources "$SRC" \
+    -env "LD_PRELOAD=$LD_PRELOAD_SHIM,THUMBD_QUEUE=64" 2>&1) || true
+  if grep -q '^\[OK\] bursts' <<<"$out"; then
+    echo "ok: $(grep -m1 -o '[0-9]* of [0-9]* cycles.*' <<<"$out")"
+  else
+    grep -m1 -o 'FAIL: .*' <<<"$out" | cut -c7- || echo "FAILED: $(tail -3 <<<"$out")"
   fi
-  echo "$out"
 }
-
-burst() {
-  seq 32 | xargs -P 16 -I{} curl -s -m 20 -o /dev/null -w '%{http_code}\n' \
-      --data-binary "@$SRC" "http://127.0.0.1:$1/thumbnail?w=256&h=256" \
-    | sort | uniq -c | awk '{printf "%s%sx%s", (NR>1?",":""), $1, $2}'
-}
-
-export -f cycles burst
 
 signal() {
   if [ "$1" -gt 128 ]; then kill -l $(($1 - 128)); else echo "exit $1"; fi

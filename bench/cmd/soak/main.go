@@ -57,6 +57,12 @@ type options struct {
 	jsonOut    string
 	env        []string
 	lock       string
+
+	cycles       int
+	burst        int
+	burstClients int
+	burstIdle    time.Duration
+	burstTimeout time.Duration
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -65,7 +71,7 @@ func run(args []string, stdout io.Writer) error {
 	var modes, mallocs, sources, env string
 	var rssMB int64
 	fs.StringVar(&o.bin, "bin", "bin/thumbd", "thumbd binary to run")
-	fs.StringVar(&modes, "modes", "load,shutdown,slowloris", "modes to run: load, shutdown, slowloris")
+	fs.StringVar(&modes, "modes", "load,shutdown,slowloris", "modes to run: load, shutdown, slowloris; bursts (libvips 8.14's thread race, scripts/threadset-race.sh)")
 	fs.StringVar(&mallocs, "malloc", "glibc,arena2,jemalloc", "allocators for the load mode: glibc, arena2 (MALLOC_ARENA_MAX=2), jemalloc (LD_PRELOAD)")
 	fs.IntVar(&o.clients, "clients", 500, "concurrent clients on POST /thumbnail")
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "load duration")
@@ -81,6 +87,11 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&env, "env", "", "extra environment for thumbd, comma-separated K=V")
 	fs.StringVar(&o.lock, "lock", benchlock.Path, "flock held for the whole run (\"\" for none)")
+	fs.IntVar(&o.cycles, "cycles", 12, "bursts mode: bursts after the first")
+	fs.IntVar(&o.burst, "burst", 32, "bursts mode: thumbnails per burst")
+	fs.IntVar(&o.burstClients, "burst-clients", 16, "bursts mode: clients per burst")
+	fs.DurationVar(&o.burstIdle, "burst-idle", 15*time.Second, "bursts mode: pause between bursts (libvips' worker idle timeout)")
+	fs.DurationVar(&o.burstTimeout, "burst-timeout", 20*time.Second, "bursts mode: a thumbnail not answered by then is a hang")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,7 +101,7 @@ func run(args []string, stdout io.Writer) error {
 		o.env = split(env)
 	}
 	for _, m := range o.modes {
-		if m != "load" && m != "shutdown" && m != "slowloris" {
+		if !slices.Contains([]string{"load", "shutdown", "slowloris", "bursts"}, m) {
 			return fmt.Errorf("unknown mode %q", m)
 		}
 	}
@@ -133,6 +144,12 @@ func run(args []string, stdout io.Writer) error {
 			results = append(results, r)
 		case "slowloris":
 			r, err := slowlorisMode(o, srcs)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		case "bursts":
+			r, err := burstsMode(o, srcs)
 			if err != nil {
 				return err
 			}

@@ -4,10 +4,40 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/thumbd/thumbd/service/launch/launchtest"
 )
+
+func TestMain(m *testing.M) { launchtest.Run(m) }
+
+// soak runs the soak against this test binary as a fake thumbd in mode.
+func soak(t *testing.T, mode string, args ...string) (string, error) {
+	var out strings.Builder
+	env := strings.Join(launchtest.ServerEnv(mode), ",")
+	err := run(append([]string{"-lock", "", "-bin", os.Args[0], "-env", env, "-sources", "main.go"}, args...), &out)
+	return out.String(), err
+}
+
+func TestBurstsMode(t *testing.T) {
+	bursts := []string{"-modes", "bursts", "-cycles", "3", "-burst", "4", "-burst-clients", "2", "-burst-idle", "10ms", "-burst-timeout", "500ms"}
+	out, err := soak(t, "", bursts...)
+	if err != nil || !strings.Contains(out, "[OK] bursts") || !strings.Contains(out, "note: 3 of 3 cycles, 4 thumbnails each") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// The 10th thumbnail kills the fake in cycle 1; in "stalls" it never answers.
+	out, err = soak(t, "dies", bursts...)
+	if err == nil || !strings.Contains(out, "FAIL: CRASH in cycle 1: signal: killed, no crash header in its log") {
+		t.Fatalf("dies: %v\n%s", err, out)
+	}
+	out, err = soak(t, "stalls", bursts...)
+	if err == nil || !strings.Contains(out, "FAIL: HANG in cycle 1: answers 2x200,2xerror") {
+		t.Fatalf("stalls: %v\n%s", err, out)
+	}
+}
 
 func TestClassify(t *testing.T) {
 	dial := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
@@ -54,6 +84,7 @@ func TestRunRefusesBeforeStartingAnything(t *testing.T) {
 		want string
 	}{
 		{[]string{"-modes", "load,soak"}, `unknown mode "soak"`},
+		{[]string{"-modes", "bursts", "-bin", "/no/such/thumbd", "-lock", "", "-sources", "main.go"}, "no such file"},
 		{[]string{"-malloc", "tcmalloc"}, `unknown allocator "tcmalloc"`},
 		{[]string{"-sources", "/no/such.jpg"}, "no such file"},
 		{[]string{"-lock", "", "-bin", "false", "-modes", "shutdown", "-sources", "main.go"}, "thumbd never became ready"},

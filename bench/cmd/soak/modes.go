@@ -48,8 +48,8 @@ func loadMode(o options, srcs [][]byte, malloc string) (*result, error) {
 	r.PeakRSS, r.HWM = rss.peak.Load(), rss.hwm.Load()
 	r.HealthPolls, r.HealthFails = int(health.polls.Load()), int(health.fails.Load())
 	r.HealthMaxMs = float64(time.Duration(health.maxNs.Load()).Microseconds()) / 1000
-	if gone, code := p.exited(); gone {
-		r.fail("thumbd exited during the load (code %d)", code)
+	if gone, how := p.exited(); gone {
+		r.fail("thumbd exited during the load (%s)", how)
 	}
 	summarise(r, rec, o, p)
 	checkAnswers(r, rec, p, false)

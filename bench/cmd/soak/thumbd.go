@@ -117,13 +117,14 @@ func (l *serverLog) add(line []byte) {
 	}
 }
 
-// exited reports whether thumbd has exited, and with what code.
-func (p *proc) exited() (bool, int) {
+// exited reports whether thumbd has exited, and how ("exit status 2",
+// "signal: segmentation fault").
+func (p *proc) exited() (bool, string) {
 	if p.srv.Exited() == nil {
-		return false, 0
+		return false, ""
 	}
-	code, _ := p.srv.Wait(context.Background())
-	return true, code
+	_, _ = p.srv.Wait(context.Background())
+	return true, p.srv.Cmd.ProcessState.String()
 }
 
 // waitExit waits up to d for thumbd to exit; it returns its code, or false

@@ -189,6 +189,11 @@ func TestRunEndToEnd(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sharp, round 1") {
 		t.Errorf("a failing engine: %v", err)
 	}
+	// Not run from the repository root: no scripts/build.sh to build with.
+	err = Run(t.Context(), []string{"-lock", "", "-sources", src, "-names", "small", "-engines", "static"}, &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), "building the static engine benchmark (run from the repository root)") {
+		t.Errorf("no build.sh: %v", err)
+	}
 }
 
 func TestFlagsAreChecked(t *testing.T) {

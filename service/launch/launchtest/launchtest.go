@@ -7,8 +7,9 @@
 // The fake thumbd listens on PORT and answers 503 to everything for its
 // first 30 ms (as while libvips starts), then GET /ready and /health with
 // 200 and POST /thumbnail with a 200 image/png. Modes: "exit" exits 3 at
-// once, "never" is never ready, "stubborn" ignores SIGTERM. It exits 0 on
-// SIGTERM, and by itself after 30 s.
+// once, "never" is never ready, "stubborn" ignores SIGTERM, "dies" is
+// killed by a signal at its 10th thumbnail, "stalls" never answers a
+// thumbnail after its 10th. It exits 0 on SIGTERM, and by itself after 30 s.
 package launchtest
 
 import (
@@ -22,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -101,12 +103,19 @@ func server(mode string) int {
 		return 1
 	}
 	ready := time.Now().Add(30 * time.Millisecond)
+	var thumbs atomic.Int64
 	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		switch {
 		case mode == "never" || time.Now().Before(ready):
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case r.Method == http.MethodPost && r.URL.Path == "/thumbnail":
+			if n := thumbs.Add(1); n >= 10 && mode == "dies" {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			} else if n > 10 && mode == "stalls" {
+				<-r.Context().Done()
+				return
+			}
 			w.Header().Set("Content-Type", "image/png")
 			w.Write([]byte("\x89PNG\r\n\x1a\n"))
 		case r.Method == http.MethodGet && (r.URL.Path == "/ready" || r.URL.Path == "/health"):
