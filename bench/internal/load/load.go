@@ -132,43 +132,32 @@ func Run(st Step) (Outcome, error) {
 	cli0 := selfCPU()
 	t0 := time.Now()
 
-	// At the end of the window: read the CPU counters, then tell the
-	// clients to stop (each finishes the request it is in).
+	// At the end of the window read the CPU counters, then tell the clients
+	// to stop (each finishes the request it is in); or, when the count
+	// bound ended the step before the timer, as soon as it ended.
 	var once sync.Once
 	var cliCPU, srvCPU time.Duration
 	var window time.Duration
 	var host1 procmem.HostCPU
-	timer := time.AfterFunc(st.Duration, func() {
-		once.Do(func() {
-			window = time.Since(t0)
-			cliCPU = selfCPU() - cli0
-			host1, _ = procmem.ReadHostCPU()
-			if st.ServerPID > 0 {
-				if s, err := procmem.CPUTime(st.ServerPID); err == nil {
-					srvCPU = s - srv0
-				}
+	srvSince := func() time.Duration { // the server's CPU time since the start
+		if st.ServerPID > 0 {
+			if s, err := procmem.CPUTime(st.ServerPID); err == nil {
+				return s - srv0
 			}
-			w.Stop()
-		})
-	})
-	w.Run()
-	timer.Stop()
-	once.Do(func() { // the count bound ended the step before the timer
+		}
+		return 0
+	}
+	endWindow := func() {
 		window = time.Since(t0)
 		cliCPU = selfCPU() - cli0
 		host1, _ = procmem.ReadHostCPU()
-		if st.ServerPID > 0 {
-			if s, err := procmem.CPUTime(st.ServerPID); err == nil {
-				srvCPU = s - srv0
-			}
-		}
-	})
-	var o Outcome
-	if st.ServerPID > 0 {
-		if s, err := procmem.CPUTime(st.ServerPID); err == nil {
-			o.ServerCPUTime = (s - srv0).Seconds()
-		}
+		srvCPU = srvSince()
 	}
+	timer := time.AfterFunc(st.Duration, func() { once.Do(func() { endWindow(); w.Stop() }) })
+	w.Run()
+	timer.Stop()
+	once.Do(endWindow)
+	o := Outcome{ServerCPUTime: srvSince().Seconds()} // the drain included
 	if sampler != nil {
 		o.ServerPeakRSS, _ = sampler.Stop()
 	}
