@@ -1,0 +1,93 @@
+package originload
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/thumbd/thumbd/bench/internal/load"
+)
+
+// A real thumbd (built here) against the loopback origin: a short run
+// whose table has a row per source, with answers and no errors.
+func TestOriginAgainstPost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs thumbd")
+	}
+	bin := filepath.Join(t.TempDir(), "thumbd")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/thumbd/thumbd/service").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var out, errs bytes.Buffer
+	err := Run(context.Background(), []string{"-lock", "", "-source-dir", t.TempDir(), "-sources", "small", "-rounds", "2",
+		"-duration", "500ms", "-warmup", "0", "-clients", "2", "-server-cpus", "", "-client-cpus", "", "--", bin}, &out, &errs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	row := regexp.MustCompile(`(?m)^\| small\.jpg \| \d+ \| [\d.]+ \([\d.]+-[\d.]+\) \| [\d.]+ \([\d.]+-[\d.]+\) \| [\d.]+ \| .* \| 0 / 0 \|$`)
+	if !row.MatchString(out.String()) || !strings.Contains(out.String(), "2 clients, 2 rounds") {
+		t.Errorf("output:\n%s\nlog:\n%s", out.String(), errs.String())
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-image", "x", "--", "y"},
+		{"-clients", "0", "--", "y"},
+		{"-rounds", "0", "--", "y"},
+		{"-duration", "0s", "--", "y"},
+		{"-server-cpus", "x", "--", "y"},
+	} {
+		if _, err := parse(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	c, err := parse([]string{"-sources", "small,photo12", "--", "bin/thumbd", "-queue", "4"}, &bytes.Buffer{})
+	if err != nil || len(c.sources) != 2 || len(c.command) != 3 || c.serverCPUs[0] != 1 || c.clientCPUs[0] != 0 {
+		t.Errorf("%+v %v", c, err)
+	}
+}
+
+func TestServeDirAndSameAnswer(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.jpg"), []byte("bytes"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	origin, err := serveDir(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(origin + "/a.jpg")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	tag := "\"x\""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("bad") != "" {
+			w.WriteHeader(502)
+			return
+		}
+		w.Header().Set("ETag", tag+r.URL.Query().Get("tag"))
+	}))
+	defer srv.Close()
+	post := load.Request{Method: "POST", URL: srv.URL + "/thumbnail", Body: []byte("b")}
+	if err := sameAnswer(ctx, []load.Request{post, {Method: "GET", URL: srv.URL + "/thumbnail?url=x"}}); err != nil {
+		t.Error(err)
+	}
+	if err := sameAnswer(ctx, []load.Request{post, {Method: "GET", URL: srv.URL + "/thumbnail?tag=2"}}); err == nil {
+		t.Error("different ETags passed")
+	}
+	if err := sameAnswer(ctx, []load.Request{post, {Method: "GET", URL: srv.URL + "/thumbnail?bad=1"}}); err == nil {
+		t.Error("a 502 passed")
+	}
+}
