@@ -3,7 +3,9 @@
 # and smoke-tests a container of each on a loopback port (started by `bench
 # serve`): /health, a real POST /thumbnail of the bench's small source
 # (decoded, size checked), /metrics, a bad body answered with a 4xx, `thumbd
-# health` inside the container, a non-root user, MALLOC_ARENA_MAX=2. The
+# health` inside the container, a non-root user, MALLOC_ARENA_MAX=2, the CA
+# certificates for https origins, a GET /thumbnail?url= from a loopback
+# origin (bench origin) giving the POST's thumbnail. The
 # scratch container runs read-only, with no capabilities and
 # no-new-privileges. Stops the dockerd it started.
 # Usage: scripts/test-images.sh [--no-build]   (as root; --no-build tests the
@@ -51,6 +53,12 @@ checks() {
   if [ -n "$user" ] && [ "${user%%:*}" != 0 ] && [ "${user%%:*}" != root ]; then pass "$flavour: runs as user $user"
   else fail "$flavour: runs as root"; fi
 
+  # The CA set https origins are verified against (GET /thumbnail?url=).
+  if docker cp "$THUMBD_CONTAINER:/etc/ssl/certs/ca-certificates.crt" "$WORK/ca-$flavour.crt" 2>/dev/null &&
+    [ "$(grep -c 'BEGIN CERTIFICATE' "$WORK/ca-$flavour.crt")" -gt 100 ]; then
+    pass "$flavour: $(grep -c 'BEGIN CERTIFICATE' "$WORK/ca-$flavour.crt") CA certificates in /etc/ssl/certs/ca-certificates.crt"
+  else fail "$flavour: no CA certificates for https origins"; fi
+
   # The allocator the images pick (docs/hardening.md), as the process sees it.
   pid=$(docker inspect -f '{{.State.Pid}}' "$THUMBD_CONTAINER")
   if tr '\0' '\n' <"/proc/$pid/environ" | grep -qx 'MALLOC_ARENA_MAX=2'; then pass "$flavour: runs with MALLOC_ARENA_MAX=2"
@@ -75,6 +83,14 @@ main() {
   bin/thumbd-bench sources "$WORK" small >/dev/null
   smoke slim
   smoke scratch --read-only --cap-drop ALL --security-opt no-new-privileges --user 65532:65532
+  # GET /thumbnail?url= from a loopback origin in each image: the same
+  # thumbnail as the POST of the same bytes (bench origin checks the ETags).
+  for flavour in slim scratch; do
+    if bin/thumbd-bench origin -image "thumbd:$flavour" -lock "" -sources small -source-dir "$WORK" -rounds 1 \
+      -duration 1s -warmup 0 -clients 2 -server-cpus "" -client-cpus "" >"$WORK/origin.md" 2>"$WORK/origin.log"; then
+      pass "$flavour: GET /thumbnail?url= from a loopback origin: $(grep '^| small' "$WORK/origin.md")"
+    else fail "$flavour: GET /thumbnail?url=: $(tail -3 "$WORK/origin.log")"; fi
+  done
   if [ "$FAILED" = 1 ]; then echo "test-images: FAILED" >&2; return 1; fi
   echo "test-images: all passed" >&2
 }
