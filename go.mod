@@ -4,7 +4,9 @@ go 1.26.0
 
 require (
 	github.com/davidbyttow/govips/v2 v2.16.0
+	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rakyll/hey v0.1.5
 	golang.org/x/image v0.30.0
@@ -29,4 +31,5 @@ require (
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

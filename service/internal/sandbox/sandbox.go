@@ -1,0 +1,150 @@
+// Package sandbox locks a cell process down once libvips has started and
+// before it reads its first job: resource limits, no new privileges,
+// Landlock (no file access, no TCP, no signals or abstract sockets outside
+// the cell) and a seccomp allow-list of the system calls a cell makes.
+//
+// Each layer is applied on its own: one the kernel or the container
+// runtime refuses is reported off with the reason, and the cell runs with
+// the others. Apply reports every layer.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Layer is one layer of the sandbox and whether it is on.
+type Layer struct {
+	Name   string `json:"name"`
+	On     bool   `json:"on"`
+	Detail string `json:"detail,omitempty"` // what it is, or why it is off
+}
+
+// The layers, in the order Apply sets them up.
+const (
+	RLimits    = "rlimits"
+	NoNewPrivs = "no_new_privs"
+	Landlock   = "landlock"
+	Seccomp    = "seccomp"
+)
+
+// Names lists every layer, in order.
+func Names() []string { return []string{RLimits, NoNewPrivs, Landlock, Seccomp} }
+
+// Config bounds the process.
+type Config struct {
+	// AddressSpace is how much address space the process may map beyond
+	// what it has mapped when Apply runs (RLIMIT_AS is set to the sum, so
+	// that what libvips and the Go runtime reserved at start-up is not
+	// counted against a job).
+	AddressSpace uint64
+	// OpenFiles is RLIMIT_NOFILE: a cell holds its socket and the
+	// runtime's few descriptors, and opens nothing.
+	OpenFiles uint64
+}
+
+// Apply sets up every layer on the whole process (all threads, libvips'
+// included) and reports each. It is final: nothing undoes it.
+func Apply(cfg Config) []Layer {
+	// no_new_privs and the seccomp filter are set from one thread (the
+	// filter is synchronised to the others, and needs the flag on the
+	// thread that installs it).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return []Layer{
+		layer(RLimits, func() (string, error) { return setRLimits(cfg) }),
+		layer(NoNewPrivs, setNoNewPrivs),
+		layer(Landlock, restrictLandlock),
+		layer(Seccomp, loadSeccomp),
+	}
+}
+
+// layer applies one layer: on with what it does, or off with why.
+func layer(name string, apply func() (string, error)) Layer {
+	detail, err := apply()
+	if err != nil {
+		return Layer{Name: name, Detail: err.Error()}
+	}
+	return Layer{Name: name, On: true, Detail: detail}
+}
+
+// setRLimits caps the address space, open files and core dumps (a crash
+// dump of a cell would hold a hostile image and would be slow to write).
+func setRLimits(cfg Config) (string, error) {
+	mapped, err := mappedBytes()
+	if err != nil {
+		return "", err
+	}
+	as := mapped + cfg.AddressSpace
+	limits := []struct {
+		resource int
+		value    uint64
+		name     string
+	}{
+		{unix.RLIMIT_AS, as, "RLIMIT_AS"},
+		{unix.RLIMIT_NOFILE, cfg.OpenFiles, "RLIMIT_NOFILE"},
+		{unix.RLIMIT_CORE, 0, "RLIMIT_CORE"},
+	}
+	var errs []error
+	for _, l := range limits {
+		if err := unix.Setrlimit(l.resource, &unix.Rlimit{Cur: l.value, Max: l.value}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.name, err))
+		}
+	}
+	return fmt.Sprintf("address space %d MiB, %d open files, no core dumps", as>>20, cfg.OpenFiles), errors.Join(errs...)
+}
+
+// mappedBytes is the process's address space now (VmSize).
+func mappedBytes() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("statm: %q", b)
+	}
+	pages, err := strconv.ParseUint(f[0], 10, 64)
+	return pages * uint64(os.Getpagesize()), err
+}
+
+// setNoNewPrivs stops execve from granting privileges (setuid binaries,
+// file capabilities); it is also what lets an unprivileged process install
+// a seccomp filter. The filter's thread synchronisation (and Landlock's)
+// carries the flag to every thread.
+func setNoNewPrivs() (string, error) {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return "", fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return "", nil
+}
+
+// restrictLandlock denies every file system access, TCP bind and connect,
+// and signals and abstract Unix sockets reaching outside the cell, as far
+// as the kernel's Landlock ABI goes. go-landlock applies it to every
+// thread (libvips' too), through libpsx on kernels before ABI 8.
+func restrictLandlock() (string, error) {
+	abi, err := llsys.LandlockGetABIVersion()
+	switch {
+	case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP):
+		return "", errors.New("the kernel has no Landlock, or it is not enabled at boot")
+	case errors.Is(err, unix.EPERM):
+		return "", errors.New("landlock_create_ruleset was refused (EPERM): the container runtime's seccomp profile blocks it")
+	case err != nil:
+		return "", fmt.Errorf("landlock_create_ruleset: %w", err)
+	case abi < 1:
+		return "", fmt.Errorf("landlock ABI %d", abi)
+	}
+	if err := landlock.V7.BestEffort().Restrict(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("ABI %d", abi), nil
+}
