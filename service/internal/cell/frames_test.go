@@ -1,0 +1,115 @@
+package cell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+var pngBytes = []byte("\x89PNG\r\n\x1a\n fake")
+
+// echo is an engine that makes a tiny PNG of every job.
+type echo struct{}
+
+func (echo) Thumbnail(_ context.Context, _ []byte, o thumb.Options) (thumb.Image, error) {
+	return thumb.Image{Bytes: pngBytes, Format: o.Format, Width: o.Width, Height: o.Width}, nil
+}
+
+func job(w int) thumb.Options {
+	return thumb.Options{Width: w, Height: w, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+}
+
+// The supervisor reads what a cell sends as hostile: frames of the wrong
+// kind or size end the exchange as protocol violations.
+func TestFramesAreBounded(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeFrame(&buf, kindResult, resultMeta{Format: "png"}, make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	frame := buf.Bytes()
+	for _, tc := range []struct {
+		name       string
+		frame      []byte
+		want       byte
+		maxPayload int64
+		err        error
+	}{
+		{"wrong kind", frame, kindHello, 1000, ErrProtocol},
+		{"payload over the limit", frame, kindResult, 99, ErrProtocol},
+		{"truncated", frame[:len(frame)-1], kindResult, 1000, io.ErrUnexpectedEOF},
+		{"empty", nil, kindResult, 1000, io.EOF},
+		{"huge metadata", append([]byte{kindResult, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}, frame[12:]...), kindResult, 1000, ErrProtocol},
+		{"metadata not JSON", append([]byte{kindResult, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}, "{x"...), kindResult, 1000, ErrProtocol},
+	} {
+		var meta resultMeta
+		if _, err := readFrame(bytes.NewReader(tc.frame), tc.want, &meta, tc.maxPayload); !errors.Is(err, tc.err) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.err)
+		}
+	}
+	var meta resultMeta
+	payload, err := readFrame(bytes.NewReader(frame), kindResult, &meta, 100)
+	if err != nil || len(payload) != 100 || meta.Format != "png" {
+		t.Fatalf("round trip: %v %d %+v", err, len(payload), meta)
+	}
+}
+
+func TestResultsAreCheckedAgainstTheJob(t *testing.T) {
+	c := &Cell{spec: &Spec{MaxSide: 100}}
+	o := job(50)
+	long := strings.Repeat("x", 5000)
+	for _, tc := range []struct {
+		name    string
+		meta    resultMeta
+		payload []byte
+		check   func(error) bool
+	}{
+		{"ok", resultMeta{Format: "png", Width: 50, Height: 50}, pngBytes, func(err error) bool { return err == nil }},
+		{"labelled png, is jpeg", resultMeta{Format: "png", Width: 50, Height: 50}, []byte("\xFF\xD8\xFF"), isProtocol},
+		{"other format", resultMeta{Format: "webp", Width: 50, Height: 50}, pngBytes, isProtocol},
+		{"too wide", resultMeta{Format: "png", Width: 101, Height: 50}, pngBytes, isProtocol},
+		{"no size", resultMeta{Format: "png"}, pngBytes, isProtocol},
+		{"unknown error kind", resultMeta{Error: "pwned"}, nil, isProtocol},
+		{"long message cut", resultMeta{Error: "undecodable", Message: long}, nil, func(err error) bool {
+			return errors.Is(err, thumb.ErrUndecodable) && len(err.Error()) == maxMessage
+		}},
+		{"untyped error", resultMeta{Error: kindInternal, Message: "no exporter"}, nil, func(err error) bool {
+			return err != nil && !isProtocol(err) && err.Error() == "no exporter"
+		}},
+	} {
+		if _, err := c.result(o, tc.meta, tc.payload); !tc.check(err) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+func isProtocol(err error) bool { return errors.Is(err, ErrProtocol) }
+
+// A cell reads jobs over a socket pair: a closed supervisor end is a clean
+// end, a frame of the wrong kind an error.
+func TestWorkerEndsWithItsSupervisor(t *testing.T) {
+	ours, theirs := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- Worker{Engine: echo{}, MaxSource: 10}.Serve(theirs, Hello{PID: 1}) }()
+	var h Hello
+	if _, err := readFrame(ours, kindHello, &h, 0); err != nil || h.PID != 1 {
+		t.Fatalf("hello: %v %+v", err, h)
+	}
+	ours.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("a closed socket ends the worker cleanly: %v", err)
+	}
+	ours, theirs = net.Pipe()
+	go func() { done <- Worker{Engine: echo{}, MaxSource: 10}.Serve(theirs, Hello{PID: 1}) }()
+	readFrame(ours, kindHello, &h, 0)
+	go writeFrame(ours, kindJob, jobMeta{Width: 10}, make([]byte, 11))
+	if err := <-done; !errors.Is(err, ErrProtocol) {
+		t.Fatalf("a source over the limit: %v", err)
+	}
+}

@@ -1,0 +1,264 @@
+package cell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// Spec says how to start a cell and what to accept from it.
+type Spec struct {
+	Path   string    // the thumbd binary
+	Args   []string  // its arguments: "cell" and the cell's flags
+	Env    []string  // nil: the supervisor's environment
+	Stderr io.Writer // where the cell's log lines go
+
+	MaxSource int64 // the largest source sent to a cell
+	MaxResult int64 // the largest encoded image accepted back
+	MaxSide   int   // the largest width or height accepted back
+}
+
+// ErrCrashed is the error of a job whose cell died under it or broke the
+// protocol: the job is lost and is not retried (a source that kills a cell
+// would kill the next one too).
+var ErrCrashed = errors.New("the cell running the thumbnail crashed")
+
+// CrashError says how a cell ended a job. It is logged with the request.
+type CrashError struct {
+	PID int
+	// Exit is how the process ended, in few words fit for a metric label:
+	// "signal SIGSEGV", "exit status 2", or "protocol" for a cell that
+	// answered outside the protocol (and was killed).
+	Exit   string
+	Detail string // the protocol error, if any
+}
+
+func (e *CrashError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("cell %d: %s: %s", e.PID, e.Exit, e.Detail)
+	}
+	return fmt.Sprintf("cell %d: %s", e.PID, e.Exit)
+}
+
+func (e *CrashError) Is(target error) bool { return target == ErrCrashed }
+
+// LogValue makes the cell's PID and fate fields of the log line.
+func (e *CrashError) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Int("cell_pid", e.PID), slog.String("exit", e.Exit)}
+	if e.Detail != "" {
+		attrs = append(attrs, slog.String("detail", e.Detail))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Cell is the supervisor's handle on one cell process. One job at a time.
+type Cell struct {
+	spec   *Spec
+	cmd    *exec.Cmd
+	conn   *net.UnixConn
+	hello  Hello
+	exited chan struct{} // closed once the process is reaped
+}
+
+// Start starts a cell and waits, within ctx, for its hello: libvips up and
+// the sandbox applied. On error no process or descriptor is left behind.
+func Start(ctx context.Context, spec *Spec) (*Cell, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cell socket: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "cell-supervisor"), os.NewFile(uintptr(fds[1]), "cell-socket")
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Env, cmd.Stderr = spec.Env, spec.Stderr
+	cmd.ExtraFiles = []*os.File{theirs} // fd 3 in the cell
+	// A cell outlives a supervisor killed outright only until this signal;
+	// one that is idle also leaves on its socket's EOF.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	fc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("cell socket: %w", err)
+	}
+	c := &Cell{spec: spec, cmd: cmd, conn: fc.(*net.UnixConn), exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		c.conn.Close()
+		close(c.exited)
+	}()
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	_, err = readFrame(c.conn, kindHello, &c.hello, 0)
+	if !stop() && err == nil {
+		err = ctx.Err()
+	}
+	if err == nil && c.hello.PID != cmd.Process.Pid {
+		err = fmt.Errorf("%w: hello from pid %d", ErrProtocol, c.hello.PID)
+	}
+	if err != nil {
+		c.Kill()
+		<-c.exited
+		return nil, fmt.Errorf("cell %d did not start: %v (%s)", cmd.Process.Pid, err, c.Exit())
+	}
+	return c, nil
+}
+
+// PID is the cell's process ID.
+func (c *Cell) PID() int { return c.cmd.Process.Pid }
+
+// Hello is what the cell said when it was ready.
+func (c *Cell) Hello() Hello { return c.hello }
+
+// Exited is closed once the cell's process has ended and been reaped.
+func (c *Cell) Exited() <-chan struct{} { return c.exited }
+
+// Kill ends the cell at once; the process is reaped in the background.
+func (c *Cell) Kill() { c.cmd.Process.Kill() }
+
+// Close asks the cell to leave: it exits when it reads the socket's end.
+// A cell that is still there after grace is killed.
+func (c *Cell) Close(grace time.Duration) {
+	c.conn.CloseWrite()
+	select {
+	case <-c.exited:
+	case <-time.After(grace):
+		c.Kill()
+		<-c.exited
+	}
+}
+
+// Exit describes how the process ended ("signal SIGSEGV", "exit status 2");
+// call it once Exited is closed.
+func (c *Cell) Exit() string {
+	st := c.cmd.ProcessState
+	if st == nil {
+		return "running"
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "signal " + unix.SignalName(ws.Signal())
+	}
+	return st.String()
+}
+
+// RSS is the cell's resident memory now, from /proc/PID/statm.
+func (c *Cell) RSS() (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.PID()) + "/statm")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("statm: %q", b)
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize()), err
+}
+
+// Run makes one thumbnail in the cell. When ctx ends first the cell is
+// killed (libvips cannot be interrupted; the process can) and ctx's error
+// returned. A cell that dies under the job, or answers outside the
+// protocol, gives a *CrashError; the caller must not use the cell again
+// after any error but a typed engine error.
+func (c *Cell) Run(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, Stats, error) {
+	if int64(len(src)) > c.spec.MaxSource {
+		return thumb.Image{}, Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
+	}
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	job := jobMeta{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Gravity: string(o.Gravity), Format: string(o.Format), Quality: o.Quality}
+	var meta resultMeta
+	var payload []byte
+	err := writeFrame(c.conn, kindJob, job, src)
+	if err == nil {
+		payload, err = readFrame(c.conn, kindResult, &meta, c.spec.MaxResult)
+	}
+	if !stop() {
+		// ctx ended during the job: the answer would be late, and the
+		// socket's deadline is spent.
+		c.Kill()
+		<-c.exited
+		return thumb.Image{}, Stats{}, ctx.Err()
+	}
+	if err == nil {
+		var img thumb.Image
+		if img, err = c.result(o, meta, payload); err == nil || !errors.Is(err, ErrProtocol) {
+			return img, meta.Stats, err
+		}
+	}
+	return thumb.Image{}, Stats{}, c.crashed(err)
+}
+
+// result checks a result frame against the job and turns it into an image
+// or the engine's typed error.
+func (c *Cell) result(o thumb.Options, meta resultMeta, payload []byte) (thumb.Image, error) {
+	if meta.Error != "" {
+		msg := meta.Message
+		if len(msg) > maxMessage {
+			msg = msg[:maxMessage]
+		}
+		for _, k := range errorKinds {
+			if meta.Error == k.kind {
+				return thumb.Image{}, &remoteError{msg: msg, kind: k.err}
+			}
+		}
+		if meta.Error == kindInternal {
+			return thumb.Image{}, &remoteError{msg: msg}
+		}
+		return thumb.Image{}, fmt.Errorf("%w: error kind %q", ErrProtocol, meta.Error)
+	}
+	spec, ok := imagefmt.Sniff(payload)
+	switch {
+	case meta.Format != string(o.Format) || !ok || spec.Format != o.Format:
+		return thumb.Image{}, fmt.Errorf("%w: asked for %s, got %q bytes labelled %q", ErrProtocol, o.Format, spec.Format, meta.Format)
+	case meta.Width < 1 || meta.Height < 1 || meta.Width > c.spec.MaxSide || meta.Height > c.spec.MaxSide:
+		return thumb.Image{}, fmt.Errorf("%w: a %dx%d image", ErrProtocol, meta.Width, meta.Height)
+	}
+	return thumb.Image{Bytes: payload, Format: o.Format, Width: meta.Width, Height: meta.Height}, nil
+}
+
+// crashed ends the cell after a failed exchange and says how it ended. A
+// cell whose socket closed is dying: it gets a moment to be reaped so that
+// its signal is the one reported; one that broke the protocol is killed.
+func (c *Cell) crashed(err error) error {
+	if errors.Is(err, ErrProtocol) {
+		c.Kill()
+		<-c.exited
+		return &CrashError{PID: c.PID(), Exit: "protocol", Detail: err.Error()}
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(2 * time.Second):
+		c.Kill()
+		<-c.exited
+	}
+	return &CrashError{PID: c.PID(), Exit: c.Exit()}
+}
+
+// remoteError is an engine error reported by a cell: its text is the
+// cell's message, and it matches the engine's typed error it names.
+type remoteError struct {
+	msg  string
+	kind error // nil: an error the engine did not type
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.kind }

@@ -1,0 +1,147 @@
+package cell_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/celltest"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// The test binary re-executed by celltest.Spec is a fake cell: the real
+// protocol over descriptor 3, around an engine the job's width commands.
+func TestMain(m *testing.M) {
+	celltest.Main()
+	os.Exit(m.Run())
+}
+
+const ok = 10 // a width the fake engine answers with a PNG
+
+func startCell(t *testing.T, mode string) *cell.Cell {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := cell.Start(ctx, celltest.Spec(mode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(5 * time.Second) })
+	return c
+}
+
+func run(c *cell.Cell, w int, timeout time.Duration) (thumb.Image, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	img, _, err := c.Run(ctx, []byte("source"), celltest.Job(w))
+	return img, err
+}
+
+func TestCellServesJobsInTurn(t *testing.T) {
+	c := startCell(t, "serve")
+	if c.Hello().PID != c.PID() || c.Hello().Libvips != "fake" {
+		t.Fatalf("hello %+v from pid %d", c.Hello(), c.PID())
+	}
+	for i := 0; i < 3; i++ {
+		img, err := run(c, ok, 30*time.Second)
+		if err != nil || !bytes.Equal(img.Bytes, celltest.PNG) || img.Width != ok || img.Format != imagefmt.PNG {
+			t.Fatalf("job %d: %+v, %v", i, img, err)
+		}
+	}
+	_, err := run(c, celltest.TooBig, 30*time.Second)
+	if !errors.Is(err, thumb.ErrTooManyPixels) || err.Error() != "too many pixels: the source is 9x9" {
+		t.Fatalf("typed error: %v", err)
+	}
+	if _, err := run(c, ok, 30*time.Second); err != nil {
+		t.Fatalf("after a typed error the cell serves on: %v", err)
+	}
+	if _, _, err := c.Run(context.Background(), make([]byte, 2<<20), celltest.Job(ok)); err == nil || errors.Is(err, cell.ErrCrashed) {
+		t.Fatalf("a source over the limit is refused before it is sent: %v", err)
+	}
+	c.Close(5 * time.Second)
+	if c.Exit() != "exit status 0" {
+		t.Fatalf("a cell told to leave exits 0, got %s", c.Exit())
+	}
+}
+
+func TestCellFaultsEndTheJobWithHowTheCellEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    int
+		exit string
+	}{
+		{"segfault", celltest.Segfault, "signal SIGSEGV"},
+		{"exit", celltest.Exit, "exit status 3"},
+		{"garbage", celltest.Garbage, "protocol"},
+		{"wrong format", celltest.WrongFmt, "protocol"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startCell(t, "serve")
+			_, err := run(c, tc.w, 30*time.Second)
+			var crash *cell.CrashError
+			if !errors.Is(err, cell.ErrCrashed) || !errors.As(err, &crash) || crash.Exit != tc.exit || crash.PID != c.PID() {
+				t.Fatalf("got %v, want a crash with exit %q", err, tc.exit)
+			}
+			select {
+			case <-c.Exited():
+			default:
+				t.Fatal("the process is not reaped")
+			}
+		})
+	}
+}
+
+func TestCellPastDeadlineIsKilled(t *testing.T) {
+	c := startCell(t, "serve")
+	_, err := run(c, celltest.Hang, 200*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the deadline", err)
+	}
+	<-c.Exited()
+	if c.Exit() != "signal SIGKILL" {
+		t.Fatalf("the cell ended with %s", c.Exit())
+	}
+}
+
+func TestCellThatCannotStartLeavesNothing(t *testing.T) {
+	before := openFDs(t)
+	for _, tc := range []struct{ mode, want string }{
+		{"die", "exit status 7"},
+		{"silent", "signal SIGKILL"},
+		{"liar", "protocol"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		if tc.mode == "die" || tc.mode == "liar" {
+			cancel()
+			ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+		}
+		_, err := cell.Start(ctx, celltest.Spec(tc.mode))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error naming %q", tc.mode, err, tc.want)
+		}
+	}
+	spec := celltest.Spec("serve")
+	spec.Path = "/nonexistent/thumbd"
+	if _, err := cell.Start(context.Background(), spec); err == nil {
+		t.Error("a missing binary starts no cell")
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open before, %d after", before, after)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}

@@ -1,0 +1,144 @@
+// Package cell runs thumbnails in worker processes ("cells"): the wire
+// protocol between the supervisor and a cell, the cell's side of it
+// (Serve), and the supervisor's handle on one cell process (Start, Run).
+//
+// A cell talks to its supervisor over one Unix stream socket, handed down
+// at exec as file descriptor 3, one job at a time: the cell says hello once
+// it is ready (libvips started, sandbox on), then answers each job frame
+// with one result frame. The supervisor treats everything a cell sends as
+// hostile: lengths are bounded, the result must be the asked format, and
+// anything else ends the cell.
+package cell
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/thumbd/thumbd/service/internal/sandbox"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// Frame kinds.
+const (
+	kindHello  byte = 'H' // cell → supervisor, once: ready
+	kindJob    byte = 'J' // supervisor → cell: options, then the source bytes
+	kindResult byte = 'R' // cell → supervisor: outcome, then the image bytes
+)
+
+// headerSize is a frame's fixed header: kind, three zero bytes, the length
+// of the JSON metadata and of the binary payload (little endian).
+const headerSize = 12
+
+// maxMeta bounds a frame's JSON part: options, an outcome, a hello.
+const maxMeta = 64 << 10
+
+// ErrProtocol is a frame that breaks the protocol: the peer is not to be
+// trusted with another job.
+var ErrProtocol = errors.New("cell protocol violation")
+
+// Hello is what a cell sends once it is ready for jobs.
+type Hello struct {
+	PID     int             `json:"pid"`
+	Libvips string          `json:"libvips"`
+	Sandbox []sandbox.Layer `json:"sandbox"`
+}
+
+// jobMeta is a job's options on the wire.
+type jobMeta struct {
+	Width   int    `json:"w"`
+	Height  int    `json:"h"`
+	Fit     string `json:"fit"`
+	Gravity string `json:"gravity"`
+	Format  string `json:"format"`
+	Quality int    `json:"q"`
+}
+
+// Error kinds a result can carry: the engine's typed errors, by name.
+var errorKinds = []struct {
+	kind string
+	err  error
+}{
+	{"unsupported_format", thumb.ErrUnsupportedFormat},
+	{"too_many_pixels", thumb.ErrTooManyPixels},
+	{"too_many_frames", thumb.ErrTooManyFrames},
+	{"undecodable", thumb.ErrUndecodable},
+}
+
+// kindInternal is any other error of the engine.
+const kindInternal = "internal"
+
+// Stats is what a cell measured of itself for one job.
+type Stats struct {
+	// MinorFaults taken during the job (getrusage): the copy-on-write and
+	// first-touch cost a fresh process pays on its first calls.
+	MinorFaults int64 `json:"minflt"`
+	// LibvipsMemory and LibvipsPeak are libvips' tracked allocations after
+	// the job.
+	LibvipsMemory int64 `json:"vips_mem"`
+	LibvipsPeak   int64 `json:"vips_peak"`
+}
+
+// resultMeta is a job's outcome on the wire; the image bytes follow.
+type resultMeta struct {
+	Error   string `json:"error,omitempty"` // an errorKinds kind or kindInternal
+	Message string `json:"message,omitempty"`
+	Format  string `json:"format,omitempty"`
+	Width   int    `json:"w,omitempty"`
+	Height  int    `json:"h,omitempty"`
+	Stats   Stats  `json:"stats"`
+}
+
+// maxMessage bounds an error message a cell sends; it reaches clients.
+const maxMessage = 1024
+
+// writeFrame sends one frame in a single writev.
+func writeFrame(w io.Writer, kind byte, meta any, payload []byte) error {
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	var h [headerSize]byte
+	h[0] = kind
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(m)))
+	binary.LittleEndian.PutUint32(h[8:], uint32(len(payload)))
+	bufs := net.Buffers{h[:], m}
+	if len(payload) > 0 {
+		bufs = append(bufs, payload)
+	}
+	_, err = bufs.WriteTo(w)
+	return err
+}
+
+// readFrame reads one frame of the wanted kind, its metadata into meta and
+// its payload (at most maxPayload bytes) into a new slice. io.EOF means the
+// peer closed the socket before a frame began.
+func readFrame(r io.Reader, want byte, meta any, maxPayload int64) ([]byte, error) {
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	metaLen, payloadLen := binary.LittleEndian.Uint32(h[4:]), binary.LittleEndian.Uint32(h[8:])
+	switch {
+	case h[0] != want || h[1] != 0 || h[2] != 0 || h[3] != 0:
+		return nil, fmt.Errorf("%w: frame kind %q, want %q", ErrProtocol, h[0], want)
+	case metaLen > maxMeta:
+		return nil, fmt.Errorf("%w: %d bytes of metadata", ErrProtocol, metaLen)
+	case int64(payloadLen) > maxPayload:
+		return nil, fmt.Errorf("%w: a %d-byte payload, more than the %d allowed", ErrProtocol, payloadLen, maxPayload)
+	}
+	buf := make([]byte, int(metaLen)+int(payloadLen))
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	if err := json.Unmarshal(buf[:metaLen], meta); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	return buf[metaLen:], nil
+}

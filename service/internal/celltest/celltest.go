@@ -1,0 +1,101 @@
+// Package celltest is a test helper: a fake cell that speaks the real
+// protocol over descriptor 3 around an engine whose behaviour the job's
+// width picks, so that the supervisor's side (cell, cellpool) is tested
+// against real processes without libvips.
+package celltest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// Widths the fake engine reads as orders; any other width is a tiny PNG of
+// that width.
+const (
+	Segfault = 11 // die by SIGSEGV
+	Hang     = 12 // never answer
+	Garbage  = 13 // answer outside the protocol
+	TooBig   = 14 // thumb.ErrTooManyPixels
+	WrongFmt = 15 // JPEG bytes for a PNG job
+	Exit     = 16 // exit status 3
+)
+
+// PNG is the fake engine's image.
+var PNG = []byte("\x89PNG\r\n\x1a\n fake")
+
+// env names the fake cell's mode in a re-executed test binary.
+const env = "CELLTEST_WORKER"
+
+// Main runs the fake cell, and exits, when this process was started as
+// one (by Spec); otherwise it returns. Call it first in TestMain.
+func Main() {
+	mode := os.Getenv(env)
+	if mode == "" {
+		return
+	}
+	os.Exit(serve(mode))
+}
+
+// Spec starts this test binary as a fake cell in mode: "serve" (the
+// protocol), "die" (exit 7 at once), "silent" (never say hello) or "liar"
+// (a hello from another PID).
+func Spec(mode string) *cell.Spec {
+	return &cell.Spec{
+		Path: os.Args[0], Env: append(os.Environ(), env+"="+mode), Stderr: os.Stderr,
+		MaxSource: 1 << 20, MaxResult: 1 << 20, MaxSide: 4096,
+	}
+}
+
+// Job is a PNG job the fake engine reads width as its order.
+func Job(width int) thumb.Options {
+	return thumb.Options{Width: width, Height: width, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+}
+
+type engine struct{ conn io.Writer }
+
+func (e engine) Thumbnail(_ context.Context, _ []byte, o thumb.Options) (thumb.Image, error) {
+	switch o.Width {
+	case Segfault:
+		// The signal may land on another thread: wait for it.
+		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
+		select {}
+	case Hang:
+		select {}
+	case Garbage:
+		e.conn.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+		select {}
+	case TooBig:
+		return thumb.Image{}, fmt.Errorf("%w: the source is 9x9", thumb.ErrTooManyPixels)
+	case WrongFmt:
+		return thumb.Image{Bytes: []byte("\xFF\xD8\xFF fake"), Format: o.Format, Width: 1, Height: 1}, nil
+	case Exit:
+		os.Exit(3)
+	}
+	return thumb.Image{Bytes: PNG, Format: o.Format, Width: o.Width, Height: o.Width}, nil
+}
+
+func serve(mode string) int {
+	cell.DefaultCrashSignals()
+	conn := os.NewFile(3, "cell-socket")
+	switch mode {
+	case "die":
+		return 7
+	case "silent":
+		select {}
+	case "liar":
+		cell.Worker{Engine: engine{conn}}.Serve(conn, cell.Hello{PID: 1})
+		return 0
+	}
+	w := cell.Worker{Engine: engine{conn}, MaxSource: 1 << 20}
+	if err := w.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: "fake"}); err != nil {
+		return 2
+	}
+	return 0
+}
