@@ -1,0 +1,263 @@
+package cellpool
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/celltest"
+)
+
+// The test binary re-executed by celltest.Spec is a fake cell whose engine
+// the job's width commands.
+func TestMain(m *testing.M) {
+	celltest.Main()
+	os.Exit(m.Run())
+}
+
+const ok = 10 // a width the fake engine answers with a PNG
+
+// Safety bounds only: a loaded 2-core machine takes far less.
+const waitLong = 30 * time.Second
+
+func startPool(t *testing.T, cells, spares, maxJobs int, maxRSS int64) *Pool {
+	t.Helper()
+	p := New(Config{Spec: *celltest.Spec("serve"), Cells: cells, Spares: spares, MaxJobs: maxJobs, MaxRSS: maxRSS,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitFor(t, "the pool to fill", func() bool { s := p.Stats(); return len(s.PIDs) == cells+spares && s.Starting == 0 })
+	return p
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func thumbnail(p *Pool, w int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err := p.Thumbnail(ctx, []byte("source"), celltest.Job(w))
+	return err
+}
+
+func TestSparesAreStartedAhead(t *testing.T) {
+	p := startPool(t, 2, 1, 1000, 1<<30)
+	s := p.Stats()
+	if s.Started != 3 || s.Idle != 3 || s.Busy != 0 {
+		t.Fatalf("%+v", s)
+	}
+	for _, l := range p.Layers() {
+		t.Errorf("the fake cell reports no sandbox, got %+v", l)
+	}
+}
+
+func TestCellIsReplacedAfterItsJobs(t *testing.T) {
+	p := startPool(t, 1, 1, 3, 1<<30)
+	first := p.Stats().PIDs
+	for i := 0; i < 6; i++ {
+		if err := thumbnail(p, ok, waitLong); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Six jobs round two cells: each served three and was replaced.
+	waitFor(t, "two replacements", func() bool { s := p.Stats(); return s.Exits[ExitJobs] == 2 && len(s.PIDs) == 2 })
+	for _, pid := range p.Stats().PIDs {
+		if slices.Contains(first, pid) {
+			t.Errorf("cell %d is still there after its jobs", pid)
+		}
+	}
+	for _, pid := range first {
+		waitFor(t, "the old cells to be reaped", func() bool { return !alive(pid) })
+	}
+}
+
+func TestCellIsReplacedOverItsRSSBound(t *testing.T) {
+	p := startPool(t, 1, 0, 1000, 1) // every cell is over one byte
+	if err := thumbnail(p, ok, waitLong); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the replacement", func() bool { s := p.Stats(); return s.Exits[ExitRSS] == 1 && s.Idle == 1 })
+}
+
+func TestCrashCostsOnlyItsJob(t *testing.T) {
+	p := startPool(t, 2, 1, 1000, 1<<30)
+	err := thumbnail(p, celltest.Segfault, waitLong)
+	var crash *cell.CrashError
+	if !errors.As(err, &crash) || crash.Exit != "signal SIGSEGV" {
+		t.Fatalf("got %v, want a SIGSEGV crash", err)
+	}
+	for i := 0; i < 10; i++ {
+		if err := thumbnail(p, ok, waitLong); err != nil {
+			t.Fatalf("job %d after the crash: %v", i, err)
+		}
+	}
+	waitFor(t, "the replacement", func() bool { return len(p.Stats().PIDs) == 3 })
+	s := p.Stats()
+	if s.Exits[ExitCrashInJob] != 1 || s.Crashes["signal SIGSEGV"] != 1 || s.Started != 4 {
+		t.Fatalf("the crash is counted once and never retried: %+v", s)
+	}
+}
+
+func TestCellPastDeadlineIsKilledAndReplaced(t *testing.T) {
+	p := startPool(t, 1, 1, 1000, 1<<30)
+	if err := thumbnail(p, celltest.Hang, 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the deadline", err)
+	}
+	waitFor(t, "the replacement", func() bool { s := p.Stats(); return s.Exits[ExitDeadline] == 1 && len(s.PIDs) == 2 })
+	if len(p.Stats().Crashes) != 0 {
+		t.Fatal("a cell killed for its deadline is not a crash")
+	}
+	if err := thumbnail(p, ok, waitLong); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIdleCellKilledCostsNoRequest(t *testing.T) {
+	p := startPool(t, 1, 1, 1000, 1<<30)
+	victim := p.Stats().PIDs[0]
+	syscall.Kill(victim, syscall.SIGSEGV)
+	waitFor(t, "the idle death to be seen", func() bool { return p.Stats().Exits[ExitCrashIdle] == 1 })
+	for i := 0; i < 5; i++ {
+		if err := thumbnail(p, ok, waitLong); err != nil {
+			t.Fatalf("job %d: %v", i, err)
+		}
+	}
+	waitFor(t, "the replacement", func() bool { return len(p.Stats().PIDs) == 2 })
+	if s := p.Stats(); s.Crashes["signal SIGSEGV"] != 1 || s.Exits[ExitCrashInJob] != 0 || slices.Contains(s.PIDs, victim) {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// Jobs wait for a cell rather than fail while every cell is busy, and
+// give up with their deadline.
+func TestJobsWaitForACell(t *testing.T) {
+	p := startPool(t, 1, 0, 1000, 1<<30)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- thumbnail(p, ok, waitLong)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	hang := make(chan error)
+	go func() { hang <- thumbnail(p, celltest.Hang, waitLong) }()
+	waitFor(t, "the cell to be busy", func() bool { return p.Stats().Busy == 1 })
+	if err := thumbnail(p, ok, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with every cell busy: %v", err)
+	}
+	syscall.Kill(p.Stats().BusyPIDs[0], syscall.SIGKILL)
+	if err := <-hang; !errors.Is(err, cell.ErrCrashed) {
+		t.Fatalf("the killed job: %v", err)
+	}
+}
+
+func TestStartFailsWithItsReason(t *testing.T) {
+	p := New(Config{Spec: *celltest.Spec("die"), Cells: 1, MaxJobs: 1, MaxRSS: 1 << 30,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Start(); err == nil || !strings.Contains(err.Error(), "exit status 7") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// Stop drains: every cell leaves and is reaped, and no descriptor stays.
+func TestStopLeavesNoProcessOrDescriptor(t *testing.T) {
+	before := openFDs(t)
+	p := New(Config{Spec: *celltest.Spec("serve"), Cells: 2, Spares: 2, MaxJobs: 2, MaxRSS: 1 << 30,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := ok
+			if i%7 == 0 {
+				w = celltest.Segfault
+			}
+			thumbnail(p, w, waitLong)
+		}()
+	}
+	wg.Wait()
+	p.Stop()
+	if s := p.Stats(); len(s.PIDs) != 0 || s.Exits[ExitStartFailed] != 0 {
+		t.Fatalf("after Stop: %+v", s)
+	}
+	if kids := children(t); len(kids) != 0 {
+		t.Fatalf("processes left: %v", kids)
+	}
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d descriptors before, %d after", before, after)
+	}
+	if err := thumbnail(p, ok, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a stopped pool runs nothing: %v", err)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// children lists this process's child processes, zombies included.
+func children(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
