@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +47,17 @@ type config struct {
 	WriteTimeout       time.Duration
 	IdleTimeout        time.Duration
 	JPEGShrink         thumb.JPEGShrink
+	Engine             string // engineInProcess or engineCells
+	CellJobs           int
+	CellMaxRSS         int64
+	CellSpares         int
 }
+
+// Engine modes (THUMBD_ENGINE); the names are fixed.
+const (
+	engineInProcess = "inprocess" // libvips in the HTTP process
+	engineCells     = "cells"     // libvips in sandboxed worker processes
+)
 
 // setting is one row of the settings table: the single source of truth for
 // names, defaults and meanings. Flags, environment variables, `thumbd
@@ -91,6 +102,10 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", durationValue(&c.WriteTimeout)},
 		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", durationValue(&c.IdleTimeout)},
 		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([docs/engine.md](docs/engine.md))", shrinkValue(&c.JPEGShrink)},
+		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", enumValue(&c.Engine, engineInProcess, engineCells)},
+		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", intValue(&c.CellJobs)},
+		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", int64Value(&c.CellMaxRSS)},
+		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", intValue(&c.CellSpares)},
 	}
 }
 
@@ -155,6 +170,9 @@ func (c config) validate() []error {
 	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
 	errs = append(errs, c.rules().CheckPresets()...)
 	check(!c.PresetsOnly || len(c.Presets) > 0, "presets only: no preset is configured (THUMBD_PRESETS), so no thumbnail could be made")
+	check(c.CellJobs >= 1, "cell jobs %d: want at least 1", c.CellJobs)
+	check(c.CellMaxRSS >= 16<<20, "cell max RSS %d: want at least 16 MiB (a cell with libvips started is about 10 MiB)", c.CellMaxRSS)
+	check(c.CellSpares >= 0 && c.CellSpares <= 64, "cell spares %d: want 0..64", c.CellSpares)
 	check(c.WriteTimeout > c.Deadline, "write timeout %s: want more than the deadline %s, or a late thumbnail could never be written", c.WriteTimeout, c.Deadline)
 	return errs
 }
@@ -312,6 +330,16 @@ func shrinkValue(p *thumb.JPEGShrink) value[thumb.JPEGShrink] {
 		}
 		return "", fmt.Errorf("JPEG shrink %q: want fast or quality", s)
 	}, func(v thumb.JPEGShrink) string { return string(v) }}
+}
+
+// enumValue takes one of names.
+func enumValue(p *string, names ...string) value[string] {
+	return value[string]{p, func(s string) (string, error) {
+		if !slices.Contains(names, s) {
+			return "", fmt.Errorf("want one of %s", strings.Join(names, ", "))
+		}
+		return s, nil
+	}, func(s string) string { return s }}
 }
 
 func levelValue(p *slog.Level) value[slog.Level] {

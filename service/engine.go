@@ -7,17 +7,32 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
-// engine makes thumbnails: libvips in this process (thumb.Engine), or in
-// worker processes. Start once, Stop once no job runs any more.
+// engine makes thumbnails: libvips in this process (inProcess), or in
+// sandboxed worker processes (cellpool.Pool). Start once, Stop once no job
+// runs any more.
 type engine interface {
-	Start()
+	Start() error
 	Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error)
 	Stop()
+	// Memory is libvips' tracked allocations, current and peak; called
+	// only once Start has returned.
+	Memory() (current, peak int64)
 }
+
+// inProcess is libvips in the HTTP process.
+type inProcess struct{ *thumb.Engine }
+
+func (e inProcess) Start() error {
+	e.Engine.Start()
+	return nil
+}
+
+func (inProcess) Memory() (current, peak int64) { return thumb.Memory() }
 
 // engineStage runs an admitted job: it waits for the engine to be up (a
 // thumbnail that arrives during start-up waits rather than fails) and for a
@@ -56,6 +71,11 @@ func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, b
 // engineError maps the engine's typed errors to the API's codes; anything
 // else is an internal error, logged with its cause.
 func engineError(err error) error {
+	if errors.Is(err, cell.ErrCrashed) {
+		// The cause (the cell's PID and how it ended) is logged with the
+		// request ID, not sent.
+		return &apierr.Error{Code: apierr.EngineCrashed, Message: "The process making the thumbnail crashed; the request was not retried.", Cause: err}
+	}
 	codes := []struct {
 		err  error
 		code apierr.Code

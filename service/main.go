@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -39,6 +40,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return printSettings(args[2:], stdout, stderr)
 		case "sign":
 			return signCommand(args[2:], getenv, time.Now(), stdout, stderr)
+		case "cell":
+			return runCell(getenv, stderr)
 		}
 	}
 	cfg, err := loadConfig(args[1:], getenv, stderr)
@@ -59,6 +62,18 @@ func engineConfig(cfg config, logger *slog.Logger) thumb.Config {
 		JPEGShrink: cfg.JPEGShrink,
 		Logger:     logger,
 	}
+}
+
+// newEngine is the engine of cfg's mode, not started.
+func newEngine(cfg config, logger *slog.Logger, logOut io.Writer) (engine, error) {
+	if cfg.Engine == engineCells {
+		pc, err := cellPoolConfig(cfg, logger, logOut)
+		if err != nil {
+			return nil, err
+		}
+		return cellpool.New(pc), nil
+	}
+	return inProcess{thumb.New(engineConfig(cfg, logger))}, nil
 }
 
 // serve runs the service with cfg until ctx is done. When listening is
@@ -91,13 +106,22 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		return err
 	}
 	life := newLifecycle()
-	engine := thumb.New(engineConfig(cfg, logger))
-	engineUp := make(chan struct{})
+	engine, err := newEngine(cfg, logger, logOut)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// engineUp is closed once Start has returned; an engine that cannot
+	// start (cells that die before their hello) stops the service.
+	engineUp, engineFailed := make(chan struct{}), make(chan error, 1)
 	go func() {
 		defer close(engineUp)
-		engine.Start()
+		if err := engine.Start(); err != nil {
+			engineFailed <- err
+			return
+		}
 		life.engineStarted()
-		logger.Info("libvips started", "version", thumb.Version(), "threads", cfg.Concurrency)
+		logger.Info("engine started", "mode", cfg.Engine, "libvips", thumb.Version(), "threads", cfg.Concurrency)
 		if issue := thumb.KnownCrash(thumb.Version()); issue != "" {
 			logger.Warn(issue)
 		}
@@ -123,6 +147,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	case err := <-serveErr:
 		<-engineUp
 		return err
+	case err := <-engineFailed:
+		srv.Close()
+		return fmt.Errorf("engine: %w", err)
 	case <-ctx.Done():
 	}
 
@@ -138,11 +165,17 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	<-engineUp
 	if err != nil {
 		// Requests are still running on libvips: stopping it now would
-		// crash them, so leave it to process exit.
+		// crash them, so leave it to process exit (cells die with their
+		// supervisor).
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if e := <-serveErr; e != nil && !errors.Is(e, http.ErrServerClosed) {
 		return e
+	}
+	select {
+	case err := <-engineFailed:
+		return fmt.Errorf("engine: %w", err)
+	default:
 	}
 	engine.Stop()
 	logger.Info("stopped")

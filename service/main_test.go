@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,19 @@ import (
 var testEngine *thumb.Engine
 
 func TestMain(m *testing.M) {
+	// In cells mode thumbd execs itself as `thumbd cell`: this test binary
+	// becomes the cell, with a fault injector around libvips when asked.
+	if len(os.Args) > 1 && os.Args[1] == "cell" {
+		if faults := cellFaults(); faults != "" {
+			if err := runFaultyCell(faults); err != nil {
+				fmt.Fprintln(os.Stderr, "thumbd:", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+		main()
+		os.Exit(0)
+	}
 	// The shutdown tests run the real program in a child process: this test
 	// binary re-executed with THUMBD_TEST_MAIN=1 becomes thumbd.
 	if os.Getenv("THUMBD_TEST_MAIN") == "1" {
@@ -56,7 +70,7 @@ func newTestDeps(t *testing.T, cfg config) deps {
 	// libvips is up (testEngine started it); an engine value of its own
 	// carries this configuration's limits.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return newDeps(cfg, logger, thumb.New(engineConfig(cfg, logger)), life, root)
+	return newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, root)
 }
 
 func newTestServer(t *testing.T, cfg config) (*httptest.Server, deps) {

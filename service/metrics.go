@@ -14,6 +14,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -35,7 +36,7 @@ type metrics struct {
 	fetchErrors *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle) *metrics {
+func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engine, mode string) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "thumbd_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status code.",
@@ -79,7 +80,15 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "libvips": thumb.Version()},
 	})
 	buildInfo.Set(1)
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo,
+	engineInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "thumbd_engine_info", Help: "The engine mode (THUMBD_ENGINE): always 1.", ConstLabels: prometheus.Labels{"mode": mode},
+	})
+	engineInfo.Set(1)
+	// In cells mode the engine is the pool of cells; its own metrics and
+	// the sandbox's layers come from it.
+	pool, _ := eng.(*cellpool.Pool)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo, engineInfo, newCellMetrics(pool),
+		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
@@ -88,11 +97,11 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 			Name: "thumbd_thumbnail_jobs_running", Help: "Thumbnails being processed by libvips.",
 		}, func() float64 { return float64(gate.Running()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "thumbd_libvips_memory_bytes", Help: "Memory libvips tracks as allocated now.",
-		}, func() float64 { return libvipsMemory(life, false) }),
+			Name: "thumbd_libvips_memory_bytes", Help: "Memory libvips tracks as allocated now (cells mode: summed over the cells, as of their last job).",
+		}, func() float64 { return libvipsMemory(life, eng, false) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "thumbd_libvips_memory_peak_bytes", Help: "Highest memory libvips tracked as allocated since start.",
-		}, func() float64 { return libvipsMemory(life, true) }),
+			Name: "thumbd_libvips_memory_peak_bytes", Help: "Highest memory libvips tracked as allocated since start (cells mode: in any one cell).",
+		}, func() float64 { return libvipsMemory(life, eng, true) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_ready", Help: "1 when /ready answers 200, else 0.",
 		}, func() float64 {
@@ -117,14 +126,16 @@ func (m *metrics) observeFetch(d time.Duration, bytes int, code apierr.Code) {
 	m.fetchBytes.Observe(float64(bytes))
 }
 
-// libvipsMemory reads libvips' counters only once it has started.
-func libvipsMemory(life *lifecycle, peak bool) float64 {
+// libvipsMemory reads libvips' counters only once the engine has started
+// (in cells mode, from what the cells reported: the supervisor never
+// starts libvips).
+func libvipsMemory(life *lifecycle, eng engine, peak bool) float64 {
 	select {
 	case <-life.engineReady:
 	default:
 		return 0
 	}
-	cur, high := thumb.Memory()
+	cur, high := eng.Memory()
 	if peak {
 		return float64(high)
 	}

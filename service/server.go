@@ -33,7 +33,7 @@ type deps struct {
 func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sources *os.Root) deps {
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue)
-	m := newMetrics(reg, gate, life)
+	m := newMetrics(reg, gate, life, eng, cfg.Engine)
 	rs := &responder{rejections: m.rejections}
 	// Sources are held from the first byte read until the answer is
 	// written: (queue + concurrency) x the size limit bounds them all.

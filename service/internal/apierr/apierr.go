@@ -50,6 +50,10 @@ const (
 
 	// UploadsDisabled answers a POST when THUMBD_UPLOADS=false.
 	UploadsDisabled Code = "uploads_disabled"
+	// EngineCrashed: the process making the thumbnail (a cell) died or
+	// misbehaved during the job. Not retried: a source that kills one
+	// cell would kill the next.
+	EngineCrashed Code = "engine_crashed"
 	// ClientGone is counted but never sent: the client left before the
 	// answer (nginx's 499).
 	ClientGone Code = "client_gone"
@@ -92,6 +96,7 @@ var codes = [...]struct {
 	{DeadlineExceeded, http.StatusGatewayTimeout},
 	{OriginTimeout, http.StatusGatewayTimeout},
 	{Internal, http.StatusInternalServerError},
+	{EngineCrashed, http.StatusInternalServerError},
 	{ClientGone, StatusClientGone},
 }
 

@@ -260,4 +260,3 @@ func children(t *testing.T) []int {
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
-

@@ -1,0 +1,489 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/cellpool"
+	"github.com/thumbd/thumbd/service/internal/sandbox"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// faultEnv makes a cell started from this test binary (see TestMain) wrap
+// its engine in faultEngine: "1" for the faults below, "die" to exit before
+// saying hello.
+const faultEnv = "THUMBD_TEST_CELL_FAULTS"
+
+// Widths faultEngine reads as orders, run inside a real, sandboxed cell.
+const (
+	wOpen     = 4001 // open a file
+	wSocket   = 4002 // create a socket
+	wExec     = 4003 // exec a program
+	wSegfault = 4004 // write through a nil pointer
+	wHang     = 4005 // never finish
+)
+
+// cellFaults is the fault order of a cell started from this test binary:
+// its own faultEnv (set by tests that build the pool), or else its
+// supervisor's (a thumbd child process; a cell's environment is cut down
+// to the runtime's variables, so the order is read from the parent's).
+func cellFaults() string {
+	if f := os.Getenv(faultEnv); f != "" {
+		return f
+	}
+	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(os.Getppid()) + "/environ")
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, faultEnv+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// runFaultyCell is `thumbd cell` with faultEngine around libvips.
+func runFaultyCell(mode string) error {
+	if mode == "die" {
+		return errors.New("told to die before its hello")
+	}
+	return serveCell(os.Getenv, os.Stderr, func(e cell.Engine) cell.Engine { return faultEngine{e} })
+}
+
+type faultEngine struct{ cell.Engine }
+
+func (f faultEngine) Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error) {
+	// A 422 carries the outcome back to the test.
+	report := func(what string, err error) (thumb.Image, error) {
+		return thumb.Image{}, fmt.Errorf("%w: %s: %v", thumb.ErrUndecodable, what, err)
+	}
+	switch o.Width {
+	case wOpen:
+		fd, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0)
+		syscall.Close(fd)
+		return report("open", err)
+	case wSocket:
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+		syscall.Close(fd)
+		return report("socket", err)
+	case wExec:
+		return report("exec", syscall.Exec("/bin/true", []string{"true"}, nil))
+	case wSegfault:
+		var p *int
+		*p = 1
+	case wHang:
+		select {}
+	}
+	return f.Engine.Thumbnail(ctx, src, o)
+}
+
+// lockedBuffer is a log sink tests read while the service writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// cellsServer is the service in cells mode, its cells this test binary.
+type cellsServer struct {
+	*httptest.Server
+	deps deps
+	pool *cellpool.Pool
+	logs *lockedBuffer
+}
+
+func newCellsServer(t *testing.T, cfg config, faults string) *cellsServer {
+	t.Helper()
+	cfg.Engine = engineCells
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	pc, err := cellPoolConfig(cfg, logger, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if faults != "" {
+		pc.Spec.Env = append(pc.Spec.Env, faultEnv+"="+faults)
+	}
+	pool := cellpool.New(pc)
+	if err := pool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Stop)
+	waitFor(t, "every cell", func() bool {
+		s := pool.Stats()
+		return len(s.PIDs) == cfg.Concurrency+cfg.CellSpares && s.Starting == 0
+	})
+	life := newLifecycle()
+	life.engineStarted()
+	d := newDeps(cfg, logger, pool, life, nil)
+	return &cellsServer{Server: newTestServerFrom(t, d), deps: d, pool: pool, logs: logs}
+}
+
+// waitFor polls cond; the bound is a safety net, not a timing claim.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func cellsConfig(t *testing.T) config {
+	cfg := testConfig(t)
+	cfg.Concurrency, cfg.CellSpares = 2, 1
+	return cfg
+}
+
+func TestCellsAnswerLikeInProcess(t *testing.T) {
+	inproc, _ := newTestServer(t, testConfig(t))
+	cells := newCellsServer(t, cellsConfig(t), "")
+	jpeg := encodeJPEG(t, scene(400, 300), 85)
+	cases := []struct {
+		query string
+		src   []byte
+	}{
+		{"", jpeg},
+		{"?w=100&h=80&fit=contain&format=webp&q=60", jpeg},
+		{"?w=64&fit=inside&format=jpeg", alphaPNG(t, 120, 90)},
+		{"?w=50&h=50&gravity=entropy", animatedGIF(t, 60, 40, 3)},
+		{"?w=33&h=77&fit=fill", greyPNG(t, 40, 40)},
+		{"", []byte("not an image")},
+		{"", jpeg[:len(jpeg)/2]},
+	}
+	for _, c := range cases {
+		s1, h1, b1 := postThumb(t, inproc.URL, c.query, c.src)
+		s2, h2, b2 := postThumb(t, cells.URL, c.query, c.src)
+		if s1 != s2 || h1.Get("Content-Type") != h2.Get("Content-Type") || h1.Get("ETag") != h2.Get("ETag") || !bytes.Equal(b1, b2) {
+			t.Errorf("%q: in process %d %s (%d bytes), cells %d %s (%d bytes): %s", c.query, s1, h1.Get("Content-Type"), len(b1), s2, h2.Get("Content-Type"), len(b2), b2)
+		}
+	}
+}
+
+func TestCellsRunSandboxed(t *testing.T) {
+	cells := newCellsServer(t, cellsConfig(t), "")
+	landlock := false
+	if abi, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION); errno == 0 && int(abi) >= 1 {
+		landlock = true
+	}
+	for _, pid := range cells.pool.Stats().PIDs {
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"\nSeccomp:\t2\n", "\nNoNewPrivs:\t1\n"} {
+			if !bytes.Contains(status, []byte(want)) {
+				t.Errorf("cell %d: no %q in its status", pid, strings.TrimSpace(want))
+			}
+		}
+	}
+	_, _, body := do(t, "GET", cells.URL+"/metrics", nil)
+	for _, name := range sandbox.Names() {
+		want := name != sandbox.Landlock || landlock
+		if got := bytes.Contains(body, []byte(`thumbd_sandbox_layer{layer="`+name+`"} 1`)); got != want {
+			t.Errorf("layer %s on: %v, want %v (%v)", name, got, want, cells.pool.Layers())
+		}
+	}
+	if logs := cells.logs.String(); strings.Contains(logs, "sandbox layer is off") != !landlock {
+		t.Errorf("a warning is logged once for a layer that is off, and only then:\n%s", logs)
+	}
+}
+
+func TestSandboxedCellCannotOpenSocketOrExec(t *testing.T) {
+	cells := newCellsServer(t, cellsConfig(t), "1")
+	src := encodeJPEG(t, scene(40, 30), 85)
+	status, _, body := postThumb(t, cells.URL, "?w="+strconv.Itoa(wOpen), src)
+	if status != 422 || !bytes.Contains(body, []byte("operation not permitted")) {
+		t.Errorf("open: %d %s", status, body)
+	}
+	for _, w := range []int{wSocket, wExec} {
+		status, h, body := postThumb(t, cells.URL, "?w="+strconv.Itoa(w), src)
+		assertError(t, body, apierr.EngineCrashed)
+		if status != 500 {
+			t.Errorf("w=%d: %d %s", w, status, body)
+		}
+		id := h.Get("X-Request-Id")
+		waitFor(t, "the log line", func() bool { return crashLogged(cells.logs.String(), id, "signal SIGSYS") })
+	}
+	if s := cells.pool.Stats(); s.Crashes["signal SIGSYS"] != 2 || s.Exits[cellpool.ExitCrashInJob] != 2 {
+		t.Errorf("%+v", s)
+	}
+	if status, _, _ := postThumb(t, cells.URL, "", src); status != 200 {
+		t.Errorf("after the kills: %d", status)
+	}
+}
+
+// crashLogged finds the request's error line naming how its cell ended.
+func crashLogged(logs, requestID, exit string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		var rec struct {
+			Msg, RequestID, Code string
+			Err                  struct {
+				CellPID int `json:"cell_pid"`
+				Exit    string
+			}
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request failed" && rec.Code == "engine_crashed" &&
+			strings.Contains(line, `"request_id":"`+requestID+`"`) && rec.Err.Exit == exit && rec.Err.CellPID > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func TestKillingACellMidJobCostsThatRequest(t *testing.T) {
+	cells := newCellsServer(t, cellsConfig(t), "1")
+	src := encodeJPEG(t, scene(400, 300), 85)
+	type answer struct {
+		status int
+		id     string
+		body   []byte
+	}
+	hung := make(chan answer, 1)
+	go func() {
+		s, h, b := postThumb(t, cells.URL, "?w="+strconv.Itoa(wHang), src)
+		hung <- answer{s, h.Get("X-Request-Id"), b}
+	}()
+	waitFor(t, "the job to run", func() bool { return len(cells.pool.Stats().BusyPIDs) == 1 })
+	victim := cells.pool.Stats().BusyPIDs[0]
+	var wg sync.WaitGroup
+	others := make(chan int, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, _, _ := postThumb(t, cells.URL, "?w=64", src)
+			others <- s
+		}()
+	}
+	syscall.Kill(victim, syscall.SIGSEGV)
+	a := <-hung
+	wg.Wait()
+	close(others)
+	if a.status != 500 {
+		t.Fatalf("the killed job: %d %s", a.status, a.body)
+	}
+	assertError(t, a.body, apierr.EngineCrashed)
+	for s := range others {
+		if s != 200 {
+			t.Errorf("another request got %d", s)
+		}
+	}
+	waitFor(t, "the log line", func() bool { return crashLogged(cells.logs.String(), a.id, "signal SIGSEGV") })
+	if got := testutil.ToFloat64(cells.deps.metrics.rejections.WithLabelValues("engine_crashed")); got != 1 {
+		t.Errorf("engine_crashed counted %v times", got)
+	}
+	waitFor(t, "the replacement", func() bool { s := cells.pool.Stats(); return len(s.PIDs) == 3 && !slices.Contains(s.PIDs, victim) })
+	if s := cells.pool.Stats(); s.Exits[cellpool.ExitCrashInJob] != 1 || s.Crashes["signal SIGSEGV"] != 1 {
+		t.Errorf("%+v", s)
+	}
+}
+
+func TestCellFaultIsNotRetried(t *testing.T) {
+	cells := newCellsServer(t, cellsConfig(t), "1")
+	started := cells.pool.Stats().Started
+	status, _, body := postThumb(t, cells.URL, "?w="+strconv.Itoa(wSegfault), encodeJPEG(t, scene(40, 30), 85))
+	if status != 500 {
+		t.Fatalf("%d %s", status, body)
+	}
+	waitFor(t, "the replacement", func() bool { return len(cells.pool.Stats().PIDs) == 3 })
+	if s := cells.pool.Stats(); s.Crashes["signal SIGSEGV"] != 1 || s.Started != started+1 {
+		t.Errorf("one crash, one replacement, no retry: %+v (started %d before)", s, started)
+	}
+}
+
+func TestCellPastDeadlineIsKilledWith504(t *testing.T) {
+	cfg := cellsConfig(t)
+	cfg.Deadline = time.Second
+	cells := newCellsServer(t, cfg, "1")
+	src := encodeJPEG(t, scene(40, 30), 85)
+	status, _, body := postThumb(t, cells.URL, "?w="+strconv.Itoa(wHang), src)
+	if status != 504 {
+		t.Fatalf("%d %s", status, body)
+	}
+	assertError(t, body, apierr.DeadlineExceeded)
+	waitFor(t, "the replacement", func() bool { s := cells.pool.Stats(); return s.Exits[cellpool.ExitDeadline] == 1 && len(s.PIDs) == 3 })
+	if len(cells.pool.Stats().Crashes) != 0 {
+		t.Error("a cell killed for its deadline is not a crash")
+	}
+	if status, _, _ := postThumb(t, cells.URL, "", src); status != 200 {
+		t.Errorf("next request: %d", status)
+	}
+}
+
+// Fresh cells for every job, some of them crashing: once the pool is
+// stopped, no process, zombie or descriptor is left.
+func TestCellsLeakNothing(t *testing.T) {
+	before := openFDs(t)
+	cfg := cellsConfig(t)
+	cfg.CellJobs = 1
+	cells := newCellsServer(t, cfg, "1")
+	src := encodeJPEG(t, scene(40, 30), 85)
+	var wg sync.WaitGroup
+	for i := 0; i < 24; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := 64
+			if i%4 == 0 {
+				w = wSegfault
+			}
+			postThumb(t, cells.URL, "?w="+strconv.Itoa(w), src)
+		}()
+	}
+	wg.Wait()
+	cells.Close()
+	cells.pool.Stop()
+	if kids := childPIDs(t); len(kids) != 0 {
+		t.Fatalf("child processes left: %v", kids)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	waitFor(t, "descriptors to be released", func() bool { return openFDs(t) <= before })
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// childPIDs lists the children of pid (this process when 0), zombies
+// included.
+func childPIDs(t *testing.T, pid ...int) []int {
+	t.Helper()
+	parent := strconv.Itoa(os.Getpid())
+	if len(pid) > 0 {
+		parent = strconv.Itoa(pid[0])
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid: comm may hold spaces.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == parent {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestCellsDrainOnSIGTERM(t *testing.T) {
+	c := startChild(t, "THUMBD_ENGINE=cells", "THUMBD_CONCURRENCY=1")
+	waitReady(t, c.addr)
+	cellPIDs := childPIDs(t, c.cmd.Process.Pid)
+	if len(cellPIDs) != 2 {
+		t.Fatalf("cells %v, want 1 + 1 spare", cellPIDs)
+	}
+	type result struct {
+		status int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := slowRequest(t, c.addr)
+		if err != nil {
+			done <- result{0, err}
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		done <- result{resp.StatusCode, nil}
+	}()
+	waitRunning(t, c.addr, 1)
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if r := <-done; r.err != nil || r.status != 200 {
+		t.Fatalf("the admitted thumbnail: %d %v", r.status, r.err)
+	}
+	if code := c.wait(t); code != 0 {
+		t.Fatalf("exit %d; logs:\n%s", code, c.logs)
+	}
+	for _, pid := range cellPIDs {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("cell %d outlived its supervisor", pid)
+		}
+	}
+	if !regexp.MustCompile(`"msg":"stopped"`).MatchString(c.logs.String()) {
+		t.Errorf("no clean stop in the logs:\n%s", c.logs)
+	}
+}
+
+func TestCellsThatCannotStartStopTheService(t *testing.T) {
+	c := startChild(t, "THUMBD_ENGINE=cells", faultEnv+"=die")
+	if code := c.wait(t); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(c.logs.String(), "engine: cell") {
+		t.Errorf("the reason is not given:\n%s", c.logs)
+	}
+}
+
+func TestCellsMetrics(t *testing.T) {
+	cells := newCellsServer(t, cellsConfig(t), "")
+	postThumb(t, cells.URL, "", encodeJPEG(t, scene(40, 30), 85))
+	problems, err := testutil.GatherAndLint(cells.deps.registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	_, _, body := do(t, "GET", cells.URL+"/metrics", nil)
+	for _, want := range []string{
+		`thumbd_engine_info{mode="cells"} 1`, `thumbd_cells{state="idle"} 3`, "thumbd_cell_starts_total 3",
+		`thumbd_cell_exits_total{reason="crash_in_job"} 0`, "thumbd_cell_resident_memory_bytes ",
+		"thumbd_sandbox_layer{", "thumbd_libvips_memory_bytes ",
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("exposition lacks %s", want)
+		}
+	}
+	if m := regexp.MustCompile(`\nthumbd_libvips_memory_peak_bytes (\S+)`).FindSubmatch(body); m == nil || string(m[1]) == "0" {
+		t.Errorf("libvips' peak as the cells reported it: %q", m)
+	}
+}
