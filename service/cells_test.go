@@ -28,6 +28,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/launch"
 )
 
 // faultEnv makes a cell started from this test binary (see TestMain) wrap
@@ -454,12 +455,20 @@ func TestCellsDrainOnSIGTERM(t *testing.T) {
 }
 
 func TestCellsThatCannotStartStopTheService(t *testing.T) {
-	c := startChild(t, "THUMBD_ENGINE=cells", faultEnv+"=die")
-	if code := c.wait(t); code != 1 {
-		t.Fatalf("exit %d", code)
+	logs := &launch.Log{}
+	srv, err := launch.Start(context.Background(), launch.Spec{Command: []string{os.Args[0]},
+		Env: []string{"THUMBD_TEST_MAIN=1", "THUMBD_ENGINE=cells", faultEnv + "=die"}, Stderr: logs})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(c.logs.String(), "engine: cell") {
-		t.Errorf("the reason is not given:\n%s", c.logs)
+	t.Cleanup(func() { srv.Stop(0) })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if code, err := srv.Wait(ctx); err != nil || code != 1 {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	if !strings.Contains(logs.String(), "engine: cell") {
+		t.Errorf("the reason is not given:\n%s", logs)
 	}
 }
 

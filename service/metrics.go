@@ -89,7 +89,6 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 	pool, _ := eng.(*cellpool.Pool)
 	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo, engineInfo, newCellMetrics(pool),
 		m.fetchTime, m.fetchBytes, m.fetchErrors,
-		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
 		}, func() float64 { return float64(gate.Waiting()) }),

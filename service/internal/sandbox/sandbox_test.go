@@ -1,0 +1,202 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary re-executed with SANDBOX_TEST_TRY set applies the
+// sandbox to itself, prints its layers, then tries one thing and prints
+// what happened (unless the sandbox kills it first).
+func TestMain(m *testing.M) {
+	if try := os.Getenv("SANDBOX_TEST_TRY"); try != "" {
+		layers := Apply(Config{AddressSpace: 1 << 30, OpenFiles: 32})
+		json.NewEncoder(os.Stdout).Encode(layers)
+		fmt.Println(attempt(try))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// attempt does one thing a sandboxed cell may or may not do.
+func attempt(what string) string {
+	outcome := func(err error) string {
+		if err == nil {
+			return "done"
+		}
+		return err.Error()
+	}
+	switch what {
+	case "open":
+		fd, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0)
+		syscall.Close(fd)
+		return outcome(err)
+	case "socket":
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+		syscall.Close(fd)
+		return outcome(err)
+	case "exec":
+		return outcome(syscall.Exec("/bin/true", []string{"true"}, nil))
+	case "fork":
+		_, _, errno := syscall.RawSyscall(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0)
+		return outcome(errnoErr(errno))
+	case "signal-parent":
+		return outcome(syscall.Kill(os.Getppid(), 0))
+	case "mount":
+		return outcome(syscall.Mount("none", "/tmp", "tmpfs", 0, ""))
+	case "threads":
+		// New OS threads (clone with CLONE_THREAD) and signals to itself
+		// (the Go runtime's preemption) keep working.
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread() // this thread exits with the goroutine: a new one is made
+				busy := time.Now().Add(50 * time.Millisecond)
+				for time.Now().Before(busy) {
+				}
+			}()
+		}
+		wg.Wait()
+		runtime.GC()
+		return "done"
+	case "wait":
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		return "done"
+	}
+	return "unknown attempt " + what
+}
+
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+// child runs the test binary sandboxed, trying what.
+func child(t *testing.T, what string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_TRY="+what)
+	return cmd
+}
+
+func landlockAvailable() bool {
+	abi, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	return errno == 0 && int(abi) >= 1
+}
+
+func TestSandboxedProcess(t *testing.T) {
+	for _, tc := range []struct {
+		try     string
+		outcome string // the line printed, or "" when the process is killed
+		signal  syscall.Signal
+	}{
+		{"open", "operation not permitted", 0},
+		{"socket", "", syscall.SIGSYS},
+		{"exec", "", syscall.SIGSYS},
+		{"fork", "", syscall.SIGSYS},
+		{"signal-parent", "", syscall.SIGSYS},
+		{"mount", "", syscall.SIGSYS},
+		{"threads", "done", 0},
+	} {
+		t.Run(tc.try, func(t *testing.T) {
+			out, err := child(t, tc.try).Output()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			var layers []Layer
+			if len(lines) == 0 || json.Unmarshal([]byte(lines[0]), &layers) != nil {
+				t.Fatalf("no layers printed: %q, %v", out, err)
+			}
+			for _, l := range layers {
+				if !l.On && (l.Name != Landlock || landlockAvailable()) {
+					t.Errorf("layer %s off: %s", l.Name, l.Detail)
+				}
+			}
+			var ee *exec.ExitError
+			switch {
+			case tc.signal != 0:
+				ws, ok := exitStatus(err, &ee)
+				if !ok || !ws.Signaled() || ws.Signal() != tc.signal {
+					t.Fatalf("want death by %v, got %v, output %q", tc.signal, err, out)
+				}
+			case err != nil || len(lines) < 2 || lines[1] != tc.outcome:
+				t.Fatalf("want %q, got %q (%v)", tc.outcome, out, err)
+			}
+		})
+	}
+}
+
+func exitStatus(err error, ee **exec.ExitError) (syscall.WaitStatus, bool) {
+	if !errors.As(err, ee) {
+		return 0, false
+	}
+	ws, ok := (*ee).Sys().(syscall.WaitStatus)
+	return ws, ok
+}
+
+// What /proc says of a sandboxed process: the filter, no_new_privs and the
+// limits.
+func TestSandboxedProcessStatus(t *testing.T) {
+	cmd := child(t, "wait")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	status, _ := os.ReadFile("/proc/" + pid + "/status")
+	for _, want := range []string{"\nSeccomp:\t2\n", "\nNoNewPrivs:\t1\n"} {
+		if !strings.Contains(string(status), want) {
+			t.Errorf("status lacks %q", strings.TrimSpace(want))
+		}
+	}
+	limits, _ := os.ReadFile("/proc/" + pid + "/limits")
+	for _, want := range []string{"Max core file size        0                    0", "Max open files            32                   32"} {
+		if !strings.Contains(string(limits), want) {
+			t.Errorf("limits lack %q:\n%s", want, limits)
+		}
+	}
+}
+
+func TestPolicyNamesOnlyKnownCalls(t *testing.T) {
+	p, err := policy(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Assemble(); err != nil {
+		t.Fatal(err)
+	}
+	if p.DefaultAction != seccomp.ActionKillProcess {
+		t.Error("a call off the list must kill the cell")
+	}
+	seen := map[string]bool{}
+	for _, list := range [][]string{allowed, refused, killed} {
+		for _, n := range list {
+			if seen[n] {
+				t.Errorf("%s is listed twice", n)
+			}
+			seen[n] = true
+		}
+	}
+}
