@@ -26,6 +26,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
+	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/launch"
@@ -97,36 +98,18 @@ func (f faultEngine) Thumbnail(ctx context.Context, src []byte, o thumb.Options)
 	return f.Engine.Thumbnail(ctx, src, o)
 }
 
-// lockedBuffer is a log sink tests read while the service writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // cellsServer is the service in cells mode, its cells this test binary.
 type cellsServer struct {
 	*httptest.Server
 	deps deps
 	pool *cellpool.Pool
-	logs *lockedBuffer
+	logs *launch.Log
 }
 
 func newCellsServer(t *testing.T, cfg config, faults string) *cellsServer {
 	t.Helper()
 	cfg.Engine = engineCells
-	logs := &lockedBuffer{}
+	logs := &launch.Log{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	pc, err := cellPoolConfig(cfg, logger, io.Discard)
 	if err != nil {
@@ -347,7 +330,7 @@ func TestCellPastDeadlineIsKilledWith504(t *testing.T) {
 // Fresh cells for every job, some of them crashing: once the pool is
 // stopped, no process, zombie or descriptor is left.
 func TestCellsLeakNothing(t *testing.T) {
-	before := openFDs(t)
+	before := celltest.OpenFDs(t)
 	cfg := cellsConfig(t)
 	cfg.CellJobs = 1
 	cells := newCellsServer(t, cfg, "1")
@@ -367,57 +350,17 @@ func TestCellsLeakNothing(t *testing.T) {
 	wg.Wait()
 	cells.Close()
 	cells.pool.Stop()
-	if kids := childPIDs(t); len(kids) != 0 {
+	if kids := celltest.Children(t, os.Getpid()); len(kids) != 0 {
 		t.Fatalf("child processes left: %v", kids)
 	}
 	http.DefaultClient.CloseIdleConnections()
-	waitFor(t, "descriptors to be released", func() bool { return openFDs(t) <= before })
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
-// childPIDs lists the children of pid (this process when 0), zombies
-// included.
-func childPIDs(t *testing.T, pid ...int) []int {
-	t.Helper()
-	parent := strconv.Itoa(os.Getpid())
-	if len(pid) > 0 {
-		parent = strconv.Itoa(pid[0])
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid: comm may hold spaces.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 && f[1] == parent {
-			out = append(out, p)
-		}
-	}
-	return out
+	waitFor(t, "descriptors to be released", func() bool { return celltest.OpenFDs(t) <= before })
 }
 
 func TestCellsDrainOnSIGTERM(t *testing.T) {
 	c := startChild(t, "THUMBD_ENGINE=cells", "THUMBD_CONCURRENCY=1")
 	waitReady(t, c.addr)
-	cellPIDs := childPIDs(t, c.cmd.Process.Pid)
+	cellPIDs := celltest.Children(t, c.cmd.Process.Pid)
 	if len(cellPIDs) != 2 {
 		t.Fatalf("cells %v, want 1 + 1 spare", cellPIDs)
 	}

@@ -110,7 +110,7 @@ func TestCellPastDeadlineIsKilled(t *testing.T) {
 }
 
 func TestCellThatCannotStartLeavesNothing(t *testing.T) {
-	before := openFDs(t)
+	before := celltest.OpenFDs(t)
 	for _, tc := range []struct{ mode, want string }{
 		{"die", "exit status 7"},
 		{"silent", "signal SIGKILL"},
@@ -132,16 +132,7 @@ func TestCellThatCannotStartLeavesNothing(t *testing.T) {
 	if _, err := cell.Start(context.Background(), spec); err == nil {
 		t.Error("a missing binary starts no cell")
 	}
-	if after := openFDs(t); after != before {
+	if after := celltest.OpenFDs(t); after != before {
 		t.Errorf("%d descriptors open before, %d after", before, after)
 	}
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }

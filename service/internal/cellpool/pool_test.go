@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,7 +189,7 @@ func TestStartFailsWithItsReason(t *testing.T) {
 
 // Stop drains: every cell leaves and is reaped, and no descriptor stays.
 func TestStopLeavesNoProcessOrDescriptor(t *testing.T) {
-	before := openFDs(t)
+	before := celltest.OpenFDs(t)
 	p := New(Config{Spec: *celltest.Spec("serve"), Cells: 2, Spares: 2, MaxJobs: 2, MaxRSS: 1 << 30,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := p.Start(); err != nil {
@@ -213,50 +212,15 @@ func TestStopLeavesNoProcessOrDescriptor(t *testing.T) {
 	if s := p.Stats(); len(s.PIDs) != 0 || s.Exits[ExitStartFailed] != 0 {
 		t.Fatalf("after Stop: %+v", s)
 	}
-	if kids := children(t); len(kids) != 0 {
+	if kids := celltest.Children(t, os.Getpid()); len(kids) != 0 {
 		t.Fatalf("processes left: %v", kids)
 	}
-	if after := openFDs(t); after != before {
+	if after := celltest.OpenFDs(t); after != before {
 		t.Fatalf("%d descriptors before, %d after", before, after)
 	}
 	if err := thumbnail(p, ok, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a stopped pool runs nothing: %v", err)
 	}
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
-// children lists this process's child processes, zombies included.
-func children(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }

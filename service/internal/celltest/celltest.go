@@ -5,11 +5,15 @@
 package celltest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
+	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -98,4 +102,42 @@ func serve(mode string) int {
 		return 2
 	}
 	return 0
+}
+
+// OpenFDs is the number of descriptors this process holds: a test takes it
+// before and after, to show nothing leaked.
+func OpenFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Children lists the child processes of pid, zombies included.
+func Children(t testing.TB, pid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := strconv.Itoa(pid)
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == parent {
+			out = append(out, p)
+		}
+	}
+	return out
 }
