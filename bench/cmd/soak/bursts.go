@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,16 +81,16 @@ func burstsMode(o options, srcs [][]byte) (*result, error) {
 	return r, nil
 }
 
-// crashHeader is the first line of a Go or glibc crash report.
-var crashHeader = regexp.MustCompile(`^(SIG|fatal|malloc|free|double)`)
-
-// crashLine returns the first crash line thumbd wrote, if any.
+// crashLine returns the first line of a Go or glibc crash report thumbd
+// wrote, if any.
 func crashLine(l *serverLog) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, line := range l.errors {
-		if crashHeader.MatchString(line) {
-			return line
+		for _, p := range []string{"SIG", "fatal", "malloc", "free", "double"} {
+			if strings.HasPrefix(line, p) {
+				return line
+			}
 		}
 	}
 	return "no crash header in its log"
