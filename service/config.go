@@ -168,6 +168,10 @@ func (c config) validate() []error {
 	// The request's deadline bounds a fetch too: a fetch timeout above it
 	// is harmless, so it is not refused.
 	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
+	for _, o := range c.Origins {
+		why := o.Refused(c.AllowLoopback)
+		check(why == "", "origin %s: the address guard refuses it (%s); only loopback can be let through, by THUMBD_ORIGINS_ALLOW_LOOPBACK", o, why)
+	}
 	errs = append(errs, c.rules().CheckPresets()...)
 	check(!c.PresetsOnly || len(c.Presets) > 0, "presets only: no preset is configured (THUMBD_PRESETS), so no thumbnail could be made")
 	check(c.CellJobs >= 1, "cell jobs %d: want at least 1", c.CellJobs)

@@ -121,3 +121,22 @@ func TestSigningKeysAreNotPrinted(t *testing.T) {
 		t.Errorf("-help:\n%s", help.String())
 	}
 }
+
+// An origin entry the guard would always refuse stops start-up.
+func TestOriginsTheGuardRefusesAreConfigErrors(t *testing.T) {
+	for origins, want := range map[string]string{
+		"10.0.0.5":                      "private",
+		"http://169.254.169.254":        "link-local",
+		"http://127.0.0.1:9000":         "loopback",
+		"images.example.com, [fc00::1]": "unique local",
+		"8.8.8.8, images.example.com":   "",
+	} {
+		_, err := loadConfig(nil, envOf(map[string]string{"THUMBD_ORIGINS": origins}), io.Discard)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want %q", origins, err, want)
+		}
+	}
+	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_ORIGINS": "http://127.0.0.1:9000", "THUMBD_ORIGINS_ALLOW_LOOPBACK": "true"}), io.Discard); err != nil {
+		t.Errorf("loopback with the switch: %v", err)
+	}
+}

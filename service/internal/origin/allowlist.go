@@ -155,6 +155,16 @@ func validName(s string) bool {
 	return true
 }
 
+// Refused returns why the address guard would refuse every connection to
+// the pattern (an IP literal in a refused range), or "": such an entry is
+// a configuration mistake, reported at start-up.
+func (p Pattern) Refused(allowLoopback bool) string {
+	if a, err := netip.ParseAddr(p.Host); err == nil && !p.Wildcard {
+		return Judge(a, allowLoopback)
+	}
+	return ""
+}
+
 // matches reports whether the pattern allows scheme, host and port (host
 // already normalised as Pattern.Host is).
 func (p Pattern) matches(scheme, host string, port int) bool {

@@ -102,3 +102,22 @@ func code(err error) apierr.Code {
 	}
 	return apierr.From(err).Code
 }
+
+func TestPatternRefused(t *testing.T) {
+	ps, err := ParsePatterns("images.example.com, 8.8.8.8, 10.0.0.5:8080, [fd00::1], 127.0.0.1:9000, *.example.net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused []string
+	for _, p := range ps {
+		if why := p.Refused(true); why != "" {
+			refused = append(refused, p.Host+": "+why)
+		}
+	}
+	if len(refused) != 2 || !strings.Contains(refused[0], "10.0.0.5: private") || !strings.Contains(refused[1], "fd00::1: unique local") {
+		t.Errorf("%q", refused)
+	}
+	if ps[4].Refused(false) != Loopback {
+		t.Error("loopback entry without the switch")
+	}
+}
