@@ -21,6 +21,9 @@ func TestOriginAgainstPost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs thumbd")
 	}
+	if raceDetector {
+		t.Skip("hey's requester races with itself under load (race_test.go)")
+	}
 	bin := filepath.Join(t.TempDir(), "thumbd")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/thumbd/thumbd/service").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package originload
+
+const raceDetector = false
