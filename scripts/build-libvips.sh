@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # The one libvips recipe, used on the host and in both Dockerfiles' builder
 # stage. Builds into PREFIX, from Debian source packages (no upstream hosts):
-#   Highway 1.2.0 (trixie, static, PIC)   SIMD for libvips 8.16
-#   lcms2 2.14 (bookworm, static, PIC)    colour management (CMYK JPEGs)
-#   util-linux 2.38.1 (bookworm)          static libmount/libblkid for static gio
-#   libvips 8.16.1 (trixie orig tarball)  static AND shared, no modules, no vips7
-#                                         compat, only jpeg/png/webp/gif/exif/lcms/zlib
-# glib, libjpeg-turbo, libpng, libwebp, libexif, zlib, expat come from
-# bookworm's -dev packages (they ship both .a and .so).
+#   libjpeg-turbo 3.1.3 (sid)   JPEG with its SIMD (nasm), the codec of most sources
+#   libspng 0.7.4 (sid)         PNG load and save (libvips prefers it to libpng)
+#   libwebp 1.6.0 (sid)         WebP, with libsharpyuv
+#   Highway 1.3.0 (sid)         SIMD for libvips' resize and colour code
+#   lcms2 2.14 (bookworm)       colour management (CMYK JPEGs)
+#   util-linux 2.38.1 (bookworm) static libmount/libblkid for static gio
+#   libvips 8.16.1 (trixie)     static AND shared, no modules, no vips7 compat,
+#                               only jpeg/png(spng)/webp/gif/exif/lcms/zlib
+# Every library but libvips is built static and PIC: the static libvips.a
+# links them into the scratch binary, and the shared libvips.so carries them
+# inside it (the slim image needs no codec package). glib, libexif, zlib and
+# expat come from bookworm's -dev packages (they ship both .a and .so).
+# libvips 8.18.7 (what sharp bundles) is listed in sid's source index but its
+# files answer 404 on the mirror: 8.16.1 is the newest libvips to be had.
+#
+# Adding a library: one SOURCES line, one build_NAME function, one call in
+# main, and its licence files in share/licenses (see the end of main).
 #
 # Usage: scripts/build-libvips.sh [PREFIX]
 #   PREFIX defaults to $THUMBD_CACHE/libvips-<recipe hash> (THUMBD_CACHE
@@ -20,14 +30,17 @@ readonly CACHE="${THUMBD_CACHE:-/var/cache/thumbd}"
 readonly MIRROR="${THUMBD_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # suite package=version sha256-of-orig-tarball
 readonly SOURCES="
-trixie vips=8.16.1-1+deb13u2 df960c3df02da8ae16ee19e79c9428e955d178242a8f06064e07e0c417238e6e
-trixie highway=1.2.0-2 7e0be78b8318e8bdbf6fa545d2ecb4c90f947df03f7aadc42c1967f019e63343
+sid libjpeg-turbo=1:3.1.3-4 3a13a5ba767dc8264bc40b185e41368a80d5d5f945944d1dbaa4b2fb0099f4e5
+sid libspng=0.7.4-2 47ec02be6c0a6323044600a9221b049f63e1953faf816903e7383d4dc4234487
+sid libwebp=1.6.0-0.1 e4ab7009bf0629fd11982d4c2aa83964cf244cffba7347ecd39019a9e38c4564
+sid highway=1.3.0-5.1 07b3c1ba2c1096878a85a31a5b9b3757427af963b1141ca904db2f9f4afe0bc2
 bookworm lcms2=2.14-2+deb12u1 28474ea6f6591c4d4cee972123587001a4e6e353412a41b3e9e82219818d5740
 bookworm util-linux=2.38.1-5+deb12u3 60492a19b44e6cf9a3ddff68325b333b8b52b6c59ce3ebd6a0ecaa4c5117e84f
+trixie vips=8.16.1-1+deb13u2 df960c3df02da8ae16ee19e79c9428e955d178242a8f06064e07e0c417238e6e
 "
-readonly BUILD_DEPS="gcc g++ make pkg-config meson ninja-build cmake dpkg-dev patch xz-utils file
-  libglib2.0-dev libexpat1-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libexif-dev
-  zlib1g-dev libffi-dev libpcre2-dev libselinux1-dev libblkid-dev libmount-dev"
+readonly BUILD_DEPS="gcc g++ make pkg-config meson ninja-build cmake nasm dpkg-dev patch xz-utils file
+  libglib2.0-dev libexpat1-dev libexif-dev zlib1g-dev libffi-dev libpcre2-dev libselinux1-dev
+  libblkid-dev libmount-dev"
 
 log() { echo "build-libvips: $*" >&2; }
 
@@ -45,32 +58,48 @@ install_deps() {
 }
 
 # fetch_sources DIR: the orig tarballs (and Debian packaging where the mirror
-# has it) into DIR, through a private apt configuration with deb-src lines.
+# has it) into DIR, through a private apt configuration with deb-src lines
+# for the suites SOURCES names (the machine's own apt state is untouched).
 fetch_sources() {
-  local dir=$1 apt="$1/apt" suite spec sum name ver orig
-  mkdir -p "$apt/lists/partial" "$apt/cache"
-  local need=0
+  local dir=$1 apt="$1/apt" suite spec sum need=0
   while read -r suite spec sum; do
     [ -n "$suite" ] || continue
-    ls "$dir/${spec%%=*}_"*.orig.tar.* >/dev/null 2>&1 || need=1
+    [ -n "$(orig_tarball "$dir" "$spec")" ] || need=1
   done <<<"$SOURCES"
   [ "$need" = 1 ] || return 0
-  printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
-    "$MIRROR" trixie "$MIRROR" bookworm >"$apt/sources.list"
+  mkdir -p "$apt/lists/partial" "$apt/cache"
+  awk 'NF { print $1 }' <<<"$SOURCES" | sort -u | while read -r suite; do
+    printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "$MIRROR" "$suite"
+  done >"$apt/sources.list"
   local o=(-o "Dir::Etc::sourcelist=$apt/sources.list" -o Dir::Etc::sourceparts=-
            -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)
   apt-get "${o[@]}" update -qq
   while read -r suite spec sum; do
     [ -n "$suite" ] || continue
-    # vips' Debian packaging answers 404 on this mirror: the orig tarball is what we use.
+    # Some packages' Debian packaging (vips, libspng) answers 404 on this
+    # mirror while the orig tarball is there: the orig tarball is what counts.
     (cd "$dir" && apt-get "${o[@]}" source --download-only -qq "$spec" >/dev/null 2>&1) || true
   done <<<"$SOURCES"
 }
 
-# unpack DIR NAME VERSION SUM -> prints the unpacked source directory
+# orig_tarball DIR NAME=VERSION -> DIR's orig tarball of that version, or
+# nothing. Debian names it NAME_UPSTREAM.orig.tar.EXT (no epoch, no Debian
+# revision); a signature (.asc) may lie beside it.
+orig_tarball() {
+  local name=${2%%=*} ver=${2#*=} f
+  ver=${ver#*:}
+  for f in "$1/${name}_${ver%-*}".orig.tar.{gz,xz,bz2}; do
+    if [ -f "$f" ]; then echo "$f"; return 0; fi
+  done
+}
+
+# unpack DIR NAME=VERSION SUM -> prints the unpacked source directory. Debian's
+# patches are applied where the mirror has them (security fixes for the
+# bookworm packages; packaging-only changes for the others).
 unpack() {
-  local dir=$1 name=$2 ver=$3 sum=$4 orig
-  orig=$(ls "$dir/${name}_${ver%%-*}".orig.tar.*)
+  local dir=$1 spec=$2 sum=$3 name=${2%%=*} ver=${2#*=} orig
+  ver=${ver#*:}
+  orig=$(orig_tarball "$dir" "$spec")
   echo "$sum  $orig" | sha256sum -c --quiet - >&2
   if [ -f "$dir/${name}_${ver}.dsc" ] && [ -f "$dir/${name}_${ver}.debian.tar.xz" ]; then
     dpkg-source --no-check -x "$dir/${name}_${ver}.dsc" "$WORK/$name" >/dev/null
@@ -145,71 +174,119 @@ patch_vips() {
 PATCH
 }
 
-main() {
-  local hash prefix src
-  hash=$(grep -v '^ *#' "$0" | sha256sum | cut -c1-12)  # comments do not count
-  prefix=${1:-$CACHE/libvips-$hash}
-  if [ "$(cat "$prefix/.thumbd-recipe" 2>/dev/null)" = "$hash" ]; then
-    log "reusing $prefix (recipe $hash)"; echo "$prefix"; return 0
-  fi
-  install_deps
-  src="$CACHE/src"; mkdir -p "$src" "$prefix"
-  fetch_sources "$src"
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-libvips.XXXXXX")
-  trap 'rm -rf "$WORK"' EXIT
-  local jobs; jobs=$(nproc)
-  declare -A dirs; local suite spec sum
-  while read -r suite spec sum; do
-    [ -n "$suite" ] || continue
-    dirs[${spec%%=*}]=$(unpack "$src" "${spec%%=*}" "${spec#*=}" "$sum")
-  done <<<"$SOURCES"
-  patch_vips "${dirs[vips]}"
-  export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# cmake_install NAME ARGS...: a static, PIC, release build of a CMake
+# project into PREFIX. PIC, so that the same archive serves the static
+# binary and goes inside the shared libvips.so.
+cmake_install() {
+  local name=$1; shift
+  cmake -S "${dirs[$name]}" -B "$WORK/$name-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF \
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON "$@"
+  ninja -C "$WORK/$name-build" -j "$JOBS" install
+}
 
-  log "highway"
-  cmake -S "${dirs[highway]}" -B "$WORK/hwy-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF \
-    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DHWY_ENABLE_TESTS=OFF -DHWY_ENABLE_EXAMPLES=OFF \
-    -DHWY_ENABLE_CONTRIB=OFF >/dev/null
-  ninja -C "$WORK/hwy-build" -j "$jobs" install >/dev/null
+build_libjpeg_turbo() {
+  # REQUIRE_SIMD: fail rather than quietly build the plain C codec when nasm
+  # is missing (the SIMD IDCT and colour conversion are the point).
+  cmake_install libjpeg-turbo -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DREQUIRE_SIMD=ON \
+    -DWITH_TURBOJPEG=OFF -DWITH_TOOLS=OFF -DWITH_TESTS=OFF -DWITH_JAVA=OFF
+}
 
-  log "lcms2"
-  (cd "${dirs[lcms2]}" && ./configure -q --prefix="$prefix" --libdir="$prefix/lib" \
+build_libspng() {
+  meson setup "$WORK/spng-build" "${dirs[libspng]}" --prefix="$PREFIX" --libdir=lib \
+    --buildtype=release -Ddefault_library=static -Db_staticpic=true \
+    -Dbuild_examples=false -Denable_opt=true
+  meson install -C "$WORK/spng-build" --quiet
+}
+
+build_libwebp() {
+  cmake_install libwebp -DWEBP_BUILD_ANIM_UTILS=OFF -DWEBP_BUILD_CWEBP=OFF \
+    -DWEBP_BUILD_DWEBP=OFF -DWEBP_BUILD_GIF2WEBP=OFF -DWEBP_BUILD_IMG2WEBP=OFF \
+    -DWEBP_BUILD_VWEBP=OFF -DWEBP_BUILD_WEBPINFO=OFF -DWEBP_BUILD_WEBPMUX=OFF \
+    -DWEBP_BUILD_EXTRAS=OFF -DWEBP_BUILD_LIBWEBPMUX=ON
+  # Only the static archive exists, so a shared link (libvips.so) needs
+  # libsharpyuv as much as a static one does.
+  sed -i 's/^Requires.private: libsharpyuv/Requires: libsharpyuv/' "$PREFIX/lib/pkgconfig/libwebp.pc"
+}
+
+build_highway() {
+  cmake_install highway -DHWY_ENABLE_TESTS=OFF -DHWY_ENABLE_EXAMPLES=OFF -DHWY_ENABLE_CONTRIB=OFF
+}
+
+build_lcms2() {
+  (cd "${dirs[lcms2]}" && ./configure -q --prefix="$PREFIX" --libdir="$PREFIX/lib" \
      --disable-shared --enable-static --with-pic --without-jpeg --without-tiff \
-   && make -s -j "$jobs" && make -s install) >/dev/null
+   && make -s -j "$JOBS" && make -s install)
+}
 
-  log "util-linux (libmount, libblkid)"
-  (cd "${dirs[util-linux]}" && ./configure -q --prefix="$prefix" --libdir="$prefix/lib" \
+build_util_linux() {
+  (cd "${dirs[util-linux]}" && ./configure -q --prefix="$PREFIX" --libdir="$PREFIX/lib" \
      --disable-all-programs --enable-libmount --enable-libblkid --disable-shared \
      --enable-static --disable-nls --without-python --without-systemd --without-udev \
      --without-selinux --disable-bash-completion --disable-asciidoc \
-   && make -s -j "$jobs" && make -s install) >/dev/null
+   && make -s -j "$JOBS" && make -s install)
+}
 
-  log "libvips"
-  meson setup "$WORK/vips-build" "${dirs[vips]}" --prefix="$prefix" --libdir=lib \
-    --buildtype=release -Ddefault_library=both -Dauto_features=disabled -Dmodules=disabled \
-    -Djpeg=enabled -Dpng=enabled -Dwebp=enabled -Dexif=enabled -Dzlib=enabled \
-    -Dlcms=enabled -Dhighway=enabled -Dorc=disabled -Dspng=disabled -Dnsgif=true \
+build_vips() {
+  # --exclude-libs: the codecs linked into libvips.so stay private to it
+  # (its exported API is libvips', as with Debian's shared codecs). The
+  # library is linked by the C++ driver (Highway), hence cpp_link_args.
+  meson setup "$WORK/vips-build" "${dirs[vips]}" --prefix="$PREFIX" --libdir=lib \
+    --buildtype=release -Ddefault_library=both -Dcpp_link_args=-Wl,--exclude-libs,ALL \
+    -Dauto_features=disabled -Dmodules=disabled \
+    -Djpeg=enabled -Dspng=enabled -Dpng=disabled -Dwebp=enabled -Dexif=enabled -Dzlib=enabled \
+    -Dlcms=enabled -Dhighway=enabled -Dorc=disabled -Dnsgif=true \
     -Dppm=false -Danalyze=false -Dradiance=false -Dintrospection=disabled \
     -Dcplusplus=false -Dexamples=false -Ddoxygen=false -Dgtk_doc=false \
-    -Dvapi=false -Ddeprecated=false >/dev/null
-  meson compile -C "$WORK/vips-build" -j "$jobs" >/dev/null
-  meson install -C "$WORK/vips-build" --quiet >/dev/null
+    -Dvapi=false -Ddeprecated=false
+  meson compile -C "$WORK/vips-build" -j "$JOBS"
+  meson install -C "$WORK/vips-build" --quiet
   # lcms2's and util-linux's default CFLAGS carry -g into libvips.so: 1.1 MB
   # of the slim image. (The static binary is stripped by its link.)
-  strip --strip-unneeded "$prefix"/lib/libvips.so.42.*
+  strip --strip-unneeded "$PREFIX"/lib/libvips.so.42.*
+}
 
-  mkdir -p "$prefix/share/licenses"
-  for name in vips highway lcms2 util-linux; do
-    mkdir -p "$prefix/share/licenses/$name"
-    cp "${dirs[$name]}"/{LICENSE,COPYING}* "$prefix/share/licenses/$name/" 2>/dev/null || true
+main() {
+  local hash src
+  hash=$(grep -v '^ *#' "$0" | sha256sum | cut -c1-12)  # comments do not count
+  PREFIX=${1:-$CACHE/libvips-$hash}
+  if [ "$(cat "$PREFIX/.thumbd-recipe" 2>/dev/null)" = "$hash" ]; then
+    log "reusing $PREFIX (recipe $hash)"; echo "$PREFIX"; return 0
+  fi
+  install_deps
+  src="$CACHE/src"; mkdir -p "$src" "$PREFIX"
+  fetch_sources "$src"
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-libvips.XXXXXX")
+  trap 'rm -rf "$WORK"' EXIT
+  JOBS=$(nproc)
+  declare -gA dirs; local suite spec sum
+  while read -r suite spec sum; do
+    [ -n "$suite" ] || continue
+    dirs[${spec%%=*}]=$(unpack "$src" "$spec" "$sum")
+  done <<<"$SOURCES"
+  patch_vips "${dirs[vips]}"
+  export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
+
+  local name
+  for name in libjpeg-turbo libspng libwebp highway lcms2 util-linux vips; do
+    log "$name"
+    # In the background so that set -e holds inside (it is off in a
+    # function run on the left of ||); its output is shown only on failure.
+    "build_${name//-/_}" >"$WORK/$name.log" 2>&1 &
+    wait $! || { tail -40 "$WORK/$name.log" >&2; log "$name failed"; return 1; }
   done
-  cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$prefix/share/licenses/util-linux/"
-  cp "$0" "$prefix/share/licenses/build-libvips.sh"
-  LD_LIBRARY_PATH="$prefix/lib" "$prefix/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif' >&2 || true
-  echo "$hash" >"$prefix/.thumbd-recipe"
-  log "done: $prefix"
-  echo "$prefix"
+
+  mkdir -p "$PREFIX/share/licenses"
+  for name in "${!dirs[@]}"; do
+    mkdir -p "$PREFIX/share/licenses/$name"
+    cp "${dirs[$name]}"/{LICENSE,COPYING,PATENTS,README.ijg}* "$PREFIX/share/licenses/$name/" 2>/dev/null || true
+  done
+  cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$PREFIX/share/licenses/util-linux/"
+  cp "$0" "$PREFIX/share/licenses/build-libvips.sh"
+  LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif' >&2 || true
+  echo "$hash" >"$PREFIX/.thumbd-recipe"
+  log "done: $PREFIX"
+  echo "$PREFIX"
 }
 
 main "$@"

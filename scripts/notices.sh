@@ -9,8 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 readonly DEBIAN_PKGS="libc6 libgcc-s1 gcc-12-base libglib2.0-0 libffi8 libpcre2-8-0 libselinux1
-  libmount1 libblkid1 zlib1g libexpat1 libjpeg62-turbo libpng16-16 libwebp7
-  libwebpmux3 libwebpdemux2 libexif12 ca-certificates"
+  libmount1 libblkid1 zlib1g libexpat1 libexif12 ca-certificates"
 
 main() {
   [ $# -eq 2 ] || { echo "usage: notices.sh OUTDIR VIPS_PREFIX" >&2; return 2; }
