@@ -76,7 +76,7 @@ func source(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "sources", name))
 	if err != nil {
-		t.Fatalf("%v (scripts/make-sources.sh makes these)", err)
+		t.Fatalf("%v (go run ./bench sources makes these)", err)
 	}
 	return b
 }
