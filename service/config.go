@@ -51,6 +51,7 @@ type config struct {
 	CellJobs           int
 	CellMaxRSS         int64
 	CellSpares         int
+	CellIdleRecycle    time.Duration
 }
 
 // Engine modes (THUMBD_ENGINE); the names are fixed.
@@ -106,6 +107,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", intValue(&c.CellJobs)},
 		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", int64Value(&c.CellMaxRSS)},
 		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", intValue(&c.CellSpares)},
+		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 24 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", durationValue(&c.CellIdleRecycle)},
 	}
 }
 
@@ -177,6 +179,7 @@ func (c config) validate() []error {
 	check(c.CellJobs >= 1, "cell jobs %d: want at least 1", c.CellJobs)
 	check(c.CellMaxRSS >= 16<<20, "cell max RSS %d: want at least 16 MiB (a cell with libvips started is about 10 MiB)", c.CellMaxRSS)
 	check(c.CellSpares >= 0 && c.CellSpares <= 64, "cell spares %d: want 0..64", c.CellSpares)
+	check(c.CellIdleRecycle >= 0, "cell idle recycle %s: want 0 or more", c.CellIdleRecycle)
 	check(c.WriteTimeout > c.Deadline, "write timeout %s: want more than the deadline %s, or a late thumbnail could never be written", c.WriteTimeout, c.Deadline)
 	return errs
 }

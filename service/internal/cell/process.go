@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,6 +73,7 @@ type Cell struct {
 	conn   *net.UnixConn
 	hello  Hello
 	exited chan struct{} // closed once the process is reaped
+	killed atomic.Bool   // the supervisor sent SIGKILL
 }
 
 // Start starts a cell and waits, within ctx, for its hello: libvips up and
@@ -118,6 +120,9 @@ func Start(ctx context.Context, spec *Spec) (*Cell, error) {
 	if err != nil {
 		c.Kill()
 		<-c.exited
+		if c.Crashed() {
+			return nil, fmt.Errorf("cell %d did not start: %w", cmd.Process.Pid, &CrashError{PID: cmd.Process.Pid, Exit: c.Exit(), Detail: err.Error()})
+		}
 		return nil, fmt.Errorf("cell %d did not start: %v (%s)", cmd.Process.Pid, err, c.Exit())
 	}
 	return c, nil
@@ -133,7 +138,10 @@ func (c *Cell) Hello() Hello { return c.hello }
 func (c *Cell) Exited() <-chan struct{} { return c.exited }
 
 // Kill ends the cell at once; the process is reaped in the background.
-func (c *Cell) Kill() { c.cmd.Process.Kill() }
+func (c *Cell) Kill() {
+	c.killed.Store(true)
+	c.cmd.Process.Kill()
+}
 
 // Close asks the cell to leave: it exits when it reads the socket's end.
 // A cell that is still there after grace is killed.
@@ -158,6 +166,21 @@ func (c *Cell) Exit() string {
 		return "signal " + unix.SignalName(ws.Signal())
 	}
 	return st.String()
+}
+
+// Crashed reports whether the process, once ended, died on its own: by a
+// signal the supervisor did not send, or with an exit status other than 0
+// (a cell exits 0 only when its socket closes). Call it once Exited is
+// closed.
+func (c *Cell) Crashed() bool {
+	st := c.cmd.ProcessState
+	if st == nil {
+		return false
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return !(c.killed.Load() && ws.Signal() == syscall.SIGKILL)
+	}
+	return st.ExitCode() != 0
 }
 
 // RSS is the cell's resident memory now, from /proc/PID/statm.

@@ -24,7 +24,12 @@ type Config struct {
 	Spares  int   // cells kept started beyond Cells
 	MaxJobs int   // jobs a cell serves before it is replaced
 	MaxRSS  int64 // a cell over this RSS after a job is replaced
-	Logger  *slog.Logger
+	// IdleRecycle replaces a cell idle this long whose RSS has grown by
+	// more than IdleGrowth since its hello, so that memory a burst left in
+	// the cells returns to the system; 0 never does.
+	IdleRecycle time.Duration
+	IdleGrowth  int64
+	Logger      *slog.Logger
 }
 
 // Why a cell left the pool: the label of thumbd_cell_exits_total.
@@ -34,13 +39,14 @@ const (
 	ExitCrashInJob  = "crash_in_job" // died or broke the protocol during a job (its request failed)
 	ExitCrashIdle   = "crash_idle"   // died between jobs (no request affected)
 	ExitDeadline    = "deadline"     // killed because its job's deadline passed or its client left
+	ExitIdle        = "idle"         // grown, then idle for IdleRecycle
 	ExitStartFailed = "start_failed" // never said hello
 	ExitDrained     = "drained"      // stopped at shutdown
 )
 
 // ExitReasons lists every reason a cell leaves the pool.
 func ExitReasons() []string {
-	return []string{ExitJobs, ExitRSS, ExitCrashInJob, ExitCrashIdle, ExitDeadline, ExitStartFailed, ExitDrained}
+	return []string{ExitJobs, ExitRSS, ExitIdle, ExitCrashInJob, ExitCrashIdle, ExitDeadline, ExitStartFailed, ExitDrained}
 }
 
 // Pool runs thumbnails on cells. Start it once, Stop it once no job runs.
@@ -67,17 +73,19 @@ type Pool struct {
 // member is a cell and what the pool knows of it.
 type member struct {
 	*cell.Cell
-	jobs    int
-	busy    bool
-	retired bool // the pool let it go; its exit is not a crash
-	vipsMem int64
-	vipsTop int64
+	jobs      int
+	busy      bool
+	retired   bool // the pool let it go
+	idleSince time.Time
+	startRSS  int64 // right after its hello
+	vipsMem   int64
+	vipsTop   int64
 }
 
 type counters struct {
 	started uint64
 	exits   map[string]uint64
-	crashes map[string]uint64 // by how the process ended
+	crashes map[string]uint64 // cells that died on their own, by how the process ended
 	vipsTop int64
 }
 
@@ -108,9 +116,10 @@ func (p *Pool) Start() error {
 	if err != nil {
 		return err
 	}
+	rss, _ := c.RSS()
 	p.mu.Lock()
 	p.stats.started++
-	p.add(c)
+	p.add(c, rss)
 	p.mu.Unlock()
 	p.wg.Add(1)
 	go p.keep()
@@ -132,9 +141,16 @@ func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thum
 	case err == nil || typed:
 		p.done(m, stats)
 	case errors.Is(err, cell.ErrCrashed):
-		p.leave(m, ExitCrashInJob, err.(*cell.CrashError).Exit)
+		p.mu.Lock()
+		if err.(*cell.CrashError).Exit == "protocol" {
+			// Killed by the pool for what it sent: its exit is no crash,
+			// what it did is.
+			p.stats.crashes["protocol"]++
+		}
+		p.removeLocked(m, ExitCrashInJob)
+		p.mu.Unlock()
 	case ctx.Err() != nil:
-		p.leave(m, ExitDeadline, "")
+		p.leave(m, ExitDeadline)
 	default:
 		// An error the engine did not type, or a source over the limit:
 		// the cell answered within the protocol, so it stays.
@@ -177,7 +193,7 @@ func (p *Pool) done(m *member, s cell.Stats) {
 	case <-m.Exited():
 		// It died as it finished; its watcher found it busy and left it
 		// to us.
-		p.removeLocked(m, ExitCrashIdle, m.Exit())
+		p.removeLocked(m, ExitCrashIdle)
 		return
 	default:
 	}
@@ -188,27 +204,34 @@ func (p *Pool) done(m *member, s cell.Stats) {
 		reason = ExitRSS
 	}
 	if reason != "" {
-		p.removeLocked(m, reason, "")
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			m.Close(5 * time.Second)
-		}()
+		p.retireLocked(m, reason)
 		return
 	}
+	m.idleSince = time.Now()
 	p.idle = append(p.idle, m)
 	p.broadcastLocked()
 }
 
-// leave takes a cell out of the pool (it is ending or will be ended) and
-// starts its replacement. exit is how a crashed cell ended.
-func (p *Pool) leave(m *member, reason, exit string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.removeLocked(m, reason, exit)
+// retireLocked lets a healthy cell go: it leaves the pool at once and is
+// told to exit.
+func (p *Pool) retireLocked(m *member, reason string) {
+	p.removeLocked(m, reason)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		m.Close(5 * time.Second)
+	}()
 }
 
-func (p *Pool) removeLocked(m *member, reason, exit string) {
+// leave takes a cell out of the pool (it is ending or will be ended) and
+// starts its replacement.
+func (p *Pool) leave(m *member, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.removeLocked(m, reason)
+}
+
+func (p *Pool) removeLocked(m *member, reason string) {
 	if m.retired {
 		return
 	}
@@ -221,11 +244,8 @@ func (p *Pool) removeLocked(m *member, reason, exit string) {
 		}
 	}
 	p.stats.exits[reason]++
-	if exit != "" {
-		p.stats.crashes[exit]++
-	}
 	if reason == ExitCrashIdle {
-		p.logger.Warn("cell died between jobs", "cell_pid", m.PID(), "exit", exit, "jobs", m.jobs)
+		p.logger.Warn("cell died between jobs", "cell_pid", m.PID(), "exit", m.Exit(), "jobs", m.jobs)
 	}
 	select {
 	case p.wake <- struct{}{}:
@@ -234,8 +254,8 @@ func (p *Pool) removeLocked(m *member, reason, exit string) {
 }
 
 // add puts a started cell in the pool and watches for its end.
-func (p *Pool) add(c *cell.Cell) {
-	m := &member{Cell: c}
+func (p *Pool) add(c *cell.Cell, rss int64) {
+	m := &member{Cell: c, idleSince: time.Now(), startRSS: rss}
 	p.all[m] = struct{}{}
 	p.idle = append(p.idle, m)
 	p.noteSandboxLocked(c.Hello().Sandbox)
@@ -246,10 +266,15 @@ func (p *Pool) add(c *cell.Cell) {
 		<-c.Exited()
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		// Every death the pool did not cause is counted, whatever the cell
+		// was doing (a retiring cell can crash too).
+		if c.Crashed() {
+			p.stats.crashes[c.Exit()]++
+		}
 		// A busy cell's end is the job's to report (Run sees the socket
 		// close); an idle one died on its own.
 		if !m.retired && !m.busy {
-			p.removeLocked(m, ExitCrashIdle, c.Exit())
+			p.removeLocked(m, ExitCrashIdle)
 		}
 	}()
 }
@@ -271,9 +296,12 @@ func (p *Pool) broadcastLocked() {
 	p.ready = make(chan struct{})
 }
 
-// keep tops the pool up to its target whenever a cell leaves.
+// keep tops the pool up to its target whenever a cell leaves, and looks
+// for grown idle cells every second.
 func (p *Pool) keep() {
 	defer p.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
 		p.mu.Lock()
 		for !p.stopping && len(p.all)+p.starting < p.target() {
@@ -284,9 +312,40 @@ func (p *Pool) keep() {
 		p.mu.Unlock()
 		select {
 		case <-p.wake:
+		case <-tick.C:
+			p.recycleIdle()
 		case <-p.stop:
 			return
 		}
+	}
+}
+
+// recycleIdle retires cells idle for IdleRecycle whose RSS grew by more
+// than IdleGrowth since they started: after a burst of large images the
+// cells' memory goes back to the system instead of staying with idle
+// processes. Cells that only warmed up stay.
+func (p *Pool) recycleIdle() {
+	if p.cfg.IdleRecycle <= 0 {
+		return
+	}
+	p.mu.Lock()
+	var stale []*member
+	for _, m := range p.idle {
+		if time.Since(m.idleSince) >= p.cfg.IdleRecycle {
+			stale = append(stale, m)
+		}
+	}
+	p.mu.Unlock()
+	for _, m := range stale {
+		rss, err := m.RSS()
+		if err != nil || rss-m.startRSS <= p.cfg.IdleGrowth {
+			continue
+		}
+		p.mu.Lock()
+		if !m.busy && !m.retired && !p.stopping {
+			p.retireLocked(m, ExitIdle)
+		}
+		p.mu.Unlock()
 	}
 }
 
@@ -304,8 +363,16 @@ func (p *Pool) spawn() {
 		}
 	}()
 	c, err := cell.Start(ctx, &p.cfg.Spec)
+	var rss int64
+	if err == nil {
+		rss, _ = c.RSS()
+	}
 	p.mu.Lock()
 	p.stats.started++
+	var crash *cell.CrashError
+	if errors.As(err, &crash) {
+		p.stats.crashes[crash.Exit]++
+	}
 	if err != nil && p.stopping {
 		// Abandoned by Stop, not a failure.
 		p.stats.exits[ExitDrained]++
@@ -340,7 +407,7 @@ func (p *Pool) spawn() {
 		c.Close(time.Second)
 		return
 	}
-	p.add(c)
+	p.add(c, rss)
 	p.mu.Unlock()
 }
 
@@ -362,7 +429,7 @@ func (p *Pool) Stop() {
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, m := range leaving {
-		p.leave(m, ExitDrained, "")
+		p.leave(m, ExitDrained)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

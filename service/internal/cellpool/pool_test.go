@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -110,7 +111,7 @@ func TestCrashCostsOnlyItsJob(t *testing.T) {
 			t.Fatalf("job %d after the crash: %v", i, err)
 		}
 	}
-	waitFor(t, "the replacement", func() bool { return len(p.Stats().PIDs) == 3 })
+	waitFor(t, "the replacement", func() bool { s := p.Stats(); return len(s.PIDs) == 3 && s.Crashes["signal SIGSEGV"] == 1 })
 	s := p.Stats()
 	if s.Exits[ExitCrashInJob] != 1 || s.Crashes["signal SIGSEGV"] != 1 || s.Started != 4 {
 		t.Fatalf("the crash is counted once and never retried: %+v", s)
@@ -141,7 +142,7 @@ func TestIdleCellKilledCostsNoRequest(t *testing.T) {
 			t.Fatalf("job %d: %v", i, err)
 		}
 	}
-	waitFor(t, "the replacement", func() bool { return len(p.Stats().PIDs) == 2 })
+	waitFor(t, "the replacement", func() bool { s := p.Stats(); return len(s.PIDs) == 2 && s.Crashes["signal SIGSEGV"] == 1 })
 	if s := p.Stats(); s.Crashes["signal SIGSEGV"] != 1 || s.Exits[ExitCrashInJob] != 0 || slices.Contains(s.PIDs, victim) {
 		t.Fatalf("%+v", s)
 	}
@@ -177,6 +178,52 @@ func TestJobsWaitForACell(t *testing.T) {
 	if err := <-hang; !errors.Is(err, cell.ErrCrashed) {
 		t.Fatalf("the killed job: %v", err)
 	}
+}
+
+// A cell that grew past its allowance and then stayed idle is replaced;
+// one that stayed within it is not.
+func TestGrownIdleCellIsReplaced(t *testing.T) {
+	for _, tc := range []struct {
+		growth  int64
+		replace bool
+	}{{1 << 30, false}, {-1, true}} {
+		p := New(Config{Spec: *celltest.Spec("serve"), Cells: 1, MaxJobs: 1000, MaxRSS: 1 << 30,
+			IdleRecycle: 100 * time.Millisecond, IdleGrowth: tc.growth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := thumbnail(p, ok, waitLong); err != nil {
+			t.Fatal(err)
+		}
+		if tc.replace {
+			waitFor(t, "the grown cell to be replaced", func() bool { s := p.Stats(); return s.Exits[ExitIdle] >= 1 && len(s.PIDs) == 1 && s.Starting == 0 })
+			if err := thumbnail(p, ok, waitLong); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			time.Sleep(1500 * time.Millisecond) // more than the keeper's tick and the idle time
+			if s := p.Stats(); s.Exits[ExitIdle] != 0 {
+				t.Errorf("a cell within its growth allowance was replaced: %+v", s)
+			}
+		}
+		p.Stop()
+	}
+}
+
+// A start that crashes is a crash too: every cell that dies on its own is
+// counted, whatever it was doing.
+func TestCrashAtStartIsCounted(t *testing.T) {
+	p := New(Config{Spec: *celltest.Spec("once:" + filepath.Join(t.TempDir(), "started")), Cells: 1, MaxJobs: 1000, MaxRSS: 1 << 30,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	syscall.Kill(p.Stats().PIDs[0], syscall.SIGSEGV)
+	waitFor(t, "the failed restart", func() bool {
+		s := p.Stats()
+		return s.Crashes["signal SIGSEGV"] == 1 && s.Crashes["exit status 7"] >= 1 && s.Exits[ExitStartFailed] >= 1
+	})
 }
 
 func TestStartFailsWithItsReason(t *testing.T) {

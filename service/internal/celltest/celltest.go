@@ -48,8 +48,9 @@ func Main() {
 }
 
 // Spec starts this test binary as a fake cell in mode: "serve" (the
-// protocol), "die" (exit 7 at once), "silent" (never say hello) or "liar"
-// (a hello from another PID).
+// protocol), "die" (exit 7 at once), "silent" (never say hello), "liar"
+// (a hello from another PID) or "once:FILE" (serve if FILE does not exist,
+// creating it; else die).
 func Spec(mode string) *cell.Spec {
 	return &cell.Spec{
 		Path: os.Args[0], Env: append(os.Environ(), env+"="+mode), Stderr: os.Stderr,
@@ -88,6 +89,14 @@ func (e engine) Thumbnail(_ context.Context, _ []byte, o thumb.Options) (thumb.I
 func serve(mode string) int {
 	cell.DefaultCrashSignals()
 	conn := os.NewFile(3, "cell-socket")
+	if marker, ok := strings.CutPrefix(mode, "once:"); ok {
+		mode = "serve"
+		if f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {
+			mode = "die"
+		} else {
+			f.Close()
+		}
+	}
 	switch mode {
 	case "die":
 		return 7
