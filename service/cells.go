@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,10 +19,6 @@ import (
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
-// cellFD is the descriptor a cell's socket is handed down on (the first of
-// exec.Cmd.ExtraFiles).
-const cellFD = 3
-
 // cellAddressSpace is how much address space a cell may map beyond what it
 // has mapped once libvips is up: the largest job at the default limits
 // (a 40 MP source) peaked under 600 MiB of address space here, and glibc
@@ -42,18 +36,6 @@ const cellIdleGrowth = 24 << 20
 // cellOpenFiles is RLIMIT_NOFILE in a cell: its socket, stdio, the Go
 // runtime's poller, and nothing it opens (it cannot open files).
 const cellOpenFiles = 32
-
-// cellSettingsEnv carries a cell's settings from its supervisor.
-const cellSettingsEnv = "THUMBD_CELL_SETTINGS"
-
-// cellSettings is all a cell is told: the engine's limits, the largest
-// source and the log level. Never the supervisor's own settings (origins,
-// keys, paths): a cell that a hostile image takes over finds nothing there.
-type cellSettings struct {
-	Engine    thumb.Config `json:"engine"` // its Logger is not sent
-	MaxSource int64        `json:"max_source"`
-	LogLevel  slog.Level   `json:"log_level"`
-}
 
 // cellEnviron is what a cell inherits of environ: the allocator's
 // variables (MALLOC_ARENA_MAX, an LD_PRELOADed jemalloc), libvips' and
@@ -81,13 +63,13 @@ func runCell(getenv func(string) string, stderr io.Writer) error {
 // and serves jobs until the supervisor closes the socket. wrap lets tests
 // put a fault injector around the engine.
 func serveCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engine) cell.Engine) error {
-	conn := os.NewFile(cellFD, "cell-socket")
-	if st, err := conn.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
-		return errors.New("thumbd cell runs as a worker of `thumbd` with THUMBD_ENGINE=cells, which hands it a socket on descriptor 3")
+	conn, err := cell.Socket(getenv)
+	if err != nil {
+		return fmt.Errorf("thumbd cell runs as a worker of `thumbd` with THUMBD_ENGINE=cells: %w", err)
 	}
-	var set cellSettings
-	if err := json.Unmarshal([]byte(getenv(cellSettingsEnv)), &set); err != nil {
-		return fmt.Errorf("cell: %s: %w", cellSettingsEnv, err)
+	set, err := cell.ReadSettings(getenv)
+	if err != nil {
+		return fmt.Errorf("cell: %w", err)
 	}
 	cell.DefaultCrashSignals()
 	// The supervisor ends cells by closing their socket (drain) or by
@@ -114,11 +96,11 @@ func cellPoolConfig(cfg config, logger *slog.Logger, logOut io.Writer) (cellpool
 	if err != nil {
 		return cellpool.Config{}, fmt.Errorf("cells: the thumbd binary: %w", err)
 	}
-	set, err := json.Marshal(cellSettings{Engine: engineConfig(cfg, nil), MaxSource: cfg.MaxBodyBytes, LogLevel: cfg.LogLevel})
+	set, err := cell.Settings{Engine: engineConfig(cfg, nil), MaxSource: cfg.MaxBodyBytes, LogLevel: cfg.LogLevel}.Env()
 	if err != nil {
 		return cellpool.Config{}, err
 	}
-	env := append(cellEnviron(os.Environ()), cellSettingsEnv+"="+string(set))
+	env := append(cellEnviron(os.Environ()), set)
 	return cellpool.Config{
 		Spec: cell.Spec{
 			Path:      exe,

@@ -27,6 +27,11 @@ type Spec struct {
 	Args   []string  // its arguments: "cell" and the cell's flags
 	Env    []string  // nil: the supervisor's environment
 	Stderr io.Writer // where the cell's log lines go
+	// Listen, when set, is a Unix socket path the cell connects to instead
+	// of inheriting a socket: for a cell in a container, reached through a
+	// shared volume (the bench's container arm). Its hello's PID is then
+	// the container's and is not checked.
+	Listen string
 
 	MaxSource int64 // the largest source sent to a cell
 	MaxResult int64 // the largest encoded image accepted back
@@ -79,17 +84,16 @@ type Cell struct {
 // Start starts a cell and waits, within ctx, for its hello: libvips up and
 // the sandbox applied. On error no process or descriptor is left behind.
 func Start(ctx context.Context, spec *Spec) (*Cell, error) {
+	if spec.Listen != "" {
+		return startListening(ctx, spec)
+	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cell socket: %w", err)
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "cell-supervisor"), os.NewFile(uintptr(fds[1]), "cell-socket")
-	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env, cmd.Stderr = spec.Env, spec.Stderr
+	cmd := command(spec)
 	cmd.ExtraFiles = []*os.File{theirs} // fd 3 in the cell
-	// A cell outlives a supervisor killed outright only until this signal;
-	// one that is idle also leaves on its socket's EOF.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	theirs.Close()
 	if err != nil {
@@ -103,18 +107,58 @@ func Start(ctx context.Context, spec *Spec) (*Cell, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("cell socket: %w", err)
 	}
-	c := &Cell{spec: spec, cmd: cmd, conn: fc.(*net.UnixConn), exited: make(chan struct{})}
+	return handshake(ctx, spec, cmd, fc.(*net.UnixConn))
+}
+
+func command(spec *Spec) *exec.Cmd {
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Env, cmd.Stderr = spec.Env, spec.Stderr
+	// A cell outlives a supervisor killed outright only until this signal;
+	// one that is idle also leaves on its socket's EOF.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// startListening starts a cell that connects to spec.Listen.
+func startListening(ctx context.Context, spec *Spec) (*Cell, error) {
+	os.Remove(spec.Listen)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: spec.Listen, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("cell socket: %w", err)
+	}
+	defer ln.Close()
+	// The cell may run as another user (a container's non-root one).
+	os.Chmod(spec.Listen, 0o666)
+	cmd := command(spec)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { ln.SetDeadline(time.Unix(1, 0)) })
+	conn, err := ln.AcceptUnix()
+	stop()
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("cell did not connect: %w", err)
+	}
+	return handshake(ctx, spec, cmd, conn)
+}
+
+// handshake watches the started process and waits, within ctx, for its
+// hello on conn.
+func handshake(ctx context.Context, spec *Spec, cmd *exec.Cmd, conn *net.UnixConn) (*Cell, error) {
+	c := &Cell{spec: spec, cmd: cmd, conn: conn, exited: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		c.conn.Close()
 		close(c.exited)
 	}()
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
-	_, err = readFrame(c.conn, kindHello, &c.hello, 0)
+	_, err := readFrame(c.conn, kindHello, &c.hello, 0)
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
-	if err == nil && c.hello.PID != cmd.Process.Pid {
+	if err == nil && spec.Listen == "" && c.hello.PID != cmd.Process.Pid {
 		err = fmt.Errorf("%w: hello from pid %d", ErrProtocol, c.hello.PID)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,30 @@ func TestCellThatCannotStartLeavesNothing(t *testing.T) {
 	}
 	if after := celltest.OpenFDs(t); after != before {
 		t.Errorf("%d descriptors open before, %d after", before, after)
+	}
+}
+
+// A cell in a container is reached through a socket on a shared volume:
+// the supervisor listens, the cell connects, the protocol is the same.
+func TestCellConnectingToASocket(t *testing.T) {
+	spec := celltest.Spec("serve")
+	spec.Listen = filepath.Join(t.TempDir(), "cell.sock")
+	spec.Env = append(spec.Env, cell.SocketEnv+"="+spec.Listen)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := cell.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(5 * time.Second)
+	if img, err := run(c, ok, 30*time.Second); err != nil || !bytes.Equal(img.Bytes, celltest.PNG) {
+		t.Fatalf("%v", err)
+	}
+	spec = celltest.Spec("serve") // no socket to connect to: it never does
+	spec.Listen = filepath.Join(t.TempDir(), "cell.sock")
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := cell.Start(ctx, spec); err == nil {
+		t.Fatal("a cell that never connects did not fail")
 	}
 }

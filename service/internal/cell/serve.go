@@ -2,14 +2,64 @@ package cell
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"os"
 	"syscall"
 	"unsafe"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
+
+// SettingsEnv carries a cell's Settings from its supervisor, as JSON.
+const SettingsEnv = "THUMBD_CELL_SETTINGS"
+
+// Settings is all a cell is told: the engine's limits, the largest source
+// and the log level. Never the supervisor's own settings (origins, keys,
+// paths): a cell that a hostile image takes over finds nothing there.
+type Settings struct {
+	Engine    thumb.Config `json:"engine"` // its Logger is not sent
+	MaxSource int64        `json:"max_source"`
+	LogLevel  slog.Level   `json:"log_level"`
+}
+
+// Env is s as the cell's environment variable.
+func (s Settings) Env() (string, error) {
+	s.Engine.Logger = nil
+	b, err := json.Marshal(s)
+	return SettingsEnv + "=" + string(b), err
+}
+
+// ReadSettings reads what the supervisor put in SettingsEnv.
+func ReadSettings(getenv func(string) string) (Settings, error) {
+	var s Settings
+	if err := json.Unmarshal([]byte(getenv(SettingsEnv)), &s); err != nil {
+		return s, fmt.Errorf("%s: %w", SettingsEnv, err)
+	}
+	return s, nil
+}
+
+// SocketEnv names the Unix socket a cell connects to when it is started
+// with Spec.Listen; otherwise its socket is descriptor 3.
+const SocketEnv = "THUMBD_CELL_SOCKET"
+
+// Socket is the cell's end of its socket: descriptor 3 as handed down by
+// Start, or a connection to the path in SocketEnv.
+func Socket(getenv func(string) string) (io.ReadWriter, error) {
+	if path := getenv(SocketEnv); path != "" {
+		return net.Dial("unix", path)
+	}
+	f := os.NewFile(3, "cell-socket")
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
+		return nil, errors.New("no cell socket: descriptor 3 is not a socket and " + SocketEnv + " is not set")
+	}
+	return f, nil
+}
 
 // Engine is what a cell runs its jobs on: thumb.Engine, started.
 type Engine interface {

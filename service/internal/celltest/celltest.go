@@ -88,7 +88,10 @@ func (e engine) Thumbnail(_ context.Context, _ []byte, o thumb.Options) (thumb.I
 
 func serve(mode string) int {
 	cell.DefaultCrashSignals()
-	conn := os.NewFile(3, "cell-socket")
+	conn, err := cell.Socket(os.Getenv)
+	if err != nil {
+		return 9
+	}
 	if marker, ok := strings.CutPrefix(mode, "once:"); ok {
 		mode = "serve"
 		if f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {

@@ -1,0 +1,259 @@
+package cellpool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// TestArms is the cell overhead study's arms, run by `bench cells` (which
+// builds this test binary with the flavour of the thumbd it compares): per
+// source, a 256x256 cover PNG made
+//
+//   - in process: libvips in this test process;
+//   - in a native cell, reused: one `thumbd cell` for every job;
+//   - in a native cell, fresh for every job: each job on a cell that has
+//     started and said hello but never made a thumbnail (the next one is
+//     started ahead, before the job is timed): the first-call cost alone;
+//   - in a containerised cell, reused: `thumbd cell` in `docker run` with a
+//     read-only root, every capability dropped, no new privileges, a
+//     non-root user and no network, reached through a Unix socket on a
+//     shared volume.
+//
+// Each job is timed from the supervisor's side (for a cell: the options and
+// source sent, the image read back); a cell reports the minor page faults
+// its job took. It only runs when asked:
+//
+//	THUMBD_ARMS=1 THUMBD_ARMS_BIN=bin/thumbd-static [THUMBD_ARMS_IMAGE=thumbd:scratch] \
+//	THUMBD_ARMS_SOURCES=a.jpg,b.jpg THUMBD_ARMS_OUT=arms.json go test -run TestArms ./service/internal/cellpool
+func TestArms(t *testing.T) {
+	if os.Getenv("THUMBD_ARMS") != "1" {
+		t.Skip("THUMBD_ARMS=1 runs the arms (bench cells)")
+	}
+	bin, image, out := os.Getenv("THUMBD_ARMS_BIN"), os.Getenv("THUMBD_ARMS_IMAGE"), os.Getenv("THUMBD_ARMS_OUT")
+	samples := envInt(t, "THUMBD_ARMS_SAMPLES", 30)
+	fresh := envInt(t, "THUMBD_ARMS_FRESH", 15)
+	if bin == "" || out == "" {
+		t.Fatal("THUMBD_ARMS_BIN and THUMBD_ARMS_OUT are required")
+	}
+	var srcs []armSource
+	for _, p := range strings.Split(os.Getenv("THUMBD_ARMS_SOURCES"), ",") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, armSource{strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), b})
+	}
+	// One libvips thread everywhere, as `bench engine`: the arms differ
+	// only in where the job runs.
+	engCfg := thumb.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxAnimationPixels: 16_777_216, MaxSide: 4096, Threads: 1}
+	settings, err := cell.Settings{Engine: engCfg, MaxSource: 64 << 20, LogLevel: slog.LevelWarn}.Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := &cell.Spec{Path: bin, Args: []string{"cell"}, Env: []string{settings, "MALLOC_ARENA_MAX=2"}, Stderr: os.Stderr,
+		MaxSource: 64 << 20, MaxResult: 64 << 20, MaxSide: 4096}
+	inproc := thumb.New(engCfg)
+	inproc.Start()
+
+	var results []ArmResult
+	for _, src := range srcs {
+		results = append(results, inProcessArm(t, inproc, src, samples))
+		results = append(results, reusedArm(t, "native cell, reused", native, src, samples, nil))
+		results = append(results, freshArm(t, native, src, fresh))
+		if image != "" {
+			spec, rss := containerSpec(t, image, settings)
+			results = append(results, reusedArm(t, "containerised cell, reused", spec, src, samples, rss))
+		}
+	}
+	b, _ := json.MarshalIndent(results, "", "  ")
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type armSource struct {
+	name string
+	src  []byte
+}
+
+// ArmResult is one arm on one source: the figures `bench cells` reads.
+type ArmResult struct {
+	Arm    string `json:"arm"`
+	Source string `json:"source"`
+	// FirstMs is the first job's time (a fresh process's first thumbnail);
+	// Ms the warm jobs' times (the fresh arm: every job is a first).
+	FirstMs float64   `json:"first_ms"`
+	Ms      []float64 `json:"ms"`
+	// Minor page faults of the first job and of each warm one.
+	FirstFaults int64   `json:"first_faults"`
+	Faults      []int64 `json:"faults"`
+	// RSS is the cell's resident memory after its jobs (0 in process);
+	// StartRSS right after its hello.
+	RSS      int64 `json:"rss"`
+	StartRSS int64 `json:"start_rss"`
+	OutBytes int   `json:"out_bytes"`
+}
+
+func coverPNG() thumb.Options {
+	return thumb.Options{Width: 256, Height: 256, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+}
+
+func inProcessArm(t *testing.T, e *thumb.Engine, src armSource, samples int) ArmResult {
+	r := ArmResult{Arm: "in process", Source: src.name}
+	for i := 0; i <= samples; i++ {
+		before := minorFaults()
+		start := time.Now()
+		img, err := e.Thumbnail(context.Background(), src.src, coverPNG())
+		ms := float64(time.Since(start).Microseconds()) / 1000
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.record(i == 0, ms, minorFaults()-before)
+		r.OutBytes = len(img.Bytes)
+	}
+	return r
+}
+
+// reusedArm starts one cell and runs every job on it; rss reads a
+// container's cell (nil: the cell's own /proc).
+func reusedArm(t *testing.T, name string, spec *cell.Spec, src armSource, samples int, rss func() int64) ArmResult {
+	c := startArmCell(t, spec)
+	defer c.Close(10 * time.Second)
+	if rss == nil {
+		rss = func() int64 { n, _ := c.RSS(); return n }
+	}
+	r := ArmResult{Arm: name, Source: src.name, StartRSS: rss()}
+	for i := 0; i <= samples; i++ {
+		ms, faults, n := armJob(t, c, src.src)
+		r.record(i == 0, ms, faults)
+		r.OutBytes = n
+	}
+	r.RSS = rss()
+	return r
+}
+
+// freshArm runs each job on a cell that has never made a thumbnail; the
+// next cell is started, and has said hello, before the job is timed.
+func freshArm(t *testing.T, spec *cell.Spec, src armSource, jobs int) ArmResult {
+	r := ArmResult{Arm: "native cell, fresh per job", Source: src.name}
+	next := startArmCell(t, spec)
+	for i := 0; i < jobs; i++ {
+		c := next
+		r.StartRSS, _ = c.RSS()
+		next = startArmCell(t, spec)
+		ms, faults, n := armJob(t, c, src.src)
+		r.record(false, ms, faults)
+		r.OutBytes = n
+		r.RSS, _ = c.RSS()
+		c.Close(10 * time.Second)
+	}
+	next.Close(10 * time.Second)
+	// Every job here is a first one.
+	r.FirstMs, r.FirstFaults = median(r.Ms), medianInt(r.Faults)
+	return r
+}
+
+func (r *ArmResult) record(first bool, ms float64, faults int64) {
+	if first {
+		r.FirstMs, r.FirstFaults = ms, faults
+		return
+	}
+	r.Ms, r.Faults = append(r.Ms, ms), append(r.Faults, faults)
+}
+
+func startArmCell(t *testing.T, spec *cell.Spec) *cell.Cell {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := cell.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func armJob(t *testing.T, c *cell.Cell, src []byte) (ms float64, faults int64, outBytes int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	img, stats, err := c.Run(ctx, src, coverPNG())
+	ms = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms, stats.MinorFaults, len(img.Bytes)
+}
+
+// containerSpec runs the cell in a hardened container whose socket is on a
+// shared volume, and reads its RSS through the container's PID on the host.
+func containerSpec(t *testing.T, image, settings string) (*cell.Spec, func() int64) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777) // the container's user must reach the socket
+	name := fmt.Sprintf("thumbd-arm-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+	args := []string{"run", "--rm", "--name", name, "--read-only", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "--user", "65532:65532", "--network", "none",
+		"-v", dir + ":/run/cell", "-e", settings, "-e", cell.SocketEnv + "=/run/cell/cell.sock"}
+	if cpus := os.Getenv("THUMBD_ARMS_CPUSET"); cpus != "" {
+		args = append(args, "--cpuset-cpus", cpus)
+	}
+	spec := &cell.Spec{Path: "docker", Args: append(args, image, "cell"), Stderr: os.Stderr, Listen: filepath.Join(dir, "cell.sock"),
+		MaxSource: 64 << 20, MaxResult: 64 << 20, MaxSide: 4096}
+	rss := func() int64 {
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", name).Output()
+		if err != nil {
+			return 0
+		}
+		b, err := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/statm")
+		if err != nil {
+			return 0
+		}
+		f := strings.Fields(string(b))
+		pages, _ := strconv.ParseInt(f[1], 10, 64)
+		return pages * int64(os.Getpagesize())
+	}
+	return spec, rss
+}
+
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Minflt
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return n
+	}
+	return def
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianInt(xs []int64) int64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
