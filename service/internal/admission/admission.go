@@ -6,6 +6,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 )
 
 // ErrFull means every running slot and every waiting place is taken.
@@ -13,8 +14,9 @@ var ErrFull = errors.New("admission: queue full")
 
 // Gate admits up to slots running jobs plus queue waiting ones.
 type Gate struct {
-	tickets chan struct{} // one per admitted job, running or waiting
-	slots   chan struct{} // one per running job
+	tickets  chan struct{} // one per admitted job, running or waiting
+	slots    chan struct{} // one per running job
+	admitted atomic.Uint64
 }
 
 // New returns a gate with slots running places and queue waiting places.
@@ -32,6 +34,7 @@ type Ticket struct {
 func (g *Gate) Admit() (*Ticket, error) {
 	select {
 	case g.tickets <- struct{}{}:
+		g.admitted.Add(1)
 		return &Ticket{g: g}, nil
 	default:
 		return nil, ErrFull
@@ -58,6 +61,9 @@ func (t *Ticket) Release() {
 	}
 	<-t.g.tickets
 }
+
+// Admitted counts the jobs admitted since the gate was made.
+func (g *Gate) Admitted() uint64 { return g.admitted.Load() }
 
 // Full reports whether every place is taken: Admit would fail now.
 func (g *Gate) Full() bool { return len(g.tickets) == cap(g.tickets) }

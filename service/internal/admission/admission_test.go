@@ -67,3 +67,16 @@ func TestBytesBudget(t *testing.T) {
 		t.Fatalf("exactly the budget: %v", err)
 	}
 }
+
+func TestAdmittedCounts(t *testing.T) {
+	g := New(1, 0)
+	tk, _ := g.Admit()
+	if _, err := g.Admit(); err == nil || g.Admitted() != 1 {
+		t.Fatalf("admitted %d", g.Admitted())
+	}
+	tk.Release()
+	g.Admit()
+	if g.Admitted() != 2 {
+		t.Fatalf("admitted %d", g.Admitted())
+	}
+}
