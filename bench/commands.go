@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
+	"github.com/thumbd/thumbd/bench/internal/cellarms"
 	"github.com/thumbd/thumbd/bench/internal/coldstart"
 	"github.com/thumbd/thumbd/bench/internal/engine"
 	"github.com/thumbd/thumbd/bench/internal/memory"
@@ -33,6 +34,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"engine", "[flags]", "per-thumbnail engine time and bytes of each thumbd build next to sharp (one libvips thread)", engine.Run},
+		{"cells", "[flags]", "the cell overhead study's arms: in process, native cell reused and fresh per job, containerised cell; time, faults, RSS", cellarms.Run},
 		{"coldstart", "[flags] IMAGE|exec:BINARY...", "scale from zero: hardened containers from docker run to the first thumbnail", coldstart.Run},
 		{"memory", "[flags] (-image IMAGE | -- CMD ARGS...)", "memory of one thumbd under thumbnail load: idle and peak RSS, cgroup peak, glibc arenas", memory.Run},
 		{"origin", "[flags] (-image IMAGE | -- CMD ARGS...)", "GET /thumbnail?url= from a loopback origin against POST of the same bytes: requests/s at 10 clients", originload.Run},

@@ -42,6 +42,8 @@ type config struct {
 	imageSizes    bool
 	startTimeout  time.Duration
 	notes         []string
+	cells         bool
+	cellsImage    string
 }
 
 type targetFlags []target.Spec
@@ -98,6 +100,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.lock, "lock", benchlock.Path, "flock held while timing (\"\" for none); do not also wrap the driver in flock(1)")
 	fs.BoolVar(&c.imageSizes, "image-sizes", true, "measure container image sizes (docker save | gzip)")
 	fs.DurationVar(&c.startTimeout, "start-timeout", 60*time.Second, "longest wait for a target's first /health")
+	fs.BoolVar(&c.cells, "cells", true, "end with the cell overhead study's arms (bench cells) on bin/thumbd-static")
+	fs.StringVar(&c.cellsImage, "cells-image", "thumbd:scratch", "image of the arms' containerised cell (\"\": no container arm)")
 	fs.Func("note", "a note for the report's top (repeatable; with -render, added to the results)", appendTo(&notes))
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -174,11 +178,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-// defaultSuite is the suite: both binaries as processes, both
-// images as containers, and the Node.js twin.
+// defaultSuite is the suite: both binaries as processes (the static
+// one in cells mode too), both images as containers, and the Node.js twin.
 func defaultSuite() []target.Spec {
 	return []target.Spec{
 		{Name: "thumbd-static", Kind: target.Process, Command: []string{"bin/thumbd-static"}},
+		{Name: "thumbd-static-cells", Kind: target.Process, Command: []string{"bin/thumbd-static"}, Env: []string{"THUMBD_ENGINE=cells"}},
 		{Name: "thumbd", Kind: target.Process, Command: []string{"bin/thumbd"}},
 		{Name: "thumbd:scratch", Kind: target.Container, Image: "thumbd:scratch"},
 		{Name: "thumbd:slim", Kind: target.Container, Image: "thumbd:slim"},

@@ -15,7 +15,7 @@ func TestParseConfigQuick(t *testing.T) {
 	if c.runs != 2 || c.duration != time.Second || !slices.Equal(c.concurrency, []int{10}) || c.out != "/r/bench/results/tmp/quick" {
 		t.Fatalf("%+v", c)
 	}
-	if len(c.targets) != 5 || c.targets[4].Name != "node" || c.baseline != "node" {
+	if len(c.targets) != 6 || c.targets[5].Name != "node" || c.targets[1].Name != "thumbd-static-cells" || c.baseline != "node" {
 		t.Fatalf("default suite %+v", c.targets)
 	}
 	if !slices.Equal(c.serverCPUs, []int{1}) || !slices.Equal(c.clientCPUs, []int{0}) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
+	"github.com/thumbd/thumbd/bench/internal/cellarms"
 	"github.com/thumbd/thumbd/bench/internal/chart"
 	"github.com/thumbd/thumbd/bench/internal/contract"
 	"github.com/thumbd/thumbd/bench/internal/images"
@@ -21,6 +22,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/report"
 	"github.com/thumbd/thumbd/bench/internal/results"
+	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/startup"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
@@ -28,15 +30,18 @@ import (
 
 // bench is one run's state.
 type bench struct {
-	cfg     config
-	res     *results.Results
-	in      contract.Inputs
-	srcs    map[string][]byte // the sources by name
-	topt    target.Options
-	prog    *progress
-	out     io.Writer
-	targets []results.Target // every target, skipped ones included
-	bad     map[string]map[string]bool
+	cfg config
+	// The arms' TestArms binary (when they will run), its flavour and the
+	// thumbd its cells run.
+	cellsBin, cellsFlavour, cellsThumbd string
+	res                                 *results.Results
+	in                                  contract.Inputs
+	srcs                                map[string][]byte // the sources by name
+	topt                                target.Options
+	prog                                *progress
+	out                                 io.Writer
+	targets                             []results.Target // every target, skipped ones included
+	bad                                 map[string]map[string]bool
 }
 
 // runSuite is the bench suite: the driver without a subcommand.
@@ -132,6 +137,9 @@ func (b *bench) prepare(ctx context.Context) error {
 		b.res.Routes = append(b.res.Routes, routeFor(r, sizes))
 	}
 	b.in = contract.Inputs{JSONFixture: fixture, Thumbs: thumbChecks(b.res.Routes, b.srcs)}
+	if cfg.cells {
+		b.prepareCellArms(ctx)
+	}
 	for _, spec := range cfg.targets {
 		t := results.Target{Spec: spec}
 		t.Skipped = skipReason(ctx, cfg.root, spec, dockerErr)
@@ -152,6 +160,36 @@ func (b *bench) prepare(ctx context.Context) error {
 }
 
 // invocation is how this run was asked for, as the report quotes it.
+// prepareCellArms builds the arms' test binary for the first build whose
+// thumbd exists (static, the images' build, then slim, then dynamic: the
+// quick run builds only that one); otherwise the report says why there
+// are no arms.
+func (b *bench) prepareCellArms(ctx context.Context) {
+	for _, f := range []struct{ flavour, bin string }{{"static", "thumbd-static"}, {"slim", "thumbd-slim"}, {"dynamic", "thumbd"}} {
+		if _, err := os.Stat(filepath.Join(b.cfg.root, "bin", f.bin)); err == nil {
+			b.cellsFlavour, b.cellsThumbd = f.flavour, filepath.Join(b.cfg.root, "bin", f.bin)
+			break
+		}
+	}
+	if b.cellsFlavour == "" {
+		b.res.Notes = append(b.res.Notes, "Cell arms not measured: no thumbd binary in bin/ (scripts/build.sh static).")
+		return
+	}
+	if _, err := os.Stat(filepath.Join(b.cfg.sources, "photo12.jpg")); err != nil {
+		if _, err := sources.Ensure(b.cfg.sources, "small", "large", "photo12"); err != nil {
+			b.res.Notes = append(b.res.Notes, "Cell arms not measured: "+err.Error())
+			return
+		}
+	}
+	bin := filepath.Join(b.cfg.root, "bench", "results", "tmp", "cellpool-"+b.cellsFlavour+".test")
+	fmt.Fprintf(b.out, "bench: building the cell arms (%s)\n", b.cellsFlavour)
+	if err := cellarms.Build(ctx, b.cellsFlavour, bin); err != nil {
+		b.res.Notes = append(b.res.Notes, "Cell arms not measured: "+err.Error())
+		return
+	}
+	b.cellsBin = bin
+}
+
 func invocation() string {
 	if c := os.Getenv("THUMBD_BENCH_COMMAND"); c != "" {
 		return strings.TrimSpace(c)
@@ -254,7 +292,41 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 	_ = b.write()
-	return b.loads(ctx, ts)
+	if err := b.loads(ctx, ts); err != nil {
+		return err
+	}
+	return b.cellArms(ctx)
+}
+
+// cellArms runs the cell overhead study's arms (bench cells), the
+// container arm on cfg.cellsImage when Docker has it.
+func (b *bench) cellArms(ctx context.Context) error {
+	if b.cellsBin == "" {
+		return nil
+	}
+	o := cellarms.Options{Flavour: b.cellsFlavour, Bin: b.cellsThumbd, TestBin: b.cellsBin,
+		Samples: 30, Fresh: 15, Rounds: 3, CPUs: b.cfg.serverCPUs, Progress: b.out}
+	if b.cfg.quick {
+		o.Samples, o.Fresh, o.Rounds = 3, 2, 1
+	}
+	if b.cfg.cellsImage != "" {
+		if _, err := images.ID(ctx, b.cfg.cellsImage); err == nil {
+			o.Image = b.cfg.cellsImage
+		} else {
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("Cell arms: no container arm (%s: %v).", b.cfg.cellsImage, err))
+		}
+	}
+	for _, name := range []string{"small", "large", "photo12"} {
+		o.Sources = append(o.Sources, filepath.Join(b.cfg.sources, name+".jpg"))
+	}
+	b.prog.note("cell arms: %d rounds of %d jobs per arm and source", o.Rounds, o.Samples)
+	t, err := cellarms.Measure(ctx, o)
+	if err != nil {
+		t.Error = err.Error()
+		b.prog.note("cell arms: %v", err)
+	}
+	b.res.Cells = &t
+	return nil
 }
 
 func (b *bench) imageSizes(ctx context.Context, ts []results.Target) {
@@ -312,6 +384,7 @@ func (b *bench) idleAndContract(ctx context.Context, t results.Target) {
 		pid, err := inst.PID(ctx)
 		if err == nil {
 			idle.Status, err = procmem.Read(pid)
+			idle.CellsRSS, _ = procmem.ChildrenRSS(pid)
 			if a, aerr := affinity.Allowed(pid); aerr == nil {
 				b.setTarget(t.Name, func(t *results.Target) { t.Allowed = a })
 			}

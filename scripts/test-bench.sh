@@ -17,6 +17,8 @@ main() {
   grep -q '^## Startup to health' "$out/report.md" || { echo "test-bench.sh: report has no startup table" >&2; return 1; }
   grep -q '"route": "thumb-photo12-webp"' "$out/results.json" || { echo "test-bench.sh: the photo12 WebP route did not run" >&2; return 1; }
   grep -q '| CPU µs/answer | vs ' "$out/report.md" || { echo "test-bench.sh: report has no CPU per answer" >&2; return 1; }
+  grep -q '| small | native cell, reused | ' "$out/report.md" || { echo "test-bench.sh: report has no cell arms" >&2; return 1; }
+  grep -q '"name": "thumbd-static-cells"' "$out/results.json" || { echo "test-bench.sh: the cells target is not in the run" >&2; return 1; }
   if grep -q '✗' "$out/report.md"; then
     echo "test-bench.sh: a target failed the contract check:" >&2
     grep '✗' "$out/report.md" >&2

@@ -89,6 +89,55 @@ func Read(pid int) (Status, error) {
 	return ParseStatus(bytes.NewReader(b))
 }
 
+// ParseStatPPID returns the parent PID from the text of /proc/PID/stat.
+func ParseStatPPID(stat string) (int, error) {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+1:])
+	if i < 0 || len(f) < 2 {
+		return 0, fmt.Errorf("procmem: stat %q", stat)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// Children lists the processes whose parent is pid (a thumbd's cells).
+func Children(pid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if ppid, err := ParseStatPPID(string(b)); err == nil && ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out, nil
+}
+
+// ChildrenRSS is the VmRSS of pid's children, summed: in cells mode, what
+// the cells hold beside the supervisor.
+func ChildrenRSS(pid int) (int64, error) {
+	kids, err := Children(pid)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, k := range kids {
+		if st, err := Read(k); err == nil {
+			sum += st.VmRSS
+		}
+	}
+	return sum, nil
+}
+
 // clockTicks is USER_HZ, which Linux fixes at 100 for /proc on every
 // architecture Go supports here.
 const clockTicks = 100

@@ -2,6 +2,8 @@ package procmem
 
 import (
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +131,24 @@ func TestParseArenas(t *testing.T) {
 	}
 	if n, err := Arenas(os.Getpid()); err != nil || n < 0 {
 		t.Fatalf("own maps: %d %v", n, err)
+	}
+}
+
+func TestChildren(t *testing.T) {
+	if ppid, err := ParseStatPPID("12 (a (b) c) S 7 12 12 0"); err != nil || ppid != 7 {
+		t.Fatalf("%d %v", ppid, err)
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	kids, err := Children(os.Getpid())
+	if err != nil || !slices.Contains(kids, cmd.Process.Pid) {
+		t.Fatalf("%v %v", kids, err)
+	}
+	if rss, err := ChildrenRSS(os.Getpid()); err != nil || rss <= 0 {
+		t.Fatalf("%d %v", rss, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/thumbd/thumbd/bench/internal/cellarms"
 	"github.com/thumbd/thumbd/bench/internal/results"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
@@ -38,8 +39,10 @@ func Render(r *results.Results, figs []Figure) string {
 	startupSection(w, r)
 	idleSection(w, r)
 	loadSection(w, r)
+	cellsSection(w, r)
 	imageSection(w, r)
 	goalsSection(w, r)
+	cellGoalsSection(w, r)
 	if len(figs) > 0 {
 		w("## Charts\n\n")
 		for _, f := range figs {
@@ -305,11 +308,18 @@ func idleSection(w writer, r *results.Results) {
 			base = &r.Idle[i]
 		}
 	}
-	w("## Idle memory (MB)\n\n| target | VmRSS | VmSize | RssAnon | RssFile | threads | VmRSS vs %s |\n|---|---|---|---|---|---|---|\n", r.Baseline)
+	w("## Idle memory (MB)\n\n")
+	w("In cells mode VmRSS is the supervisor's; its cells' VmRSS, summed, is in the last column. ")
+	w("RssFile counts the pages of the binary mapped, which the kernel may map by whole large folios beyond those touched; RssAnon is the process's own memory.\n\n")
+	w("| target | VmRSS | VmSize | RssAnon | RssFile | threads | VmRSS vs %s | cells' VmRSS |\n|---|---|---|---|---|---|---|---|\n", r.Baseline)
 	for _, m := range r.Idle {
 		if m.Error != "" {
-			w("| %s | - | - | - | - | - | %s |\n", m.Target, m.Error)
+			w("| %s | - | - | - | - | - | %s | - |\n", m.Target, m.Error)
 			continue
+		}
+		cells := "-"
+		if m.CellsRSS > 0 {
+			cells = mb(m.CellsRSS)
 		}
 		rt := "-"
 		if base != nil && base.Error == "" {
@@ -318,9 +328,93 @@ func idleSection(w writer, r *results.Results) {
 		if m.Target == r.Baseline {
 			rt = "baseline"
 		}
-		w("| %s | %s | %s | %s | %s | %d | %s |\n", m.Target, mb(m.VmRSS), mb(m.VmSize), mb(m.RssAnon), mb(m.RssFile), m.Threads, rt)
+		w("| %s | %s | %s | %s | %s | %d | %s | %s |\n", m.Target, mb(m.VmRSS), mb(m.VmSize), mb(m.RssAnon), mb(m.RssFile), m.Threads, rt, cells)
 	}
 	w("\n")
+}
+
+// cellsSection is the cell overhead study's table for thumbd's cells.
+func cellsSection(w writer, r *results.Results) {
+	if r.Cells == nil {
+		return
+	}
+	w("## Cells: the overhead study's arms\n\n")
+	w("The study (`cell-overhead.txt`) measured 25-35 ms per fresh worker, from copy-on-write faults on its first call, and a warm worker as fast as a process. ")
+	w("Here: the same thumbnail in process, in a `thumbd cell` reused for every job, in a fresh cell per job (started ahead: only its first call is timed), and in a cell in a hardened container.\n\n")
+	var b strings.Builder
+	cellarms.Markdown(&b, *r.Cells)
+	w("%s\n", b.String())
+}
+
+// cellsTargets pairs each cells-mode target with the in-process target
+// that runs the same command or image.
+func cellsTargets(r *results.Results) map[string]string {
+	pairs := map[string]string{}
+	for _, t := range r.Targets {
+		if !slices.Contains(t.Env, "THUMBD_ENGINE=cells") {
+			continue
+		}
+		for _, u := range r.Targets {
+			if u.Name != t.Name && len(u.Env) == 0 && u.Kind == t.Kind && u.Image == t.Image && slices.Equal(u.Command, t.Command) {
+				pairs[t.Name] = u.Name
+			}
+		}
+	}
+	return pairs
+}
+
+// cellGoalsSection holds cells mode to issue 12's goals.
+func cellGoalsSection(w writer, r *results.Results) {
+	var lines []string
+	mark := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	if r.Cells != nil {
+		for _, row := range r.Cells.Rows {
+			if row.Arm == cellarms.Reused && row.Source == "small" {
+				lines = append(lines, fmt.Sprintf("| %s | reused cell: median overhead ≤ 0.5 ms over in process, small source, one job at a time | %+.2f ms | %s |", r.Cells.Flavour, row.OverheadMs, mark(row.OverheadMs <= 0.5)))
+			}
+			if row.Arm == cellarms.Fresh && row.Source == "small" {
+				lines = append(lines, fmt.Sprintf("| %s | fresh cell: measured, next to the study's 25-35 ms | %+.2f ms | |", r.Cells.Flavour, row.OverheadMs))
+			}
+		}
+	}
+	pairs := cellsTargets(r)
+	names := make([]string, 0, len(pairs))
+	for n := range pairs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, m := range r.Idle {
+			if m.Target == name && m.Error == "" && strings.Contains(name, "static") {
+				lines = append(lines, fmt.Sprintf("| %s | supervisor idle VmRSS ≤ 8 MB (static build) | %s MB (RssAnon %s MB) | %s |", name, mb(m.VmRSS), mb(m.RssAnon), mark(m.VmRSS <= 8e6)))
+			}
+		}
+		if s := startupFor(r, name); s != nil && s.Thumbnail.N > 0 && strings.Contains(name, "static") {
+			lines = append(lines, fmt.Sprintf("| %s | startup to the first thumbnail ≤ 25 ms (static build) | %s ms | %s |", name, ms(s.Thumbnail.Median), mark(s.Thumbnail.Median <= 25)))
+		}
+		for _, st := range r.Load {
+			if st.Target != name || st.Route != "thumb-small" || st.Concurrency != 10 || st.Skipped != "" {
+				continue
+			}
+			for _, base := range r.Load {
+				if base.Target == pairs[name] && base.Route == st.Route && base.Concurrency == 10 && base.Skipped == "" && base.RPS > 0 {
+					x := st.RPS / base.RPS
+					lines = append(lines, fmt.Sprintf("| %s | thumb-small rps at 10 clients ≥ 95%% of %s's | %.1f%% | %s |", name, pairs[name], 100*x, mark(x >= 0.95)))
+					lines = append(lines, fmt.Sprintf("| %s | default by measurement: cells if their p50 at 10 clients is within 5%% of %s's on thumb-small | %s vs %s ms (%+.1f%%) | %s |",
+						name, pairs[name], ms(st.P50), ms(base.P50), 100*(st.P50/base.P50-1), mark(st.P50 <= 1.05*base.P50)))
+				}
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	w("## Issue 12's goals for cells, as measured here (not asserted)\n\n| target | goal | measured | |\n|---|---|---|---|\n%s\n\n", strings.Join(lines, "\n"))
 }
 
 func loadSection(w writer, r *results.Results) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thumbd/thumbd/bench/internal/cellarms"
 	"github.com/thumbd/thumbd/bench/internal/contract"
 	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/bench/internal/machine"
@@ -40,6 +41,7 @@ func fixture() *results.Results {
 			Concurrency: []int{10, 500}, Rounds: 3, Pinned: true, ServerCPUs: "1", ClientCPUs: "0", DockerNetwork: "host"},
 		Targets: []results.Target{
 			{Spec: target.Spec{Name: "thumbd-static", Kind: target.Process, Command: []string{"bin/thumbd-static"}}, Allowed: "1", Libvips: "8.16.1"},
+			{Spec: target.Spec{Name: "thumbd-static-cells", Kind: target.Process, Command: []string{"bin/thumbd-static"}, Env: []string{"THUMBD_ENGINE=cells"}}, Allowed: "1", Libvips: "8.16.1"},
 			{Spec: target.Spec{Name: "thumbd:scratch", Kind: target.Container, Image: "thumbd:scratch"}, Skipped: "image thumbd:scratch is not built (scripts/images.sh)"},
 			{Spec: target.Spec{Name: "node", Kind: target.Process, Command: []string{"node", "bench/twins/node/server.mjs"}}, Allowed: "1"},
 		},
@@ -62,10 +64,12 @@ func fixture() *results.Results {
 		},
 		Startup: []results.Startup{
 			st("thumbd-static", []float64{4.8, 5.1, 5.0}, []float64{18, 19, 18.5}),
+			st("thumbd-static-cells", []float64{4.6, 4.9, 5.2}, []float64{24, 26, 25}),
 			st("node", []float64{230, 240, 250}, []float64{300, 310, 320}),
 		},
 		Idle: []results.Idle{
 			{Target: "thumbd-static", Status: procmem.Status{VmRSS: 13_900_000, VmSize: 1_200_000_000, RssAnon: 6_000_000, RssFile: 7_900_000, Threads: 6}},
+			{Target: "thumbd-static-cells", Status: procmem.Status{VmRSS: 9_000_000, VmSize: 1_100_000_000, RssAnon: 2_200_000, RssFile: 6_800_000, Threads: 7}, CellsRSS: 51_000_000},
 			{Target: "node", Status: procmem.Status{VmRSS: 72_000_000, VmSize: 1_076_000_000, RssAnon: 22_000_000, RssFile: 50_000_000, Threads: 11}},
 		},
 		Load: []results.LoadStep{
@@ -77,10 +81,17 @@ func fixture() *results.Results {
 			{Route: "hash", Target: "thumbd-static", Concurrency: 10, Outcome: load.Outcome{RPS: 14000, P50: 0.25, P90: 0.5, P99: 7}, RoundsRPS: []float64{14000, 12000, 15000}, FailedRounds: 1},
 			{Route: "hash", Target: "node", Concurrency: 10, Skipped: "failed the contract check for this route: not timed"},
 			{Route: "thumb-small", Target: "thumbd-static", Concurrency: 10, Outcome: load.Outcome{RPS: 150, P50: 60, P50Lo: 58, P50Hi: 63, P90: 70, P99: 90, ClientCPU: 0.1, ServerCPU: 1, ServerPeakRSS: 60_000_000, CPUPerOK: 6600, BytesPerOK: 152056}},
+			{Route: "thumb-small", Target: "thumbd-static-cells", Concurrency: 10, Outcome: load.Outcome{RPS: 146, P50: 61.5, P90: 71, P99: 92, ClientCPU: 0.1, ServerCPU: 1, ServerPeakRSS: 30_000_000, CPUPerOK: 6700, BytesPerOK: 152056}},
 			{Route: "thumb-small", Target: "node", Concurrency: 10, Outcome: load.Outcome{RPS: 160, P50: 55, P50Lo: 54, P50Hi: 57, P90: 65, P99: 80, ClientCPU: 0.1, ServerCPU: 1, ServerPeakRSS: 150_000_000, CPUPerOK: 6200, BytesPerOK: 190000}},
 		},
 		Images: []results.Image{{Target: "thumbd:scratch", Image: "thumbd:scratch", Bytes: 17_400_000, GzipBytes: 7_100_000}},
-		Notes:  []string{"An example note."},
+		Cells: &cellarms.Table{Flavour: "static", Image: "thumbd:scratch", Samples: 30, Fresh: 15, Rounds: 3, Rows: []cellarms.Row{
+			{Arm: cellarms.InProcess, Source: "small", Ms: 8.1, FirstMs: 21.5, FirstFaults: 1900, WarmFaults: 40, OutBytes: 152056},
+			{Arm: cellarms.Reused, Source: "small", Ms: 8.4, OverheadMs: 0.3, Ratio: 1.04, FirstMs: 24.0, FirstFaults: 2100, WarmFaults: 35, StartRSS: 17_000_000, RSS: 23_000_000, OutBytes: 152056},
+			{Arm: cellarms.Fresh, Source: "small", Ms: 20.2, OverheadMs: 12.1, Ratio: 2.49, FirstMs: 20.2, FirstFaults: 2050, WarmFaults: 2050, StartRSS: 17_000_000, RSS: 21_000_000, OutBytes: 152056},
+			{Arm: cellarms.Container, Source: "small", Ms: 8.5, OverheadMs: 0.4, Ratio: 1.05, FirstMs: 25.0, FirstFaults: 2150, WarmFaults: 36, StartRSS: 17_500_000, RSS: 23_500_000, OutBytes: 152056},
+		}},
+		Notes: []string{"An example note."},
 	}
 }
 

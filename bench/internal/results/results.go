@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/thumbd/thumbd/bench/internal/cellarms"
 	"github.com/thumbd/thumbd/bench/internal/contract"
 	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/bench/internal/machine"
@@ -36,7 +37,9 @@ type Results struct {
 	Idle     []Idle       `json:"idle_memory"`
 	Load     []LoadStep   `json:"load"`
 	Images   []Image      `json:"images"`
-	Notes    []string     `json:"notes,omitempty"`
+	// Cells is the cell overhead study's arms (bench cells), when run.
+	Cells *cellarms.Table `json:"cells,omitempty"`
+	Notes []string        `json:"notes,omitempty"`
 }
 
 // Options are the settings the run used.
@@ -103,7 +106,10 @@ type Startup struct {
 type Idle struct {
 	Target string `json:"target"`
 	procmem.Status
-	Error string `json:"error,omitempty"`
+	// CellsRSS is the VmRSS of the target's child processes, summed: in
+	// cells mode, its cells (VmRSS is the supervisor's alone).
+	CellsRSS int64  `json:"cells_rss,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // LoadStep is one (route, concurrency, target) step. With several rounds,

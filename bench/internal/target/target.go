@@ -41,6 +41,8 @@ type Spec struct {
 
 // Parse reads NAME=KIND:SPEC, e.g. "node=process:node bench/twins/node/server.mjs",
 // "scratch=container:thumbd:scratch" or "prod=url:http://127.0.0.1:8080".
+// A process's or a container's SPEC may start with KEY=VALUE words, as in
+// a shell: "cells=process:THUMBD_ENGINE=cells bin/thumbd-static".
 func Parse(s string) (Spec, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	kind, spec, ok2 := strings.Cut(rest, ":")
@@ -48,11 +50,23 @@ func Parse(s string) (Spec, error) {
 		return Spec{}, fmt.Errorf("target %q: want NAME=process|container|url:SPEC", s)
 	}
 	t := Spec{Name: name, Kind: Kind(kind)}
+	words := strings.Fields(spec)
+	if t.Kind == Process || t.Kind == Container {
+		for len(words) > 0 && strings.Contains(words[0], "=") {
+			t.Env, words = append(t.Env, words[0]), words[1:]
+		}
+		if len(words) == 0 {
+			return Spec{}, fmt.Errorf("target %q: no command or image after its environment", s)
+		}
+	}
 	switch t.Kind {
 	case Process:
-		t.Command = strings.Fields(spec)
+		t.Command = words
 	case Container:
-		t.Image = spec
+		if len(words) != 1 {
+			return Spec{}, fmt.Errorf("target %q: one image", s)
+		}
+		t.Image = words[0]
 	case URL:
 		t.URL = strings.TrimRight(spec, "/")
 	default:
@@ -63,14 +77,21 @@ func Parse(s string) (Spec, error) {
 
 // String is the spec as the report shows it.
 func (s Spec) String() string {
+	env := ""
+	for _, e := range s.Env {
+		env += e + " "
+	}
 	switch s.Kind {
 	case Process:
-		return strings.Join(s.Command, " ")
+		return env + strings.Join(s.Command, " ")
 	case Container:
-		if id := strings.TrimPrefix(s.ImageID, "sha256:"); id != "" {
-			return "docker run " + s.Image + " (" + id[:min(12, len(id))] + ")"
+		if env != "" {
+			env = "-e " + strings.ReplaceAll(strings.TrimSpace(env), " ", " -e ") + " "
 		}
-		return "docker run " + s.Image
+		if id := strings.TrimPrefix(s.ImageID, "sha256:"); id != "" {
+			return "docker run " + env + s.Image + " (" + id[:min(12, len(id))] + ")"
+		}
+		return "docker run " + env + s.Image
 	default:
 		return s.URL
 	}

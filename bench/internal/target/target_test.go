@@ -21,7 +21,15 @@ func TestParse(t *testing.T) {
 	if s, _ := Parse("prod=url:http://127.0.0.1:8080/"); s.URL != "http://127.0.0.1:8080" {
 		t.Fatalf("%+v", s)
 	}
-	for _, bad := range []string{"x", "=process:a", "a=process:", "a=vm:x"} {
+	s, err = Parse("cells=process:THUMBD_ENGINE=cells X=1 bin/thumbd-static -port 9")
+	if err != nil || !slices.Equal(s.Env, []string{"THUMBD_ENGINE=cells", "X=1"}) || !slices.Equal(s.Command, []string{"bin/thumbd-static", "-port", "9"}) ||
+		s.String() != "THUMBD_ENGINE=cells X=1 bin/thumbd-static -port 9" {
+		t.Fatalf("%+v %v %q", s, err, s.String())
+	}
+	if s, err := Parse("c=container:THUMBD_ENGINE=cells thumbd:scratch"); err != nil || s.Image != "thumbd:scratch" || s.String() != "docker run -e THUMBD_ENGINE=cells thumbd:scratch" {
+		t.Fatalf("%+v %v %q", s, err, s.String())
+	}
+	for _, bad := range []string{"x", "=process:a", "a=process:", "a=vm:x", "a=process:A=1", "a=container:A=1 b c"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}
