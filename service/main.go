@@ -128,6 +128,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	}()
 
 	d := newDeps(cfg, logger, engine, life, sources)
+	idleCtx, stopIdle := context.WithCancel(context.Background())
+	defer stopIdle()
+	startIdleRelease(idleCtx, d)
 	srv := &http.Server{
 		Handler:           newServer(d),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

@@ -36,6 +36,7 @@ type result struct {
 	Lost            int            `json:"lost"`
 	Refused         int            `json:"refused_at_connection"`
 	ExitCode        int            `json:"exit_code"`
+	Containment     *containment   `json:"containment,omitempty"`
 	Notes           []string       `json:"notes"`
 	Failures        []string       `json:"failures"`
 }

@@ -27,6 +27,7 @@ type outcome struct {
 	sentAt     time.Time
 	complete   bool
 	retryAfter time.Duration
+	code       string // an error answer's code
 }
 
 type recorder struct {
@@ -93,7 +94,9 @@ func postOnce(client *http.Client, url, id string, src []byte) outcome {
 		o.complete = err == nil && secs >= 0 && json.Valid(body)
 		o.retryAfter = time.Duration(secs) * time.Second
 	default:
-		o.complete = json.Valid(body)
+		var e struct{ Code string }
+		o.complete = json.Unmarshal(body, &e) == nil
+		o.code = e.Code
 	}
 	if !o.complete {
 		o.kind, o.err = "error", fmt.Sprintf("incomplete %d answer (%d bytes)", resp.StatusCode, len(body))

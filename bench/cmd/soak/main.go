@@ -3,17 +3,20 @@
 // Retry-After, /health answering throughout, every admitted thumbnail
 // answered within its deadline, peak RSS under a bound; SIGTERM under load
 // loses no admitted request and exits 0; a thousand slow or idle
-// connections do not stop /health or /thumbnail. Each mode starts its own
-// thumbd (the binary given, through service/launch) with default settings
-// on a free port. It holds the bench lock for the whole run.
+// connections do not stop /health or /thumbnail; in cells mode, cells
+// killed by SIGSEGV every second cost only their own jobs (containment).
+// Each mode starts its own thumbd (the binary given, through
+// service/launch) with default settings on a free port. It holds the
+// bench lock for the whole run.
 //
 //	go build -o bin/thumbd ./service
 //	go run ./bench/cmd/soak -bin bin/thumbd          # every mode (scripts/soak.sh)
 //	go run ./bench/cmd/soak -modes load -malloc jemalloc -duration 60s -clients 500
 //
 // The files: thumbd.go starts thumbd and reads its log, clients.go is the
-// load, monitor.go the /health poller and RSS sampler, modes.go the three
-// modes, checks.go what a mode must show, summary.go the report.
+// load, monitor.go the /health poller and RSS sampler, modes.go the load,
+// shutdown and slowloris modes, bursts.go and containment.go a mode each,
+// checks.go what a mode must show, summary.go the report.
 // Everything is bounded: the load runs for -duration with -clients
 // workers, each request has a client timeout, each mode has a hard stop.
 package main
@@ -57,6 +60,7 @@ type options struct {
 	jsonOut    string
 	env        []string
 	lock       string
+	killEvery  time.Duration
 
 	cycles       int
 	burst        int
@@ -71,7 +75,8 @@ func run(args []string, stdout io.Writer) error {
 	var modes, mallocs, sources, env string
 	var rssMB int64
 	fs.StringVar(&o.bin, "bin", "bin/thumbd", "thumbd binary to run")
-	fs.StringVar(&modes, "modes", "load,shutdown,slowloris", "modes to run: load, shutdown, slowloris; bursts (libvips 8.14's thread race, scripts/threadset-race.sh)")
+	fs.StringVar(&modes, "modes", "load,shutdown,slowloris", "modes to run: load, shutdown, slowloris; bursts (libvips 8.14's thread race, scripts/threadset-race.sh); containment (cells mode, a random cell killed by SIGSEGV every -kill-every)")
+	fs.DurationVar(&o.killEvery, "kill-every", time.Second, "containment mode: time between cell kills")
 	fs.StringVar(&mallocs, "malloc", "glibc,arena2,jemalloc", "allocators for the load mode: glibc, arena2 (MALLOC_ARENA_MAX=2), jemalloc (LD_PRELOAD)")
 	fs.IntVar(&o.clients, "clients", 500, "concurrent clients on POST /thumbnail")
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "load duration")
@@ -101,7 +106,7 @@ func run(args []string, stdout io.Writer) error {
 		o.env = split(env)
 	}
 	for _, m := range o.modes {
-		if !slices.Contains([]string{"load", "shutdown", "slowloris", "bursts"}, m) {
+		if !slices.Contains([]string{"load", "shutdown", "slowloris", "bursts", "containment"}, m) {
 			return fmt.Errorf("unknown mode %q", m)
 		}
 	}
@@ -150,6 +155,12 @@ func run(args []string, stdout io.Writer) error {
 			results = append(results, r)
 		case "bursts":
 			r, err := burstsMode(o, srcs)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		case "containment":
+			r, err := containmentMode(o, srcs)
 			if err != nil {
 				return err
 			}

@@ -95,3 +95,41 @@ func TestRunRefusesBeforeStartingAnything(t *testing.T) {
 		}
 	}
 }
+
+// The containment checks fail on each broken promise, and pass when the
+// kills cost exactly their jobs.
+func TestContainmentChecks(t *testing.T) {
+	good := func() (*result, *containment) {
+		r := &result{Statuses: map[string]int{"200": 900, "500 engine_crashed": 40}}
+		c := &containment{Kills: 60, CrashedInJob: 40, CrashedIdle: 18, StartFailed: 2, SIGSEGVDeaths: 60,
+			CellsAfter: 3, ExpectedCells: 3, FDsStart: 9, FDsAfter: 9,
+			SupervisorRSS: []int64{20, 30, 31, 32, 30, 31, 33, 32, 31, 30}, TotalRSSStart: 70, TotalRSSAfter: 75}
+		return r, c
+	}
+	r, c := good()
+	checkContainment(r, c, true, true)
+	if len(r.Failures) != 0 {
+		t.Fatalf("a clean run fails: %v", r.Failures)
+	}
+	for name, breakIt := range map[string]func(*result, *containment){
+		"a kill not counted":       func(r *result, c *containment) { c.SIGSEGVDeaths-- },
+		"an unexplained 500":       func(r *result, c *containment) { r.Statuses["500 engine_crashed"]++ },
+		"kills unaccounted for":    func(r *result, c *containment) { c.CrashedIdle-- },
+		"a cell missing":           func(r *result, c *containment) { c.CellsAfter-- },
+		"a zombie":                 func(r *result, c *containment) { c.ZombiesAfter = 1 },
+		"a descriptor leaked":      func(r *result, c *containment) { c.FDsAfter++ },
+		"the supervisor grew":      func(r *result, c *containment) { c.SupervisorRSS[9] = 100 },
+		"memory did not come back": func(r *result, c *containment) {},
+		"nothing killed": func(r *result, c *containment) {
+			c.Kills, c.SIGSEGVDeaths, c.CrashedInJob, c.CrashedIdle, c.StartFailed = 0, 0, 0, 0, 0
+			r.Statuses["500 engine_crashed"] = 0
+		},
+	} {
+		r, c := good()
+		breakIt(r, c)
+		checkContainment(r, c, true, name != "memory did not come back")
+		if len(r.Failures) == 0 {
+			t.Errorf("%s: no failure", name)
+		}
+	}
+}
