@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -98,6 +99,9 @@ func loadSeccomp() (string, error) {
 		return "", err
 	}
 	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: p}); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return "", errors.New("seccomp(2) was refused (EPERM): the container runtime's seccomp profile blocks it")
+		}
 		return "", err
 	}
 	return fmt.Sprintf("%d system calls allowed (%d more with conditions), any other kills the cell",
