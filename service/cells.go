@@ -27,11 +27,12 @@ import (
 const cellAddressSpace = 4 << 30
 
 // cellIdleGrowth is how much a cell may grow over its start-up RSS and
-// still be kept when idle: measured on the static build, a cell grows by
-// 6 MiB over 20 small thumbnails and 12 MiB over 20 of web-sized photos
-// (warm, worth keeping), by 31 MiB over five 4000x3000 JPEGs and 56 MiB
-// over three 4000x3000 PNGs (memory glibc keeps after large images).
-const cellIdleGrowth = 24 << 20
+// still be kept when idle. Measured on the static build, a cell grows by
+// 6 MiB over 20 small thumbnails (warm: worth keeping for the next ones),
+// 12 MiB over 20 web-sized photos, 31 MiB over five 4000x3000 JPEGs and
+// 56 MiB over three 4000x3000 PNGs: memory glibc keeps after large images,
+// which only a new process gives back.
+const cellIdleGrowth = 8 << 20
 
 // cellOpenFiles is RLIMIT_NOFILE in a cell: its socket, stdio, the Go
 // runtime's poller, and nothing it opens (it cannot open files).

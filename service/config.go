@@ -107,7 +107,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", intValue(&c.CellJobs)},
 		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", int64Value(&c.CellMaxRSS)},
 		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", intValue(&c.CellSpares)},
-		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 24 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", durationValue(&c.CellIdleRecycle)},
+		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 8 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", durationValue(&c.CellIdleRecycle)},
 	}
 }
 
