@@ -9,8 +9,8 @@
 #                                   # under load; 1000 slow connections (~6 min)
 #   scripts/soak.sh --quick         # 100 clients x 10 s, glibc only (~1 min)
 #   scripts/soak.sh --debian        # against Debian's libvips 8.14.1 instead
-#   scripts/soak.sh --containment   # cells mode: 500 clients x 60 s on a heavy mix
-#                                   # (4000x3000 JPEGs among them), a random cell
+#   scripts/soak.sh --containment   # cells mode: 500 clients x 60 s, the last 20 s a
+#                                   # heavy mix of 4000x3000 JPEGs, a random cell
 #                                   # killed by SIGSEGV every second (~2 min)
 #   scripts/soak.sh --no-build [SOAK FLAGS...]   # e.g. -modes shutdown -clients 200
 #
@@ -28,9 +28,8 @@ main() {
   for a in "$@"; do
     case "$a" in
       --containment)
-        go run ./bench sources bench/results/tmp/sources small large huge >/dev/null
-        local s=bench/results/tmp/sources
-        args+=(-modes containment -sources "$s/small.jpg,$s/small.jpg,$s/large.jpg,$s/huge.jpg") ;;
+        go run ./bench sources bench/results/tmp/sources huge >/dev/null
+        args+=(-modes containment -heavy bench/results/tmp/sources/huge.jpg) ;;
       --quick) args+=(-duration 10s -clients 100 -term-after 5s -slow-for 8s -malloc glibc) ;;
       --no-build) build=0 ;;
       --debian) flavour=dynamic ;;

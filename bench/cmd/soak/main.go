@@ -43,24 +43,27 @@ func main() {
 }
 
 type options struct {
-	bin        string
-	modes      []string
-	mallocs    []string
-	clients    int
-	duration   time.Duration
-	termAfter  time.Duration
-	slowConns  int
-	slowBodies int
-	slowFor    time.Duration
-	sources    []string
-	query      string
-	deadline   time.Duration
-	rssBound   int64
-	backoff    bool
-	jsonOut    string
-	env        []string
-	lock       string
-	killEvery  time.Duration
+	bin          string
+	modes        []string
+	mallocs      []string
+	clients      int
+	duration     time.Duration
+	termAfter    time.Duration
+	slowConns    int
+	slowBodies   int
+	slowFor      time.Duration
+	sources      []string
+	query        string
+	deadline     time.Duration
+	rssBound     int64
+	backoff      bool
+	jsonOut      string
+	env          []string
+	lock         string
+	killEvery    time.Duration
+	heavy        []string
+	heavyClients int
+	heavyFor     time.Duration
 
 	cycles       int
 	burst        int
@@ -77,6 +80,10 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.bin, "bin", "bin/thumbd", "thumbd binary to run")
 	fs.StringVar(&modes, "modes", "load,shutdown,slowloris", "modes to run: load, shutdown, slowloris; bursts (libvips 8.14's thread race, scripts/threadset-race.sh); containment (cells mode, a random cell killed by SIGSEGV every -kill-every)")
 	fs.DurationVar(&o.killEvery, "kill-every", time.Second, "containment mode: time between cell kills")
+	var heavy string
+	fs.StringVar(&heavy, "heavy", "", "containment mode: sources of the heavy mix that ends the load (\"\": none)")
+	fs.IntVar(&o.heavyClients, "heavy-clients", 16, "containment mode: clients of the heavy mix (fewer than the admission's places: no large upload refused half-sent)")
+	fs.DurationVar(&o.heavyFor, "heavy-for", 20*time.Second, "containment mode: how much of -duration the heavy mix takes")
 	fs.StringVar(&mallocs, "malloc", "glibc,arena2,jemalloc", "allocators for the load mode: glibc, arena2 (MALLOC_ARENA_MAX=2), jemalloc (LD_PRELOAD)")
 	fs.IntVar(&o.clients, "clients", 500, "concurrent clients on POST /thumbnail")
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "load duration")
@@ -100,7 +107,10 @@ func run(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	o.modes, o.mallocs, o.sources = split(modes), split(mallocs), split(sources)
+	o.modes, o.mallocs, o.sources, o.heavy = split(modes), split(mallocs), split(sources), split(heavy)
+	if slices.Contains(o.modes, "containment") && len(o.heavy) > 0 && o.heavyFor >= o.duration {
+		return fmt.Errorf("-heavy-for %s must be less than -duration %s", o.heavyFor, o.duration)
+	}
 	o.rssBound = rssMB << 20
 	if env != "" {
 		o.env = split(env)
@@ -115,13 +125,13 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	var srcs [][]byte
-	for _, s := range o.sources {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			return err
-		}
-		srcs = append(srcs, b)
+	srcs, err := readAll(o.sources)
+	if err != nil {
+		return err
+	}
+	heavySrcs, err := readAll(o.heavy)
+	if err != nil {
+		return err
 	}
 	if o.lock != "" {
 		release, err := benchlock.Acquire(context.Background(), o.lock, os.Stderr)
@@ -160,7 +170,7 @@ func run(args []string, stdout io.Writer) error {
 			}
 			results = append(results, r)
 		case "containment":
-			r, err := containmentMode(o, srcs)
+			r, err := containmentMode(o, srcs, heavySrcs)
 			if err != nil {
 				return err
 			}
@@ -182,6 +192,18 @@ func run(args []string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+func readAll(paths []string) ([][]byte, error) {
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 func split(s string) []string {

@@ -101,7 +101,7 @@ func TestRunRefusesBeforeStartingAnything(t *testing.T) {
 func TestContainmentChecks(t *testing.T) {
 	good := func() (*result, *containment) {
 		r := &result{Statuses: map[string]int{"200": 900, "500 engine_crashed": 40}}
-		c := &containment{Kills: 60, CrashedInJob: 40, CrashedIdle: 18, StartFailed: 2, SIGSEGVDeaths: 60,
+		c := &containment{Kills: 60, CrashedInJob: 40, CrashedIdle: 18, StartFailed: 2, SIGSEGVDeaths: 60, Deaths: 60,
 			CellsAfter: 3, ExpectedCells: 3, FDsStart: 9, FDsAfter: 9,
 			SupervisorRSS: []int64{20, 30, 31, 32, 30, 31, 33, 32, 31, 30}, TotalRSSStart: 70, TotalRSSAfter: 75}
 		return r, c
@@ -110,6 +110,12 @@ func TestContainmentChecks(t *testing.T) {
 	checkContainment(r, c, true, true)
 	if len(r.Failures) != 0 {
 		t.Fatalf("a clean run fails: %v", r.Failures)
+	}
+	// The heavy mix's bigger sources are not growth.
+	r, c = good()
+	c.HeavyFrom, c.SupervisorRSS[9] = 9, 100
+	if checkContainment(r, c, true, true); len(r.Failures) != 0 {
+		t.Fatalf("the heavy mix counted as growth: %v", r.Failures)
 	}
 	for name, breakIt := range map[string]func(*result, *containment){
 		"a kill not counted":       func(r *result, c *containment) { c.SIGSEGVDeaths-- },
@@ -121,9 +127,10 @@ func TestContainmentChecks(t *testing.T) {
 		"the supervisor grew":      func(r *result, c *containment) { c.SupervisorRSS[9] = 100 },
 		"memory did not come back": func(r *result, c *containment) {},
 		"nothing killed": func(r *result, c *containment) {
-			c.Kills, c.SIGSEGVDeaths, c.CrashedInJob, c.CrashedIdle, c.StartFailed = 0, 0, 0, 0, 0
+			c.Kills, c.SIGSEGVDeaths, c.Deaths, c.CrashedInJob, c.CrashedIdle, c.StartFailed = 0, 0, 0, 0, 0, 0
 			r.Statuses["500 engine_crashed"] = 0
 		},
+		"another crash": func(r *result, c *containment) { c.Deaths++ },
 	} {
 		r, c := good()
 		breakIt(r, c)
