@@ -11,15 +11,19 @@ set -euo pipefail
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
-# promtool_check runs the built service and lints its exposition with the
-# Prometheus project's own checker. A thumbnail and a rejection first, so that
-# the histograms and the labelled counters have samples to check.
+# promtool_check runs the built service, in each engine mode, and lints its
+# exposition with the Prometheus project's own checker. A thumbnail and a
+# rejection first, so that the histograms and the labelled counters have
+# samples to check.
 promtool_check() {
-  bin/thumbd-bench serve -log /dev/null -run '
-    curl -sS -o /dev/null --data-binary @service/internal/thumb/testdata/sources/small.jpg "$THUMBD_URL/thumbnail" &&
-    curl -sS -o /dev/null --data-binary @bench/twins/node/package.json "$THUMBD_URL/thumbnail" &&
-    curl -fsS "$THUMBD_URL/metrics" | promtool check metrics' -- bin/thumbd
-  echo "promtool check metrics: clean"
+  local engine
+  for engine in inprocess cells; do
+    bin/thumbd-bench serve -log /dev/null -env "THUMBD_ENGINE=$engine" -run '
+      curl -sS -o /dev/null --data-binary @service/internal/thumb/testdata/sources/small.jpg "$THUMBD_URL/thumbnail" &&
+      curl -sS -o /dev/null --data-binary @bench/twins/node/package.json "$THUMBD_URL/thumbnail" &&
+      curl -fsS "$THUMBD_URL/metrics" | promtool check metrics' -- bin/thumbd
+  done
+  echo "promtool check metrics: clean, in process and in cells mode"
 }
 
 # run_command_check runs the README's run command (scripts/run.sh: the
