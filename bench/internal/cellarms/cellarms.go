@@ -153,7 +153,9 @@ func Measure(ctx context.Context, o Options) (Table, error) {
 		}
 		out := filepath.Join(work, fmt.Sprintf("round-%d.json", r))
 		cmd := exec.CommandContext(ctx, o.TestBin, "-test.run", "^TestArms$", "-test.count", "1")
-		cmd.Env = append(os.Environ(), "THUMBD_ARMS=1", "THUMBD_ARMS_BIN="+bin, "THUMBD_ARMS_OUT="+out,
+		// MALLOC_ARENA_MAX=2 as in the images, for the in-process arm (the
+		// cells get it from TestArms, the container from its image).
+		cmd.Env = append(os.Environ(), "MALLOC_ARENA_MAX=2", "THUMBD_ARMS=1", "THUMBD_ARMS_BIN="+bin, "THUMBD_ARMS_OUT="+out,
 			"THUMBD_ARMS_SOURCES="+strings.Join(abs, ","), "THUMBD_ARMS_IMAGE="+o.Image,
 			"THUMBD_ARMS_SAMPLES="+strconv.Itoa(o.Samples), "THUMBD_ARMS_FRESH="+strconv.Itoa(o.Fresh),
 			"THUMBD_ARMS_CPUSET="+affinity.Format(o.CPUs))
