@@ -2,9 +2,10 @@
 // the arms of the cell overhead study (../shared/reference/cell-overhead.txt)
 // for thumbd's cells: a 256x256 cover PNG made in process, in a native
 // cell reused for every job, in a native cell fresh for every job (started
-// ahead, so only its first-call cost is timed), and in a containerised
-// cell (hardened `docker run`, socket on a shared volume), side by side in
-// one run. Per arm and source: the median per-thumbnail time and its
+// ahead, so only its first-call cost is timed), the same pre-warmed with an
+// untimed synthetic 64x64 thumbnail (the study's pre-warming), and in a
+// containerised cell (hardened `docker run`, socket on a shared volume),
+// side by side in one run. Per arm and source: the median per-thumbnail time and its
 // overhead over in process, minor page faults per job (the first and the
 // warm ones) and the cell's RSS.
 //
@@ -41,11 +42,12 @@ const (
 	InProcess = "in process"
 	Reused    = "native cell, reused"
 	Fresh     = "native cell, fresh per job"
+	Warmed    = "native cell, fresh, pre-warmed"
 	Container = "containerised cell, reused"
 )
 
 // Arms lists them in order.
-func Arms() []string { return []string{InProcess, Reused, Fresh, Container} }
+func Arms() []string { return []string{InProcess, Reused, Fresh, Warmed, Container} }
 
 // Options say what to measure.
 type Options struct {
@@ -250,7 +252,7 @@ func Markdown(w io.Writer, t Table) {
 	if t.Image != "" {
 		fmt.Fprintf(w, " (container arm: `%s`)", t.Image)
 	}
-	fmt.Fprintf(w, "; per thumbnail, medians of %d rounds of %d warm jobs (fresh arm: %d jobs, each a first one), timed from the supervisor's side.\n\n", t.Rounds, t.Samples, t.Fresh)
+	fmt.Fprintf(w, "; per thumbnail, medians of %d rounds of %d warm jobs (fresh arms: %d jobs, each the cell's first), timed from the supervisor's side.\n\n", t.Rounds, t.Samples, t.Fresh)
 	fmt.Fprintln(w, "| source | arm | median ms | overhead vs in process | first job ms | minor faults, first job | minor faults, warm job | cell RSS (at hello → after) |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|")
 	for _, r := range t.Rows {

@@ -340,7 +340,7 @@ func cellsSection(w writer, r *results.Results) {
 	}
 	w("## Cells: the overhead study's arms\n\n")
 	w("The study (`cell-overhead.txt`) measured 25-35 ms per fresh worker, from copy-on-write faults on its first call, and a warm worker as fast as a process. ")
-	w("Here: the same thumbnail in process, in a `thumbd cell` reused for every job, in a fresh cell per job (started ahead: only its first call is timed), and in a cell in a hardened container.\n\n")
+	w("Here: the same thumbnail in process, in a `thumbd cell` reused for every job, in a fresh cell per job (started ahead: only its first call is timed), the same pre-warmed with a synthetic thumbnail, and in a cell in a hardened container.\n\n")
 	var b strings.Builder
 	cellarms.Markdown(&b, *r.Cells)
 	w("%s\n", b.String())

@@ -1,9 +1,13 @@
 package cellpool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -29,6 +33,8 @@ import (
 //   - in a native cell, fresh for every job: each job on a cell that has
 //     started and said hello but never made a thumbnail (the next one is
 //     started ahead, before the job is timed): the first-call cost alone;
+//   - the same, pre-warmed: the fresh cell first makes an untimed 64x64
+//     thumbnail of a synthetic image (the study's pre-warming);
 //   - in a containerised cell, reused: `thumbd cell` in `docker run` with a
 //     read-only root, every capability dropped, no new privileges, a
 //     non-root user and no network, reached through a Unix socket on a
@@ -74,7 +80,8 @@ func TestArms(t *testing.T) {
 	for _, src := range srcs {
 		results = append(results, inProcessArm(t, inproc, src, samples))
 		results = append(results, reusedArm(t, "native cell, reused", native, src, samples, nil))
-		results = append(results, freshArm(t, native, src, fresh))
+		results = append(results, freshArm(t, "native cell, fresh per job", native, src, fresh, nil))
+		results = append(results, freshArm(t, "native cell, fresh, pre-warmed", native, src, fresh, warmup(t)))
 		if image != "" {
 			spec, rss := containerSpec(t, image, settings)
 			results = append(results, reusedArm(t, "containerised cell, reused", spec, src, samples, rss))
@@ -107,6 +114,21 @@ type ArmResult struct {
 	RSS      int64 `json:"rss"`
 	StartRSS int64 `json:"start_rss"`
 	OutBytes int   `json:"out_bytes"`
+}
+
+// warmup is the pre-warming's synthetic source: a 64x64 JPEG of a gradient.
+func warmup(t *testing.T) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
+	for y := 0; y < 64; y++ {
+		for x := 0; x < 64; x++ {
+			img.Set(x, y, color.RGBA{uint8(4 * x), uint8(4 * y), 128, 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 func coverPNG() thumb.Options {
@@ -147,14 +169,23 @@ func reusedArm(t *testing.T, name string, spec *cell.Spec, src armSource, sample
 	return r
 }
 
-// freshArm runs each job on a cell that has never made a thumbnail; the
-// next cell is started, and has said hello, before the job is timed.
-func freshArm(t *testing.T, spec *cell.Spec, src armSource, jobs int) ArmResult {
-	r := ArmResult{Arm: "native cell, fresh per job", Source: src.name}
+// freshArm runs each job on a cell that has never made a thumbnail (but
+// for an untimed job of warm, when given); the next cell is started, and
+// has said hello, before the job is timed.
+func freshArm(t *testing.T, name string, spec *cell.Spec, src armSource, jobs int, warm []byte) ArmResult {
+	r := ArmResult{Arm: name, Source: src.name}
 	next := startArmCell(t, spec)
 	for i := 0; i < jobs; i++ {
 		c := next
 		r.StartRSS, _ = c.RSS()
+		if warm != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, _, err := c.Run(ctx, warm, thumb.Options{Width: 64, Height: 64, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 		next = startArmCell(t, spec)
 		ms, faults, n := armJob(t, c, src.src)
 		r.record(false, ms, faults)
