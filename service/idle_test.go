@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -10,18 +11,21 @@ import (
 // thumbnail, and not while thumbnails come in.
 func TestReleaseWhenIdle(t *testing.T) {
 	tick := make(chan time.Time)
-	busy := true
+	var busy atomic.Bool
+	busy.Store(true)
 	released := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		releaseWhenIdle(ctx, tick, func() bool { return busy }, func() { released <- struct{}{} })
+		releaseWhenIdle(ctx, tick, busy.Load, func() { released <- struct{}{} })
 	}()
 	t0 := time.Now()
-	at := func(d time.Duration) { tick <- t0.Add(d) }
+	// The second send returns once the first tick has been handled; a
+	// repeated tick changes nothing.
+	at := func(d time.Duration) { tick <- t0.Add(d); tick <- t0.Add(d) }
 	at(time.Second) // busy
-	busy = false
+	busy.Store(false)
 	at(5 * time.Second)
 	at(idleRelease)
 	if len(released) != 0 {
@@ -33,9 +37,9 @@ func TestReleaseWhenIdle(t *testing.T) {
 	if len(released) != 1 {
 		t.Fatalf("released %d times in one idle period", len(released))
 	}
-	busy = true
+	busy.Store(true)
 	at(11 * idleRelease)
-	busy = false
+	busy.Store(false)
 	at(12*idleRelease + time.Second)
 	cancel()
 	<-done
