@@ -33,6 +33,7 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
+	buildflavour "github.com/thumbd/thumbd/bench/internal/flavour"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 )
@@ -110,13 +111,7 @@ type raw struct {
 
 // Build makes the TestArms binary of a flavour, from the repository root.
 func Build(ctx context.Context, flavour, out string) error {
-	cmd := exec.CommandContext(ctx, "bash", "-c", `source scripts/build.sh && flavour_go "$1" test -c -o "$2" ./service/internal/cellpool`, "build", flavour, out)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the %s cell arms (run from the repository root): %w\n%s", flavour, err, log.String())
-	}
-	return nil
+	return buildflavour.TestBinary(ctx, flavour, "./service/internal/cellpool", out)
 }
 
 // Measure runs the arms. The caller holds the bench lock.

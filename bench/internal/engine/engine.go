@@ -34,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
+	buildflavour "github.com/thumbd/thumbd/bench/internal/flavour"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 )
@@ -176,13 +177,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // build makes flavour's BenchmarkEngine test binary with scripts/build.sh's
 // environment for it.
 func build(ctx context.Context, flavour, out string) error {
-	cmd := exec.CommandContext(ctx, "bash", "-c", `source scripts/build.sh && flavour_go "$1" test -c -o "$2" ./service/internal/thumb`, "build", flavour, out)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the %s engine benchmark (run from the repository root): %w\n%s", flavour, err, log.String())
-	}
-	return nil
+	return buildflavour.TestBinary(ctx, flavour, "./service/internal/thumb", out)
 }
 
 func runEngine(ctx context.Context, c config, engine, srcDir string, paths []string) (map[key]sample, error) {

@@ -191,7 +191,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	// Not run from the repository root: no scripts/build.sh to build with.
 	err = Run(t.Context(), []string{"-lock", "", "-sources", src, "-names", "small", "-engines", "static"}, &out, &errs)
-	if err == nil || !strings.Contains(err.Error(), "building the static engine benchmark (run from the repository root)") {
+	if err == nil || !strings.Contains(err.Error(), "building ./service/internal/thumb for the static build (run from the repository root)") {
 		t.Errorf("no build.sh: %v", err)
 	}
 }
