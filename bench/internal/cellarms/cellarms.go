@@ -81,6 +81,8 @@ type Row struct {
 	RSS         int64   `json:"rss"`
 	StartRSS    int64   `json:"start_rss"`
 	OutBytes    int     `json:"out_bytes"`
+	// StartMs is the median cell start, exec to hello (0 in process).
+	StartMs float64 `json:"start_ms,omitempty"`
 	// RoundsMs is each round's median, in the order run.
 	RoundsMs []float64 `json:"rounds_ms"`
 }
@@ -107,6 +109,7 @@ type raw struct {
 	RSS         int64     `json:"rss"`
 	StartRSS    int64     `json:"start_rss"`
 	OutBytes    int       `json:"out_bytes"`
+	StartMs     []float64 `json:"start_ms"`
 }
 
 // Build makes the TestArms binary of a flavour, from the repository root.
@@ -200,7 +203,7 @@ func summarise(rounds map[[2]string][]raw, sourceNames []string) []Row {
 			if len(rs) == 0 {
 				continue
 			}
-			var ms, first, ff, wf, rss, start []float64
+			var ms, first, ff, wf, rss, start, starts []float64
 			row := Row{Arm: arm, Source: src}
 			for _, x := range rs {
 				m := stats.Summarize(x.Ms).Median
@@ -211,11 +214,13 @@ func summarise(rounds map[[2]string][]raw, sourceNames []string) []Row {
 				wf = append(wf, medianInts(x.Faults))
 				rss = append(rss, float64(x.RSS))
 				start = append(start, float64(x.StartRSS))
+				starts = append(starts, x.StartMs...)
 				row.OutBytes = x.OutBytes
 			}
 			row.Ms, row.FirstMs = stats.Summarize(ms).Median, stats.Summarize(first).Median
 			row.FirstFaults, row.WarmFaults = stats.Summarize(ff).Median, stats.Summarize(wf).Median
 			row.RSS, row.StartRSS = int64(stats.Summarize(rss).Median), int64(stats.Summarize(start).Median)
+			row.StartMs = stats.Summarize(starts).Median
 			if arm == InProcess {
 				base[src] = row.Ms
 			}
@@ -248,17 +253,20 @@ func Markdown(w io.Writer, t Table) {
 		fmt.Fprintf(w, " (container arm: `%s`)", t.Image)
 	}
 	fmt.Fprintf(w, "; per thumbnail, medians of %d rounds of %d warm jobs (fresh arms: %d jobs, each the cell's first), timed from the supervisor's side.\n\n", t.Rounds, t.Samples, t.Fresh)
-	fmt.Fprintln(w, "| source | arm | median ms | overhead vs in process | first job ms | minor faults, first job | minor faults, warm job | cell RSS (at hello → after) |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| source | arm | median ms | overhead vs in process | first job ms | minor faults, first job | minor faults, warm job | cell RSS (at hello → after) | cell start ms |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|---:|")
 	for _, r := range t.Rows {
-		over, rss := "—", "—"
+		over, rss, start := "—", "—", "—"
+		if r.StartMs > 0 {
+			start = fmt.Sprintf("%.1f", r.StartMs)
+		}
 		if r.Arm != InProcess && r.Ratio > 0 {
 			over = fmt.Sprintf("%+.2f ms (%.2fx)", r.OverheadMs, r.Ratio)
 		}
 		if r.RSS > 0 {
 			rss = fmt.Sprintf("%.1f → %.1f MB", float64(r.StartRSS)/1e6, float64(r.RSS)/1e6)
 		}
-		fmt.Fprintf(w, "| %s | %s | %.2f | %s | %.2f | %.0f | %.0f | %s |\n", r.Source, r.Arm, r.Ms, over, r.FirstMs, r.FirstFaults, r.WarmFaults, rss)
+		fmt.Fprintf(w, "| %s | %s | %.2f | %s | %.2f | %.0f | %.0f | %s | %s |\n", r.Source, r.Arm, r.Ms, over, r.FirstMs, r.FirstFaults, r.WarmFaults, rss, start)
 	}
 }
 

@@ -114,6 +114,9 @@ type ArmResult struct {
 	RSS      int64 `json:"rss"`
 	StartRSS int64 `json:"start_rss"`
 	OutBytes int   `json:"out_bytes"`
+	// StartMs is each cell's start: exec to its hello (libvips up, sandbox
+	// on).
+	StartMs []float64 `json:"start_ms,omitempty"`
 }
 
 // warmup is the pre-warming's synthetic source: a 64x64 JPEG of a gradient.
@@ -154,12 +157,12 @@ func inProcessArm(t *testing.T, e *thumb.Engine, src armSource, samples int) Arm
 // reusedArm starts one cell and runs every job on it; rss reads a
 // container's cell (nil: the cell's own /proc).
 func reusedArm(t *testing.T, name string, spec *cell.Spec, src armSource, samples int, rss func() int64) ArmResult {
-	c := startArmCell(t, spec)
+	c, startMs := startArmCell(t, spec)
 	defer c.Close(10 * time.Second)
 	if rss == nil {
 		rss = func() int64 { n, _ := c.RSS(); return n }
 	}
-	r := ArmResult{Arm: name, Source: src.name, StartRSS: rss()}
+	r := ArmResult{Arm: name, Source: src.name, StartRSS: rss(), StartMs: []float64{startMs}}
 	for i := 0; i <= samples; i++ {
 		ms, faults, n := armJob(t, c, src.src)
 		r.record(i == 0, ms, faults)
@@ -174,7 +177,8 @@ func reusedArm(t *testing.T, name string, spec *cell.Spec, src armSource, sample
 // has said hello, before the job is timed.
 func freshArm(t *testing.T, name string, spec *cell.Spec, src armSource, jobs int, warm []byte) ArmResult {
 	r := ArmResult{Arm: name, Source: src.name}
-	next := startArmCell(t, spec)
+	next, ms := startArmCell(t, spec)
+	r.StartMs = append(r.StartMs, ms)
 	for i := 0; i < jobs; i++ {
 		c := next
 		r.StartRSS, _ = c.RSS()
@@ -186,7 +190,8 @@ func freshArm(t *testing.T, name string, spec *cell.Spec, src armSource, jobs in
 				t.Fatal(err)
 			}
 		}
-		next = startArmCell(t, spec)
+		next, ms = startArmCell(t, spec)
+		r.StartMs = append(r.StartMs, ms)
 		ms, faults, n := armJob(t, c, src.src)
 		r.record(false, ms, faults)
 		r.OutBytes = n
@@ -207,14 +212,16 @@ func (r *ArmResult) record(first bool, ms float64, faults int64) {
 	r.Ms, r.Faults = append(r.Ms, ms), append(r.Faults, faults)
 }
 
-func startArmCell(t *testing.T, spec *cell.Spec) *cell.Cell {
+// startArmCell starts a cell and says how long it took to its hello.
+func startArmCell(t *testing.T, spec *cell.Spec) (*cell.Cell, float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	start := time.Now()
 	c, err := cell.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, float64(time.Since(start).Microseconds()) / 1000
 }
 
 func armJob(t *testing.T, c *cell.Cell, src []byte) (ms float64, faults int64, outBytes int) {
