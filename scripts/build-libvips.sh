@@ -7,8 +7,10 @@
 #   Highway 1.3.0 (sid)         SIMD for libvips' resize and colour code
 #   lcms2 2.14 (bookworm)       colour management (CMYK JPEGs)
 #   util-linux 2.38.1 (bookworm) static libmount/libblkid for static gio
+#   aom 3.14.1 (sid)            AV1 encoder only (no decoder), for AVIF output
+#   libheif 1.19.7 (bookworm-backports) AVIF writing through aom, no other codec
 #   libvips 8.16.1 (trixie)     static AND shared, no modules, no vips7 compat,
-#                               only jpeg/png(spng)/webp/gif/exif/lcms/zlib
+#                               only jpeg/png(spng)/webp/gif/exif/lcms/zlib/heif
 # Every library but libvips is built static and PIC: the static libvips.a
 # links them into the scratch binary, and the shared libvips.so carries them
 # inside it (the slim image needs no codec package). glib, libexif, zlib and
@@ -36,6 +38,8 @@ sid libwebp=1.6.0-0.1 e4ab7009bf0629fd11982d4c2aa83964cf244cffba7347ecd39019a9e3
 sid highway=1.3.0-5.1 07b3c1ba2c1096878a85a31a5b9b3757427af963b1141ca904db2f9f4afe0bc2
 bookworm lcms2=2.14-2+deb12u1 28474ea6f6591c4d4cee972123587001a4e6e353412a41b3e9e82219818d5740
 bookworm util-linux=2.38.1-5+deb12u3 60492a19b44e6cf9a3ddff68325b333b8b52b6c59ce3ebd6a0ecaa4c5117e84f
+sid aom=3.14.1-1 4ef9882eda023582499511b845f4d4368a34c9886f545a7eea4ca20799d3c161
+bookworm-backports libheif=1.19.7-1~bpo12+1 161c042d2102665fcee3ded851c78a0eb5f2d4bfe39fba48ba6e588fd6e964f3
 trixie vips=8.16.1-1+deb13u2 df960c3df02da8ae16ee19e79c9428e955d178242a8f06064e07e0c417238e6e
 "
 readonly BUILD_DEPS="gcc g++ make pkg-config meson ninja-build cmake nasm dpkg-dev patch xz-utils file
@@ -217,6 +221,29 @@ build_highway() {
   cmake_install highway -DHWY_ENABLE_TESTS=OFF -DHWY_ENABLE_EXAMPLES=OFF -DHWY_ENABLE_CONTRIB=OFF
 }
 
+build_aom() {
+  # The encoder only: AVIF input stays refused, so no AV1 decoder is linked.
+  cmake_install aom -DENABLE_DOCS=OFF -DENABLE_EXAMPLES=OFF -DENABLE_TESTS=OFF \
+    -DENABLE_TESTDATA=OFF -DENABLE_TOOLS=OFF -DCONFIG_AV1_DECODER=0 \
+    -DCONFIG_TUNE_BUTTERAUGLI=0 -DCONFIG_TUNE_VMAF=0
+}
+
+build_libheif() {
+  # AVIF writing through aom, and nothing else: no decoder, no other codec,
+  # no plugins loaded at run time. (SVT-AV1 2.3.0 was tried beside aom: its
+  # encoder wrote nothing for a 256x256 thumbnail through libheif 1.19.7.)
+  cmake_install libheif -DWITH_AOM_ENCODER=ON -DWITH_AOM_DECODER=OFF -DWITH_SvtEnc=OFF \
+    -DWITH_DAV1D=OFF -DWITH_LIBDE265=OFF -DWITH_X265=OFF -DWITH_RAV1E=OFF -DWITH_KVAZAAR=OFF \
+    -DWITH_JPEG_DECODER=OFF -DWITH_JPEG_ENCODER=OFF -DWITH_OpenJPEG_DECODER=OFF \
+    -DWITH_OpenJPEG_ENCODER=OFF -DWITH_OPENJPH_ENCODER=OFF -DWITH_FFMPEG_DECODER=OFF \
+    -DWITH_OpenH264_DECODER=OFF -DWITH_VVDEC=OFF -DWITH_VVENC=OFF -DWITH_UNCOMPRESSED_CODEC=OFF \
+    -DWITH_HEADER_COMPRESSION=OFF -DWITH_LIBSHARPYUV=OFF -DWITH_GDK_PIXBUF=OFF \
+    -DWITH_EXAMPLES=OFF -DBUILD_TESTING=OFF -DENABLE_PLUGIN_LOADING=OFF
+  # Static archives only: a shared link (libvips.so) needs aom as much as a
+  # static one does.
+  sed -i 's/^Requires.private:/Requires:/' "$PREFIX/lib/pkgconfig/libheif.pc"
+}
+
 build_lcms2() {
   (cd "${dirs[lcms2]}" && ./configure -q --prefix="$PREFIX" --libdir="$PREFIX/lib" \
      --disable-shared --enable-static --with-pic --without-jpeg --without-tiff \
@@ -233,13 +260,17 @@ build_util_linux() {
 
 build_vips() {
   # --exclude-libs: the codecs linked into libvips.so stay private to it
-  # (its exported API is libvips', as with Debian's shared codecs). The
-  # library is linked by the C++ driver (Highway), hence cpp_link_args.
+  # (its exported API is libvips', as with Debian's shared codecs). Named one
+  # by one: ALL would also hide libvips' own internal archives from its tools,
+  # which then fail to link. The library is linked by the C++ driver
+  # (Highway, libheif), hence cpp_link_args.
+  local private=libjpeg.a:libspng.a:libwebp.a:libsharpyuv.a:libwebpmux.a:libwebpdemux.a
+  private+=:liblcms2.a:libhwy.a:libheif.a:libaom.a
   meson setup "$WORK/vips-build" "${dirs[vips]}" --prefix="$PREFIX" --libdir=lib \
-    --buildtype=release -Ddefault_library=both -Dcpp_link_args=-Wl,--exclude-libs,ALL \
+    --buildtype=release -Ddefault_library=both "-Dcpp_link_args=-Wl,--exclude-libs,$private" \
     -Dauto_features=disabled -Dmodules=disabled \
     -Djpeg=enabled -Dspng=enabled -Dpng=disabled -Dwebp=enabled -Dexif=enabled -Dzlib=enabled \
-    -Dlcms=enabled -Dhighway=enabled -Dorc=disabled -Dnsgif=true \
+    -Dlcms=enabled -Dhighway=enabled -Dheif=enabled -Dorc=disabled -Dnsgif=true \
     -Dppm=false -Danalyze=false -Dradiance=false -Dintrospection=disabled \
     -Dcplusplus=false -Dexamples=false -Ddoxygen=false -Dgtk_doc=false \
     -Dvapi=false -Ddeprecated=false
@@ -272,7 +303,7 @@ main() {
   export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
 
   local name
-  for name in libjpeg-turbo libspng libwebp highway lcms2 util-linux vips; do
+  for name in libjpeg-turbo libspng libwebp highway aom libheif lcms2 util-linux vips; do
     log "$name"
     # In the background so that set -e holds inside (it is off in a
     # function run on the left of ||); its output is shown only on failure.
@@ -287,7 +318,7 @@ main() {
   done
   cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$PREFIX/share/licenses/util-linux/"
   cp "$0" "$PREFIX/share/licenses/build-libvips.sh"
-  LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif' >&2 || true
+  LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif|heif' >&2 || true
   echo "$hash" >"$PREFIX/.thumbd-recipe"
   log "done: $PREFIX"
   echo "$PREFIX"

@@ -47,6 +47,7 @@ type config struct {
 	WriteTimeout       time.Duration
 	IdleTimeout        time.Duration
 	JPEGShrink         thumb.JPEGShrink
+	AVIFEffort         int
 	Engine             string // engineInProcess or engineCells
 	CellJobs           int
 	CellMaxRSS         int64
@@ -103,6 +104,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", durationValue(&c.WriteTimeout)},
 		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", durationValue(&c.IdleTimeout)},
 		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([docs/engine.md](docs/engine.md))", shrinkValue(&c.JPEGShrink)},
+		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([docs/engine.md](docs/engine.md#avif))", intValue(&c.AVIFEffort)},
 		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", enumValue(&c.Engine, engineInProcess, engineCells)},
 		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", intValue(&c.CellJobs)},
 		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", int64Value(&c.CellMaxRSS)},
@@ -176,6 +178,7 @@ func (c config) validate() []error {
 	}
 	errs = append(errs, c.rules().CheckPresets()...)
 	check(!c.PresetsOnly || len(c.Presets) > 0, "presets only: no preset is configured (THUMBD_PRESETS), so no thumbnail could be made")
+	check(c.AVIFEffort >= 0 && c.AVIFEffort <= 9, "AVIF effort %d: want 0..9", c.AVIFEffort)
 	check(c.CellJobs >= 1, "cell jobs %d: want at least 1", c.CellJobs)
 	check(c.CellMaxRSS >= 16<<20, "cell max RSS %d: want at least 16 MiB (a cell with libvips started is about 10 MiB)", c.CellMaxRSS)
 	check(c.CellSpares >= 0 && c.CellSpares <= 64, "cell spares %d: want 0..64", c.CellSpares)

@@ -26,23 +26,23 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigEnvAndFlags(t *testing.T) {
-	env := envOf(map[string]string{"PORT": "9000", "THUMBD_QUEUE": "5", "THUMBD_DEADLINE": "2s", "THUMBD_LOG_LEVEL": "debug", "THUMBD_CONCURRENCY": "3", "THUMBD_JPEG_SHRINK": "quality"})
+	env := envOf(map[string]string{"PORT": "9000", "THUMBD_QUEUE": "5", "THUMBD_DEADLINE": "2s", "THUMBD_LOG_LEVEL": "debug", "THUMBD_CONCURRENCY": "3", "THUMBD_JPEG_SHRINK": "quality", "THUMBD_AVIF_EFFORT": "7"})
 	c, err := loadConfig([]string{"-queue", "7", "-shutdown-delay", "5s"}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Port != 9000 || c.Queue != 7 || c.Deadline != 2*time.Second || c.ShutdownDelay != 5*time.Second || c.Concurrency != 3 || c.LogLevel.String() != "DEBUG" || c.JPEGShrink != thumb.JPEGShrinkQuality {
+	if c.Port != 9000 || c.Queue != 7 || c.Deadline != 2*time.Second || c.ShutdownDelay != 5*time.Second || c.Concurrency != 3 || c.LogLevel.String() != "DEBUG" || c.JPEGShrink != thumb.JPEGShrinkQuality || c.AVIFEffort != 7 {
 		t.Fatalf("got %+v", c)
 	}
 }
 
 func TestConfigErrorsAreAllReported(t *testing.T) {
-	env := envOf(map[string]string{"PORT": "eighty", "THUMBD_DEADLINE": "soon", "THUMBD_LOG_LEVEL": "loud", "THUMBD_CONCURRENCY": "0", "THUMBD_WRITE_TIMEOUT": "1s", "THUMBD_JPEG_SHRINK": "fastest"})
+	env := envOf(map[string]string{"PORT": "eighty", "THUMBD_DEADLINE": "soon", "THUMBD_LOG_LEVEL": "loud", "THUMBD_CONCURRENCY": "0", "THUMBD_WRITE_TIMEOUT": "1s", "THUMBD_JPEG_SHRINK": "fastest", "THUMBD_AVIF_EFFORT": "10"})
 	_, err := loadConfig(nil, env, io.Discard)
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"PORT", "THUMBD_DEADLINE", "log level", "concurrency", "write timeout", "JPEG shrink"} {
+	for _, want := range []string{"PORT", "THUMBD_DEADLINE", "log level", "concurrency", "write timeout", "JPEG shrink", "AVIF effort 10"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/davidbyttow/govips/v2/vips"
+	"github.com/thumbd/thumbd/service/internal/imagediff"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
 // Test sources are drawn here, deterministically, rather than kept as blobs.
@@ -158,6 +160,17 @@ func rotatedJPEG(t testing.TB, src []byte) []byte {
 // decoded decodes a thumbnail with Go's decoders, independent of libvips.
 func decoded(t testing.TB, b []byte) (image.Image, string) {
 	t.Helper()
+	if spec, _ := imagefmt.Identify(b); spec.Format == imagefmt.AVIF {
+		lossless, err := imagediff.AVIFToPNG(b)
+		if err != nil {
+			t.Fatalf("thumbnail does not decode: %v", err)
+		}
+		img, _, err := image.Decode(bytes.NewReader(lossless))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img, "avif"
+	}
 	img, format, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
 		t.Fatalf("thumbnail does not decode: %v", err)

@@ -60,6 +60,7 @@ func engineConfig(cfg config, logger *slog.Logger) thumb.Config {
 		// a thread per host core.
 		Threads:    cfg.Concurrency,
 		JPEGShrink: cfg.JPEGShrink,
+		AVIFEffort: cfg.AVIFEffort,
 		Logger:     logger,
 	}
 }

@@ -27,7 +27,9 @@ func TestFormatAuto(t *testing.T) {
 	}{
 		{"curl", "*/*", opaque, "image/jpeg"},
 		{"no accept", "", opaque, "image/jpeg"},
-		{"chrome", "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", opaque, "image/webp"},
+		{"chrome", "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", opaque, "image/avif"},
+		{"chrome, alpha", "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", alpha, "image/avif"},
+		{"older browser", "image/webp,image/apng,image/*,*/*;q=0.8", opaque, "image/webp"},
 		{"webp refused", "image/webp;q=0,*/*", opaque, "image/jpeg"},
 		{"alpha, old browser", "image/png,image/jpeg,*/*;q=0.5", alpha, "image/png"},
 		{"alpha, webp", "image/webp,*/*", alpha, "image/webp"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/thumbd/thumbd/service/internal/apierr"
 	"image"
 	"image/color"
 	_ "image/gif"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
 
 	_ "golang.org/x/image/webp"
 
@@ -72,6 +73,7 @@ func TestThumbnailFormatsAndQuality(t *testing.T) {
 		{"?format=png", "image/png", "png"},
 		{"?format=jpeg", "image/jpeg", "jpeg"},
 		{"?format=webp", "image/webp", "webp"},
+		{"?format=avif", "image/avif", "avif"},
 	} {
 		status, h, body := postThumb(t, srv.URL, f.query, src)
 		if status != 200 || h.Get("Content-Type") != f.ctype {
@@ -93,6 +95,14 @@ func TestThumbnailFormatsAndQuality(t *testing.T) {
 	}
 	if lo, hi := sizeAt("?format=webp&q=10"), sizeAt("?format=webp&q=95"); lo >= hi {
 		t.Errorf("webp q=10 gave %d bytes, q=95 %d", lo, hi)
+	}
+	// AVIF is written, never read: thumbd's own AVIF is refused as a source.
+	_, _, avif := postThumb(t, srv.URL, "?format=avif", src)
+	if status, _, body := postThumb(t, srv.URL, "", avif); status != 415 || !strings.Contains(string(body), "unsupported_format") {
+		t.Errorf("an AVIF source: %d %s", status, body)
+	}
+	if lo, hi := sizeAt("?format=avif&q=10"), sizeAt("?format=avif&q=95"); lo >= hi {
+		t.Errorf("avif q=10 gave %d bytes, q=95 %d", lo, hi)
 	}
 	if a, b := sizeAt("?format=png&q=10"), sizeAt("?format=png&q=95"); a != b {
 		t.Errorf("png must ignore q: %d vs %d bytes", a, b)

@@ -21,6 +21,7 @@ const (
 	PNG  Format = "png"
 	JPEG Format = "jpeg"
 	WebP Format = "webp"
+	AVIF Format = "avif"
 	GIF  Format = "gif"
 )
 
@@ -57,6 +58,10 @@ var table = [...]Spec{
 	{Format: PNG, Name: "PNG", ContentType: "image/png", Input: true, Output: true, Alpha: true, Auto: 1, Magic: prefix("\x89PNG\r\n\x1a\n")},
 	{Format: JPEG, Name: "JPEG", ContentType: "image/jpeg", Input: true, Output: true, Quality: 80, Auto: 2, Magic: prefix("\xFF\xD8\xFF")},
 	{Format: WebP, Name: "WebP", ContentType: "image/webp", Input: true, Output: true, Quality: 80, Alpha: true, Animated: true, Auto: 3, Listed: true, Magic: isWebP},
+	// AVIF is written, never read: libvips would hand an AVIF source to
+	// libheif and an AV1 decoder, a large parser more for hostile input;
+	// the images link aom's encoder only.
+	{Format: AVIF, Name: "AVIF", ContentType: "image/avif", Output: true, Quality: 50, Alpha: true, Auto: 4, Listed: true, Magic: isAVIF},
 	{Format: GIF, Name: "GIF", ContentType: "image/gif", Input: true, Magic: isGIF},
 }
 
@@ -66,6 +71,13 @@ func prefix(p string) func([]byte) bool {
 
 func isWebP(b []byte) bool {
 	return len(b) >= 12 && bytes.Equal(b[:4], []byte("RIFF")) && bytes.Equal(b[8:12], []byte("WEBP"))
+}
+
+// isAVIF: an ISO BMFF file whose first box is ftyp with the avif or avis
+// major brand.
+func isAVIF(b []byte) bool {
+	return len(b) >= 12 && bytes.Equal(b[4:8], []byte("ftyp")) &&
+		(bytes.Equal(b[8:12], []byte("avif")) || bytes.Equal(b[8:12], []byte("avis")))
 }
 
 func isGIF(b []byte) bool {
@@ -136,4 +148,15 @@ func GIFScreen(buf []byte) (w, h int, ok bool) {
 		return 0, 0, false
 	}
 	return int(binary.LittleEndian.Uint16(buf[6:])), int(binary.LittleEndian.Uint16(buf[8:])), true
+}
+
+// Identify returns the format of any row, input or output, that buf starts
+// with: what a thumbnail's bytes are.
+func Identify(buf []byte) (Spec, bool) {
+	for _, s := range table {
+		if s.Magic(buf) {
+			return s, true
+		}
+	}
+	return Spec{}, false
 }

@@ -19,7 +19,7 @@ func TestSniff(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
-	if got := Outputs(); !slices.Equal(got, []Format{PNG, JPEG, WebP}) {
+	if got := Outputs(); !slices.Equal(got, []Format{PNG, JPEG, WebP, AVIF}) {
 		t.Errorf("outputs %v", got)
 	}
 	if got := Inputs(); !slices.Equal(got, []Format{PNG, JPEG, WebP, GIF}) {
@@ -38,6 +38,19 @@ func TestTable(t *testing.T) {
 	}
 	if _, ok := Lookup("bmp"); ok || Format("bmp").ContentType() != "" {
 		t.Error("unknown format found")
+	}
+}
+
+// Identify knows output-only formats too; Sniff does not take them as input.
+func TestIdentify(t *testing.T) {
+	for in, want := range map[string]Format{
+		"\x00\x00\x00\x1cftypavif": AVIF, "\x00\x00\x00\x20ftypavis": AVIF, "\x00\x00\x00\x1cftypheic": "",
+		"\xff\xd8\xff\xe0": JPEG, "GIF89a": GIF, "ftypavif": "",
+	} {
+		got, ok := Identify([]byte(in))
+		if got.Format != want || ok != (want != "") {
+			t.Errorf("Identify(%q) = %q %v, want %q", in, got.Format, ok, want)
+		}
 	}
 }
 

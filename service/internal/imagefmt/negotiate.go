@@ -18,13 +18,27 @@ type Choice struct {
 // whatever they decode. Thumbnails with transparency only take formats that
 // keep it, unless the header allows none of those (then it is flattened).
 // When the header allows nothing, JPEG and PNG are the answer: a thumbnail
-// is better than a 406.
-func Negotiate(accept string) Choice {
+// is better than a 406. With animated, formats that animate come first: an
+// animated source then keeps its frames whenever the header allows a format
+// that holds them, and is a still of its first frame otherwise.
+func Negotiate(accept string, animated bool) Choice {
 	ranges := parseAccept(accept)
-	c := Choice{Opaque: JPEG, Alpha: PNG}
+	if animated {
+		if c, ok := negotiate(ranges, func(s Spec) bool { return s.Animated }); ok {
+			return c
+		}
+	}
+	c, _ := negotiate(ranges, func(Spec) bool { return true })
+	return c
+}
+
+// negotiate is Negotiate among the formats keep allows; ok is false when
+// the header accepts none of them.
+func negotiate(ranges accepted, keep func(Spec) bool) (c Choice, ok bool) {
+	c = Choice{Opaque: JPEG, Alpha: PNG}
 	var bestOpaque, bestAlpha [2]float64 // q, rank
 	for _, s := range table {
-		if !s.Output || s.Auto == 0 {
+		if !s.Output || s.Auto == 0 || !keep(s) {
 			continue
 		}
 		q := ranges.q(s)
@@ -42,7 +56,7 @@ func Negotiate(accept string) Choice {
 	if bestAlpha[0] == 0 && bestOpaque[0] > 0 {
 		c.Alpha = c.Opaque
 	}
-	return c
+	return c, bestOpaque[0] > 0
 }
 
 func better(a, b [2]float64) bool { return a[0] > b[0] || (a[0] == b[0] && a[1] > b[1]) }

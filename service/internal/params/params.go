@@ -96,7 +96,7 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 	if t.Options.Format != imagefmt.Auto {
 		return false
 	}
-	c := imagefmt.Negotiate(accept)
+	c := imagefmt.Negotiate(accept, t.Options.Animated)
 	t.Options.Format, t.Options.AlphaFormat = c.Opaque, c.Alpha
 	return true
 }

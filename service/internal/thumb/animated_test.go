@@ -162,7 +162,8 @@ func TestNoMetadataInAnyOutput(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s to %s: %v", name, f, err)
 			}
-			for _, marker := range []string{"Exif", "EXIF", "eXIf", "XMP ", "http://ns.adobe.com/xap", "ICCP", "iCCP"} {
+			// colrprof: an ISO BMFF colour box holding an ICC profile (AVIF).
+			for _, marker := range []string{"Exif", "EXIF", "eXIf", "XMP ", "http://ns.adobe.com/xap", "ICCP", "iCCP", "colrprof"} {
 				if bytes.Contains(img.Bytes, []byte(marker)) {
 					t.Errorf("%s to %s (%d frames): %q in the output", name, f, img.Frames, marker)
 				}

@@ -39,6 +39,9 @@ type Config struct {
 	// JPEGShrink is how far a JPEG source is scaled down while it is
 	// decoded; "" means JPEGShrinkFast.
 	JPEGShrink JPEGShrink
+	// AVIFEffort is the AV1 encoder's effort, 0 (fastest) to 9 (smallest
+	// files); libvips hands aom cpu-used 9 - effort.
+	AVIFEffort int
 	Logger     *slog.Logger
 }
 
@@ -195,7 +198,7 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o Options) (Image, e
 	if o.Quality == 0 {
 		o.Quality = out.Quality
 	}
-	buf, err := export(img, o)
+	buf, err := export(img, o, e.cfg)
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
 	}
@@ -364,22 +367,28 @@ func (e *Engine) finish(img *vips.ImageRef, o Options, spec imagefmt.Spec) error
 // exporters encode a finished thumbnail, one per output format of the
 // imagefmt table (a test checks that every output format has one), always
 // without metadata.
-var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o Options) ([]byte, error){
-	imagefmt.PNG: func(img *vips.ImageRef, o Options) ([]byte, error) {
+var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o Options, c Config) ([]byte, error){
+	imagefmt.PNG: func(img *vips.ImageRef, o Options, _ Config) ([]byte, error) {
 		buf, _, err := img.ExportPng(&vips.PngExportParams{StripMetadata: true, Compression: pngCompression, Filter: pngFilter})
 		return buf, err
 	},
-	imagefmt.JPEG: func(img *vips.ImageRef, o Options) ([]byte, error) {
+	imagefmt.JPEG: func(img *vips.ImageRef, o Options, _ Config) ([]byte, error) {
 		// Optimised Huffman tables (sharp's and imgproxy's default): a second
 		// pass over a thumbnail's coefficients for smaller files.
 		buf, _, err := img.ExportJpeg(&vips.JpegExportParams{StripMetadata: true, Quality: o.Quality, OptimizeCoding: true})
 		return buf, err
 	},
-	imagefmt.WebP: func(img *vips.ImageRef, o Options) ([]byte, error) {
+	imagefmt.WebP: func(img *vips.ImageRef, o Options, _ Config) ([]byte, error) {
 		// Key frames at libvips' own defaults (govips would pass 0 and
 		// make every frame of an animation a key frame).
 		buf, _, err := img.ExportWebp(&vips.WebpExportParams{StripMetadata: true, Quality: o.Quality, ReductionEffort: 4,
 			MinKeyFrames: math.MaxInt32 - 1, MaxKeyFrames: math.MaxInt32})
+		return buf, err
+	},
+	imagefmt.AVIF: func(img *vips.ImageRef, o Options, c Config) ([]byte, error) {
+		// 8 bits, lossy, libvips' automatic chroma subsampling (4:2:0 below
+		// Q 90). One frame: libheif 1.19 writes no AVIF sequences.
+		buf, _, err := img.ExportAvif(&vips.AvifExportParams{StripMetadata: true, Quality: o.Quality, Bitdepth: 8, Effort: c.AVIFEffort})
 		return buf, err
 	},
 }
