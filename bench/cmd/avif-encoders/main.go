@@ -7,21 +7,22 @@
 // with both encoders (VIPS_PREFIX; the shipped recipe has aom only) and
 // Debian's vips command (libvips-tools) to decode AVIF.
 //
-//	VIPS_PREFIX=/var/cache/thumbd/avif-exp go run ./bench/cmd/avif-encoders SOURCE...
+//	VIPS_PREFIX=/var/cache/thumbd/avif-exp go run ./bench/cmd/avif-encoders [-q 35,45] [-encoders aom,svt] SOURCE...
 package main
 
 import (
+	"flag"
 	"fmt"
 	"image"
 	_ "image/png"
 	"os"
 	"os/exec"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/thumbd/thumbd/bench/internal/quality"
 )
-
 
 var P = os.Getenv("VIPS_PREFIX")
 
@@ -49,17 +50,20 @@ func median(d []time.Duration) time.Duration {
 }
 
 func main() {
-	srcs := os.Args[1:]
+	qs := flag.String("q", "35,45,50,55,65", "comma-separated Q values")
+	encs := flag.String("encoders", "aom,svt", "comma-separated encoders")
+	flag.Parse()
+	srcs := flag.Args()
 	for _, src := range srcs {
 		run(P+"/bin/vips", "thumbnail", src, "/tmp/st-ref.v", "256", "--height", "256", "--crop", "centre")
 		run(P+"/bin/vips", "copy", "/tmp/st-ref.v", "/tmp/st-ref.png")
 		ref := load("/tmp/st-ref.png")
-		for _, q := range []int{35, 45, 50, 55, 65} {
-			for _, enc := range []string{"aom", "svt"} {
+		for _, q := range strings.Split(*qs, ",") {
+			for _, enc := range strings.Split(*encs, ",") {
 				var ts []time.Duration
 				for i := 0; i < 7; i++ {
 					t0 := time.Now()
-					run(P+"/bin/vips", "heifsave", "/tmp/st-ref.v", "/tmp/st.avif", "--compression", "av1", "--Q", fmt.Sprint(q), "--effort", "4", "--encoder", enc)
+					run(P+"/bin/vips", "heifsave", "/tmp/st-ref.v", "/tmp/st.avif", "--compression", "av1", "--Q", q, "--effort", "4", "--encoder", enc)
 					ts = append(ts, time.Since(t0))
 				}
 				var bs []time.Duration
@@ -74,7 +78,7 @@ func main() {
 				if err != nil {
 					panic(err)
 				}
-				fmt.Printf("%s\tQ%d\t%s\t%.1f ms\t%d B\tSSIM %.4f\n", src, q, enc, float64(median(ts)-median(bs))/1e6, st.Size(), s)
+				fmt.Printf("%s\tQ%s\t%s\t%.1f ms\t%d B\tSSIM %.4f\n", src, q, enc, float64(median(ts)-median(bs))/1e6, st.Size(), s)
 			}
 		}
 	}

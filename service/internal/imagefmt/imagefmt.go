@@ -61,7 +61,7 @@ var table = [...]Spec{
 	// AVIF is written, never read: libvips would hand an AVIF source to
 	// libheif and an AV1 decoder, a large parser more for hostile input;
 	// the images link aom's encoder only.
-	{Format: AVIF, Name: "AVIF", ContentType: "image/avif", Output: true, Quality: 50, Alpha: true, Auto: 4, Listed: true, Magic: isAVIF},
+	{Format: AVIF, Name: "AVIF", ContentType: "image/avif", Output: true, Quality: 58, Alpha: true, Auto: 4, Listed: true, Magic: isAVIF},
 	{Format: GIF, Name: "GIF", ContentType: "image/gif", Input: true, Magic: isGIF},
 }
 
