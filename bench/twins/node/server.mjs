@@ -14,6 +14,14 @@ import sharp from 'sharp';
 // here, and only here, when thumbd's change.
 export const PNG_OPTIONS = Object.freeze({ compressionLevel: 1, adaptiveFiltering: true, palette: false });
 
+// thumbd's AVIF settings (libvips heifsave through aom): effort 4
+// (THUMBD_AVIF_EFFORT's default), lossy, 8 bits, and libvips' automatic
+// chroma subsampling, which is 4:2:0 below Q 90 and 4:4:4 from it (sharp's
+// own default is 4:4:4 at every Q, so it is said here). Equal settings make
+// the bench compare the engines at equal encoder effort.
+export const AVIF_OPTIONS = Object.freeze({ effort: 4, bitdepth: 8, lossless: false });
+export const avifChroma = (quality) => (quality >= 90 ? '4:4:4' : '4:2:0');
+
 // The same settings names and defaults as the Go service (CONTRIBUTING.md), so
 // a bench that sets them gets the same limits from both.
 const LIMITS = Object.freeze({
@@ -21,10 +29,21 @@ const LIMITS = Object.freeze({
   maxPixels: envInt('THUMBD_MAX_PIXELS', 40_000_000),
   maxFrames: envInt('THUMBD_MAX_FRAMES', 256),
   maxSide: envInt('THUMBD_MAX_SIDE', 4096),
+  maxAnimationPixels: envInt('THUMBD_MAX_ANIMATION_PIXELS', 16_777_216),
 });
 
 const SOURCE_FORMATS = new Set(['jpeg', 'png', 'webp', 'gif']);
-const CONTENT_TYPES = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
+// The output formats as thumbd's format table (service/internal/imagefmt)
+// has them: media type, default q (null: the encoder takes none), whether
+// alpha and frames are kept, format=auto's rank among equal q-values (higher
+// wins) and listed: auto takes the format only when Accept names it exactly,
+// since every browser sends a wildcard whatever it decodes.
+export const OUTPUTS = Object.freeze({
+  png: { type: 'image/png', quality: null, alpha: true, animated: false, rank: 1, listed: false },
+  jpeg: { type: 'image/jpeg', quality: 80, alpha: false, animated: false, rank: 2, listed: false },
+  webp: { type: 'image/webp', quality: 80, alpha: true, animated: true, rank: 3, listed: true },
+  avif: { type: 'image/avif', quality: 58, alpha: true, animated: false, rank: 4, listed: true },
+});
 const GRAVITIES = { centre: 'centre', attention: sharp.strategy.attention, entropy: sharp.strategy.entropy };
 const FITS = new Set(['cover', 'contain', 'fill', 'inside']);
 const DEFAULT_SIDE = 256;
@@ -226,9 +245,12 @@ async function handleHash(req, res, query) {
   sendJSON(res, 200, { algorithm: 'sha256', hex: hash.digest('hex') });
 }
 
-// Validates and normalises the thumbnail options. Parameters that do not
-// apply (gravity unless cover, q for png) are still validated but normalised
-// away, so they do not change the ETag.
+// Validates and normalises the thumbnail options, in thumbd's order (w, h,
+// fit, gravity, format, dpr, q, animated), so that a query with several bad
+// parameters names the same one. Parameters that do not apply (gravity unless
+// cover, q for png, animated for formats that cannot animate) are still
+// validated but normalised away, so they do not change the ETag. format=auto
+// is resolved later (negotiate), against the request's Accept header.
 function thumbnailOptions(query) {
   const side = (name) => intParam(query, name, 1, LIMITS.maxSide, null);
   let width = side('w');
@@ -236,13 +258,143 @@ function thumbnailOptions(query) {
   if (width === null && height === null) width = height = DEFAULT_SIDE;
   const fit = choiceParam(query, 'fit', [...FITS], 'cover');
   const gravity = choiceParam(query, 'gravity', Object.keys(GRAVITIES), 'centre');
-  const format = choiceParam(query, 'format', Object.keys(CONTENT_TYPES), 'png');
-  const quality = intParam(query, 'q', 1, 100, 80);
+  const format = choiceParam(query, 'format', [...Object.keys(OUTPUTS), 'auto'], 'png');
+  const dpr = dprParam(query);
+  // An absent side stays absent: it follows the source's aspect ratio.
+  const times = (v) => (v === null ? null : Math.min(Math.round(v * dpr), LIMITS.maxSide));
+  width = times(width);
+  height = times(height);
+  // auto without q leaves it to the chosen format's default.
+  const quality = intParam(query, 'q', 1, 100, format === 'auto' ? null : OUTPUTS[format].quality);
+  const animated = choiceParam(query, 'animated', ['false', 'true'], 'false') === 'true';
+  if (animated && format !== 'auto' && !OUTPUTS[format].animated) {
+    const animating = Object.keys(OUTPUTS).filter((f) => OUTPUTS[f].animated);
+    throw new HttpError(400, 'bad_parameter', `The parameter animated needs an output format that animates: ${animating.join(', ')} or auto.`);
+  }
   return {
-    width, height, fit, format,
-    gravity: fit === 'cover' ? gravity : 'centre',
+    width, height, fit, animated,
+    gravity: fit === 'cover' ? gravity : 'centre', // contain would place the image by it
+    format, // auto until negotiated
+    alphaFormat: format, // what a source with transparency gets: auto may choose another
     quality: format === 'png' ? null : quality,
   };
+}
+
+// dpr, the device pixel ratio, as CSS writes it ("2", "1.5"): a plain
+// decimal from 1 to 4. thumbd refuses other number syntaxes ("1e0", "0x2"),
+// and so does this.
+function dprParam(query) {
+  if (!query.has('dpr')) return 1;
+  const text = query.get('dpr').toString();
+  const dpr = /^(\d+\.?\d*|\.\d+)$/.test(text) ? Number(text) : NaN;
+  if (!(dpr >= 1 && dpr <= 4)) {
+    throw new HttpError(400, 'bad_parameter', 'The parameter dpr must be a number from 1 to 4, such as 2 or 1.5.');
+  }
+  return dpr;
+}
+
+// The elements of an Accept header, as thumbd's imagefmt.parseAccept reads
+// them: an empty header accepts everything; an element that does not parse
+// (no type/subtype, "*/x", a q that is no number in 0..1) is skipped.
+// thumbd's Go ParseFloat would also take a hex float (q=0x1p-1); no client
+// sends one, and here it is skipped.
+function parseAccept(header) {
+  if (header.trim() === '') return [{ type: '*', sub: '*', q: 1 }];
+  const ranges = [];
+  for (const part of header.split(',')) {
+    const semi = part.indexOf(';');
+    const media = (semi < 0 ? part : part.slice(0, semi)).trim().toLowerCase();
+    const slash = media.indexOf('/');
+    const [type, sub] = slash < 0 ? ['', ''] : [media.slice(0, slash), media.slice(slash + 1)];
+    if (type === '' || sub === '' || (type === '*' && sub !== '*')) continue;
+    let q = 1;
+    for (const param of semi < 0 ? [] : part.slice(semi + 1).split(';')) {
+      const p = param.trim();
+      const eq = p.indexOf('=');
+      const [key, value] = eq < 0 ? [p, ''] : [p.slice(0, eq), p.slice(eq + 1).trim()];
+      if (key.toLowerCase() !== 'q') continue;
+      const f = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(value) ? Number(value) : NaN;
+      q = f >= 0 && f <= 1 ? f : -1; // not a qvalue: the element is skipped
+    }
+    if (q >= 0) ranges.push({ type, sub, q });
+  }
+  return ranges;
+}
+
+// The q-value Accept gives a format: that of the most specific range that
+// matches its media type (exact, then type/*, then */*), 0 when none does. A
+// listed format counts only an exact match.
+function acceptQ(ranges, spec) {
+  const [type, sub] = spec.type.split('/');
+  let best = 0;
+  let specificity = -1;
+  for (const r of ranges) {
+    let sp;
+    if (r.type === type && r.sub === sub) sp = 2;
+    else if (r.type === type && r.sub === '*' && !spec.listed) sp = 1;
+    else if (r.type === '*' && !spec.listed) sp = 0;
+    else continue;
+    if (sp > specificity || (sp === specificity && r.q > best)) [best, specificity] = [r.q, sp];
+  }
+  return best;
+}
+
+// negotiateAmong picks, among the output formats keep allows, the best
+// for an opaque thumbnail and for one with transparency: the highest q, ties
+// to the higher rank; ok is false when Accept allows none of them.
+function negotiateAmong(ranges, keep) {
+  const choice = { opaque: 'jpeg', alpha: 'png' };
+  let bestOpaque = [0, 0];
+  let bestAlpha = [0, 0];
+  const better = (a, b) => a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
+  for (const [format, spec] of Object.entries(OUTPUTS)) {
+    if (!keep(spec)) continue;
+    const q = acceptQ(ranges, spec);
+    if (q <= 0) continue;
+    const score = [q, spec.rank];
+    if (better(score, bestOpaque)) [bestOpaque, choice.opaque] = [score, format];
+    if (spec.alpha && better(score, bestAlpha)) [bestAlpha, choice.alpha] = [score, format];
+  }
+  // Accept allows no format that keeps alpha: such a thumbnail is flattened.
+  if (bestAlpha[0] === 0 && bestOpaque[0] > 0) choice.alpha = choice.opaque;
+  return { choice, ok: bestOpaque[0] > 0 };
+}
+
+// negotiate is format=auto, thumbd's imagefmt.Negotiate: the formats the
+// Accept header allows best. A header that allows nothing gets JPEG (PNG
+// with transparency) rather than a 406. With animated, formats that animate
+// come first, so an animated source keeps its frames whenever Accept allows
+// a format that holds them.
+export function negotiate(accept, animated) {
+  const ranges = parseAccept(accept);
+  if (animated) {
+    const { choice, ok } = negotiateAmong(ranges, (spec) => spec.animated);
+    if (ok) return choice;
+  }
+  return negotiateAmong(ranges, () => true).choice;
+}
+
+// The ETag's view of the options: what changes the bytes. q counts only
+// where an encoder takes one, animated only where a format animates.
+function normalised(o) {
+  const [opaque, alpha] = [OUTPUTS[o.format], OUTPUTS[o.alphaFormat]];
+  return {
+    width: o.width, height: o.height, fit: o.fit, gravity: o.gravity,
+    formats: [o.format, o.alphaFormat],
+    quality: opaque.quality === null && alpha.quality === null ? null : o.quality,
+    animated: o.animated && (opaque.animated || alpha.animated),
+  };
+}
+
+// box is the thumbnail's size before fit: an absent side follows the
+// source's displayed aspect ratio, bounded by the max side (thumbd's
+// resolveBox), what the animation limit is checked on.
+function box({ width, height }, meta) {
+  const { width: dw, height: dh } = meta.autoOrient ?? meta;
+  const bound = (v) => Math.min(Math.max(Math.round(v), 1), LIMITS.maxSide);
+  if (width === null) return [bound((height * dw) / dh), height];
+  if (height === null) return [width, bound((width * dh) / dw)];
+  return [width, height];
 }
 
 // Reads the source's header to decide its format from its bytes and check
@@ -272,19 +424,24 @@ export async function probe(source) {
 }
 
 // The sharp pipeline, shared with engine-bench.mjs so the engine figures are
-// those of exactly what the twin serves.
-export function render(source, { width, height, fit, gravity, format, quality }) {
-  const opaque = format === 'jpeg';
+// those of exactly what the twin serves. format is the output format (auto
+// resolved), quality its q; animated keeps every frame of an animated source,
+// each resized, with its delays and loop count (sharp keeps them unless told
+// otherwise), else the first frame is used.
+export function render(source, { width, height, fit, gravity, format, quality, animated = false }) {
+  const opaque = !OUTPUTS[format].alpha;
   let image = sharp(source, {
     autoOrient: true, // apply EXIF orientation (the tag goes with the metadata)
-    pages: 1, // an animation gives its first frame
+    pages: animated ? -1 : 1, // every frame, or an animation gives its first
     failOn: 'error', // truncated or corrupt pixel data is a 422, not a grey half image
     limitInputPixels: LIMITS.maxPixels,
   }).resize({
     width: width ?? undefined,
     height: height ?? undefined,
     fit,
-    position: GRAVITIES[gravity],
+    // Smart crops would pick another window per frame (sharp refuses them on
+    // animations): an animation keeps one, centred, as in thumbd.
+    position: animated ? 'centre' : GRAVITIES[gravity],
     // contain pads with transparency where the output keeps alpha, white where it cannot
     background: opaque ? { r: 255, g: 255, b: 255, alpha: 1 } : { r: 0, g: 0, b: 0, alpha: 0 },
   });
@@ -295,7 +452,8 @@ export function render(source, { width, height, fit, gravity, format, quality })
   image = image.toColourspace('srgb');
   if (format === 'png') image = image.png(PNG_OPTIONS);
   else if (format === 'jpeg') image = image.jpeg({ quality });
-  else image = image.webp({ quality });
+  else if (format === 'webp') image = image.webp({ quality });
+  else image = image.avif({ ...AVIF_OPTIONS, quality, chromaSubsampling: avifChroma(quality) });
   return image.toBuffer();
 }
 
@@ -331,6 +489,14 @@ async function readSource(query) {
 
 async function handleThumbnail(req, res, query) {
   const options = thumbnailOptions(query);
+  if (options.format === 'auto') {
+    // Go's Header.Get, which thumbd reads Accept with, sees the first header
+    // line only; headersDistinct keeps them apart.
+    const choice = negotiate(req.headersDistinct.accept?.[0] ?? '', options.animated);
+    [options.format, options.alphaFormat] = [choice.opaque, choice.alpha];
+    // Every answer from here on, errors and 304s included, depends on Accept.
+    res.setHeader('Vary', 'Accept');
+  }
   let source;
   if (req.method === 'POST') {
     const chunks = [];
@@ -339,23 +505,47 @@ async function handleThumbnail(req, res, query) {
   } else {
     source = await readSource(query);
   }
-  // Strong ETag: the same source bytes and normalised options always give the same image.
-  const etag = '"' + createHash('sha256').update(source).update(JSON.stringify(options)).digest('hex').slice(0, 32) + '"';
+  // Strong ETag: the same source bytes and normalised options always give the
+  // same image; for format=auto it follows the formats Accept chose.
+  const etag = '"' + createHash('sha256').update(source).update(JSON.stringify(normalised(options))).digest('hex').slice(0, 32) + '"';
   const cacheHeaders = { ETag: etag, 'Cache-Control': 'public, max-age=31536000, immutable' };
   if (req.method === 'GET' && ifNoneMatch(req.headers['if-none-match'], etag)) {
     res.writeHead(304, cacheHeaders);
     res.end();
     return;
   }
-  await probe(source);
+  const meta = await probe(source);
+  // A source with transparency takes the format that keeps it (auto may
+  // have chosen another for opaque ones).
+  const format = meta.hasAlpha ? options.alphaFormat : options.format;
+  const animated = options.animated && OUTPUTS[format].animated && (meta.pages ?? 1) > 1;
+  if (animated) checkAnimation(options, meta);
   let image;
   try {
-    image = await render(source, options);
+    image = await render(source, { ...options, format, quality: options.quality ?? OUTPUTS[format].quality, animated });
   } catch (err) {
     throw new HttpError(422, 'unprocessable_image', `The source image cannot be processed: ${err.message.split('\n')[0].trim()}.`);
   }
-  res.writeHead(200, { 'Content-Type': CONTENT_TYPES[options.format], 'Content-Length': image.length, ...cacheHeaders });
+  res.writeHead(200, { 'Content-Type': OUTPUTS[format].type, 'Content-Length': image.length, ...cacheHeaders });
   res.end(image);
+}
+
+// The limits on an animated thumbnail, thumbd's: every frame is decoded, so
+// the pixel limit holds for all of them; and the frames of the box together
+// are bounded (THUMBD_MAX_ANIMATION_PIXELS), which a small source enlarged
+// to a large box would otherwise pass.
+function checkAnimation(options, meta) {
+  const frames = meta.pages;
+  const decoded = frames * meta.width * meta.height;
+  if (decoded > LIMITS.maxPixels) {
+    throw new HttpError(422, 'too_many_pixels',
+      `The source's ${frames} frames of ${meta.width}x${meta.height} are ${decoded} pixels to decode, more than the limit of ${LIMITS.maxPixels}.`);
+  }
+  const [w, h] = box(options, meta);
+  if (frames * w * h > LIMITS.maxAnimationPixels) {
+    throw new HttpError(422, 'animation_too_large',
+      `${frames} frames of ${w}x${h} are ${frames * w * h} pixels, more than the ${LIMITS.maxAnimationPixels} allowed for an animation.`);
+  }
 }
 
 function ifNoneMatch(header, etag) {
@@ -367,7 +557,7 @@ function ifNoneMatch(header, etag) {
 }
 
 // The thumbnail options every /thumbnail request may give.
-const THUMBNAIL_PARAMS = ['w', 'h', 'fit', 'gravity', 'format', 'q'];
+const THUMBNAIL_PARAMS = ['w', 'h', 'fit', 'gravity', 'format', 'q', 'dpr', 'animated'];
 
 // Each route's handler per method, with the query parameters it knows
 // (null: the query is ignored, as POST /hash does).

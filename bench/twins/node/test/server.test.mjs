@@ -2,18 +2,16 @@
 // process on a loopback port, as the bench driver does. Test images are made
 // with sharp here, so no binary fixtures are needed.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { expectError, getJSON, jpegOf, photoPixels, pixelAt, postThumbnail, startServer, stopServer } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const serverFile = path.join(here, '..', 'server.mjs');
 const fixtureFile = path.join(here, '..', '..', '..', '..', 'service', 'testdata', 'json-document.json');
 
 const SHA256_EMPTY = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -25,44 +23,6 @@ const SHA256_UTF8 = 'd23b434f3bca0efbcc2cc8c6931d4a6aaad9257a20ced9ef6590e94443b
 const SHA256_A_SPACE_B = 'c8687a08aa5d6ed2044328fa6a697ab8e96dc34291e8c2034ae8c38e6fcc6d65';
 const SHA256_BYTE_FF = 'a8100ae6aa1940d0b663bb31cd466142ebbdbd5187131b92d93818987832eb89';
 
-// Starts server.mjs with PORT=0 and resolves once it has printed the port
-// the OS chose, so parallel test runs never fight over a port.
-async function startServer(env) {
-  const child = spawn(process.execPath, [serverFile], {
-    env: { ...process.env, PORT: '0', THUMBD_SOURCE_DIR: '', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout });
-  const port = await new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`server exited with ${code} before listening`)));
-    lines.once('line', (line) => resolve(JSON.parse(line).port));
-  });
-  return { child, base: `http://127.0.0.1:${port}` };
-}
-
-async function stopServer(server) {
-  if (!server) return;
-  const exited = new Promise((resolve) => server.child.once('exit', resolve));
-  server.child.kill('SIGTERM');
-  await exited;
-}
-
-async function getJSON(base, urlPath, init) {
-  const res = await fetch(base + urlPath, init);
-  assert.match(res.headers.get('content-type'), /^application\/json/);
-  return { status: res.status, headers: res.headers, body: await res.json() };
-}
-
-// Checks the contract's error shape as well as the status and code.
-async function expectError(base, urlPath, status, code, init) {
-  const { status: got, headers, body } = await getJSON(base, urlPath, init);
-  assert.equal(got, status, `${urlPath}: ${JSON.stringify(body)}`);
-  assert.deepEqual(Object.keys(body), ['error', 'code']);
-  assert.equal(body.code, code);
-  assert.ok(body.error.length > 10, 'the error is a human sentence');
-  return headers;
-}
-
 // The reference /compute, in BigInt so it cannot share a double-precision slip with the server.
 function computeReference(n) {
   let result = 0n;
@@ -70,36 +30,10 @@ function computeReference(n) {
   return Number(result);
 }
 
-// A smooth colourful image (a gradient with a pattern), so JPEG behaves as for a photo.
-function photoPixels(width, height) {
-  const pixels = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      const i = (y * width + x) * 3;
-      pixels[i] = (x * 255) / width;
-      pixels[i + 1] = (y * 255) / height;
-      pixels[i + 2] = 128 + 100 * Math.sin(x / 9) * Math.cos(y / 7);
-    }
-  }
-  return sharp(pixels, { raw: { width, height, channels: 3 } });
-}
-
-const jpegOf = (width, height) => photoPixels(width, height).jpeg({ quality: 85 }).toBuffer();
-
 function pseudoRandomBytes(length) {
   const chunks = [];
   for (let i = 0; chunks.length * 32 < length; i++) chunks.push(createHash('sha256').update(String(i)).digest());
   return Buffer.concat(chunks).subarray(0, length);
-}
-
-async function pixelAt(image, x, y) {
-  const { data, info } = await sharp(image).raw().toBuffer({ resolveWithObject: true });
-  const i = (y * info.width + x) * info.channels;
-  return [...data.subarray(i, i + info.channels)];
-}
-
-async function postThumbnail(base, query, source) {
-  return fetch(`${base}/thumbnail?${query}`, { method: 'POST', body: source });
 }
 
 describe('node twin', () => {
@@ -278,7 +212,7 @@ describe('node twin', () => {
 
     it('names the first offending parameter in name order, as thumbd does', async () => {
       const { body } = await getJSON(server.base, '/thumbnail?zoom=2&alpha=1', { method: 'POST', body: photo });
-      assert.equal(body.error, 'Parameter "alpha" is not known here; this route takes "w", "h", "fit", "gravity", "format", "q".');
+      assert.equal(body.error, 'Parameter "alpha" is not known here; this route takes "w", "h", "fit", "gravity", "format", "q", "dpr", "animated".');
     });
 
     it('a route without parameters says so', async () => {
@@ -316,7 +250,7 @@ describe('node twin', () => {
   describe('POST /thumbnail', () => {
     const expectedSize = { cover: [200, 120], contain: [200, 120], fill: [200, 120], inside: [160, 120] };
     for (const fit of ['cover', 'contain', 'fill', 'inside']) {
-      for (const format of ['png', 'jpeg', 'webp']) {
+      for (const format of ['png', 'jpeg', 'webp', 'avif']) {
         it(`fit=${fit} format=${format} gives a decodable ${format} of the asked size`, async () => {
           const res = await postThumbnail(server.base, `w=200&h=120&fit=${fit}&format=${format}`, photo);
           assert.equal(res.status, 200);
@@ -326,7 +260,7 @@ describe('node twin', () => {
           const image = Buffer.from(await res.arrayBuffer());
           assert.equal(Number(res.headers.get('content-length')), image.length);
           const meta = await sharp(image).metadata();
-          assert.equal(meta.format, format);
+          assert.equal(meta.format, format === 'avif' ? 'heif' : format);
           assert.deepEqual([meta.width, meta.height], expectedSize[fit]);
           assert.equal(meta.depth, 'uchar');
           assert.equal(meta.space, 'srgb');
@@ -369,12 +303,12 @@ describe('node twin', () => {
       assert.notEqual(await etag('w=100&h=100', await jpegOf(400, 301)), base);
     });
 
-    it('keeps alpha for png and webp and flattens onto white for jpeg', async () => {
+    it('keeps alpha for png, webp and avif and flattens onto white for jpeg', async () => {
       // Left half opaque red, right half fully transparent.
       const rgba = Buffer.alloc(100 * 100 * 4);
       for (let i = 0; i < 100 * 100; i++) if (i % 100 < 50) rgba.set([255, 0, 0, 255], i * 4);
       const source = await sharp(rgba, { raw: { width: 100, height: 100, channels: 4 } }).png().toBuffer();
-      for (const format of ['png', 'webp']) {
+      for (const format of ['png', 'webp', 'avif']) {
         const image = Buffer.from(await (await postThumbnail(server.base, `w=100&h=100&format=${format}`, source)).arrayBuffer());
         assert.equal((await sharp(image).metadata()).hasAlpha, true, format);
         assert.equal((await pixelAt(image, 90, 50))[3], 0, `${format}: the right half stays transparent`);
