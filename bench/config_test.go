@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/thumbd/thumbd/bench/internal/results"
 )
 
 func TestParseConfigQuick(t *testing.T) {
@@ -22,7 +24,7 @@ func TestParseConfigQuick(t *testing.T) {
 		t.Fatalf("pinning %v %v", c.serverCPUs, c.clientCPUs)
 	}
 	// Quick: each route kind, source and format once, not the matrix.
-	if !slices.Equal(c.routes, []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp"}) {
+	if !slices.Equal(c.routes, []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp", "thumb-small-avif", "thumb-animated-webp"}) {
 		t.Fatalf("quick routes %v", c.routes)
 	}
 	if c, _ := parseConfig([]string{"-root", "/r", "-quick", "-routes", "thumb-large-webp"}, io.Discard); !slices.Equal(c.routes, []string{"thumb-large-webp"}) {
@@ -35,7 +37,8 @@ func TestTheDefaultSuiteLoadsEverySourceInEveryFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.routes) != 4+3*3 || c.routes[4] != "thumb-small" || c.routes[12] != "thumb-photo12-webp" {
+	if len(c.routes) != 4+3*4+1 || c.routes[4] != "thumb-small" || c.routes[14] != "thumb-photo12-webp" || c.routes[15] != "thumb-photo12-avif" ||
+		c.routes[16] != "thumb-animated-webp" {
 		t.Fatalf("routes %v", c.routes)
 	}
 	r := routeFor("thumb-photo12-webp", map[string]int{"photo12": 3_724_857})
@@ -45,6 +48,28 @@ func TestTheDefaultSuiteLoadsEverySourceInEveryFormat(t *testing.T) {
 	}
 	if r := routeFor("thumb-small", nil); r.Path != "/thumbnail?w=256&h=256&fit=cover&format=png" || r.Format != "png" {
 		t.Fatalf("%+v", r)
+	}
+	if r := routeFor("thumb-large-avif", map[string]int{"large": 259_632}); r.Path != "/thumbnail?w=256&h=256&fit=cover&format=avif&q=58" || r.Format != "avif" ||
+		r.Label != "POST /thumbnail, large: 259.6 KB JPEG 1920x1280 to 256x256 cover AVIF q58" {
+		t.Fatalf("%+v", r)
+	}
+	r = routeFor("thumb-animated-webp", map[string]int{"animated": 1_478_483})
+	if r.Path != "/thumbnail?w=256&h=256&fit=cover&format=webp&q=80&animated=true" || r.Source != "animated" || r.Format != "webp" || !r.Animated ||
+		r.BodyBytes != 1_478_483 || r.Label != "POST /thumbnail, animated: 1478.5 KB GIF 320x240, 50 frames to 256x256 cover animated WEBP q80" {
+		t.Fatalf("%+v", r)
+	}
+	if r := routeFor("thumb-animated", nil); r.Source != "" {
+		t.Fatalf("the animation as a still PNG is no route: %+v", r)
+	}
+}
+
+// The animated route's check gets the GIF and knows it is animated.
+func TestThumbChecksCarryTheAnimation(t *testing.T) {
+	routes := []results.Route{routeFor("health", nil), routeFor("thumb-small-avif", nil), routeFor("thumb-animated-webp", nil)}
+	checks := thumbChecks(routes, map[string][]byte{"small": []byte("jpeg"), "animated": []byte("gif")})
+	if len(checks) != 2 || checks[0].Format != "avif" || checks[0].Animated || string(checks[0].Body) != "jpeg" ||
+		!checks[1].Animated || string(checks[1].Body) != "gif" || checks[1].Path != routes[2].Path {
+		t.Fatalf("%+v", checks)
 	}
 }
 

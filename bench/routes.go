@@ -11,13 +11,31 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/sources"
 )
 
-// thumbFormats are the output formats every thumbnail route is loaded in:
-// PNG, and JPEG and WebP at quality 80, what users ask for (issue 11).
-func thumbFormats() []string { return []string{"png", "jpeg", "webp"} }
+// thumbFormats are the output formats every photo's thumbnail route is
+// loaded in: PNG, JPEG and WebP, what users ask for (issue 11), and AVIF
+// (issue 14).
+func thumbFormats() []string { return []string{"png", "jpeg", "webp", "avif"} }
+
+// thumbQuality is the q the routes ask for: 80 for JPEG and WebP, AVIF's
+// default of 58 (thumbd's and the twin's), none for PNG.
+func thumbQuality(format string) int {
+	switch format {
+	case "png":
+		return 0
+	case "avif":
+		return 58
+	}
+	return 80
+}
+
+// animatedSource is the suite's animated source. Its one route asks for
+// every frame (animated=true), as an animated WebP: the only format that
+// animates.
+const animatedSource = "animated"
 
 // thumbRouteID names the thumbnail route of a source and a format:
 // thumb-small is the small source to PNG, thumb-photo12-webp the
-// 12-megapixel photo to WebP.
+// 12-megapixel photo to WebP, thumb-animated-webp the animation.
 func thumbRouteID(source, format string) string {
 	if format == "png" {
 		return "thumb-" + source
@@ -25,8 +43,8 @@ func thumbRouteID(source, format string) string {
 	return "thumb-" + source + "-" + format
 }
 
-// allRoutes are the default suite's routes: the four small ones, then
-// every source (sources.DefaultNames) in every format.
+// allRoutes are the default suite's routes: the four small ones, every
+// photo (sources.DefaultNames) in every format, then the animation.
 func allRoutes() []string {
 	ids := []string{"health", "json", "compute", "hash"}
 	for _, s := range sources.DefaultNames() {
@@ -34,20 +52,24 @@ func allRoutes() []string {
 			ids = append(ids, thumbRouteID(s, f))
 		}
 	}
-	return ids
+	return append(ids, thumbRouteID(animatedSource, "webp"))
 }
 
 // quickRoutes keep -quick short: every route kind, each source and each
 // format once, not the whole matrix.
 func quickRoutes() []string {
-	return []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp"}
+	return []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp", "thumb-small-avif", "thumb-animated-webp"}
 }
 
-// thumbPath is the query of a 256x256 cover in format.
-func thumbPath(format string) string {
+// thumbPath is the query of a 256x256 cover in format; animated asks for
+// every frame of an animated source.
+func thumbPath(format string, animated bool) string {
 	p := "/thumbnail?w=256&h=256&fit=cover&format=" + format
-	if format != "png" {
-		p += "&q=80"
+	if q := thumbQuality(format); q > 0 {
+		p += fmt.Sprintf("&q=%d", q)
+	}
+	if animated {
+		p += "&animated=true"
 	}
 	return p
 }
@@ -65,18 +87,28 @@ func routeFor(id string, sizes map[string]int) results.Route {
 	case "hash":
 		return results.Route{ID: id, Method: "GET", Path: "/hash", Label: "/hash (1 KiB default payload)"}
 	}
+	label := func(s, f string, animated bool) string {
+		r, _ := sources.Lookup(s)
+		in := fmt.Sprintf("JPEG %dx%d", r.Width, r.Height)
+		out := strings.ToUpper(f)
+		if animated {
+			in = fmt.Sprintf("GIF %dx%d, %d frames", r.Width, r.Height, r.Frames)
+			out = "animated " + out
+		}
+		if q := thumbQuality(f); q > 0 {
+			out += fmt.Sprintf(" q%d", q)
+		}
+		return fmt.Sprintf("POST /thumbnail, %s: %.1f KB %s to 256x256 cover %s", s, float64(sizes[s])/1000, in, out)
+	}
+	if id == thumbRouteID(animatedSource, "webp") {
+		return results.Route{ID: id, Method: "POST", Path: thumbPath("webp", true), BodyBytes: sizes[animatedSource], Source: animatedSource,
+			Format: "webp", Animated: true, Label: label(animatedSource, "webp", true)}
+	}
 	for _, s := range sources.DefaultNames() {
 		for _, f := range thumbFormats() {
-			if id != thumbRouteID(s, f) {
-				continue
+			if id == thumbRouteID(s, f) {
+				return results.Route{ID: id, Method: "POST", Path: thumbPath(f, false), BodyBytes: sizes[s], Source: s, Format: f, Label: label(s, f, false)}
 			}
-			r, _ := sources.Lookup(s)
-			out := strings.ToUpper(f)
-			if f != "png" {
-				out += " q80"
-			}
-			return results.Route{ID: id, Method: "POST", Path: thumbPath(f), BodyBytes: sizes[s], Source: s, Format: f,
-				Label: fmt.Sprintf("POST /thumbnail, %s: %.1f KB JPEG %dx%d to 256x256 cover %s", s, float64(sizes[s])/1000, r.Width, r.Height, out)}
 		}
 	}
 	return results.Route{ID: id}
@@ -109,7 +141,7 @@ func thumbChecks(routes []results.Route, srcs map[string][]byte) []contract.Thum
 	var ts []contract.Thumb
 	for _, r := range routes {
 		if r.Source != "" {
-			ts = append(ts, contract.Thumb{Route: r.ID, Path: r.Path, Format: r.Format, Body: srcs[r.Source]})
+			ts = append(ts, contract.Thumb{Route: r.ID, Path: r.Path, Format: r.Format, Animated: r.Animated, Body: srcs[r.Source]})
 		}
 	}
 	return ts

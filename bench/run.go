@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -477,7 +478,7 @@ func (b *bench) startOnce(ctx context.Context, t results.Target) (health, thumb,
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	tr, err := startup.Poll(pctx, inst.Addr, startup.Probe{Method: "POST", Path: thumbPath("png"), Body: b.srcs["small"], Timeout: 10 * time.Second}, b.cfg.poll, inst.Exited)
+	tr, err := startup.Poll(pctx, inst.Addr, startup.Probe{Method: "POST", Path: thumbPath("png", false), Body: b.srcs["small"], Timeout: 10 * time.Second}, b.cfg.poll, inst.Exited)
 	if err != nil {
 		return health, 0, gapUs, fmt.Errorf("first thumbnail: %w", err)
 	}
@@ -521,7 +522,9 @@ func (b *bench) loads(ctx context.Context, ts []results.Target) error {
 		}
 		req := load.Request{Method: rt.Method}
 		if rt.Source != "" {
-			req.Body, req.ContentType = b.srcs[rt.Source], "image/jpeg"
+			// Both servers read the format from the bytes; the header is what a client would send.
+			req.Body = b.srcs[rt.Source]
+			req.ContentType = http.DetectContentType(req.Body)
 		}
 		// Interleaved: every target at 10 clients (A B A B over -rounds),
 		// then every target at 100, ...

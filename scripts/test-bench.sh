@@ -16,6 +16,8 @@ main() {
   grep -q '"schema": "thumbd-bench/v1"' "$out/results.json" || { echo "test-bench.sh: bad schema" >&2; return 1; }
   grep -q '^## Startup to health' "$out/report.md" || { echo "test-bench.sh: report has no startup table" >&2; return 1; }
   grep -q '"route": "thumb-photo12-webp"' "$out/results.json" || { echo "test-bench.sh: the photo12 WebP route did not run" >&2; return 1; }
+  grep -q '"route": "thumb-small-avif"' "$out/results.json" || { echo "test-bench.sh: the AVIF route did not run" >&2; return 1; }
+  grep -q '"route": "thumb-animated-webp"' "$out/results.json" || { echo "test-bench.sh: the animated route did not run" >&2; return 1; }
   grep -q '| CPU µs/answer | vs ' "$out/report.md" || { echo "test-bench.sh: report has no CPU per answer" >&2; return 1; }
   grep -q '| small | native cell, reused | ' "$out/report.md" || { echo "test-bench.sh: report has no cell arms" >&2; return 1; }
   grep -q '"name": "thumbd-static-cells"' "$out/results.json" || { echo "test-bench.sh: the cells target is not in the run" >&2; return 1; }

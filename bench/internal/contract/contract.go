@@ -1,7 +1,8 @@
 // Package contract checks, before anything is timed, that a target serves
 // the same bodies as the contract says, and decodable 256x256 thumbnails in
-// each format the run loads: a target that differs is flagged, and its
-// differing routes are not timed.
+// each format the run loads (an animated route: every frame of its source,
+// with its delay): a target that differs is flagged, and its differing
+// routes are not timed.
 package contract
 
 import (
@@ -10,16 +11,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"image"
-	"image/jpeg"
-	"image/png"
+	"image/gif"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
-	"golang.org/x/image/webp"
+	"github.com/thumbd/thumbd/bench/internal/decode"
 )
 
 // Check is one comparison.
@@ -40,9 +39,11 @@ type Inputs struct {
 }
 
 // Thumb is one thumbnail route: Body POSTed to Path must answer a 256x256
-// image in Format (png, jpeg or webp).
+// image in Format (png, jpeg, webp or avif). With Animated, Body is an
+// animated GIF and the answer an animated WebP of all its frames.
 type Thumb struct {
 	Route, Path, Format string
+	Animated            bool
 	Body                []byte
 }
 
@@ -74,17 +75,18 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 		body                []byte
 		want                []byte // exact body; nil: a 256x256 image in format
 		format, wantCT      string
+		animated            bool
 	}
 	checks := []check{
-		{"health", "GET", "/health", nil, []byte(`{"status":"ok"}`), "", "application/json"},
-		{"json", "GET", "/json", nil, in.JSONFixture, "", "application/json"},
-		{"compute", "GET", "/compute", nil, fmt.Appendf(nil, `{"n":100000,"result":%d}`, ComputeResult(100000)), "", "application/json"},
-		{"compute", "GET", fmt.Sprintf("/compute?n=%d", n), nil, fmt.Appendf(nil, `{"n":%d,"result":%d}`, n, ComputeResult(n)), "", "application/json"},
-		{"hash", "GET", "/hash", nil, []byte(hashBody(defaultHashPayload())), "", "application/json"},
-		{"hash", "GET", "/hash?data=h%C3%A9llo%20w%2Brld+x", nil, []byte(hashBody([]byte("héllo w+rld x"))), "", "application/json"},
+		{"health", "GET", "/health", nil, []byte(`{"status":"ok"}`), "", "application/json", false},
+		{"json", "GET", "/json", nil, in.JSONFixture, "", "application/json", false},
+		{"compute", "GET", "/compute", nil, fmt.Appendf(nil, `{"n":100000,"result":%d}`, ComputeResult(100000)), "", "application/json", false},
+		{"compute", "GET", fmt.Sprintf("/compute?n=%d", n), nil, fmt.Appendf(nil, `{"n":%d,"result":%d}`, n, ComputeResult(n)), "", "application/json", false},
+		{"hash", "GET", "/hash", nil, []byte(hashBody(defaultHashPayload())), "", "application/json", false},
+		{"hash", "GET", "/hash?data=h%C3%A9llo%20w%2Brld+x", nil, []byte(hashBody([]byte("héllo w+rld x"))), "", "application/json", false},
 	}
 	for _, t := range in.Thumbs {
-		checks = append(checks, check{t.Route, "POST", t.Path, t.Body, nil, t.Format, "image/" + t.Format})
+		checks = append(checks, check{t.Route, "POST", t.Path, t.Body, nil, t.Format, "image/" + t.Format, t.Animated})
 	}
 	var out []Check
 	for _, ck := range checks {
@@ -97,6 +99,8 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 			res.Detail = fmt.Sprintf("status %d: %.120s", status, strings.Join(strings.Fields(string(body)), " "))
 		case ck.want != nil && !bytes.Equal(body, ck.want):
 			res.Detail = fmt.Sprintf("body differs: got %.80q, want %.80q", body, ck.want)
+		case ck.want == nil && ck.animated:
+			res.OK, res.Detail = checkAnimation(body, ck.body, 256, 256)
 		case ck.want == nil:
 			res.OK, res.Detail = checkImage(body, ck.format, 256, 256)
 		default:
@@ -118,13 +122,9 @@ func contentTypeIs(got, want string) bool {
 	return len(got) >= len(want) && got[:len(want)] == want
 }
 
-// checkImage decodes b as format (png, jpeg, webp) and checks its size.
+// checkImage decodes b as format (png, jpeg, webp, avif) and checks its size.
 func checkImage(b []byte, format string, w, h int) (bool, string) {
-	decode := map[string]func(io.Reader) (image.Image, error){"png": png.Decode, "jpeg": jpeg.Decode, "webp": webp.Decode}[format]
-	if decode == nil {
-		return false, "no decoder for " + format
-	}
-	img, err := decode(bytes.NewReader(b))
+	img, err := decode.Still(format, b)
 	if err != nil {
 		return false, fmt.Sprintf("not a decodable %s: %v", format, err)
 	}
@@ -132,6 +132,52 @@ func checkImage(b []byte, format string, w, h int) (bool, string) {
 		return false, fmt.Sprintf("%s is %dx%d, want %dx%d", format, r.Dx(), r.Dy(), w, h)
 	}
 	return true, fmt.Sprintf("%dx%d %s, %d bytes", w, h, format, len(b))
+}
+
+// checkAnimation decodes b as an animated WebP on a w x h canvas and checks
+// that it has every frame of src, a GIF, each frame decodable and shown as
+// long as src's, and src's loop count.
+func checkAnimation(b, src []byte, w, h int) (bool, string) {
+	g, err := gif.DecodeAll(bytes.NewReader(src))
+	if err != nil {
+		return false, fmt.Sprintf("the route's source is not a GIF: %v", err)
+	}
+	a, err := decode.WebPAnimation(b)
+	switch {
+	case err != nil:
+		return false, fmt.Sprintf("not an animated WebP: %v", err)
+	case a.Width != w || a.Height != h:
+		return false, fmt.Sprintf("animated webp is %dx%d, want %dx%d", a.Width, a.Height, w, h)
+	case len(a.Frames) != len(g.Image):
+		return false, fmt.Sprintf("%d frames, want the source's %d", len(a.Frames), len(g.Image))
+	case a.Loop != plays(g):
+		return false, fmt.Sprintf("loop count %d, want the source's %d", a.Loop, plays(g))
+	}
+	for i, f := range a.Frames {
+		// GIF delays are in hundredths of a second; libvips' WebP writer,
+		// like browsers, shows 10 ms or less as 100 ms.
+		want := 10 * g.Delay[i]
+		if want <= 10 {
+			want = 100
+		}
+		if f.Duration != want {
+			return false, fmt.Sprintf("frame %d shows %d ms, want the source's %d ms", i, f.Duration, want)
+		}
+	}
+	return true, fmt.Sprintf("%dx%d animated webp, %d frames, %d bytes", w, h, len(a.Frames), len(b))
+}
+
+// plays is how many times a GIF plays, as libvips and WebP count it (0:
+// forever). Go's LoopCount is the NETSCAPE extension's repeat count: 0
+// forever, -1 (no extension) once, n > 0 n+1 times.
+func plays(g *gif.GIF) int {
+	switch {
+	case g.LoopCount == 0:
+		return 0
+	case g.LoopCount < 0:
+		return 1
+	}
+	return g.LoopCount + 1
 }
 
 func do(ctx context.Context, c *http.Client, method, url string, body []byte) ([]byte, string, int, error) {

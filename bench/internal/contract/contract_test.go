@@ -2,16 +2,22 @@ package contract
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"image"
+	"image/color"
+	"image/gif"
 	"image/jpeg"
 	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,8 +33,52 @@ func TestComputeResult(t *testing.T) {
 	}
 }
 
-// A tiny server that follows the contract, with one deliberate bug switch.
-func fake(brokenHash bool) http.Handler {
+// vips runs Debian's vips command's op on in (written as inName, which may
+// carry [OPTIONS] for the loader) into outName, and returns that file: real
+// encoders for the fake's AVIF and animated WebP, which Go cannot write.
+func vips(op string, in []byte, inName, outName string, args ...string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "contract-test")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	file, options, _ := strings.Cut(inName, "[")
+	if err := os.WriteFile(filepath.Join(dir, file), in, 0o600); err != nil {
+		return nil, err
+	}
+	if options != "" {
+		options = "[" + options
+	}
+	argv := append([]string{op, filepath.Join(dir, file) + options, filepath.Join(dir, outName)}, args...)
+	if msg, err := exec.Command("vips", argv...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("vips %q: %v: %s", argv, err, msg)
+	}
+	return os.ReadFile(filepath.Join(dir, outName))
+}
+
+// animation is a GIF of frames 8x8 frames, each shown delay hundredths of
+// a second, with Go's LoopCount loop.
+func animation(t *testing.T, frames, delay, loop int) []byte {
+	t.Helper()
+	g := &gif.GIF{LoopCount: loop}
+	for i := 0; i < frames; i++ {
+		img := image.NewPaletted(image.Rect(0, 0, 8, 8), color.Palette{color.Black, color.White})
+		img.Pix[i] = 1 // no two frames alike: no encoder merges them
+		g.Image, g.Delay = append(g.Image, img), append(g.Delay, delay)
+	}
+	var b bytes.Buffer
+	if err := gif.EncodeAll(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// A tiny server that follows the contract, with one deliberate bug (none
+// when bug is ""): "hash" (a wrong digest), "first-frame" (a still WebP for
+// animated=true), "fewer-frames" (the first two), "other-loop" and
+// "other-delays" (another GIF's loop count or delays), "avif-size" (a
+// 255x256 AVIF).
+func fake(t *testing.T, bug string) http.Handler {
 	mux := http.NewServeMux()
 	js := func(w http.ResponseWriter, s string) {
 		w.Header().Set("Content-Type", "application/json")
@@ -48,25 +98,52 @@ func fake(brokenHash bool) http.Handler {
 		if r.URL.Query().Has("data") {
 			data = []byte(r.URL.Query().Get("data"))
 		}
-		if brokenHash {
+		if bug == "hash" {
 			data = append(data, '!')
 		}
 		s := sha256.Sum256(data)
 		js(w, `{"algorithm":"sha256","hex":"`+hex.EncodeToString(s[:])+`"}`)
 	})
 	mux.HandleFunc("POST /thumbnail", func(w http.ResponseWriter, r *http.Request) {
-		img := image.NewRGBA(image.Rect(0, 0, 256, 256))
-		switch r.URL.Query().Get("format") {
-		case "jpeg":
-			w.Header().Set("Content-Type", "image/jpeg")
-			jpeg.Encode(w, img, nil)
-		case "webp": // Go has no WebP encoder: a PNG, which must be refused
-			w.Header().Set("Content-Type", "image/webp")
-			png.Encode(w, img)
-		default:
-			w.Header().Set("Content-Type", "image/png")
-			png.Encode(w, img)
+		body, _ := io.ReadAll(r.Body)
+		format := cmp.Or(r.URL.Query().Get("format"), "png")
+		side := 256
+		if bug == "avif-size" && format == "avif" {
+			side = 255
 		}
+		var p bytes.Buffer
+		png.Encode(&p, image.NewRGBA(image.Rect(0, 0, side, 256)))
+		out, err := p.Bytes(), error(nil)
+		switch {
+		case r.URL.Query().Get("animated") == "true":
+			frames := "[n=-1]"
+			switch bug {
+			case "first-frame":
+				frames = ""
+			case "fewer-frames":
+				frames = "[n=2]"
+			case "other-loop":
+				body = animation(t, 3, 4, 5)
+			case "other-delays":
+				body = animation(t, 3, 7, 0)
+			}
+			// Stretched (--size force): Debian's libvips 8.14 crops an
+			// animation as one tall image.
+			out, err = vips("thumbnail", body, "in.gif"+frames, "out.webp", "256", "--height", "256", "--size", "force")
+		case format == "jpeg":
+			p.Reset()
+			err = jpeg.Encode(&p, image.NewRGBA(image.Rect(0, 0, 256, 256)), nil)
+			out = p.Bytes()
+		case format == "avif":
+			out, err = vips("copy", p.Bytes(), "in.png", "out.avif")
+		}
+		// webp: Go has no WebP encoder, so a PNG, which must be refused.
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("Content-Type", "image/"+format)
+		w.Write(out)
 	})
 	return mux
 }
@@ -75,8 +152,10 @@ func TestRun(t *testing.T) {
 	in := Inputs{JSONFixture: []byte(`{"a":1}`), Thumbs: []Thumb{
 		{Route: "thumb-small", Path: "/thumbnail?format=png", Format: "png", Body: []byte("s")},
 		{Route: "thumb-large-jpeg", Path: "/thumbnail?format=jpeg&q=80", Format: "jpeg", Body: []byte("l")},
+		{Route: "thumb-large-avif", Path: "/thumbnail?format=avif&q=58", Format: "avif", Body: []byte("l")},
+		{Route: "thumb-animated-webp", Path: "/thumbnail?format=webp&animated=true", Format: "webp", Animated: true, Body: animation(t, 3, 4, 0)},
 	}}
-	good := httptest.NewServer(fake(false))
+	good := httptest.NewServer(fake(t, ""))
 	defer good.Close()
 	for _, c := range Run(context.Background(), good.URL, in) {
 		if !c.OK {
@@ -93,17 +172,50 @@ func TestRun(t *testing.T) {
 	if v := Libvips(context.Background(), metrics.URL); v != "8.16.1" {
 		t.Fatalf("libvips %q", v)
 	}
-	bad := httptest.NewServer(fake(true))
-	defer bad.Close()
-	failed := Failed(Run(context.Background(), bad.URL, in))
-	if !failed["hash"] || len(failed) != 1 {
-		t.Fatalf("failed routes %v, want only hash", failed)
+	for bug, want := range map[string]string{
+		"hash":         "body differs",
+		"avif-size":    "avif is 255x256, want 256x256",
+		"first-frame":  "not an animated WebP: webp: not animated",
+		"fewer-frames": "2 frames, want the source's 3",
+		"other-loop":   "loop count 6, want the source's 0",
+		"other-delays": "frame 0 shows 70 ms, want the source's 40 ms",
+	} {
+		bad := httptest.NewServer(fake(t, bug))
+		checks := Run(context.Background(), bad.URL, in)
+		bad.Close()
+		failed := Failed(checks)
+		if len(failed) != 1 {
+			t.Errorf("%s: failed routes %v, want one", bug, failed)
+		}
+		for _, c := range checks {
+			if !c.OK && !strings.Contains(c.Detail, want) {
+				t.Errorf("%s: %s: %q, want it to say %q", bug, c.Route, c.Detail, want)
+			}
+		}
 	}
-	// A WebP that does not decode, and a format nothing decodes.
-	in.Thumbs = []Thumb{{Route: "thumb-small-webp", Path: "/thumbnail?format=webp", Format: "webp"}, {Route: "thumb-small-avif", Path: "/thumbnail", Format: "avif"}}
-	for _, c := range Run(context.Background(), good.URL, in)[6:] {
-		if c.OK || !strings.Contains(c.Detail, "webp") && !strings.Contains(c.Detail, "no decoder for avif") {
-			t.Errorf("%s: %+v", c.Route, c)
+	// A WebP that does not decode, a format nothing decodes.
+	in.Thumbs = []Thumb{
+		{Route: "thumb-small-webp", Path: "/thumbnail?format=webp", Format: "webp"},
+		{Route: "thumb-small-gif", Path: "/thumbnail?format=gif", Format: "gif"},
+	}
+	for i, c := range Run(context.Background(), good.URL, in)[6:] {
+		want := []string{"not a decodable webp", `no decoder for "gif"`}[i]
+		if c.OK || !strings.Contains(c.Detail, want) {
+			t.Errorf("%s: %+v, want it to say %q", c.Route, c, want)
+		}
+	}
+	// The bench's own mistake: an animated route whose source is no GIF.
+	if ok, detail := checkAnimation(nil, []byte("GIF89a"), 256, 256); ok || !strings.Contains(detail, "the route's source is not a GIF") {
+		t.Errorf("%v %q", ok, detail)
+	}
+}
+
+// GIF repeat counts as libvips and WebP count plays (Debian's vips reads
+// Go's GIFs so: -1 once, 0 forever, 3 four times).
+func TestPlays(t *testing.T) {
+	for loop, want := range map[int]int{-1: 1, 0: 0, 3: 4} {
+		if got := plays(&gif.GIF{LoopCount: loop}); got != want {
+			t.Errorf("LoopCount %d: %d plays, want %d", loop, got, want)
 		}
 	}
 }

@@ -163,7 +163,7 @@ func contractSection(w writer, r *results.Results) {
 		}
 	}
 	w("## Contract check (before any timing)\n\n")
-	w("`/json` must equal `service/testdata/json-document.json`; `/compute` (default and `n=12345`) and `/hash` (default payload and a percent-encoded `data`) must equal the values the driver computes itself; every thumbnail route's `/thumbnail` must be a 256x256 image of its format that Go decodes (`image/png`, `image/jpeg`, `golang.org/x/image/webp`). A route that fails is not timed for that target.\n\n")
+	w("`/json` must equal `service/testdata/json-document.json`; `/compute` (default and `n=12345`) and `/hash` (default payload and a percent-encoded `data`) must equal the values the driver computes itself; every thumbnail route's `/thumbnail` must be a 256x256 image of its format that decodes (`image/png`, `image/jpeg` and `golang.org/x/image/webp` in Go; AVIF with Debian's `vips` command), and an animated route an animated WebP with every frame of its GIF, each decodable and shown as long, and the GIF's loop count. A route that fails is not timed for that target.\n\n")
 	w("| target | %s | thumbnails | sha256 prefix of /json |\n|---|%s---|---|\n", strings.Join(basic, " | "), strings.Repeat("---|", len(basic)))
 	var failures []string
 	outBytes := map[string]map[string]int{} // target -> route -> bytes
@@ -220,7 +220,7 @@ func contractSection(w writer, r *results.Results) {
 	if len(thumbs) == 0 {
 		return
 	}
-	w("Thumbnail bytes per route (256x256 cover; JPEG and WebP at quality 80), as each target answered the contract check:\n\n| target | %s |\n|---|%s\n", strings.Join(routeNames(thumbs), " | "), strings.Repeat("---|", len(thumbs)))
+	w("Thumbnail bytes per route (256x256 cover; JPEG and WebP at quality 80, AVIF at 58; an animated route: every frame), as each target answered the contract check:\n\n| target | %s |\n|---|%s\n", strings.Join(routeNames(thumbs), " | "), strings.Repeat("---|", len(thumbs)))
 	for _, c := range r.Contract {
 		if c.Error != "" {
 			continue

@@ -78,9 +78,12 @@ type Route struct {
 	Label     string `json:"label"`
 	BodyBytes int    `json:"body_bytes,omitempty"`
 	// Source and Format name a thumbnail route's source (small, large,
-	// photo12) and output format (png, jpeg, webp).
+	// photo12, animated) and output format (png, jpeg, webp, avif).
 	Source string `json:"source,omitempty"`
 	Format string `json:"format,omitempty"`
+	// Animated: the route asks for every frame of its animated source
+	// (animated=true).
+	Animated bool `json:"animated,omitempty"`
 }
 
 // Contract is one target's contract check.

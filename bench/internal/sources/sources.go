@@ -4,7 +4,8 @@
 // libvips gives the same bytes. small and large are byte for byte what
 // scripts/make-sources.sh made with the vips CLI of Debian's libvips 8.14.1
 // (and service/internal/thumb/testdata/sources holds); photo12 is the
-// 12-megapixel phone photo of issue 11.
+// 12-megapixel phone photo of issue 11. animated is an animated GIF drawn
+// and encoded in Go (animated.go): the same bytes everywhere.
 package sources
 
 // #cgo pkg-config: vips
@@ -33,17 +34,26 @@ type Term struct {
 }
 
 // Recipe is one source: its size, the terms summed (in order) into the L, a
-// and b channels, the grain and the JPEG quality.
+// and b channels, the grain and the JPEG quality; or, with Frames, an
+// animated GIF of that many frames.
 type Recipe struct {
-	Name          string // file name without .jpg
+	Name          string // file name without its extension
 	Width, Height int
 	Quality       int
 	L, A, B       []Term
 	Grain         float64 // sigma of the Gaussian grain added to each sRGB band
+	// Frames > 0 makes the source an animated GIF (animatedGIF) of Frames
+	// frames shown Delay hundredths of a second each, not a photo.
+	Frames, Delay int
 }
 
 // File is the recipe's file name.
-func (r Recipe) File() string { return r.Name + ".jpg" }
+func (r Recipe) File() string {
+	if r.Frames > 0 {
+		return r.Name + ".gif"
+	}
+	return r.Name + ".jpg"
+}
 
 // photoRecipe is facts.md's recipe for a W x H image:
 //
@@ -85,10 +95,13 @@ func Recipes() []Recipe {
 			Term{Worley: true, Cell: 64, Seed: 19, A: 14.0 / 64}),
 		// The old "huge" source of scripts/make-sources.sh (docs/hardening.md).
 		photoRecipe("huge", 4000, 3000, 94, 4),
+		// A short animated GIF as sites show them: 2 s at 25 frames a second.
+		{Name: "animated", Width: 320, Height: 240, Frames: 50, Delay: 4},
 	}
 }
 
-// DefaultNames returns the names made when none is asked for.
+// DefaultNames returns the names made when none is asked for: the photos
+// every bench compares formats and engines on.
 func DefaultNames() []string { return []string{"small", "large", "photo12"} }
 
 // Lookup returns the recipe called name.
@@ -103,8 +116,11 @@ func Lookup(name string) (Recipe, error) {
 	return Recipe{}, fmt.Errorf("no source named %q (known: %s)", name, strings.Join(known, ", "))
 }
 
-// Make encodes the recipe's JPEG.
+// Make encodes the recipe's JPEG, or its GIF.
 func Make(r Recipe) ([]byte, error) {
+	if r.Frames > 0 {
+		return animatedGIF(r)
+	}
 	if r.Width < 1 || r.Height < 1 || len(r.L) == 0 || len(r.A) == 0 || len(r.B) == 0 {
 		return nil, fmt.Errorf("source %s: empty recipe", r.Name)
 	}
@@ -137,11 +153,13 @@ func Make(r Recipe) ([]byte, error) {
 }
 
 // Read returns the file at path; when it is missing and named after a
-// known source (small.jpg, photo12.jpg, ...), it is made there first.
+// known source (small.jpg, photo12.jpg, animated.gif, ...), it is made there
+// first.
 func Read(path string) ([]byte, error) {
 	if _, err := os.Stat(path); err != nil {
-		r, lerr := Lookup(strings.TrimSuffix(filepath.Base(path), ".jpg"))
-		if lerr != nil || filepath.Base(path) != r.File() {
+		base := filepath.Base(path)
+		r, lerr := Lookup(strings.TrimSuffix(base, filepath.Ext(base)))
+		if lerr != nil || base != r.File() {
 			return nil, err
 		}
 		if _, err := Ensure(filepath.Dir(path), r.Name); err != nil {
@@ -151,7 +169,7 @@ func Read(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// Ensure writes dir/NAME.jpg for each name that has no such file yet
+// Ensure writes dir/NAME.jpg (NAME.gif) for each name that has no such file yet
 // (existing files are kept: they are what earlier runs measured) and
 // returns the paths of all of them, in the order given.
 func Ensure(dir string, names ...string) ([]string, error) {

@@ -2,6 +2,10 @@ package sources
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"image"
+	"image/gif"
 	"image/jpeg"
 	"os"
 	"path/filepath"
@@ -110,5 +114,65 @@ func TestReadMakesOnlyKnownSources(t *testing.T) {
 	}
 	if b, err := Read(other); err != nil || string(b) != "x" {
 		t.Fatalf("an existing file: %q %v", b, err)
+	}
+}
+
+const animatedSHA256 = "82e7fe948e7c1b767a7aa8e141076268e83cd29499afb62a3a5b8fd0aa2bb5bd"
+
+// The animated source is the same bytes on every run and machine (integer
+// arithmetic, Go's encoder): its hash is pinned, so a change to either is
+// seen. It is 50 frames of 320x240 at 40 ms, looping forever, no two alike.
+func TestAnimatedIsAFixedGIF(t *testing.T) {
+	r, err := Lookup("animated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Make(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != animatedSHA256 {
+		t.Errorf("sha256 %x, want %s: the generator or Go's GIF encoder changed; measure again before pinning the new bytes", sum, animatedSHA256)
+	}
+	g, err := gif.DecodeAll(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Image) != 50 || g.Config.Width != 320 || g.Config.Height != 240 || g.LoopCount != 0 {
+		t.Fatalf("%d frames, %dx%d, loop %d", len(g.Image), g.Config.Width, g.Config.Height, g.LoopCount)
+	}
+	for i, img := range g.Image {
+		if g.Delay[i] != 4 || img.Bounds() != image.Rect(0, 0, 320, 240) {
+			t.Fatalf("frame %d: delay %d, bounds %v", i, g.Delay[i], img.Bounds())
+		}
+		if i > 0 && bytes.Equal(img.Pix, g.Image[i-1].Pix) {
+			t.Errorf("frame %d is frame %d again: an encoder would merge them", i, i-1)
+		}
+	}
+	if r.File() != "animated.gif" {
+		t.Errorf("file %q", r.File())
+	}
+}
+
+func TestAnimatedRefusesBadRecipes(t *testing.T) {
+	for _, r := range []Recipe{
+		{Name: "a", Width: 320, Height: 240, Frames: 1, Delay: 4},
+		{Name: "a", Width: 320, Height: 240, Frames: 50, Delay: 1},
+		{Name: "a", Width: 8, Height: 240, Frames: 50, Delay: 4},
+		{Name: "a", Width: 320, Height: 70000, Frames: 50, Delay: 4},
+	} {
+		if _, err := Make(r); err == nil {
+			t.Errorf("%+v made a GIF", r)
+		}
+	}
+}
+
+func TestReadMakesTheAnimatedSource(t *testing.T) {
+	b, err := Read(filepath.Join(t.TempDir(), "animated.gif"))
+	if err != nil || !bytes.HasPrefix(b, []byte("GIF89a")) {
+		t.Fatalf("%.6q %v", b, err)
+	}
+	if _, err := Read(filepath.Join(t.TempDir(), "animated.jpg")); err == nil {
+		t.Error("animated.jpg, which no recipe makes, was read")
 	}
 }
