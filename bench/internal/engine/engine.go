@@ -1,19 +1,30 @@
 // Package engine is `bench engine`: the engine comparison. It times
 // 256x256 cover thumbnails made in process, one libvips thread each, from
-// every source in every output format, for each thumbd build and for the
-// Node twin's sharp, and prints per format a table of the per-thumbnail
-// median time, the output bytes and the ratio to sharp's time.
+// every photo in every output format (each at the service's default q:
+// JPEG and WebP 80, AVIF 58, at AVIF effort 4 on both sides), for each
+// thumbd build and for the Node twin's sharp, and prints per format a table
+// of the per-thumbnail median time, the output bytes, for a lossy format
+// the SSIM of the thumbnail against the same engine's lossless one, and the
+// ratio to sharp's time.
 //
 // The thumbd side is BenchmarkEngine of service/internal/thumb, a test
 // binary built per flavour with scripts/build.sh's flavour_go (dynamic:
 // Debian's libvips; slim and static: the project's) and run with
-// VIPS_CONCURRENCY=1, THUMBD_ENGINE_SOURCES and THUMBD_ENGINE_FORMATS; it
-// reports sub-benchmarks BenchmarkEngine/<source>/<format> with the metrics
-// median-ms and out-bytes. The sharp side is the twin's engine-bench.mjs,
-// whose pipeline is the one the twin serves. Engines take turns, round by
-// round, so that all see the same machine: the figure is the median over
-// rounds of each round's median. Run it from the repository root; it
-// holds the bench lock while it measures.
+// VIPS_CONCURRENCY=1, THUMBD_ENGINE_SOURCES, THUMBD_ENGINE_FORMATS and
+// THUMBD_ENGINE_OUT; it reports sub-benchmarks
+// BenchmarkEngine/<source>/<format> with the metrics median-ms and
+// out-bytes, and writes the thumbnails and a lossless reference of each
+// source to THUMBD_ENGINE_OUT. The sharp side is the twin's
+// engine-bench.mjs (--out likewise), whose pipeline is the one the twin
+// serves. Engines take turns, round by round, so that all see the same
+// machine: the figure is the median over rounds of each round's median.
+// Run it from the repository root; it holds the bench lock while it
+// measures.
+//
+// SSIM is scored against each engine's own lossless thumbnail rather than
+// one reference for all: the engines resize and crop by their own
+// arithmetic, and a crop one pixel off would cost more SSIM than the
+// encoder does, so only the encoder's loss is scored.
 package engine
 
 import (
@@ -24,6 +35,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"image"
 	"io"
 	"os"
 	"os/exec"
@@ -34,7 +46,9 @@ import (
 	"strings"
 
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
+	"github.com/thumbd/thumbd/bench/internal/decode"
 	buildflavour "github.com/thumbd/thumbd/bench/internal/flavour"
+	"github.com/thumbd/thumbd/bench/internal/quality"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 )
@@ -44,6 +58,11 @@ func goFlavours() []string { return []string{"dynamic", "slim", "static"} }
 
 const sharp = "sharp"
 
+// qualities are the output formats the comparison knows, and each one's q:
+// the service's default, which the twin shares (0: PNG, lossless, like the
+// reference SSIM is scored against).
+func qualities() map[string]int { return map[string]int{"png": 0, "jpeg": 80, "webp": 80, "avif": 58} }
+
 // key names one figure: an engine's thumbnail of a source in a format.
 type key struct{ engine, source, format string }
 
@@ -51,6 +70,15 @@ type key struct{ engine, source, format string }
 type sample struct {
 	ms    float64
 	bytes int
+}
+
+// figure is what the table gives for a key: the median over rounds, the
+// bytes, and the SSIM against the engine's lossless thumbnail (0: not
+// scored, for PNG).
+type figure struct {
+	ms    float64
+	bytes int
+	ssim  float64
 }
 
 type config struct {
@@ -78,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.samples, "samples", 20, "thumbnails per engine, source and format in a round")
 	fs.StringVar(&c.dir, "sources", "bench/results/tmp/sources", "directory of the sources (missing ones are made)")
 	fs.StringVar(&names, "names", strings.Join(sources.DefaultNames(), ","), "sources to use")
-	fs.StringVar(&formats, "formats", "png,jpeg,webp", "output formats (jpeg and webp at quality 80)")
+	fs.StringVar(&formats, "formats", "png,jpeg,webp,avif", "output formats (jpeg and webp at quality 80, avif at 58)")
 	fs.StringVar(&engines, "engines", strings.Join(append(goFlavours(), sharp), ","), "engines to compare")
 	fs.Func("bin", "FLAVOUR=PATH: a BenchmarkEngine test binary already built for FLAVOUR (repeatable)", func(v string) error { bins = append(bins, v); return nil })
 	fs.StringVar(&sharpCmd, "sharp", "node bench/twins/node/engine-bench.mjs", "the sharp side's command")
@@ -96,6 +124,23 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	for _, e := range c.engines {
 		if e != sharp && !slices.Contains(goFlavours(), e) {
 			return c, fmt.Errorf("unknown engine %q (known: %s, %s)", e, strings.Join(goFlavours(), ", "), sharp)
+		}
+	}
+	for _, f := range c.formats {
+		if _, ok := qualities()[f]; !ok {
+			return c, fmt.Errorf("unknown format %q (known: png, jpeg, webp, avif)", f)
+		}
+	}
+	for _, n := range c.names {
+		// BenchmarkEngine times stills of JPEG photos; an animation is the
+		// load suite's (thumb-animated-webp).
+		if r, err := sources.Lookup(n); err == nil && r.Frames > 0 {
+			return c, fmt.Errorf("source %q is an animation: the engine comparison is of photos (%s)", n, strings.Join(sources.DefaultNames(), ", "))
+		}
+	}
+	if slices.Contains(c.formats, "avif") {
+		if _, err := exec.LookPath("vips"); err != nil {
+			return c, fmt.Errorf("scoring AVIF thumbnails needs the vips command to decode them (scripts/deps.sh dev installs libvips-tools): %w", err)
 		}
 	}
 	c.bins = map[string]string{}
@@ -157,11 +202,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer release()
 	}
 	fmt.Fprintf(stdout, "libvips: %s; %d CPUs\n", versions(ctx, c), runtime.NumCPU())
+	// Each engine writes its thumbnails to a directory of its own, every
+	// round over the last: the encoders are deterministic.
+	outs := map[string]string{}
+	for _, e := range c.engines {
+		outs[e] = filepath.Join(work, "out-"+e)
+		if err := os.Mkdir(outs[e], 0o755); err != nil {
+			return err
+		}
+	}
 	rounds := map[key][]sample{}
 	for r := 1; r <= c.rounds; r++ {
 		fmt.Fprintf(stderr, "round %d/%d\n", r, c.rounds)
 		for _, e := range c.engines {
-			got, err := runEngine(ctx, c, e, srcDir, paths)
+			got, err := runEngine(ctx, c, e, srcDir, outs[e], paths)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", e, r, err)
 			}
@@ -170,8 +224,68 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	render(stdout, c, rounds)
+	figures, err := summarise(c, rounds, outs)
+	if err != nil {
+		return err
+	}
+	render(stdout, c, figures)
 	return nil
+}
+
+// summarise turns the rounds into the table's figures: the median time
+// over rounds, the bytes, and for the lossy formats the SSIM of the
+// thumbnail in outs against the engine's lossless one there.
+func summarise(c config, rounds map[key][]sample, outs map[string]string) (map[key]figure, error) {
+	figures := map[key]figure{}
+	for k, ss := range rounds {
+		var ms []float64
+		for _, s := range ss {
+			ms = append(ms, s.ms)
+		}
+		figures[k] = figure{ms: stats.Summarize(ms).Median, bytes: ss[len(ss)-1].bytes}
+	}
+	for _, e := range c.engines {
+		for _, n := range c.names {
+			var ref image.Image
+			for _, f := range c.formats {
+				if qualities()[f] == 0 {
+					continue
+				}
+				if ref == nil {
+					var err error
+					if ref, err = thumbnail(outs[e], n+".reference.png", "png"); err != nil {
+						return nil, fmt.Errorf("%s: %w", e, err)
+					}
+				}
+				img, err := thumbnail(outs[e], n+"."+f, f)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", e, err)
+				}
+				s, err := quality.SSIM(ref, img)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s %s: %w", e, n, f, err)
+				}
+				k := key{e, n, f}
+				fig := figures[k]
+				fig.ssim = s
+				figures[k] = fig
+			}
+		}
+	}
+	return figures, nil
+}
+
+// thumbnail decodes the file an engine wrote.
+func thumbnail(dir, file, format string) (image.Image, error) {
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return nil, fmt.Errorf("no thumbnail to score: %w", err)
+	}
+	img, err := decode.Still(format, b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return img, nil
 }
 
 // build makes flavour's BenchmarkEngine test binary with scripts/build.sh's
@@ -180,10 +294,11 @@ func build(ctx context.Context, flavour, out string) error {
 	return buildflavour.TestBinary(ctx, flavour, "./service/internal/thumb", out)
 }
 
-func runEngine(ctx context.Context, c config, engine, srcDir string, paths []string) (map[key]sample, error) {
+// runEngine runs one round of engine, which writes its thumbnails to out.
+func runEngine(ctx context.Context, c config, engine, srcDir, out string, paths []string) (map[key]sample, error) {
 	var cmd *exec.Cmd
 	if engine == sharp {
-		args := append(slices.Clone(c.sharpCmd[1:]), "--iterations", strconv.Itoa(c.samples), "--formats", strings.Join(c.formats, ","))
+		args := append(slices.Clone(c.sharpCmd[1:]), "--iterations", strconv.Itoa(c.samples), "--formats", strings.Join(c.formats, ","), "--out", out)
 		for _, p := range paths {
 			abs, err := filepath.Abs(p)
 			if err != nil {
@@ -202,19 +317,19 @@ func runEngine(ctx context.Context, c config, engine, srcDir string, paths []str
 		// The test binary finds its testdata relative to its package.
 		cmd.Dir = filepath.Join("service", "internal", "thumb")
 		cmd.Env = append(os.Environ(), "VIPS_CONCURRENCY=1", "THUMBD_ENGINE_SOURCES="+srcDir,
-			"THUMBD_ENGINE_FORMATS="+strings.Join(c.formats, ","))
+			"THUMBD_ENGINE_FORMATS="+strings.Join(c.formats, ","), "THUMBD_ENGINE_OUT="+out)
 	}
-	var out, errs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errs
+	var stdout, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &errs
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%w\n%s%s", err, out.String(), errs.String())
+		return nil, fmt.Errorf("%w\n%s%s", err, stdout.String(), errs.String())
 	}
 	var got map[key]sample
 	var err error
 	if engine == sharp {
-		got, err = parseSharp(&out)
+		got, err = parseSharp(&stdout)
 	} else {
-		got, err = parseGoBench(&out, engine)
+		got, err = parseGoBench(&stdout, engine)
 	}
 	if err != nil {
 		return nil, err
@@ -222,7 +337,7 @@ func runEngine(ctx context.Context, c config, engine, srcDir string, paths []str
 	for _, n := range c.names {
 		for _, f := range c.formats {
 			if _, ok := got[key{engine, n, f}]; !ok {
-				return nil, fmt.Errorf("no figure for %s %s in its output:\n%s", n, f, out.String())
+				return nil, fmt.Errorf("no figure for %s %s in its output:\n%s", n, f, stdout.String())
 			}
 		}
 	}
@@ -325,40 +440,41 @@ func parseSharp(r io.Reader) (map[key]sample, error) {
 }
 
 // render prints one table per format: per engine and source the median
-// over rounds of the per-round medians, the bytes and the ratio to sharp.
-func render(w io.Writer, c config, rounds map[key][]sample) {
-	med := func(k key) (float64, int, bool) {
-		ss := rounds[k]
-		if len(ss) == 0 {
-			return 0, 0, false
-		}
-		var ms []float64
-		for _, s := range ss {
-			ms = append(ms, s.ms)
-		}
-		return stats.Summarize(ms).Median, ss[len(ss)-1].bytes, true
-	}
+// over rounds of the per-round medians, the bytes, the SSIM (lossy formats)
+// and the time's ratio to sharp's.
+func render(w io.Writer, c config, figures map[key]figure) {
 	for _, f := range c.formats {
-		q := ""
-		if f != "png" {
-			q = " q80"
+		q, lossy := "", qualities()[f] > 0
+		if lossy {
+			q = fmt.Sprintf(" q%d", qualities()[f])
 		}
-		fmt.Fprintf(w, "\n%s%s: 256x256 cover, one libvips thread; per-thumbnail medians over %d rounds x %d samples\n", f, q, c.rounds, c.samples)
-		fmt.Fprintf(w, "%-8s", "engine")
+		fmt.Fprintf(w, "\n%s%s: 256x256 cover, one libvips thread; per-thumbnail medians over %d rounds x %d samples", f, q, c.rounds, c.samples)
+		if lossy {
+			fmt.Fprint(w, "; SSIM (luma) against the engine's own lossless thumbnail")
+		}
+		fmt.Fprintf(w, "\n%-8s", "engine")
 		for _, n := range c.names {
-			fmt.Fprintf(w, " %*s %*s %8s", max(9, len(n)+3), n+" ms", max(8, len(n)+2), n+" B", "vs sharp")
+			fmt.Fprintf(w, " %*s %*s", max(9, len(n)+3), n+" ms", max(8, len(n)+2), n+" B")
+			if lossy {
+				fmt.Fprintf(w, " %*s", max(6, len(n)+5), n+" SSIM")
+			}
+			fmt.Fprintf(w, " %8s", "vs sharp")
 		}
 		fmt.Fprintln(w)
 		for _, e := range c.engines {
 			fmt.Fprintf(w, "%-8s", e)
 			for _, n := range c.names {
-				ms, b, ok := med(key{e, n, f})
-				ref, _, hasRef := med(key{sharp, n, f})
+				fig, ok := figures[key{e, n, f}]
+				ref, hasRef := figures[key{sharp, n, f}]
 				vs := "-"
-				if x := stats.Ratio(ms, ref); ok && hasRef && x > 0 {
+				if x := stats.Ratio(fig.ms, ref.ms); ok && hasRef && x > 0 {
 					vs = fmt.Sprintf("%.2fx", x)
 				}
-				fmt.Fprintf(w, " %*.2f %*d %8s", max(9, len(n)+3), ms, max(8, len(n)+2), b, vs)
+				fmt.Fprintf(w, " %*.2f %*d", max(9, len(n)+3), fig.ms, max(8, len(n)+2), fig.bytes)
+				if lossy {
+					fmt.Fprintf(w, " %*.4f", max(6, len(n)+5), fig.ssim)
+				}
+				fmt.Fprintf(w, " %8s", vs)
 			}
 			fmt.Fprintln(w)
 		}

@@ -243,7 +243,12 @@ var coverPNG = Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityC
 // sub-benchmarks are BenchmarkEngine/<source>/<format>, one per *.jpg of
 // $THUMBD_ENGINE_SOURCES (default testdata/sources) and per format of the
 // comma-separated $THUMBD_ENGINE_FORMATS (default png): a 256x256 cover at
-// quality 80. Reports the median time and the output bytes.
+// the format's default quality (the q the service uses when none is asked:
+// JPEG and WebP 80, AVIF 58). Reports the median time and the output bytes.
+// With $THUMBD_ENGINE_OUT, a directory, it also writes there what the
+// figures are of, <source>.<format>, and <source>.reference.png, the same
+// thumbnail lossless and untimed, which the bench scores the lossy ones
+// against (SSIM).
 //
 //	go test -run '^$' -bench Engine -benchtime 200x ./service/internal/thumb
 func BenchmarkEngine(b *testing.B) {
@@ -253,31 +258,50 @@ func BenchmarkEngine(b *testing.B) {
 		b.Fatalf("no *.jpg in %s (%v)", dir, err)
 	}
 	formats := strings.Split(cmp.Or(os.Getenv("THUMBD_ENGINE_FORMATS"), "png"), ",")
+	out := os.Getenv("THUMBD_ENGINE_OUT")
 	for _, path := range names {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			b.Fatal(err)
 		}
+		name := strings.TrimSuffix(filepath.Base(path), ".jpg")
+		if out != "" {
+			ref, err := testEngine.Thumbnail(context.Background(), src, coverPNG)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(out, name+".reference.png"), ref.Bytes, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for _, f := range formats {
+			spec, ok := imagefmt.Lookup(imagefmt.Format(f))
+			if !ok || !spec.Output {
+				b.Fatalf("THUMBD_ENGINE_FORMATS: %q is no output format (%v)", f, imagefmt.Outputs())
+			}
 			o := coverPNG
-			o.Format, o.Quality = imagefmt.Format(f), 80
-			b.Run(strings.TrimSuffix(filepath.Base(path), ".jpg")+"/"+f, func(b *testing.B) {
-				var out int
+			o.Format, o.Quality = spec.Format, spec.Quality
+			b.Run(name+"/"+f, func(b *testing.B) {
+				var img Image
 				times := make([]time.Duration, 0, b.N)
 				for b.Loop() {
 					start := time.Now()
-					img, err := testEngine.Thumbnail(context.Background(), src, o)
+					img, err = testEngine.Thumbnail(context.Background(), src, o)
 					if err != nil {
 						b.Fatal(err)
 					}
 					times = append(times, time.Since(start))
-					out = len(img.Bytes)
 				}
 				// The median is what the service's sequential latency is
 				// held to; the mean (ns/op) is skewed by the odd slow run.
 				slices.Sort(times)
 				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "median-ms")
-				b.ReportMetric(float64(out), "out-bytes")
+				b.ReportMetric(float64(len(img.Bytes)), "out-bytes")
+				if out != "" {
+					if err := os.WriteFile(filepath.Join(out, name+"."+f), img.Bytes, 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
 			})
 		}
 	}
