@@ -9,9 +9,11 @@ import (
 	"testing"
 )
 
-// fakeDNS is a DNS server on 127.0.0.1 that answers every A query with one
-// address (and AAAA queries with nothing), and a resolver that asks only
-// it: DNS rebinding is tested without any other resolver being asked.
+// fakeDNS is a DNS server on 127.0.0.1 that answers every query of its
+// address's type (A for IPv4, AAAA for IPv6) with that address, and every
+// other query with no record (every query, for the zero netip.Addr: a name
+// without an address), and a resolver that asks only it: DNS rebinding is
+// tested without any other resolver being asked.
 type fakeDNS struct {
 	resolver *net.Resolver
 	queries  atomic.Int32
@@ -46,8 +48,8 @@ func startFakeDNS(t *testing.T, answer netip.Addr) *fakeDNS {
 }
 
 // dnsAnswer answers query (RFC 1035 wire format) with addr for a question
-// of addr's type, and with no record for any other; nil for a packet that
-// is not a query of one question.
+// of addr's type, and with no record for any other (any, when addr is not
+// valid); nil for a packet that is not a query of one question.
 func dnsAnswer(query []byte, addr netip.Addr) []byte {
 	if len(query) < 12 || query[2]&0x80 != 0 || binary.BigEndian.Uint16(query[4:6]) != 1 {
 		return nil
@@ -61,8 +63,11 @@ func dnsAnswer(query []byte, addr netip.Addr) []byte {
 		return nil
 	}
 	qtype := binary.BigEndian.Uint16(query[end-4 : end-2])
-	want := uint16(1) // A
-	if addr.Is6() {
+	var want uint16 // no record
+	switch {
+	case addr.Is4():
+		want = 1 // A
+	case addr.Is6():
 		want = 28 // AAAA
 	}
 	resp := append([]byte{}, query[:end]...)
@@ -70,7 +75,7 @@ func dnsAnswer(query []byte, addr netip.Addr) []byte {
 	binary.BigEndian.PutUint16(resp[6:8], 0)
 	binary.BigEndian.PutUint16(resp[8:10], 0)
 	binary.BigEndian.PutUint16(resp[10:12], 0) // the query's EDNS record is not echoed
-	if qtype == want {
+	if want != 0 && qtype == want {
 		binary.BigEndian.PutUint16(resp[6:8], 1)
 		rdata := addr.AsSlice()
 		resp = append(resp, 0xc0, 12) // the name: a pointer to the question's
@@ -88,5 +93,13 @@ func TestFakeDNSResolves(t *testing.T) {
 	addrs, err := d.resolver.LookupNetIP(context.Background(), "ip", "images.rebind.test")
 	if err != nil || len(addrs) != 1 || addrs[0].Unmap() != netip.MustParseAddr("127.0.0.1") || d.queries.Load() == 0 {
 		t.Fatalf("%v %v (%d queries)", addrs, err, d.queries.Load())
+	}
+	d = startFakeDNS(t, netip.MustParseAddr("::1"))
+	if addrs, err := d.resolver.LookupNetIP(context.Background(), "ip", "images.rebind.test"); err != nil || len(addrs) != 1 || addrs[0] != netip.IPv6Loopback() {
+		t.Fatalf("AAAA: %v %v", addrs, err)
+	}
+	d = startFakeDNS(t, netip.Addr{})
+	if addrs, err := d.resolver.LookupNetIP(context.Background(), "ip", "images.rebind.test"); err == nil || d.queries.Load() == 0 {
+		t.Fatalf("a name without an address: %v %v", addrs, err)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -334,33 +336,40 @@ func TestOriginLoopbackRefused(t *testing.T) {
 	}
 }
 
-// DNS rebinding: an allowed name that resolves to 127.0.0.1 is refused at
-// the dial, whatever the allow-list says; with the switch on the same
-// name is fetched (so the test resolver really was asked).
+// DNS rebinding: an allowed name that resolves to loopback (127.0.0.1, or
+// ::1 or ::ffff:127.0.0.1 in an AAAA record) is refused at the dial,
+// whatever the allow-list says, and the origin sees no connection; with
+// the switch on the same name is fetched (so the test resolver really was
+// asked and its answer dialed).
 func TestOriginDNSRebinding(t *testing.T) {
 	src := encodeJPEG(t, scene(40, 30), 90)
 	o := newOrigin(t, serveBytes(src))
 	port := strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
-	dns := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
 	name := "http://images.rebind.test:" + port
-	for _, allow := range []bool{false, true} {
+	get := func(allow bool, answer string) (int, []byte) {
+		t.Helper()
+		dns := startFakeDNS(t, netip.MustParseAddr(answer))
 		cfg := originConfig(t, allow, name)
 		d := newTestDeps(t, cfg)
 		d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)
-		srv := newTestServerFrom(t, d)
-		status, _, body := do(t, "GET", thumbURL(srv.URL, name+"/a.jpg", "w=10"), nil)
-		if allow && status != 200 || !allow && status != 403 {
-			t.Fatalf("allow loopback %v: %d %s", allow, status, body)
+		status, _, body := do(t, "GET", thumbURL(newTestServerFrom(t, d).URL, name+"/a.jpg", "w=10"), nil)
+		if dns.queries.Load() == 0 {
+			t.Fatalf("%s: the test resolver was never asked", answer)
 		}
-		if !allow {
-			assertError(t, body, apierr.OriginAddressBlocked)
-			if n := o.conns.Load(); n != 0 {
-				t.Fatalf("the origin saw %d connections", n)
-			}
+		return status, body
+	}
+	for _, answer := range []string{"127.0.0.1", "::1", "::ffff:127.0.0.1"} {
+		status, body := get(false, answer)
+		if status != 403 {
+			t.Fatalf("%s, switch off: %d %s", answer, status, body)
+		}
+		assertError(t, body, apierr.OriginAddressBlocked)
+		if n := o.conns.Load(); n != 0 {
+			t.Fatalf("%s: the origin saw %d connections", answer, n)
 		}
 	}
-	if dns.queries.Load() == 0 {
-		t.Fatal("the test resolver was never asked")
+	if status, body := get(true, "127.0.0.1"); status != 200 {
+		t.Fatalf("switch on: %d %s", status, body)
 	}
 }
 
@@ -395,5 +404,103 @@ func TestAllowLoopbackWarnsAtStartUp(t *testing.T) {
 	c.wait(t)
 	if !regexp.MustCompile(`"level":"WARN","msg":"THUMBD_ORIGINS_ALLOW_LOOPBACK is on`).MatchString(c.logs.String()) {
 		t.Fatalf("no warning:\n%s", c.logs)
+	}
+}
+
+// fullListener is a TCP port on 127.0.0.1 whose accept queue is full (a
+// backlog of 0, one connection made and never accepted): the kernel drops
+// the SYN of any further connect, which then hangs until its timeout. A
+// connect that does not complete, without a packet leaving loopback.
+func fullListener(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	filler, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { filler.Close() })
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		t.Skip("this kernel completes connects past a full accept queue")
+	}
+	return addr
+}
+
+// Origins that cannot be fetched: nothing listening, a TLS certificate no
+// CA signed, a name without an address (502 origin_error); a connect that
+// does not complete, ended by the connect timeout well before the fetch
+// timeout (504 origin_timeout).
+func TestOriginUnreachable(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.Addr().String()
+	closed.Close()
+	tlsOrigin := httptest.NewUnstartedServer(serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	tlsOrigin.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake thumbd refuses
+	tlsOrigin.StartTLS()
+	t.Cleanup(tlsOrigin.Close)
+	hanging := fullListener(t)
+	nameless := "http://images.nowhere.test:8080"
+
+	cfg := originConfig(t, true, "http://"+refused, tlsOrigin.URL, "http://"+hanging, nameless)
+	cfg.FetchTimeout = 20 * time.Second
+	cfg.Deadline, cfg.WriteTimeout = 30*time.Second, 40*time.Second
+	d := newTestDeps(t, cfg)
+	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, startFakeDNS(t, netip.Addr{}).resolver)
+	srv := newTestServerFrom(t, d)
+
+	for _, u := range []string{"http://" + refused + "/a.jpg", tlsOrigin.URL + "/a.jpg", nameless + "/a.jpg"} {
+		getError(t, thumbURL(srv.URL, u, ""), 502, apierr.OriginError)
+	}
+	start := time.Now()
+	got, _, body := do(t, "GET", thumbURL(srv.URL, "http://"+hanging+"/a.jpg", ""), nil)
+	took := time.Since(start)
+	if got != 504 || !bytes.Contains(body, []byte("connected to within "+origin.ConnectTimeout.String())) {
+		t.Fatalf("a connect that hangs: %d %s", got, body)
+	}
+	assertError(t, body, apierr.OriginTimeout)
+	if took < origin.ConnectTimeout-100*time.Millisecond || took > origin.ConnectTimeout+5*time.Second {
+		t.Errorf("the connect was given up after %s, want about %s", took, origin.ConnectTimeout)
+	}
+}
+
+// The request's deadline bounds the fetch too: with a deadline shorter
+// than the fetch timeout, a slow origin is the request's 504
+// deadline_exceeded, counted as such by the fetch metrics.
+func TestOriginFetchEndsWithTheDeadline(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second):
+		}
+	})
+	cfg := originConfig(t, true, "http://"+o.hostPort())
+	cfg.Deadline, cfg.FetchTimeout = 300*time.Millisecond, 10*time.Second
+	srv, _ := newTestServer(t, cfg)
+	start := time.Now()
+	getError(t, thumbURL(srv.URL, o.URL+"/slow.jpg", ""), 504, apierr.DeadlineExceeded)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s with a 300ms deadline", took)
+	}
+	_, _, metrics := do(t, "GET", srv.URL+"/metrics", nil)
+	if !bytes.Contains(metrics, []byte(`thumbd_origin_fetch_errors_total{code="deadline_exceeded"} 1`)) {
+		t.Errorf("the fetch ended by the deadline is not counted:\n%s", metrics)
 	}
 }

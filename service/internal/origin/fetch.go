@@ -141,7 +141,7 @@ func (s remote) fetch(ctx context.Context) (*source.Blob, error) {
 	req.Header.Set("Accept", s.f.cfg.Accept)
 	resp, err := s.f.client.Do(req)
 	if err != nil {
-		return nil, s.fetchError(ctx, err)
+		return nil, s.fetchError(ctx, fetchCtx, err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
@@ -159,16 +159,17 @@ func (s remote) fetch(ctx context.Context) (*source.Blob, error) {
 	}
 	blob, err := s.f.limits.Read(resp.Body, tooLarge)
 	if err != nil && apierr.From(err).Code == apierr.Internal {
-		return nil, s.fetchError(ctx, err)
+		return nil, s.fetchError(ctx, fetchCtx, err)
 	}
 	return blob, err
 }
 
 // fetchError names a failed fetch: the guard's or the redirect checks'
 // refusal as it is; the request's own deadline or departure as ctx's
-// error (the pipeline answers those); the fetch timeout as a 504; anything
-// else (refused connection, TLS, a broken body) as a 502.
-func (s remote) fetchError(ctx context.Context, err error) error {
+// error (the pipeline answers those); the fetch timeout (fetchCtx's end)
+// or a connect that took longer than ConnectTimeout as a 504; anything
+// else (refused connection, unknown name, TLS, a broken body) as a 502.
+func (s remote) fetchError(ctx, fetchCtx context.Context, err error) error {
 	var e *apierr.Error
 	if errors.As(err, &e) {
 		return e
@@ -176,9 +177,16 @@ func (s remote) fetchError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+	if fetchCtx.Err() != nil {
 		return &apierr.Error{Code: apierr.OriginTimeout, Message: "The origin did not answer within the fetch timeout (" + s.f.cfg.FetchTimeout.String() + ").", Cause: err}
+	}
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		msg := "The origin did not answer in time."
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+			msg = "The origin could not be connected to within " + ConnectTimeout.String() + "."
+		}
+		return &apierr.Error{Code: apierr.OriginTimeout, Message: msg, Cause: err}
 	}
 	return &apierr.Error{Code: apierr.OriginError, Message: "The origin could not be fetched.", Cause: err}
 }

@@ -2,6 +2,7 @@ package origin
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -63,10 +64,30 @@ func TestFetchReadsThroughTheBudget(t *testing.T) {
 	}
 }
 
-// Proxy variables are never read: the transport has no proxy function.
-func TestNoProxy(t *testing.T) {
+// Every connection the client makes, for the first URL, a redirect or a
+// reconnect, goes through the guarded dialer: the transport has no proxy
+// and no other dial function, and its dialer refuses a loopback address
+// with the switch off before connecting (the listener is never reached).
+func TestEveryConnectionIsGuarded(t *testing.T) {
 	f := New(Config{}, source.Limits{})
-	if tr := f.client.Transport.(*http.Transport); tr.Proxy != nil {
-		t.Fatal("the transport would use a proxy")
+	tr := f.client.Transport.(*http.Transport)
+	if tr.Proxy != nil || tr.Dial != nil || tr.DialTLS != nil || tr.DialTLSContext != nil || tr.DialContext == nil || f.client.CheckRedirect == nil {
+		t.Fatal("the transport has a way to connect around the guarded dialer")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if c, err := tr.DialContext(context.Background(), "tcp", ln.Addr().String()); code(err) != apierr.OriginAddressBlocked {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dialing loopback with the switch off: %v", err)
+	}
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
+	if c, err := ln.Accept(); err == nil {
+		c.Close()
+		t.Fatal("the listener was connected to")
 	}
 }

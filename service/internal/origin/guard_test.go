@@ -127,12 +127,23 @@ var guardTable = []struct {
 	{"2001:0:4136:e378:8000:63bf:ffff:ffff", "unspecified"}, // client 0.0.0.0
 }
 
+// Every form in the table is judged as it should be, and the Dialer hook
+// (given the address as the dialer writes it, port and zone included)
+// refuses exactly the addresses Judge refuses: none outside the
+// allow-list's public addresses is reachable.
 func TestGuardTable(t *testing.T) {
+	f := &Fetcher{cfg: Config{}}
 	for _, tc := range guardTable {
 		a := netip.MustParseAddr(tc.addr)
 		got := Judge(a, false)
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("Judge(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+		for _, port := range []uint16{80, 443, 8080} {
+			err := f.control("tcp", netip.AddrPortFrom(a, port).String(), nil)
+			if (err == nil) != (tc.want == "") {
+				t.Errorf("control(%s port %d) = %v, want refused: %v", tc.addr, port, err, tc.want != "")
+			}
 		}
 	}
 }
