@@ -140,3 +140,32 @@ func TestOriginsTheGuardRefusesAreConfigErrors(t *testing.T) {
 		t.Errorf("loopback with the switch: %v", err)
 	}
 }
+
+// The public-delivery settings: off by default (no origin, no key, no
+// preset, uploads on, loopback refused, 5 s fetches), read from the
+// environment, each flag winning over its variable, and a fetch timeout
+// that is not positive refused.
+func TestPublicDeliverySettings(t *testing.T) {
+	c := testConfig(t)
+	if c.Origins != nil || c.AllowLoopback || c.FetchTimeout != 5*time.Second || c.SigningKeys != nil || c.Presets != nil || c.PresetsOnly || !c.Uploads {
+		t.Fatalf("defaults: %+v", c)
+	}
+	const key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	env := envOf(map[string]string{
+		"THUMBD_ORIGINS": "images.example.com", "THUMBD_FETCH_TIMEOUT": "2s", "THUMBD_SIGNING_KEYS": key,
+		"THUMBD_PRESETS": "small:w=10", "THUMBD_PRESETS_ONLY": "true", "THUMBD_UPLOADS": "false",
+	})
+	c, err := loadConfig([]string{"-origins", "http://127.0.0.1:9000", "-origins-allow-loopback", "-fetch-timeout", "750ms", "-uploads=true"}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Origins) != 1 || c.Origins[0].String() != "http://127.0.0.1:9000" || !c.AllowLoopback || c.FetchTimeout != 750*time.Millisecond ||
+		len(c.SigningKeys) != 1 || c.Presets["small"]["w"] != "10" || !c.PresetsOnly || !c.Uploads {
+		t.Fatalf("got %+v", c)
+	}
+	for _, v := range []string{"0s", "-1s"} {
+		if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_FETCH_TIMEOUT": v}), io.Discard); err == nil || !strings.Contains(err.Error(), "fetch timeout") {
+			t.Errorf("THUMBD_FETCH_TIMEOUT=%s: %v", v, err)
+		}
+	}
+}
