@@ -65,8 +65,36 @@ func TestBrokenPublicOverlayFails(t *testing.T) {
 		{"egress anywhere", "overlays/public/networkpolicy.yaml", "  egress:\n", "  egress:\n    - {}\n", "egress rule to anywhere"},
 		{"policy selects nothing", "overlays/public/networkpolicy.yaml", "  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: thumbd", "  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: other", "NetworkPolicy thumbd-egress does not select"},
 		{"env var the service does not read", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_POST=false", "THUMBD_POST is not a setting of the service"},
+		{"POST left open", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=true", "with POST open"},
+		{"POST left at its default", "overlays/public/settings.env", "THUMBD_UPLOADS=false\n", "", "with POST open"},
+		{"GET unlimited", "overlays/public/kustomization.yaml", "  - path: signing-keys.yaml\n", "", "serves any GET"},
+		{"key in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_SIGNING_KEYS=000102030405060708090a0b0c0d0e0f", "must come from a Secret"},
+		{"key as a literal", "overlays/public/signing-keys.yaml", "              valueFrom:\n                secretKeyRef:\n                  name: thumbd-signing-keys\n                  key: keys", "              value: 000102030405060708090a0b0c0d0e0f", "must come from a Secret"},
+		{"loopback origins let through", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_ORIGINS_ALLOW_LOOPBACK=true", "development and tests only"},
 	}
 	runBreakages(t, cases, "k8s/overlays/public", CheckKubernetes)
+}
+
+// The public overlay's other way of limiting GETs, presets only without
+// signing (k8s/README.md), passes the checks.
+func TestPublicOverlayWithPresetsOnly(t *testing.T) {
+	tmp := brokenCopy(t, breakage{file: "overlays/public/kustomization.yaml", old: "  - path: signing-keys.yaml\n", new: ""})
+	env := filepath.Join(tmp, "k8s/overlays/public/settings.env")
+	data, err := os.ReadFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, "THUMBD_PRESETS=small:w=128&h=128;hero:w=1200&format=webp\nTHUMBD_PRESETS_ONLY=true\n"...)
+	if err := os.WriteFile(env, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := Render(filepath.Join(tmp, "k8s/overlays/public"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range CheckKubernetes(ms, Expect{Image: "thumbd:scratch", Settings: serviceSettings(t), Routes: routesForTest(t, tmp)}) {
+		t.Error(err)
+	}
 }
 
 func TestBrokenKnativeServiceFails(t *testing.T) {

@@ -109,8 +109,57 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 	if pdb != nil && (pdb.Spec.Selector == nil || !selects(pdb.Spec.Selector.MatchLabels, pod.Labels)) {
 		p.addf("PodDisruptionBudget %s does not select the pods (labels %v)", pdb.Name, pod.Labels)
 	}
-	checkEgress(all[*networkingv1.NetworkPolicy](ms), pod.Labels, setting(env, want.Settings, "THUMBD_ORIGINS") != "", &p)
+	fetches := setting(env, want.Settings, "THUMBD_ORIGINS") != ""
+	checkEgress(all[*networkingv1.NetworkPolicy](ms), pod.Labels, fetches, &p)
+	if fetches {
+		checkPublic(c, env, want.Settings, &p)
+	}
 	return p
+}
+
+// checkPublic: a deployment that fetches from origins serves
+// GET /thumbnail?url= to whoever reaches it (k8s/overlays/public), so it
+// closes POST and limits what a GET may ask for: URLs signed with keys from
+// a Secret, or presets only.
+func checkPublic(c *corev1.Container, env map[string]string, settings Settings, p *problems) {
+	if uploads, err := strconv.ParseBool(setting(env, settings, "THUMBD_UPLOADS")); err != nil || uploads {
+		p.addf("container %s fetches from origins (THUMBD_ORIGINS) with POST open: set THUMBD_UPLOADS=false (README, \"Public deployments\")", c.Name)
+	}
+	presetsOnly, _ := strconv.ParseBool(setting(env, settings, "THUMBD_PRESETS_ONLY"))
+	if !keysFromSecret(c) && !presetsOnly {
+		p.addf("container %s fetches from origins (THUMBD_ORIGINS) and serves any GET: give it signing keys from a Secret (THUMBD_SIGNING_KEYS) or THUMBD_PRESETS_ONLY=true", c.Name)
+	}
+}
+
+func keysFromSecret(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "THUMBD_SIGNING_KEYS" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil
+	})
+}
+
+// checkSecrets: signing keys come from a Secret, never from a ConfigMap or a
+// literal in a manifest; loopback origins (a switch for development and
+// tests) are never let through.
+func checkSecrets(c *corev1.Container, configMaps map[string]*corev1.ConfigMap, env map[string]string, settings Settings, p *problems) {
+	const keys = "THUMBD_SIGNING_KEYS"
+	literal := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == keys && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil)
+	})
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil || !strings.HasPrefix(keys, from.Prefix) {
+			continue
+		}
+		if cm, ok := configMaps[from.ConfigMapRef.Name]; ok {
+			_, inMap := cm.Data[strings.TrimPrefix(keys, from.Prefix)]
+			literal = literal || inMap
+		}
+	}
+	if literal {
+		p.addf("container %s: %s must come from a Secret (valueFrom.secretKeyRef), not a ConfigMap or a literal", c.Name, keys)
+	}
+	if on, _ := strconv.ParseBool(setting(env, settings, "THUMBD_ORIGINS_ALLOW_LOOPBACK")); on {
+		p.addf("container %s: THUMBD_ORIGINS_ALLOW_LOOPBACK is for development and tests only; a deployment never lets origins on loopback through", c.Name)
+	}
 }
 
 // internalAddrs stand for the ranges an origin fetch must never reach:
@@ -229,6 +278,7 @@ func checkPod(spec *corev1.PodSpec, configMaps map[string]*corev1.ConfigMap, wan
 	env := containerEnv(c, configMaps, p)
 	checkImage(c, want, p)
 	checkEnvNames(env, want.Settings, p)
+	checkSecrets(c, configMaps, env, want.Settings, p)
 	checkResources(c, env, p)
 	return c, env
 }
