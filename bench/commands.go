@@ -37,7 +37,7 @@ func commands() []command {
 		{"cells", "[flags]", "the cell overhead study's arms: in process, native cell reused and fresh per job, containerised cell; time, faults, RSS", cellarms.Run},
 		{"coldstart", "[flags] IMAGE|exec:BINARY...", "scale from zero: hardened containers from docker run to the first thumbnail", coldstart.Run},
 		{"memory", "[flags] (-image IMAGE | -- CMD ARGS...)", "memory of one thumbd under thumbnail load: idle and peak RSS, cgroup peak, glibc arenas", memory.Run},
-		{"origin", "[flags] (-image IMAGE | -- CMD ARGS...)", "GET /thumbnail?url= from a loopback origin against POST of the same bytes: requests/s at 10 clients", originload.Run},
+		{"origin", "[flags] (-image IMAGE | -- CMD ARGS...)", "GET /thumbnail?url= from a loopback origin against POST of the same bytes, and signed against unsigned (200 and 304): requests/s at 10 clients", originload.Run},
 		{"sources", "DIR [NAME...]", "make the test sources (small, large, photo12; huge on demand) that DIR lacks", runSources},
 		{"serve", "[flags] (-image IMAGE | -- CMD ARGS...)", "start a thumbd on a free port, wait for /ready, run -run with THUMBD_URL, stop it", runServe},
 		{"lock", "[-path FILE] -- CMD ARGS...", "run CMD holding the bench lock (" + benchlock.Path + ")", runLock},

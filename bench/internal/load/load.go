@@ -1,6 +1,7 @@
 // Package load drives one timed load step with github.com/rakyll/hey's
 // requester and turns its template output into figures where only 2xx
-// answers count as throughput.
+// answers (or the one status a step expects, such as a revalidation's 304)
+// count as throughput.
 package load
 
 import (
@@ -30,6 +31,12 @@ type Request struct {
 	URL         string
 	Body        []byte
 	ContentType string
+	// Header is sent with every request (If-None-Match, for a
+	// revalidation).
+	Header map[string]string
+	// Status is the answer that counts as served (a revalidation's 304);
+	// 0: any 2xx. Every other answer is an error.
+	Status int
 }
 
 // Step is one measured run.
@@ -46,11 +53,11 @@ type Step struct {
 }
 
 // Outcome holds a step's figures. Latencies are in milliseconds, over 2xx
-// answers only.
+// answers only (over Request.Status answers, when it is set).
 type Outcome struct {
 	Wall       float64        `json:"wall_s"`   // from start to the last answer, drain included
 	Requests   int64          `json:"requests"` // answered or failed
-	OK         int64          `json:"ok"`       // 2xx
+	OK         int64          `json:"ok"`       // 2xx (Request.Status, when set)
 	RPS        float64        `json:"rps"`      // OK / Wall
 	P50        float64        `json:"p50_ms"`
 	P50Lo      float64        `json:"p50_ci95_lo_ms,omitempty"` // the bootstrap 95% confidence interval of P50
@@ -58,7 +65,7 @@ type Outcome struct {
 	P90        float64        `json:"p90_ms"`
 	P99        float64        `json:"p99_ms"`
 	Max        float64        `json:"max_ms"`
-	Non2xx     map[string]int `json:"non_2xx,omitempty"` // by status code
+	Non2xx     map[string]int `json:"non_2xx,omitempty"` // answers not counted as OK, by status code
 	Errors     map[string]int `json:"errors,omitempty"`  // transport errors, by message
 	ErrorCount int64          `json:"error_count"`       // non-2xx + transport errors
 	BytesPerOK int64          `json:"bytes_per_response"`
@@ -108,6 +115,9 @@ func Run(st Step) (Outcome, error) {
 	}
 	if st.Request.ContentType != "" {
 		req.Header.Set("Content-Type", st.Request.ContentType)
+	}
+	for k, v := range st.Request.Header {
+		req.Header.Set(k, v)
 	}
 	req.ContentLength = int64(len(st.Request.Body))
 	var out bytes.Buffer
@@ -165,7 +175,7 @@ func Run(st Step) (Outcome, error) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		return Outcome{}, fmt.Errorf("load: hey output: %w", err)
 	}
-	summarize(&o, rep)
+	summarize(&o, rep, st.Request.Status)
 	o.ClientCPU = cliCPU.Seconds() / window.Seconds()
 	o.ServerCPU = srvCPU.Seconds() / window.Seconds()
 	o.HostIdle, o.HostSteal, o.HostIRQ = procmem.Share(host0, host1)
@@ -175,14 +185,15 @@ func Run(st Step) (Outcome, error) {
 	return o, nil
 }
 
-// summarize fills o from hey's report: throughput and latencies from 2xx
-// answers only; every other status and every transport error is an error.
-func summarize(o *Outcome, rep heyReport) {
+// summarize fills o from hey's report: throughput and latencies from the
+// answers that count (status, or any 2xx when it is 0) only; every other
+// status and every transport error is an error.
+func summarize(o *Outcome, rep heyReport, status int) {
 	o.Wall = float64(rep.TotalNS) / 1e9
 	o.Requests = rep.NumRes
 	var okLats []float64
 	for i, code := range rep.StatusCodes {
-		if code >= 200 && code < 300 {
+		if status == 0 && code >= 200 && code < 300 || code == status {
 			okLats = append(okLats, rep.Lats[i]*1000)
 			continue
 		}

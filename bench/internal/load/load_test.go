@@ -20,7 +20,7 @@ func TestSummarizeCountsOnly2xx(t *testing.T) {
 		ErrorDist:   map[string]int{"connection refused": 1},
 		Lats:        []float64{0.001, 0.002, 0.003, 0.004, 0.100, 0.200},
 		StatusCodes: []int{200, 200, 204, 200, 503, 404},
-	})
+	}, 0)
 	if o.OK != 4 || o.RPS != 2 || o.ErrorCount != 3 || o.Requests != 7 {
 		t.Fatalf("%+v", o)
 	}
@@ -32,6 +32,36 @@ func TestSummarizeCountsOnly2xx(t *testing.T) {
 	}
 	if !(o.P50Lo >= 1 && o.P50Lo <= o.P50 && o.P50 <= o.P50Hi && o.P50Hi <= 4) {
 		t.Fatalf("p50 interval [%v, %v] around %v, within the 2xx latencies", o.P50Lo, o.P50Hi, o.P50)
+	}
+}
+
+// A step that expects one status (a revalidation's 304) counts it, and
+// only it, as served: a 200 there is an error.
+func TestSummarizeCountsTheExpectedStatus(t *testing.T) {
+	var o Outcome
+	summarize(&o, heyReport{TotalNS: 1e9, NumRes: 3, Lats: []float64{0.001, 0.002, 0.003}, StatusCodes: []int{304, 304, 200}}, 304)
+	if o.OK != 2 || o.RPS != 2 || o.ErrorCount != 1 || o.Non2xx["200"] != 1 || o.Max != 2 {
+		t.Fatalf("%+v", o)
+	}
+}
+
+// Headers go with every request: a revalidation load answered 304.
+func TestRunSendsHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") == `"x"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Write([]byte("image"))
+	}))
+	defer srv.Close()
+	o, err := Run(Step{Request: Request{Method: "GET", URL: srv.URL, Header: map[string]string{"If-None-Match": `"x"`}, Status: 304},
+		Concurrency: 2, Duration: time.Minute, MaxRequests: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.OK != 20 || o.ErrorCount != 0 {
+		t.Fatalf("%+v", o)
 	}
 }
 

@@ -1,24 +1,35 @@
 // Package originload is `bench origin`: does fetching from an origin cost
-// thumbd throughput? It serves the bench's sources from a file server on
-// loopback (in this process, as an origin would be another machine's
-// work), starts one thumbd allowed to fetch from it, and loads, at the same
-// concurrency, GET /thumbnail?url= of each source against POST /thumbnail
-// of the same bytes: interleaved steps, rounds in alternating order,
-// server and driver pinned to different CPUs. It prints a Markdown table
-// of requests/s (median of the rounds, with the range), p50 and server CPU
-// per answer, and GET's ratio to POST. It holds the bench lock while it
-// measures.
+// thumbd throughput, and does checking a signature cost a GET anything? It
+// serves the bench's sources from a file server on loopback (in this
+// process, as an origin would be another machine's work), starts one
+// thumbd allowed to fetch from it and, unless -signed=false, a second one
+// with a signing key, and loads, at the same concurrency, GET
+// /thumbnail?url= of each source against POST /thumbnail of the same
+// bytes, and the same GET signed against unsigned, both as a thumbnail
+// (200) and as a revalidation (If-None-Match, 304: the cheapest request a
+// signature guards, what a CDN sends): interleaved steps, rounds in
+// rotating order, servers and driver pinned to different CPUs. It prints
+// Markdown tables of requests/s (median of the rounds, with the range),
+// p50 and server CPU per answer, GET's ratio to POST and signed's to
+// unsigned. It holds the bench lock while it measures.
 //
 //	bench origin -- bin/thumbd-static
 //	bench origin -image thumbd:scratch -rounds 5
 package originload
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -41,6 +52,7 @@ type config struct {
 	image, docker, query, dir, lock string
 	command, env, sources           []string
 	clients, rounds                 int
+	signed                          bool
 	duration, warmup                time.Duration
 	serverCPUs, clientCPUs          []int
 }
@@ -57,6 +69,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.query, "query", "w=256&h=256", "thumbnail options, the same for GET and POST")
 	fs.IntVar(&c.clients, "clients", 10, "concurrent clients")
 	fs.IntVar(&c.rounds, "rounds", 3, "interleaved rounds; the report gives their median")
+	fs.BoolVar(&c.signed, "signed", true, "also GET signed against unsigned, as a thumbnail and as a 304 revalidation (a second thumbd, with a signing key)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time per step")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured load before each step")
 	serverCPUs := fs.String("server-cpus", "1", "CPUs for thumbd (\"\": not pinned)")
@@ -118,37 +131,45 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := start(ctx, c, origin)
-	if err != nil {
-		return err
+	// servers[0] is unsigned, servers[1] (with -signed) checks signatures.
+	key := make([]byte, 32)
+	rand.Read(key)
+	envs := [][]string{nil}
+	if c.signed {
+		envs = append(envs, []string{"THUMBD_SIGNING_KEYS=" + hex.EncodeToString(key)})
 	}
-	defer srv.Stop(5 * time.Second)
-	pid, err := srv.PID(ctx)
-	if err != nil {
-		return err
+	var servers []*launch.Server
+	var pids []int
+	for _, env := range envs {
+		srv, err := start(ctx, c, origin, env)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop(5 * time.Second)
+		pid, err := srv.PID(ctx)
+		if err != nil {
+			return err
+		}
+		servers, pids = append(servers, srv), append(pids, pid)
 	}
 
-	modes := []string{"POST", "GET ?url="}
-	requests := make([][]load.Request, len(paths))
+	arms := make([][]arm, len(paths))
 	for i, p := range paths {
-		get := srv.URL() + "/thumbnail?url=" + url.QueryEscape(origin+"/"+filepath.Base(p)) + "&" + c.query
-		requests[i] = []load.Request{
-			{Method: "POST", URL: srv.URL() + "/thumbnail?" + c.query, Body: bodies[i], ContentType: "image/jpeg"},
-			{Method: "GET", URL: get},
-		}
-		if err := sameAnswer(ctx, requests[i]); err != nil {
+		if arms[i], err = armsOf(ctx, c, servers, key, origin+"/"+filepath.Base(p), bodies[i]); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(p), err)
 		}
 	}
-	results := make([][][]load.Outcome, len(paths)) // [source][mode][round]
+	results := make([][][]load.Outcome, len(paths)) // [source][arm][round]
 	for i := range results {
-		results[i] = make([][]load.Outcome, len(modes))
+		results[i] = make([][]load.Outcome, len(arms[i]))
 	}
 	for r := 0; r < c.rounds; r++ {
 		for i := range paths {
-			for k := range modes {
-				m := (k + r) % len(modes) // alternate which mode goes first
-				step := load.Step{Request: requests[i][m], Concurrency: c.clients, ServerPID: pid, Timeout: 30 * time.Second}
+			n := len(arms[i])
+			for k := range n {
+				m := (k + r) % n // rotate which arm goes first
+				a := arms[i][m]
+				step := load.Step{Request: a.req, Concurrency: c.clients, ServerPID: pids[a.server], Timeout: 30 * time.Second}
 				if c.warmup > 0 {
 					step.Duration = c.warmup
 					if _, err := load.Run(step); err != nil {
@@ -160,10 +181,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if err != nil {
 					return err
 				}
-				if err := srv.Exited(); err != nil {
+				if err := servers[a.server].Exited(); err != nil {
 					return fmt.Errorf("thumbd died under load: %w", err)
 				}
-				fmt.Fprintf(stderr, "round %d %s %s: %.1f rps, %d errors\n", r+1, filepath.Base(paths[i]), modes[m], o.RPS, o.ErrorCount)
+				fmt.Fprintf(stderr, "round %d %s %s: %.1f rps, %d errors\n", r+1, filepath.Base(paths[i]), a.name, o.RPS, o.ErrorCount)
 				results[i][m] = append(results[i][m], o)
 			}
 		}
@@ -177,12 +198,104 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "| source | bytes | POST rps | GET ?url= rps | GET / POST | p50 POST / GET ms | server CPU µs per answer, POST / GET | errors |")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
 	for i, p := range paths {
-		post, get := results[i][0], results[i][1]
+		post, get := results[i][armPost], results[i][armGet]
 		fmt.Fprintf(stdout, "| %s | %d | %s | %s | %.3f | %.1f / %.1f | %.0f / %.0f | %d / %d |\n",
 			filepath.Base(p), len(bodies[i]), spread(post, rps), spread(get, rps), median(get, rps)/median(post, rps),
 			median(post, p50), median(get, p50), median(post, cpu), median(get, cpu), errs(post), errs(get))
 	}
+	if !c.signed {
+		return nil
+	}
+	fmt.Fprintln(stdout, "\nGET ?url= signed against unsigned (two thumbds, one with a signing key; 304: a revalidation with If-None-Match, which still fetches and hashes the source):")
+	fmt.Fprintln(stdout, "")
+	fmt.Fprintln(stdout, "| source | answer | unsigned rps | signed rps | signed / unsigned | server CPU µs per answer, unsigned / signed | CPU, signed / unsigned | errors |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
+	for i, p := range paths {
+		for _, pair := range []struct{ answer, unsigned, signed int }{{200, armGet, armSigned}, {304, armGet304, armSigned304}} {
+			un, si := results[i][pair.unsigned], results[i][pair.signed]
+			fmt.Fprintf(stdout, "| %s | %d | %s | %s | %.3f | %.0f / %.0f | %.3f | %d / %d |\n",
+				filepath.Base(p), pair.answer, spread(un, rps), spread(si, rps), median(si, rps)/median(un, rps),
+				median(un, cpu), median(si, cpu), median(si, cpu)/median(un, cpu), errs(un), errs(si))
+		}
+	}
 	return nil
+}
+
+// The arms of one source, in this order.
+const (
+	armPost      = iota // POST the bytes (unsigned thumbd)
+	armGet              // GET ?url= (unsigned thumbd)
+	armSigned           // the same GET signed (signed thumbd)
+	armGet304           // armGet with If-None-Match: 304
+	armSigned304        // armSigned with If-None-Match: 304
+)
+
+// arm is one request loaded in a step, and the server it goes to.
+type arm struct {
+	name   string
+	server int // index in the servers
+	req    load.Request
+}
+
+// armsOf is the arms for the source at originURL (bytes body), checked
+// before anything is timed: POST and every GET answer 200 with the same
+// ETag (the same thumbnail; a signature thumbd refuses would be a 403),
+// and each revalidation a 304.
+func armsOf(ctx context.Context, c config, servers []*launch.Server, key []byte, originURL string, body []byte) ([]arm, error) {
+	q, err := url.ParseQuery(c.query)
+	if err != nil {
+		return nil, fmt.Errorf("-query: %w", err)
+	}
+	q.Set("url", originURL)
+	unsigned := servers[0].URL() + "/thumbnail?" + q.Encode()
+	arms := []arm{
+		{"POST", 0, load.Request{Method: "POST", URL: servers[0].URL() + "/thumbnail?" + c.query, Body: body, ContentType: "image/jpeg"}},
+		{"GET ?url=", 0, load.Request{Method: "GET", URL: unsigned}},
+	}
+	if len(servers) > 1 {
+		arms = append(arms, arm{"GET ?url= signed", 1, load.Request{Method: "GET", URL: servers[1].URL() + signPath(key, "/thumbnail", q)}})
+	}
+	if err := sameAnswer(ctx, arms); err != nil {
+		return nil, err
+	}
+	if len(servers) == 1 {
+		return arms, nil
+	}
+	tag, err := etagOf(ctx, arms[armGet].req)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []int{armGet, armSigned} {
+		a := arms[k]
+		a.name += " 304"
+		a.req.Header, a.req.Status = map[string]string{"If-None-Match": tag}, http.StatusNotModified
+		if status, _, body, err := answer(ctx, a.req); err != nil || status != http.StatusNotModified {
+			return nil, fmt.Errorf("%s: %d %v %.200s, want 304", a.name, status, err, body)
+		}
+		arms = append(arms, a)
+	}
+	return arms, nil
+}
+
+// signPath is path and q signed with key as the README's "Signed URLs"
+// tells a site to, written here apart from thumbd's own signer so that the
+// check before the load also checks that recipe: the canonical form (path,
+// "?", the parameters sorted by name, each name=value with every byte
+// outside A-Z a-z 0-9 - . _ ~ written %XX), then its HMAC-SHA256 in
+// base64url without padding as sig=.
+func signPath(key []byte, path string, q url.Values) string {
+	escape := func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+	var b strings.Builder
+	b.WriteString(path + "?")
+	for i, name := range slices.Sorted(maps.Keys(q)) {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(escape(name) + "=" + escape(q.Get(name)))
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(b.String()))
+	return b.String() + "&sig=" + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // serveDir serves dir's files on a loopback port until ctx is done and
@@ -199,9 +312,10 @@ func serveDir(ctx context.Context, dir string) (string, error) {
 }
 
 // start runs thumbd allowed to fetch from origin (a loopback address, hence
-// THUMBD_ORIGINS_ALLOW_LOOPBACK) and waits for it to be ready.
-func start(ctx context.Context, c config, origin string) (*launch.Server, error) {
-	env := append([]string{"THUMBD_ORIGINS=" + origin, "THUMBD_ORIGINS_ALLOW_LOOPBACK=true"}, c.env...)
+// THUMBD_ORIGINS_ALLOW_LOOPBACK), with the -env settings and more, and
+// waits for it to be ready.
+func start(ctx context.Context, c config, origin string, more []string) (*launch.Server, error) {
+	env := append(append([]string{"THUMBD_ORIGINS=" + origin, "THUMBD_ORIGINS_ALLOW_LOOPBACK=true"}, c.env...), more...)
 	spec := launch.Spec{Command: c.command, Env: env}
 	if len(c.serverCPUs) > 0 {
 		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.serverCPUs) }
@@ -224,30 +338,51 @@ func start(ctx context.Context, c config, origin string) (*launch.Server, error)
 	return srv, nil
 }
 
-// sameAnswer checks, before anything is timed, that POST and GET of the
-// same bytes both answer 200 with the same ETag (the same thumbnail).
-func sameAnswer(ctx context.Context, reqs []load.Request) error {
+// sameAnswer checks, before anything is timed, that every arm answers 200
+// with the same ETag (the same thumbnail).
+func sameAnswer(ctx context.Context, arms []arm) error {
 	var tags []string
-	for _, r := range reqs {
-		req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, strings.NewReader(string(r.Body)))
+	for _, a := range arms {
+		status, tag, body, err := answer(ctx, a.req)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
+		if status != http.StatusOK {
+			return fmt.Errorf("%s %s: %d %.200s", a.req.Method, a.req.URL, status, body)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s %s: %d %.200s", r.Method, r.URL, resp.StatusCode, body)
-		}
-		tags = append(tags, resp.Header.Get("ETag"))
+		tags = append(tags, tag)
 	}
 	if tags[0] == "" || slices.ContainsFunc(tags, func(t string) bool { return t != tags[0] }) {
 		return fmt.Errorf("the answers differ: ETags %q", tags)
 	}
 	return nil
+}
+
+// etagOf is the ETag of r's 200 answer.
+func etagOf(ctx context.Context, r load.Request) (string, error) {
+	status, tag, body, err := answer(ctx, r)
+	if err == nil && (status != http.StatusOK || tag == "") {
+		err = fmt.Errorf("%s %s: %d, ETag %q %.200s", r.Method, r.URL, status, tag, body)
+	}
+	return tag, err
+}
+
+// answer sends r once and returns its answer's status, ETag and body.
+func answer(ctx context.Context, r load.Request) (status int, etag string, body []byte, err error) {
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(r.Body))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("ETag"), body, err
 }
 
 func rps(o load.Outcome) float64 { return o.RPS }

@@ -3,8 +3,10 @@ package originload
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,8 +37,32 @@ func TestOriginAgainstPost(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
 	row := regexp.MustCompile(`(?m)^\| small\.jpg \| \d+ \| [\d.]+ \([\d.]+-[\d.]+\) \| [\d.]+ \([\d.]+-[\d.]+\) \| [\d.]+ \| .* \| 0 / 0 \|$`)
-	if !row.MatchString(out.String()) || !strings.Contains(out.String(), "2 clients, 2 rounds") {
+	signed := regexp.MustCompile(`(?m)^\| small\.jpg \| (200|304) \| [\d.]+ \([\d.]+-[\d.]+\) \| [\d.]+ \([\d.]+-[\d.]+\) \| [\d.]+ \| \d+ / \d+ \| [\d.]+ \| 0 / 0 \|$`)
+	if !row.MatchString(out.String()) || len(signed.FindAllString(out.String(), -1)) != 2 || !strings.Contains(out.String(), "2 clients, 2 rounds") {
 		t.Errorf("output:\n%s\nlog:\n%s", out.String(), errs.String())
+	}
+}
+
+// signPath follows the README's recipe: it gives the README's worked
+// example, made there by `thumbd sign`.
+func TestSignPathIsTheREADMERecipe(t *testing.T) {
+	key, _ := hex.DecodeString("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+	q := url.Values{"url": {"https://images.example.com/photos/cat.jpg"}, "w": {"200"}, "h": {"200"}, "exp": {"1893456000"}}
+	const want = "/thumbnail?exp=1893456000&h=200&url=https%3A%2F%2Fimages.example.com%2Fphotos%2Fcat.jpg&w=200&sig=3FLtVtAzfEw4x6V4qGtEIDdN-cia_ueNOzQw12DwUas"
+	if got := signPath(key, "/thumbnail", q); got != want {
+		t.Errorf("%s\nwant\n%s", got, want)
+	}
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(readme, []byte("# "+want+"\n")) {
+		t.Error("the README's example has changed: update this test")
+	}
+	// A space is %20 (not +), and every byte outside the unreserved set is
+	// escaped, in uppercase hex.
+	if got := signPath(key, "/thumbnail", url.Values{"src": {"a b+c*~é.jpg"}}); !strings.HasPrefix(got, "/thumbnail?src=a%20b%2Bc%2A~%C3%A9.jpg&sig=") {
+		t.Errorf("escaping: %s", got)
 	}
 }
 
@@ -83,14 +109,23 @@ func TestServeDirAndSameAnswer(t *testing.T) {
 		w.Header().Set("ETag", tag+r.URL.Query().Get("tag"))
 	}))
 	defer srv.Close()
-	post := load.Request{Method: "POST", URL: srv.URL + "/thumbnail", Body: []byte("b")}
-	if err := sameAnswer(ctx, []load.Request{post, {Method: "GET", URL: srv.URL + "/thumbnail?url=x"}}); err != nil {
+	post := arm{"POST", 0, load.Request{Method: "POST", URL: srv.URL + "/thumbnail", Body: []byte("b")}}
+	get := func(q string) arm {
+		return arm{"GET", 0, load.Request{Method: "GET", URL: srv.URL + "/thumbnail?" + q}}
+	}
+	if err := sameAnswer(ctx, []arm{post, get("url=x")}); err != nil {
 		t.Error(err)
 	}
-	if err := sameAnswer(ctx, []load.Request{post, {Method: "GET", URL: srv.URL + "/thumbnail?tag=2"}}); err == nil {
+	if err := sameAnswer(ctx, []arm{post, get("tag=2")}); err == nil {
 		t.Error("different ETags passed")
 	}
-	if err := sameAnswer(ctx, []load.Request{post, {Method: "GET", URL: srv.URL + "/thumbnail?bad=1"}}); err == nil {
+	if err := sameAnswer(ctx, []arm{post, get("bad=1")}); err == nil {
 		t.Error("a 502 passed")
+	}
+	if tag, err := etagOf(ctx, get("url=x").req); err != nil || tag != `"x"` {
+		t.Errorf("etagOf: %q %v", tag, err)
+	}
+	if _, err := etagOf(ctx, get("bad=1").req); err == nil {
+		t.Error("etagOf a 502 passed")
 	}
 }
