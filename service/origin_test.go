@@ -285,6 +285,30 @@ func TestOriginRedirects(t *testing.T) {
 	}
 }
 
+// Every redirect hop's connection passes the guard, not only the first
+// one's: a listed name that resolves to an address the guard refuses even
+// with the loopback switch on (0.0.0.0, "this network") is refused on the
+// redirect, and the port it names sees no connection. (Linux delivers a
+// connect to 0.0.0.0 to the host's own loopback, so even a broken guard
+// would send nothing off this machine.)
+func TestOriginRedirectHopIsGuarded(t *testing.T) {
+	target := newOrigin(t, serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	hop := "http://hop.redirect.test:" + strconv.Itoa(target.Listener.Addr().(*net.TCPAddr).Port)
+	first := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, hop+"/a.jpg", http.StatusFound) })
+	cfg := originConfig(t, true, "http://"+first.hostPort(), hop)
+	d := newTestDeps(t, cfg)
+	dns := startFakeDNS(t, netip.IPv4Unspecified())
+	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)
+	srv := newTestServerFrom(t, d)
+	getError(t, thumbURL(srv.URL, first.URL+"/a.jpg", ""), 403, apierr.OriginAddressBlocked)
+	if first.conns.Load() == 0 || dns.queries.Load() == 0 {
+		t.Fatal("the redirect was not followed to the name")
+	}
+	if n := target.conns.Load(); n != 0 {
+		t.Errorf("the redirect's target saw %d connections", n)
+	}
+}
+
 // URLs refused before any connection is made: the origin sees nothing.
 func TestOriginURLChecks(t *testing.T) {
 	o := newOrigin(t, serveBytes(encodeJPEG(t, scene(40, 30), 90)))
