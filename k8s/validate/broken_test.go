@@ -52,8 +52,24 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"concurrency above the CPU limit", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=4", "must equal the CPU limit"},
 		{"PDB selects nothing", "base/pdb.yaml", "    matchLabels:\n      app.kubernetes.io/name: thumbd", "    matchLabels:\n      app.kubernetes.io/name: other", "PodDisruptionBudget thumbd does not select"},
 		{"replicas fixed", "base/deployment.yaml", "  selector:\n", "  replicas: 3\n  selector:\n", "sets replicas"},
+		{"cells without their memory", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_ENGINE=cells", "cells mode: memory limit 512Mi is below what the pod may hold"},
 	}
 	runBreakages(t, cases, "k8s/overlays/scratch", CheckKubernetes)
+}
+
+func TestBrokenCellsOverlayFails(t *testing.T) {
+	cases := []breakage{
+		{"limit below the cells", "overlays/cells/memory.yaml", "memory: 1536Mi", "memory: 1Gi", "cells mode: memory limit 1Gi is below what the pod may hold: supervisor 40 MiB + bodies 10 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 128 MiB) + spares 1 x 128 MiB = 1308 MiB"},
+		{"cells keep more", "overlays/cells/settings.env", "THUMBD_CELL_MAX_RSS=134217728", "THUMBD_CELL_MAX_RSS=536870912", "memory limit 1536Mi is below what the pod may hold: supervisor 40 MiB + bodies 10 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 512 MiB) + spares 1 x 512 MiB = 1776 MiB"},
+		{"more spares", "overlays/cells/settings.env", "THUMBD_CELL_SPARES=1", "THUMBD_CELL_SPARES=4", "+ spares 4 x 128 MiB = 1692 MiB"},
+		{"deeper queue", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=32", "+ bodies 34 x 20 MiB"},
+		{"larger sources", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nTHUMBD_MAX_PIXELS=100000000", "THUMBD_MAX_PIXELS 100000000 is above 40000000, the limit the per-job peak"},
+		{"larger outputs", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nTHUMBD_MAX_SIDE=8192", "THUMBD_MAX_SIDE 8192 is above 4096"},
+		{"request below the pod at rest", "overlays/cells/memory.yaml", "memory: 320Mi", "memory: 64Mi", "memory request 64Mi is below what the pod holds at rest: supervisor 16 MiB + cells 3 x 19 MiB = 73 MiB"},
+		{"concurrency left to the CPUs", "base/settings.env", "THUMBD_CONCURRENCY=2\n", "", "THUMBD_CONCURRENCY must be set: the memory limit is sized for that many cells"},
+		{"spares not a number", "overlays/cells/settings.env", "THUMBD_CELL_SPARES=1", "THUMBD_CELL_SPARES=one", `THUMBD_CELL_SPARES "one" is not a number`},
+	}
+	runBreakages(t, cases, "k8s/overlays/cells", CheckKubernetes)
 }
 
 func TestBrokenPublicOverlayFails(t *testing.T) {
@@ -103,6 +119,10 @@ func TestBrokenKnativeServiceFails(t *testing.T) {
 		{"field Knative forbids", "knative/service.yaml", "          image: thumbd:scratch\n", "          image: thumbd:scratch\n          stdin: true\n", "Knative rejects"},
 		{"PORT set", "knative/service.yaml", "          env:\n", "          env:\n            - name: PORT\n              value: \"8080\"\n", "Knative rejects"},
 		{"concurrency not tied", "knative/service.yaml", "containerConcurrency: 2", "containerConcurrency: 4", "containerConcurrency must equal THUMBD_CONCURRENCY 2"},
+		{"concurrency moved alone", "knative/service.yaml", "              value: \"2\"", "              value: \"3\"", "containerConcurrency must equal THUMBD_CONCURRENCY 3"},
+		// Only containerConcurrency requests are in the pod: 2 bodies, not
+		// the 34 the service's default queue would admit.
+		{"cells without their memory", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_ENGINE\n              value: cells\n", "cells mode: memory limit 512Mi is below what the pod may hold: supervisor 40 MiB + bodies 2 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 256 MiB) + spares 1 x 256 MiB = 1276 MiB"},
 		{"target not tied", "knative/service.yaml", `autoscaling.knative.dev/target: "2"`, `autoscaling.knative.dev/target: "10"`, "autoscaling.knative.dev/target \"10\""},
 		{"no scale to zero", "knative/service.yaml", `min-scale: "0"`, `min-scale: "1"`, "min-scale must be \"0\""},
 		{"timeout below the deadline", "knative/service.yaml", "timeoutSeconds: 30", "timeoutSeconds: 10", "timeoutSeconds must exceed THUMBD_DEADLINE 10s"},

@@ -78,6 +78,7 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 		p.addf("container %s declares no containerPort %d, the port the service listens on (PORT)", c.Name, port)
 	}
 	checkProbes(c, port, want.Routes, true, &p)
+	checkCellsMemory(c, env, want.Settings, 0, &p)
 
 	delay := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_DELAY", &p)
 	drain := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_TIMEOUT", &p)
@@ -248,6 +249,13 @@ func CheckKnative(ms []Manifest, want Expect) []error {
 	if target := ann["autoscaling.knative.dev/target"]; target != strconv.Itoa(conc) {
 		p.addf("Knative Service %s: autoscaling.knative.dev/target %q must equal THUMBD_CONCURRENCY %d", ksvc.Name, target, conc)
 	}
+	// The queue-proxy lets at most containerConcurrency requests into the
+	// pod: only those can hold a source in memory.
+	inPod := 0
+	if cc := tmpl.Spec.ContainerConcurrency; cc != nil {
+		inPod = int(*cc)
+	}
+	checkCellsMemory(c, env, want.Settings, inPod, &p)
 	deadline := durationSetting(env, want.Settings, "THUMBD_DEADLINE", &p)
 	if ts := tmpl.Spec.TimeoutSeconds; ts == nil || time.Duration(*ts)*time.Second <= deadline {
 		p.addf("Knative Service %s: timeoutSeconds must exceed THUMBD_DEADLINE %s so the service's own 504 comes first", ksvc.Name, deadline)

@@ -23,6 +23,7 @@ var kubernetesOverlays = map[string]string{
 	"k8s/overlays/slim":    "thumbd:slim",
 	"k8s/overlays/scratch": "thumbd:scratch",
 	"k8s/overlays/public":  "thumbd:scratch",
+	"k8s/overlays/cells":   "thumbd:scratch",
 }
 
 func TestEveryManifestDecodesStrictly(t *testing.T) {
