@@ -44,7 +44,9 @@ flavour_go() {
       printf '#!/bin/sh\nexec pkg-config --static "$@"\n' >"$prefix/bin/pkg-config-static"
       chmod +x "$prefix/bin/pkg-config-static"
       env+=(PKG_CONFIG="$prefix/bin/pkg-config-static" PKG_CONFIG_PATH="$prefix/lib/pkgconfig")
-      flags+=(-tags netgo,osusergo -ldflags '-s -w -linkmode external -extldflags "-static"') ;;
+      # --gc-sections: drops the unreferenced functions of the libraries
+      # built with a section each (aom, libheif: 1.8 MB; build-libvips.sh).
+      flags+=(-tags netgo,osusergo -ldflags '-s -w -linkmode external -extldflags "-static -Wl,--gc-sections"') ;;
     *) echo "build.sh: unknown flavour: $flavour" >&2; return 2 ;;
   esac
   env "${env[@]}" go "$cmd" "${flags[@]}" "$@"

@@ -164,6 +164,11 @@ func TestCellsAnswerLikeInProcess(t *testing.T) {
 		{"?w=64&fit=inside&format=jpeg", alphaPNG(t, 120, 90)},
 		{"?w=50&h=50&gravity=entropy", animatedGIF(t, 60, 40, 3)},
 		{"?w=33&h=77&fit=fill", greyPNG(t, 40, 40)},
+		// AVIF is no input format; format=auto on a source with alpha
+		// gives its alpha format (PNG here), not the opaque one.
+		{"?w=64&format=avif", jpeg},
+		{"?w=64&format=auto", alphaPNG(t, 120, 90)},
+		{"?w=48&format=webp&animated=true", animatedGIF(t, 60, 40, 3)},
 		{"", []byte("not an image")},
 		{"", jpeg[:len(jpeg)/2]},
 	}

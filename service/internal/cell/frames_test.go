@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -91,6 +92,43 @@ func TestResultsAreCheckedAgainstTheJob(t *testing.T) {
 
 func isProtocol(err error) bool { return errors.Is(err, ErrProtocol) }
 
+// An AVIF (written, never read) and a format=auto job's alpha format are
+// results as good as the format asked for.
+func TestResultsOfOutputOnlyAndAlphaFormats(t *testing.T) {
+	c := &Cell{spec: &Spec{MaxSide: 100}}
+	avif := []byte("\x00\x00\x00\x1cftypavif")
+	if img, err := c.result(thumb.Options{Format: imagefmt.AVIF}, resultMeta{Format: "avif", Width: 9, Height: 9}, avif); err != nil || img.Format != imagefmt.AVIF {
+		t.Errorf("avif: %v %v", img.Format, err)
+	}
+	auto := thumb.Options{Format: imagefmt.JPEG, AlphaFormat: imagefmt.PNG}
+	if img, err := c.result(auto, resultMeta{Format: "png", Width: 9, Height: 9}, pngBytes); err != nil || img.Format != imagefmt.PNG {
+		t.Errorf("alpha format: %v %v", img.Format, err)
+	}
+	if _, err := c.result(thumb.Options{Format: imagefmt.JPEG}, resultMeta{Format: "png", Width: 9, Height: 9}, pngBytes); !isProtocol(err) {
+		t.Errorf("png for a jpeg job without an alpha format: %v", err)
+	}
+}
+
+// failing is an engine that fails every job with err.
+type failing struct{ err error }
+
+func (f failing) Thumbnail(context.Context, []byte, thumb.Options) (thumb.Image, error) {
+	return thumb.Image{}, fmt.Errorf("%w: the detail", f.err)
+}
+
+// Every typed engine error reaches the supervisor as itself (its HTTP
+// status depends on it), with its message.
+func TestEngineErrorsCrossTheWire(t *testing.T) {
+	c := &Cell{spec: &Spec{MaxSide: 100}}
+	for _, want := range []error{thumb.ErrUnsupportedFormat, thumb.ErrTooManyPixels, thumb.ErrTooManyFrames,
+		thumb.ErrAnimationTooLarge, thumb.ErrUndecodable} {
+		meta, payload := Worker{Engine: failing{want}}.run(nil, job(8))
+		if _, err := c.result(job(8), meta, payload); !errors.Is(err, want) || !strings.Contains(err.Error(), "the detail") {
+			t.Errorf("%v came back as %v", want, err)
+		}
+	}
+}
+
 // A cell reads jobs over a socket pair: a closed supervisor end is a clean
 // end, a frame of the wrong kind an error.
 func TestWorkerEndsWithItsSupervisor(t *testing.T) {
@@ -108,7 +146,7 @@ func TestWorkerEndsWithItsSupervisor(t *testing.T) {
 	ours, theirs = net.Pipe()
 	go func() { done <- Worker{Engine: echo{}, MaxSource: 10}.Serve(theirs, Hello{PID: 1}) }()
 	readFrame(ours, kindHello, &h, 0)
-	go writeFrame(ours, kindJob, jobMeta{Width: 10}, make([]byte, 11))
+	go writeFrame(ours, kindJob, thumb.Options{Width: 10}, make([]byte, 11))
 	if err := <-done; !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a source over the limit: %v", err)
 	}

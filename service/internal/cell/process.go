@@ -251,10 +251,9 @@ func (c *Cell) Run(ctx context.Context, src []byte, o thumb.Options) (thumb.Imag
 		return thumb.Image{}, Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
-	job := jobMeta{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Gravity: string(o.Gravity), Format: string(o.Format), Quality: o.Quality}
 	var meta resultMeta
 	var payload []byte
-	err := writeFrame(c.conn, kindJob, job, src)
+	err := writeFrame(c.conn, kindJob, o, src)
 	if err == nil {
 		payload, err = readFrame(c.conn, kindResult, &meta, c.spec.MaxResult)
 	}
@@ -292,14 +291,18 @@ func (c *Cell) result(o thumb.Options, meta resultMeta, payload []byte) (thumb.I
 		}
 		return thumb.Image{}, fmt.Errorf("%w: error kind %q", ErrProtocol, meta.Error)
 	}
-	spec, ok := imagefmt.Sniff(payload)
+	// The bytes must be the format asked for: o.Format, or o.AlphaFormat
+	// for a source with transparency (format=auto). Identify, not Sniff:
+	// some outputs (AVIF) are no input format.
+	spec, ok := imagefmt.Identify(payload)
+	asked := spec.Format == o.Format || (o.AlphaFormat != "" && spec.Format == o.AlphaFormat)
 	switch {
-	case meta.Format != string(o.Format) || !ok || spec.Format != o.Format:
+	case !ok || !asked || meta.Format != string(spec.Format):
 		return thumb.Image{}, fmt.Errorf("%w: asked for %s, got %q bytes labelled %q", ErrProtocol, o.Format, spec.Format, meta.Format)
 	case meta.Width < 1 || meta.Height < 1 || meta.Width > c.spec.MaxSide || meta.Height > c.spec.MaxSide:
 		return thumb.Image{}, fmt.Errorf("%w: a %dx%d image", ErrProtocol, meta.Width, meta.Height)
 	}
-	return thumb.Image{Bytes: payload, Format: o.Format, Width: meta.Width, Height: meta.Height}, nil
+	return thumb.Image{Bytes: payload, Format: spec.Format, Width: meta.Width, Height: meta.Height}, nil
 }
 
 // crashed ends the cell after a failed exchange and says how it ended. A

@@ -47,15 +47,10 @@ type Hello struct {
 	Sandbox []sandbox.Layer `json:"sandbox"`
 }
 
-// jobMeta is a job's options on the wire.
-type jobMeta struct {
-	Width   int    `json:"w"`
-	Height  int    `json:"h"`
-	Fit     string `json:"fit"`
-	Gravity string `json:"gravity"`
-	Format  string `json:"format"`
-	Quality int    `json:"q"`
-}
+// A job's options travel as thumb.Options itself (JSON, the Go field
+// names): supervisor and cell are the same binary, and a wire struct of its
+// own once dropped options added later (format=auto's alpha format,
+// animated) without any test noticing.
 
 // Error kinds a result can carry: the engine's typed errors, by name.
 var errorKinds = []struct {
@@ -65,6 +60,7 @@ var errorKinds = []struct {
 	{"unsupported_format", thumb.ErrUnsupportedFormat},
 	{"too_many_pixels", thumb.ErrTooManyPixels},
 	{"too_many_frames", thumb.ErrTooManyFrames},
+	{"animation_too_large", thumb.ErrAnimationTooLarge},
 	{"undecodable", thumb.ErrUndecodable},
 }
 

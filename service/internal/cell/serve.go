@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -82,7 +81,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 		return err
 	}
 	for {
-		var job jobMeta
+		var job thumb.Options
 		src, err := readFrame(conn, kindJob, &job, w.MaxSource)
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -98,12 +97,9 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 }
 
 // run makes one thumbnail and measures what it cost the process.
-func (w Worker) run(src []byte, job jobMeta) (resultMeta, []byte) {
+func (w Worker) run(src []byte, job thumb.Options) (resultMeta, []byte) {
 	before := minorFaults()
-	img, err := w.Engine.Thumbnail(context.Background(), src, thumb.Options{
-		Width: job.Width, Height: job.Height, Fit: thumb.Fit(job.Fit), Gravity: thumb.Gravity(job.Gravity),
-		Format: imagefmt.Format(job.Format), Quality: job.Quality,
-	})
+	img, err := w.Engine.Thumbnail(context.Background(), src, job)
 	var meta resultMeta
 	meta.Stats.MinorFaults = minorFaults() - before
 	if w.Memory != nil {
