@@ -52,7 +52,7 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"concurrency above the CPU limit", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=4", "must equal the CPU limit"},
 		{"PDB selects nothing", "base/pdb.yaml", "    matchLabels:\n      app.kubernetes.io/name: thumbd", "    matchLabels:\n      app.kubernetes.io/name: other", "PodDisruptionBudget thumbd does not select"},
 		{"replicas fixed", "base/deployment.yaml", "  selector:\n", "  replicas: 3\n  selector:\n", "sets replicas"},
-		{"cells without their memory", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_ENGINE=cells", "cells mode: memory limit 512Mi is below what the pod may hold"},
+		{"cells without their memory", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_ENGINE=cells", "cells mode: memory limit 1280Mi is below what the pod may hold"},
 	}
 	runBreakages(t, cases, "k8s/overlays/scratch", CheckKubernetes)
 }
@@ -122,7 +122,7 @@ func TestBrokenKnativeServiceFails(t *testing.T) {
 		{"concurrency moved alone", "knative/service.yaml", "              value: \"2\"", "              value: \"3\"", "containerConcurrency must equal THUMBD_CONCURRENCY 3"},
 		// Only containerConcurrency requests are in the pod: 2 bodies, not
 		// the 34 the service's default queue would admit.
-		{"cells without their memory", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_ENGINE\n              value: cells\n", "cells mode: memory limit 512Mi is below what the pod may hold: supervisor 40 MiB + bodies 2 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 256 MiB) + spares 1 x 256 MiB = 1276 MiB"},
+		{"cells without their memory", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_ENGINE\n              value: cells\n", "cells mode: memory limit 1Gi is below what the pod may hold: supervisor 40 MiB + bodies 2 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 256 MiB) + spares 1 x 256 MiB = 1276 MiB"},
 		{"target not tied", "knative/service.yaml", `autoscaling.knative.dev/target: "2"`, `autoscaling.knative.dev/target: "10"`, "autoscaling.knative.dev/target \"10\""},
 		{"no scale to zero", "knative/service.yaml", `min-scale: "0"`, `min-scale: "1"`, "min-scale must be \"0\""},
 		{"timeout below the deadline", "knative/service.yaml", "timeoutSeconds: 30", "timeoutSeconds: 10", "timeoutSeconds must exceed THUMBD_DEADLINE 10s"},
