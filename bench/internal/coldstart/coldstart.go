@@ -59,7 +59,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "give up on a run after this long")
 	fs.DurationVar(&cfg.interval, "interval", 5*time.Millisecond, "pause between two attempts")
 	fs.StringVar(&cfg.cpus, "cpus", "2", "docker --cpus (the manifests' CPU limit)")
-	fs.StringVar(&cfg.memory, "memory", "512m", "docker --memory (the manifests' memory limit)")
+	fs.StringVar(&cfg.memory, "memory", "1280m", "docker --memory (the manifests' memory limit)")
 	fs.StringVar(&cfg.network, "network", "bridge", "bridge (port published on 127.0.0.1) or host")
 	fs.StringVar(&cfg.lock, "lock", benchlock.Path, "flock held while measuring (\"\" for none)")
 	fs.Usage = func() {

@@ -25,7 +25,7 @@ func TestColdStartAgainstFakeDocker(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
 	t.Log("\n" + out.String())
-	for _, want := range []string{"fake:one", "fake:two", "first thumbnail 200", "median", "--memory 512m"} {
+	for _, want := range []string{"fake:one", "fake:two", "first thumbnail 200", "median", "--memory 1280m"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -35,7 +35,7 @@ func TestColdStartAgainstFakeDocker(t *testing.T) {
 	for _, line := range launchtest.Journal(t, journal) {
 		if strings.HasPrefix(line, "run ") {
 			started++
-			if !strings.Contains(line, "--read-only --cap-drop ALL --security-opt no-new-privileges --user 65532:65532 --cpus 2 --memory 512m") {
+			if !strings.Contains(line, "--read-only --cap-drop ALL --security-opt no-new-privileges --user 65532:65532 --cpus 2 --memory 1280m") {
 				t.Errorf("not hardened: %s", line)
 			}
 		}

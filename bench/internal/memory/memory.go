@@ -39,7 +39,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	image := fs.String("image", "", "a container image, run hardened with -cpus and -memory (else: the command after --)")
 	docker := fs.String("docker", "docker", "docker client to run")
 	cpus := fs.String("cpus", "2", "container --cpus")
-	mem := fs.String("memory", "512m", "container --memory")
+	mem := fs.String("memory", "1280m", "container --memory (the manifests' limit)")
 	fs.Func("env", "KEY=VALUE for thumbd (repeatable)", func(v string) error { env = append(env, v); return nil })
 	source := fs.String("source", "bench/results/tmp/sources/large.jpg", "JPEG to POST (a known source's name is made when missing)")
 	query := fs.String("query", "w=256&h=256", "thumbnail query")

@@ -47,7 +47,7 @@ func TestMemoryOfAContainer(t *testing.T) {
 		}
 	}
 	run := launchtest.Journal(t, journal)[0]
-	if !strings.Contains(run, "-e THUMBD_QUEUE=8 --read-only") || !strings.Contains(run, "--cpus 2 --memory 512m fake:ok") {
+	if !strings.Contains(run, "-e THUMBD_QUEUE=8 --read-only") || !strings.Contains(run, "--cpus 2 --memory 1280m fake:ok") {
 		t.Errorf("docker run: %s", run)
 	}
 }
