@@ -161,6 +161,20 @@ func containmentMode(o options, srcs, heavy [][]byte) (*result, error) {
 		return totalRSS(p.pid) <= c.TotalRSSStart*12/10
 	})
 	c.ReturnSeconds = time.Since(back).Seconds()
+	// Memory comes back when grown cells are recycled, so the moment it
+	// does is the moment old cells exit and new ones start: a child seen
+	// then may be a zombie for the microseconds before its watcher reaps
+	// it, or a replacement not yet counted. Let the pool settle again
+	// (a leak is what is still there seconds later).
+	waitFor(10*time.Second, func() bool {
+		kids := children(p.pid)
+		for _, k := range kids {
+			if processState(k) == "Z" {
+				return false
+			}
+		}
+		return len(kids) == c.ExpectedCells
+	})
 	c.TotalRSSAfter = totalRSS(p.pid)
 	c.CellsRSSAfter, _ = procmem.ChildrenRSS(p.pid)
 	http.DefaultClient.CloseIdleConnections()
