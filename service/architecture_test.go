@@ -28,7 +28,6 @@ func TestPackageImports(t *testing.T) {
 		"imagefmt":  {},
 		"apierr":    {},
 		"hostile":   {},
-		"imagediff": {},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {

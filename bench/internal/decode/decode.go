@@ -14,10 +14,8 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
-	"os"
-	"os/exec"
-	"path/filepath"
 
+	"github.com/thumbd/thumbd/service/imagediff"
 	"golang.org/x/image/webp"
 )
 
@@ -31,37 +29,13 @@ func Still(format string, b []byte) (image.Image, error) {
 	case "webp":
 		return webp.Decode(bytes.NewReader(b))
 	case "avif":
-		p, err := AVIFToPNG(b)
+		p, err := imagediff.AVIFToPNG(b)
 		if err != nil {
 			return nil, err
 		}
 		return png.Decode(bytes.NewReader(p))
 	}
 	return nil, fmt.Errorf("decode: no decoder for %q", format)
-}
-
-// AVIFToPNG decodes an AVIF with the vips command of Debian's libvips-tools,
-// whose libheif has an AV1 decoder, into a lossless PNG. It is
-// service/internal/imagediff's AVIFToPNG: Go's internal rule keeps the bench
-// from importing it.
-func AVIFToPNG(avif []byte) ([]byte, error) {
-	vips, err := exec.LookPath("vips")
-	if err != nil {
-		return nil, fmt.Errorf("decoding AVIF needs the vips command (scripts/deps.sh dev installs libvips-tools): %w", err)
-	}
-	dir, err := os.MkdirTemp("", "thumbd-bench-avif")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	in, out := filepath.Join(dir, "in.avif"), filepath.Join(dir, "out.png")
-	if err := os.WriteFile(in, avif, 0o600); err != nil {
-		return nil, err
-	}
-	if msg, err := exec.Command(vips, "copy", in, out).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("vips copy: %v: %s", err, bytes.TrimSpace(msg))
-	}
-	return os.ReadFile(out)
 }
 
 // Animation is an animated WebP: its canvas, its loop count (0: forever)

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
-	"github.com/thumbd/thumbd/service/internal/imagediff"
+	"github.com/thumbd/thumbd/service/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
