@@ -129,6 +129,7 @@ func TestAnimatedThumbnail(t *testing.T) {
 	for query, code := range map[string]apierr.Code{
 		"?w=33&h=32&format=webp&animated=true": apierr.AnimationTooLarge,
 		"?format=png&animated=true":            apierr.BadParameter,
+		"?format=avif&animated=true":           apierr.BadParameter,
 		"?format=webp&animated=yes":            apierr.BadParameter,
 	} {
 		status, _, body := postThumb(t, srv.URL, query, src)

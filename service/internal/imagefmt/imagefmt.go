@@ -97,10 +97,8 @@ func Lookup(f Format) (Spec, bool) {
 // Sniff returns the input format buf starts with; ok is false when buf is
 // no format thumbd reads (the caller answers 415).
 func Sniff(buf []byte) (Spec, bool) {
-	for _, s := range table {
-		if s.Input && s.Magic(buf) {
-			return s, true
-		}
+	if s, ok := Identify(buf); ok && s.Input {
+		return s, true
 	}
 	return Spec{}, false
 }
