@@ -85,7 +85,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", intValue(&c.MaxFrames)},
 		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", int64Value(&c.MaxAnimationPixels)},
 		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", intValue(&c.MaxSide)},
-		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once; libvips' thread pool is sized to it too", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
+		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
 		{"THUMBD_QUEUE", "queue", "32", "", "admitted thumbnails that may wait for a slot; beyond: 503", intValue(&c.Queue)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},

@@ -55,10 +55,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func engineConfig(cfg config, logger *slog.Logger) thumb.Config {
 	return thumb.Config{
 		MaxPixels: cfg.MaxPixels, MaxFrames: cfg.MaxFrames, MaxSide: cfg.MaxSide, MaxAnimationPixels: cfg.MaxAnimationPixels,
-		// libvips' own thread pool follows the CPUs the process may use
-		// (GOMAXPROCS reads the cgroup limit), so a 1-CPU pod does not run
-		// a thread per host core.
-		Threads:    cfg.Concurrency,
+		// One libvips thread per job: concurrency already runs a job per
+		// usable CPU, and a second thread made a single job 0-21 % slower
+		// and two jobs at once 2-20 % slower (docs/engine.md, "Thread
+		// counts"): a thumbnail's pipeline is too short to split.
+		Threads:    1,
 		JPEGShrink: cfg.JPEGShrink,
 		AVIFEffort: cfg.AVIFEffort,
 		Logger:     logger,

@@ -72,7 +72,8 @@ type Outcome struct {
 	ClientCPU  float64        `json:"client_cpu"` // driver CPU-seconds per second over the timed window
 	ServerCPU  float64        `json:"server_cpu"` // server CPU-seconds per second over the timed window
 	// ServerCPUTime is the server's CPU time (utime+stime from
-	// /proc/PID/stat) over the whole step, the drain of the last requests
+	// /proc/PID/stat, with its child processes': a cells-mode thumbd's
+	// cells, live or reaped) over the whole step, the drain of the last requests
 	// included, and CPUPerOK that time per 2xx answer, in µs: what a
 	// request costs the server, which still tells targets apart where the
 	// load generator, not the server, limits requests/s.
@@ -136,7 +137,7 @@ func Run(st Step) (Outcome, error) {
 	var srv0 time.Duration
 	if st.ServerPID > 0 {
 		sampler = procmem.StartSampler(st.ServerPID, 20*time.Millisecond)
-		srv0, _ = procmem.CPUTime(st.ServerPID)
+		srv0, _ = procmem.TreeCPUTime(st.ServerPID)
 	}
 	host0, _ := procmem.ReadHostCPU()
 	cli0 := selfCPU()
@@ -151,7 +152,7 @@ func Run(st Step) (Outcome, error) {
 	var host1 procmem.HostCPU
 	srvSince := func() time.Duration { // the server's CPU time since the start
 		if st.ServerPID > 0 {
-			if s, err := procmem.CPUTime(st.ServerPID); err == nil {
+			if s, err := procmem.TreeCPUTime(st.ServerPID); err == nil {
 				return s - srv0
 			}
 		}

@@ -146,21 +146,31 @@ const clockTicks = 100
 // command name (field 2) may hold spaces and parentheses, so fields are
 // counted from the last ')'.
 func ParseStatCPU(stat string) (time.Duration, error) {
+	own, _, err := parseStatTimes(stat)
+	return own, err
+}
+
+// parseStatTimes returns utime+stime and cutime+cstime (the CPU time of
+// the children pid has waited for) from the text of /proc/PID/stat.
+func parseStatTimes(stat string) (own, reaped time.Duration, err error) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("procmem: malformed stat line")
+		return 0, 0, fmt.Errorf("procmem: malformed stat line")
 	}
 	f := strings.Fields(stat[i+1:])
-	// After the name: state(3) ppid(4) ... utime(14) stime(15); f[0] is field 3.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("procmem: short stat line")
+	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16)
+	// cstime(17); f[0] is field 3.
+	if len(f) < 15 {
+		return 0, 0, fmt.Errorf("procmem: short stat line")
 	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("procmem: bad utime/stime %q %q", f[11], f[12])
+	var ticks [4]int64
+	for k := range ticks {
+		if ticks[k], err = strconv.ParseInt(f[11+k], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("procmem: bad CPU time field %d %q", 14+k, f[11+k])
+		}
 	}
-	return time.Duration(ut+st) * time.Second / clockTicks, nil
+	tick := time.Second / clockTicks
+	return time.Duration(ticks[0]+ticks[1]) * tick, time.Duration(ticks[2]+ticks[3]) * tick, nil
 }
 
 // CPUTime reads the CPU time (user + system) PID has used so far.
@@ -172,6 +182,34 @@ func CPUTime(pid int) (time.Duration, error) {
 	return ParseStatCPU(string(b))
 }
 
+// TreeCPUTime is the CPU time of pid and of every process under it, live
+// or already reaped: in cells mode the cells do the thumbnails, so the
+// server's cost per answer is the supervisor's and its cells'. A cell that
+// exits moves from the live sum to its parent's reaped one, so the total
+// only grows (a descendant not yet reaped when it exits is lost between
+// two reads: at most the last job of a killed cell).
+func TreeCPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	own, reaped, err := parseStatTimes(string(b))
+	if err != nil {
+		return 0, err
+	}
+	kids, err := Children(pid)
+	if err != nil {
+		return 0, err
+	}
+	total := own + reaped
+	for _, k := range kids {
+		if t, err := TreeCPUTime(k); err == nil { // a child may exit meanwhile
+			total += t
+		}
+	}
+	return total, nil
+}
+
 // Sampler polls a process's VmRSS and keeps the largest value seen.
 type Sampler struct {
 	pid  int
@@ -180,9 +218,17 @@ type Sampler struct {
 	mu   sync.Mutex
 	peak int64
 	n    int
+	kids []int // pid's children as last listed
 }
 
-// StartSampler samples pid every interval until Stop.
+// kidsEvery is how many samples a list of children serves: listing them
+// reads every /proc/N/stat, too much to do every 20 ms on the driver's
+// core; cells live for many jobs, and a new one is seen within a second.
+const kidsEvery = 50
+
+// StartSampler samples pid every interval until Stop: the VmRSS of pid and
+// of its children summed (a cells-mode thumbd's supervisor and its cells;
+// the process alone for any other target).
 func StartSampler(pid int, interval time.Duration) *Sampler {
 	s := &Sampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.loop(interval)
@@ -211,9 +257,18 @@ func (s *Sampler) sample() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.n%kidsEvery == 0 {
+		s.kids, _ = Children(s.pid)
+	}
 	s.n++
-	if st.VmRSS > s.peak {
-		s.peak = st.VmRSS
+	rss := st.VmRSS
+	for _, k := range s.kids {
+		if kst, err := Read(k); err == nil { // a recycled cell is gone
+			rss += kst.VmRSS
+		}
+	}
+	if rss > s.peak {
+		s.peak = rss
 	}
 }
 

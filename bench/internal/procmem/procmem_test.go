@@ -82,12 +82,96 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
+// A busy child's CPU time counts while it runs and after it is reaped,
+// and the process's own CPU time (CPUTime) leaves it out.
+func TestTreeCPUTime(t *testing.T) {
+	self := os.Getpid()
+	tree0, err := TreeCPUTime(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own0, _ := CPUTime(self)
+	child := exec.Command("sh", "-c", "while :; do :; done")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	const busy = 300 * time.Millisecond
+	var live time.Duration
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if live, _ = CPUTime(child.Process.Pid); live >= busy {
+			break
+		}
+	}
+	if live < busy {
+		t.Fatalf("the child used %v of CPU in 10 s", live)
+	}
+	tree1, err := TreeCPUTime(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own1, _ := CPUTime(self)
+	if got := tree1 - tree0 - (own1 - own0); got < busy {
+		t.Errorf("running: the tree grew by %v beyond this process, want at least the child's %v", got, busy)
+	}
+	child.Process.Kill()
+	child.Wait()
+	tree2, err := TreeCPUTime(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree2 < tree1 {
+		t.Errorf("reaped: the tree's CPU time fell from %v to %v", tree1, tree2)
+	}
+	if own2, _ := CPUTime(self); own2-own0 >= busy {
+		t.Errorf("CPUTime counted the child: %v", own2-own0)
+	}
+}
+
 func TestSampler(t *testing.T) {
 	s := StartSampler(os.Getpid(), time.Millisecond)
 	time.Sleep(10 * time.Millisecond)
 	peak, n := s.Stop()
 	if peak <= 0 || n < 2 {
 		t.Fatalf("peak %d after %d samples", peak, n)
+	}
+}
+
+// The peak counts children: a parent with a child holding 64 MiB peaks
+// above the parent alone by about that.
+func TestSamplerCountsChildren(t *testing.T) {
+	self, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dd's one 64 MiB block is resident while dd waits to write it to a
+	// pipe nobody reads.
+	child := exec.Command("dd", "if=/dev/zero", "bs=64M", "count=1", "status=none")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	child.Stdout = pw
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	const want = 60 << 20
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st, err := Read(child.Process.Pid); err == nil && st.VmRSS >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("dd never held its block")
+		}
+	}
+	s := StartSampler(os.Getpid(), time.Millisecond)
+	time.Sleep(10 * time.Millisecond)
+	peak, _ := s.Stop()
+	if peak < self.VmRSS+want {
+		t.Fatalf("peak %d MiB, want this process's %d MiB plus the child's 60 or more", peak>>20, self.VmRSS>>20)
 	}
 }
 

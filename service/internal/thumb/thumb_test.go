@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"image"
 	_ "image/jpeg"
 	"image/png"
@@ -14,11 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
 	"github.com/thumbd/thumbd/service/imagediff"
@@ -32,7 +32,18 @@ var testEngine *Engine
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	testEngine = New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1, AVIFEffort: 4,
+	// One libvips thread, as the bench's engine comparison runs sharp; the
+	// thread-count study (docs/engine.md) sets $THUMBD_ENGINE_THREADS.
+	threads := 1
+	if v := os.Getenv("THUMBD_ENGINE_THREADS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "THUMBD_ENGINE_THREADS=%q: want a count of threads\n", v)
+			os.Exit(2)
+		}
+		threads = n
+	}
+	testEngine = New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: threads, AVIFEffort: 4,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	testEngine.Start()
 	os.Exit(m.Run())
@@ -252,19 +263,9 @@ var coverPNG = Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityC
 //
 //	go test -run '^$' -bench Engine -benchtime 200x ./service/internal/thumb
 func BenchmarkEngine(b *testing.B) {
-	dir := cmp.Or(os.Getenv("THUMBD_ENGINE_SOURCES"), filepath.Join("testdata", "sources"))
-	names, err := filepath.Glob(filepath.Join(dir, "*.jpg"))
-	if err != nil || len(names) == 0 {
-		b.Fatalf("no *.jpg in %s (%v)", dir, err)
-	}
-	formats := strings.Split(cmp.Or(os.Getenv("THUMBD_ENGINE_FORMATS"), "png"), ",")
 	out := os.Getenv("THUMBD_ENGINE_OUT")
-	for _, path := range names {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		name := strings.TrimSuffix(filepath.Base(path), ".jpg")
+	for _, s := range engineSources(b) {
+		name, src := s.name, s.src
 		if out != "" {
 			ref, err := testEngine.Thumbnail(context.Background(), src, coverPNG)
 			if err != nil {
@@ -274,28 +275,14 @@ func BenchmarkEngine(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		for _, f := range formats {
-			spec, ok := imagefmt.Lookup(imagefmt.Format(f))
-			if !ok || !spec.Output {
-				b.Fatalf("THUMBD_ENGINE_FORMATS: %q is no output format (%v)", f, imagefmt.Outputs())
-			}
-			o := coverPNG
-			o.Format, o.Quality = spec.Format, spec.Quality
+		for _, o := range engineFormats(b) {
+			f := string(o.Format)
 			b.Run(name+"/"+f, func(b *testing.B) {
 				var img Image
-				times := make([]time.Duration, 0, b.N)
-				for b.Loop() {
-					start := time.Now()
+				timeMedian(b, func() (err error) {
 					img, err = testEngine.Thumbnail(context.Background(), src, o)
-					if err != nil {
-						b.Fatal(err)
-					}
-					times = append(times, time.Since(start))
-				}
-				// The median is what the service's sequential latency is
-				// held to; the mean (ns/op) is skewed by the odd slow run.
-				slices.Sort(times)
-				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "median-ms")
+					return err
+				})
 				b.ReportMetric(float64(len(img.Bytes)), "out-bytes")
 				if out != "" {
 					if err := os.WriteFile(filepath.Join(out, name+"."+f), img.Bytes, 0o644); err != nil {
@@ -307,25 +294,43 @@ func BenchmarkEngine(b *testing.B) {
 	}
 }
 
+// engineFormats is the 256x256 cover of each format of
+// $THUMBD_ENGINE_FORMATS (default png) at the format's default quality.
+func engineFormats(b *testing.B) []Options {
+	b.Helper()
+	var opts []Options
+	for _, f := range strings.Split(cmp.Or(os.Getenv("THUMBD_ENGINE_FORMATS"), "png"), ",") {
+		spec, ok := imagefmt.Lookup(imagefmt.Format(f))
+		if !ok || !spec.Output {
+			b.Fatalf("THUMBD_ENGINE_FORMATS: %q is no output format (%v)", f, imagefmt.Outputs())
+		}
+		o := coverPNG
+		o.Format, o.Quality = spec.Format, spec.Quality
+		opts = append(opts, o)
+	}
+	return opts
+}
+
 // BenchmarkEngineParallel runs as many thumbnails at once as the service's
 // default concurrency (GOMAXPROCS): the throughput /thumbnail is compared
-// with under load.
+// with under load. Sources and formats as BenchmarkEngine's.
 func BenchmarkEngineParallel(b *testing.B) {
-	for _, name := range []string{"small.jpg", "large.jpg"} {
-		src := source(b, name)
-		b.Run(name, func(b *testing.B) {
-			b.SetParallelism(1) // GOMAXPROCS goroutines
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := testEngine.Thumbnail(context.Background(), src, coverPNG); err != nil {
-						b.Error(err)
-						return
+	for _, s := range engineSources(b) {
+		for _, o := range engineFormats(b) {
+			b.Run(s.name+"/"+string(o.Format), func(b *testing.B) {
+				b.SetParallelism(1) // GOMAXPROCS goroutines
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := testEngine.Thumbnail(context.Background(), s.src, o); err != nil {
+							b.Error(err)
+							return
+						}
 					}
-				}
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "thumbs/s")
+				b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "jobs")
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "thumbs/s")
-			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "jobs")
-		})
+		}
 	}
 }
 
