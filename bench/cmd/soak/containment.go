@@ -168,23 +168,13 @@ func containmentMode(o options, srcs, heavy [][]byte) (*result, error) {
 	// (a leak is what is still there seconds later).
 	waitFor(10*time.Second, func() bool {
 		kids := children(p.pid)
-		for _, k := range kids {
-			if processState(k) == "Z" {
-				return false
-			}
-		}
-		return len(kids) == c.ExpectedCells
+		return zombies(kids) == 0 && len(kids) == c.ExpectedCells
 	})
 	c.TotalRSSAfter = totalRSS(p.pid)
 	c.CellsRSSAfter, _ = procmem.ChildrenRSS(p.pid)
 	http.DefaultClient.CloseIdleConnections()
 	kids := children(p.pid)
-	c.CellsAfter = len(kids)
-	for _, k := range kids {
-		if processState(k) == "Z" {
-			c.ZombiesAfter++
-		}
-	}
+	c.CellsAfter, c.ZombiesAfter = len(kids), zombies(kids)
 	c.FDsAfter = nonTCPFDs(p.pid)
 
 	summarise(r, rec, o, p)
@@ -315,6 +305,18 @@ func children(pid int) []int {
 
 func livingChildren(pid int) []int {
 	return slices.DeleteFunc(children(pid), func(k int) bool { return processState(k) == "Z" })
+}
+
+// zombies counts the processes of pids that have exited and wait to be
+// reaped.
+func zombies(pids []int) int {
+	n := 0
+	for _, k := range pids {
+		if processState(k) == "Z" {
+			n++
+		}
+	}
+	return n
 }
 
 // processState is the state letter of /proc/PID/stat ("" when gone).

@@ -101,11 +101,18 @@ func ParseStatPPID(stat string) (int, error) {
 
 // Children lists the processes whose parent is pid (a thumbd's cells).
 func Children(pid int) ([]int, error) {
+	tree, err := processTree()
+	return tree[pid], err
+}
+
+// processTree maps every process's PID to its children's, from one pass
+// over /proc (each /proc/N/stat names its parent, not its children).
+func processTree() (map[int][]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	var out []int
+	tree := make(map[int][]int)
 	for _, e := range ents {
 		child, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -115,11 +122,11 @@ func Children(pid int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		if ppid, err := ParseStatPPID(string(b)); err == nil && ppid == pid {
-			out = append(out, child)
+		if ppid, err := ParseStatPPID(string(b)); err == nil {
+			tree[ppid] = append(tree[ppid], child)
 		}
 	}
-	return out, nil
+	return tree, nil
 }
 
 // ChildrenRSS is the VmRSS of pid's children, summed: in cells mode, what
@@ -175,11 +182,18 @@ func parseStatTimes(stat string) (own, reaped time.Duration, err error) {
 
 // CPUTime reads the CPU time (user + system) PID has used so far.
 func CPUTime(pid int) (time.Duration, error) {
+	own, _, err := statTimes(pid)
+	return own, err
+}
+
+// statTimes reads pid's own CPU time and that of the children it has
+// waited for.
+func statTimes(pid int) (own, reaped time.Duration, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return ParseStatCPU(string(b))
+	return parseStatTimes(string(b))
 }
 
 // TreeCPUTime is the CPU time of pid and of every process under it, live
@@ -189,22 +203,20 @@ func CPUTime(pid int) (time.Duration, error) {
 // only grows (a descendant not yet reaped when it exits is lost between
 // two reads: at most the last job of a killed cell).
 func TreeCPUTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	tree, err := processTree()
 	if err != nil {
 		return 0, err
 	}
-	own, reaped, err := parseStatTimes(string(b))
-	if err != nil {
-		return 0, err
-	}
-	kids, err := Children(pid)
+	own, reaped, err := statTimes(pid)
 	if err != nil {
 		return 0, err
 	}
 	total := own + reaped
-	for _, k := range kids {
-		if t, err := TreeCPUTime(k); err == nil { // a child may exit meanwhile
-			total += t
+	for next := tree[pid]; len(next) > 0; {
+		k := next[0]
+		next = append(next[1:], tree[k]...)
+		if own, reaped, err := statTimes(k); err == nil { // a child may exit meanwhile
+			total += own + reaped
 		}
 	}
 	return total, nil
