@@ -4,7 +4,7 @@
 # serve`): /health, a real POST /thumbnail of the bench's small source
 # (decoded, size checked), /metrics, a bad body answered with a 4xx, `thumbd
 # health` inside the container, a non-root user, MALLOC_ARENA_MAX=2, the CA
-# certificates for https origins, a GET /thumbnail?url= from a loopback
+# certificates for https origins, the licence notices, a GET /thumbnail?url= from a loopback
 # origin (bench origin) giving the POST's thumbnail. The
 # scratch container runs read-only, with no capabilities and
 # no-new-privileges. Stops the dockerd it started.
@@ -59,13 +59,29 @@ checks() {
     pass "$flavour: $(grep -c 'BEGIN CERTIFICATE' "$WORK/ca-$flavour.crt") CA certificates in /etc/ssl/certs/ca-certificates.crt"
   else fail "$flavour: no CA certificates for https origins"; fi
 
+  # The licence notices (THIRD_PARTY_NOTICES.md): the summary, libvips'
+  # LGPL text (gzip'ed in the scratch image) and a Debian copyright file.
+  if docker cp "$THUMBD_CONTAINER:/usr/share/doc/thumbd" "$WORK/notices-$flavour" 2>/dev/null &&
+    grep -q '^# Third-party notices' "$WORK/notices-$flavour/THIRD_PARTY_NOTICES.md" &&
+    notice "$WORK/notices-$flavour" built-from-source/vips/LICENSE | grep -q 'LESSER GENERAL PUBLIC' &&
+    notice "$WORK/notices-$flavour" debian/libc6.copyright | grep -q 'GNU C Library'; then
+    pass "$flavour: licence notices in /usr/share/doc/thumbd ($(find "$WORK/notices-$flavour" -type f | wc -l) files)"
+  else fail "$flavour: licence notices missing or unreadable in /usr/share/doc/thumbd"; fi
+
   # The allocator the images pick (docs/hardening.md), as the process sees it.
   pid=$(docker inspect -f '{{.State.Pid}}' "$THUMBD_CONTAINER")
   if tr '\0' '\n' <"/proc/$pid/environ" | grep -qx 'MALLOC_ARENA_MAX=2'; then pass "$flavour: runs with MALLOC_ARENA_MAX=2"
   else fail "$flavour: MALLOC_ARENA_MAX=2 not in the process environment"; fi
   return "$FAILED"
 }
-export -f checks pass fail
+# notice ROOT FILE: the text of notice FILE under ROOT, from FILE or its
+# gzip'ed FILE.gz, following a "Same text as OTHER." pointer (notices.sh).
+notice() {
+  local text
+  if [ -f "$1/$2" ]; then text=$(cat "$1/$2"); else text=$(zcat "$1/$2.gz" 2>/dev/null); fi || return 1
+  if [[ "$text" =~ ^Same\ text\ as\ (.*)\.$ ]]; then notice "$1" "${BASH_REMATCH[1]}"; else echo "$text"; fi
+}
+export -f checks pass fail notice
 
 # smoke FLAVOUR DOCKER_RUN_ARGS...: a container of thumbd:FLAVOUR on a loopback
 # port (bench serve), checked; the container must still run at the end.
