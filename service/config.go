@@ -30,6 +30,7 @@ type config struct {
 	MaxSide            int
 	Concurrency        int
 	Queue              int
+	SourceBudget       int64 // 0 until loadConfig computes its default
 	Deadline           time.Duration
 	SourceDir          string
 	Origins            []origin.Pattern
@@ -54,6 +55,11 @@ type config struct {
 	CellSpares         int
 	CellIdleRecycle    time.Duration
 }
+
+// defaultBudgetBodies is THUMBD_SOURCE_BUDGET's default in largest sources.
+// The queue was 32 deep and bounded the sources' memory by its depth until
+// 2026-12-01; the budget keeps that bound (docs/hardening.md, "Memory").
+const defaultBudgetBodies = 32
 
 // Engine modes (THUMBD_ENGINE); the names are fixed.
 const (
@@ -86,7 +92,8 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", int64Value(&c.MaxAnimationPixels)},
 		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", intValue(&c.MaxSide)},
 		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
-		{"THUMBD_QUEUE", "queue", "32", "", "admitted thumbnails that may wait for a slot; beyond: 503", intValue(&c.Queue)},
+		{"THUMBD_QUEUE", "queue", "1024", "", "admitted thumbnails that may wait for a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budget the memory: lower it for a service that sheds load early rather than queueing it", intValue(&c.Queue)},
+		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "32 x `THUMBD_MAX_BODY_BYTES`: 640 MiB", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", int64Value(&c.SourceBudget)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
@@ -143,6 +150,10 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	if c.SourceBudget == 0 {
+		// Follows the body limit: 32 of the largest sources.
+		c.SourceBudget = defaultBudgetBodies * c.MaxBodyBytes
+	}
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -165,6 +176,7 @@ func (c config) validate() []error {
 	check(c.MaxSide >= 1 && c.MaxSide <= 16384, "max side %d: want 1..16384", c.MaxSide)
 	check(c.Concurrency >= 1 && c.Concurrency <= 1024, "concurrency %d: want 1..1024", c.Concurrency)
 	check(c.Queue >= 0 && c.Queue <= 100000, "queue %d: want 0..100000", c.Queue)
+	check(c.SourceBudget >= c.MaxBodyBytes, "source budget %d: want at least the body limit %d, or the largest source could never be read", c.SourceBudget, c.MaxBodyBytes)
 	check(c.Deadline > 0, "deadline %s: want more than 0", c.Deadline)
 	check(c.ShutdownDelay >= 0, "shutdown delay %s: want 0 or more", c.ShutdownDelay)
 	check(c.ShutdownTimeout > 0, "shutdown timeout %s: want more than 0", c.ShutdownTimeout)

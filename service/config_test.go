@@ -19,9 +19,31 @@ func envOf(kv map[string]string) func(string) string { return func(k string) str
 func TestConfigDefaults(t *testing.T) {
 	c := testConfig(t)
 	if c.Port != 8080 || c.MaxBodyBytes != 20<<20 || c.MaxPixels != 40_000_000 || c.MaxFrames != 256 || c.MaxSide != 4096 ||
-		c.Concurrency != runtime.GOMAXPROCS(0) || c.Queue != 32 || c.Deadline != 10*time.Second || c.SourceDir != "" ||
+		c.Concurrency != runtime.GOMAXPROCS(0) || c.Queue != 1024 || c.SourceBudget != 32*20<<20 || c.Deadline != 10*time.Second || c.SourceDir != "" ||
 		c.ShutdownDelay != 0 || c.ShutdownTimeout != 30*time.Second || c.LogLevel.String() != "INFO" || c.JPEGShrink != thumb.JPEGShrinkFast {
 		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// The source budget follows the body limit unless it is set; below the
+// body limit it is refused, since the largest source could never be read.
+func TestConfigSourceBudget(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int64
+	}{
+		{map[string]string{"THUMBD_MAX_BODY_BYTES": "1000"}, 32000},
+		{map[string]string{"THUMBD_MAX_BODY_BYTES": "1000", "THUMBD_SOURCE_BUDGET": "5000"}, 5000},
+		{map[string]string{"THUMBD_SOURCE_BUDGET": "0"}, 32 * 20 << 20},
+	} {
+		c, err := loadConfig(nil, envOf(tc.env), io.Discard)
+		if err != nil || c.SourceBudget != tc.want {
+			t.Errorf("%v: budget %d, %v; want %d", tc.env, c.SourceBudget, err, tc.want)
+		}
+	}
+	_, err := loadConfig([]string{"-source-budget", "999"}, envOf(map[string]string{"THUMBD_MAX_BODY_BYTES": "1000"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "source budget 999: want at least the body limit 1000") {
+		t.Fatalf("budget under the body limit: %v", err)
 	}
 }
 

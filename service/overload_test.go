@@ -264,7 +264,7 @@ func TestSlowUploadsHoldNoPlace(t *testing.T) {
 	}
 
 	// The bodies' bytes are bounded: past the budget, a 503 with Retry-After.
-	cfg.MaxBodyBytes, cfg.Queue = 1000, 0 // budget (1 + 0) x 1000
+	cfg.MaxBodyBytes, cfg.SourceBudget = 1000, 1000
 	srv, d = newTestServer(t, cfg)
 	slowUpload(t, srv.URL, 1000, make([]byte, 990))
 	for d.thumbs.limits.Budget.Used() < 990 && time.Now().Before(deadline) {
@@ -299,5 +299,37 @@ func TestFullGateRefusesBeforeReadingBody(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("status %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// A refused upload is not read, whatever its size: after the 503 the
+// server closes the connection though the client never sends its body.
+// net/http by itself reads up to 256 KB of an unread body before closing
+// (here it would wait for the body until the read timeout), and under
+// overload that read was most of what each refusal cost.
+func TestRefusalClosesWithoutReadingSmallBody(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Concurrency, cfg.Queue = 1, 0
+	srv, d := newTestServer(t, cfg)
+	held, err := d.thumbs.gate.Admit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	c := slowUpload(t, srv.URL, 200<<10, nil) // under net/http's 256 KB
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer without the body: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !resp.Close || resp.ContentLength != int64(len(body)) {
+		t.Fatalf("status %d, close %v, length %d for %d bytes", resp.StatusCode, resp.Close, resp.ContentLength, len(body))
+	}
+	assertError(t, body, apierr.QueueFull)
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the answer: %d bytes, %v; want the server's close (EOF) without the body sent", n, err)
 	}
 }

@@ -36,8 +36,8 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	m := newMetrics(reg, gate, life, eng, cfg.Engine)
 	rs := &responder{rejections: m.rejections}
 	// Sources are held from the first byte read until the answer is
-	// written: (queue + concurrency) x the size limit bounds them all.
-	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(int64(cfg.Queue+cfg.Concurrency) * cfg.MaxBodyBytes)}
+	// written: the budget bounds them all, whatever the queue's depth.
+	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget)}
 	var dir *source.Dir
 	if sources != nil {
 		dir = &source.Dir{Limits: limits, Root: sources}

@@ -417,10 +417,17 @@ func checkImage(c *corev1.Container, want Expect, p *problems) {
 	}
 }
 
-// checkEnvNames requires every environment variable to be a setting.
+// goMemoryEnv are the Go runtime's memory knobs, which no setting names:
+// GOMEMLIMIT bounds the heap's headroom over the source budget
+// (docs/hardening.md, "Memory"). Other runtime variables stay refused
+// (GOMAXPROCS would part the Go scheduler from THUMBD_CONCURRENCY).
+var goMemoryEnv = []string{"GOMEMLIMIT", "GOGC"}
+
+// checkEnvNames requires every environment variable to be a setting or one
+// of the Go runtime's memory knobs.
 func checkEnvNames(env map[string]string, settings Settings, p *problems) {
 	for _, name := range slices.Sorted(maps.Keys(env)) {
-		if _, ok := settings[name]; !ok {
+		if _, ok := settings[name]; !ok && !slices.Contains(goMemoryEnv, name) {
 			p.addf("environment variable %s is not a setting of the service (`thumbd settings`): the service does not read it", name)
 		}
 	}

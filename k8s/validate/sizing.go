@@ -128,9 +128,14 @@ func readCellsMemory(env map[string]string, settings Settings, inPod int, p *pro
 		maxBody: num("THUMBD_MAX_BODY_BYTES"),
 		maxRSS:  num("THUMBD_CELL_MAX_RSS"),
 	}
-	// Sources are read from a byte budget of (queue + concurrency) x
-	// THUMBD_MAX_BODY_BYTES (README, "How the limits bound a request").
-	m.bodies = m.cells + int(num("THUMBD_QUEUE"))
+	// Sources are read, wait and are processed within THUMBD_SOURCE_BUDGET
+	// (0: 32 of the largest; README, "How the limits bound a request"): the
+	// queue does not bound them, since a source is read before its request
+	// takes a place.
+	m.bodies = 32
+	if budget := num("THUMBD_SOURCE_BUDGET"); budget > 0 && m.maxBody > 0 {
+		m.bodies = int((budget + m.maxBody - 1) / m.maxBody)
+	}
 	if inPod > 0 {
 		m.bodies = min(m.bodies, inPod)
 	}

@@ -11,7 +11,7 @@ import (
 // k8s/overlays/cells/memory.yaml and k8s/README.md can be checked by hand.
 func TestCellsMemoryArithmetic(t *testing.T) {
 	defaults := Settings{
-		"THUMBD_ENGINE": "inprocess", "THUMBD_CONCURRENCY": "", "THUMBD_QUEUE": "32",
+		"THUMBD_ENGINE": "inprocess", "THUMBD_CONCURRENCY": "", "THUMBD_QUEUE": "1024", "THUMBD_SOURCE_BUDGET": "0",
 		"THUMBD_CELL_SPARES": "1", "THUMBD_CELL_MAX_RSS": "268435456", "THUMBD_MAX_BODY_BYTES": "20971520",
 		"THUMBD_MAX_PIXELS": "40000000", "THUMBD_MAX_SIDE": "4096", "THUMBD_MAX_ANIMATION_PIXELS": "16777216", "THUMBD_MAX_FRAMES": "256",
 	}
@@ -22,15 +22,18 @@ func TestCellsMemoryArithmetic(t *testing.T) {
 		limit int64 // MiB
 	}{
 		// k8s/overlays/cells: 40 + 10 x 20 + 2 x 470 + 1 x 128
-		{"cells overlay", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "8", "THUMBD_CELL_SPARES": "1", "THUMBD_CELL_MAX_RSS": "134217728"}, 0, 1308},
-		// defaults but the concurrency: 40 + 34 x 20 + 2 x 470 + 1 x 256
-		{"defaults", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2"}, 0, 1916},
+		{"cells overlay", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "8", "THUMBD_SOURCE_BUDGET": "209715200", "THUMBD_CELL_SPARES": "1", "THUMBD_CELL_MAX_RSS": "134217728"}, 0, 1308},
+		// defaults but the concurrency: 40 + 32 x 20 (the budget's default)
+		// + 2 x 470 + 1 x 256
+		{"defaults", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2"}, 0, 1876},
+		// a budget of 5 bodies, whatever the queue: 40 + 5 x 20 + 2 x 470 + 1 x 256
+		{"budget", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "1024", "THUMBD_SOURCE_BUDGET": "104857600"}, 0, 1336},
 		// Knative lets 2 requests in: 40 + 2 x 20 + 2 x 470 + 1 x 256
 		{"knative", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2"}, 2, 1276},
 		// cells that may keep more than the largest job: 40 + 10 x 20 + 2 x 600 + 1 x 600
-		{"bound above the job peak", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "8", "THUMBD_CELL_MAX_RSS": "629145600"}, 0, 2040},
+		{"bound above the job peak", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "8", "THUMBD_SOURCE_BUDGET": "209715200", "THUMBD_CELL_MAX_RSS": "629145600"}, 0, 2040},
 		// no spares, smaller bodies: 40 + 5 x 10 + 4 x 470
-		{"no spares", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "4", "THUMBD_QUEUE": "1", "THUMBD_CELL_SPARES": "0", "THUMBD_MAX_BODY_BYTES": "10485760"}, 0, 1970},
+		{"no spares", map[string]string{"THUMBD_ENGINE": "cells", "THUMBD_CONCURRENCY": "4", "THUMBD_QUEUE": "1", "THUMBD_SOURCE_BUDGET": "52428800", "THUMBD_CELL_SPARES": "0", "THUMBD_MAX_BODY_BYTES": "10485760"}, 0, 1970},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
