@@ -78,7 +78,7 @@ func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // rstAvoidance is how long a connection closed with its upload unread
-// stays open for reading after the answer, as net/http's own
+// stays open after the answer, as net/http's own
 // rstAvoidanceDelay: closing at once would reset it, and a reset can
 // discard the answer before the client has read it.
 const rstAvoidance = 500 * time.Millisecond
@@ -90,7 +90,7 @@ const rstAvoidance = 500 * time.Millisecond
 // discards). Under overload, with clients sending again as soon as they are
 // turned away, that read was most of what a refusal cost: 31 % of the
 // server's CPU with 100 clients uploading 260 KB JPEGs (docs/hardening.md,
-// "Closed-loop overload"). Where the connection cannot be taken over
+// "Overload with closed-loop clients"). Where the connection cannot be taken over
 // (HTTP/2, a recorder in tests), the server's own close stays.
 func closeUnread(w http.ResponseWriter) {
 	rc := http.NewResponseController(w)
