@@ -226,9 +226,12 @@ func TestSandboxedCellCannotOpenSocketOrExec(t *testing.T) {
 		id := h.Get("X-Request-Id")
 		waitFor(t, "the log line", func() bool { return crashLogged(cells.logs.String(), id, "signal SIGSYS") })
 	}
-	if s := cells.pool.Stats(); s.Crashes["signal SIGSYS"] != 2 || s.Exits[cellpool.ExitCrashInJob] != 2 {
-		t.Errorf("%+v", s)
-	}
+	// The crash count is kept by the goroutine that waits for the cell's
+	// end, which may run after the answer has been written.
+	waitFor(t, "two SIGSYS crashes counted", func() bool {
+		s := cells.pool.Stats()
+		return s.Crashes["signal SIGSYS"] == 2 && s.Exits[cellpool.ExitCrashInJob] == 2
+	})
 	if status, _, _ := postThumb(t, cells.URL, "", src); status != 200 {
 		t.Errorf("after the kills: %d", status)
 	}
@@ -294,7 +297,10 @@ func TestKillingACellMidJobCostsThatRequest(t *testing.T) {
 	if got := testutil.ToFloat64(cells.deps.metrics.rejections.WithLabelValues("engine_crashed")); got != 1 {
 		t.Errorf("engine_crashed counted %v times", got)
 	}
-	waitFor(t, "the replacement", func() bool { s := cells.pool.Stats(); return len(s.PIDs) == 3 && !slices.Contains(s.PIDs, victim) })
+	waitFor(t, "the replacement and the crash counted", func() bool {
+		s := cells.pool.Stats()
+		return len(s.PIDs) == 3 && !slices.Contains(s.PIDs, victim) && s.Crashes["signal SIGSEGV"] == 1
+	})
 	if s := cells.pool.Stats(); s.Exits[cellpool.ExitCrashInJob] != 1 || s.Crashes["signal SIGSEGV"] != 1 {
 		t.Errorf("%+v", s)
 	}
@@ -307,7 +313,10 @@ func TestCellFaultIsNotRetried(t *testing.T) {
 	if status != 500 {
 		t.Fatalf("%d %s", status, body)
 	}
-	waitFor(t, "the replacement", func() bool { return len(cells.pool.Stats().PIDs) == 3 })
+	waitFor(t, "the replacement and the crash counted", func() bool {
+		s := cells.pool.Stats()
+		return len(s.PIDs) == 3 && len(s.Crashes) > 0
+	})
 	if s := cells.pool.Stats(); s.Crashes["signal SIGSEGV"] != 1 || s.Started != started+1 {
 		t.Errorf("one crash, one replacement, no retry: %+v (started %d before)", s, started)
 	}
