@@ -57,6 +57,7 @@ func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, b
 	s.metrics.queueWait.Observe(time.Since(admitted).Seconds())
 	began := time.Now()
 	img, err := s.engine.Thumbnail(ctx, blob.Bytes, o)
+	ticket.Finish()
 	s.metrics.processing.Observe(time.Since(began).Seconds())
 	if err != nil {
 		return thumb.Image{}, engineError(err)

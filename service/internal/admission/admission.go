@@ -14,8 +14,9 @@ var ErrFull = errors.New("admission: queue full")
 
 // Gate admits up to slots running jobs plus queue waiting ones.
 type Gate struct {
-	tickets  chan struct{} // one per admitted job, running or waiting
+	tickets  chan struct{} // one per admitted job, waiting, running or finished
 	slots    chan struct{} // one per running job
+	finished atomic.Int64  // jobs done with their slot, not yet released
 	admitted atomic.Uint64
 }
 
@@ -26,8 +27,8 @@ func New(slots, queue int) *Gate {
 
 // Ticket is an admitted job. Release it exactly once.
 type Ticket struct {
-	g       *Gate
-	running bool
+	g                 *Gate
+	running, finished bool
 }
 
 // Admit takes a place without waiting, or returns ErrFull.
@@ -53,11 +54,23 @@ func (t *Ticket) Run(ctx context.Context) error {
 	}
 }
 
-// Release gives back the slot (if running) and the place.
-func (t *Ticket) Release() {
+// Finish gives back the slot (if running) once the job's work is done, so
+// that a slow client reading the answer holds no slot; the place is kept
+// until Release.
+func (t *Ticket) Finish() {
 	if t.running {
+		t.finished = true
+		t.g.finished.Add(1)
 		<-t.g.slots
 		t.running = false
+	}
+}
+
+// Release gives back the slot (if still held) and the place.
+func (t *Ticket) Release() {
+	t.Finish()
+	if t.finished {
+		t.g.finished.Add(-1)
 	}
 	<-t.g.tickets
 }
@@ -72,4 +85,6 @@ func (g *Gate) Full() bool { return len(g.tickets) == cap(g.tickets) }
 func (g *Gate) Running() int { return len(g.slots) }
 
 // Waiting is the number of admitted jobs not yet running.
-func (g *Gate) Waiting() int { return max(len(g.tickets)-len(g.slots), 0) }
+func (g *Gate) Waiting() int {
+	return max(len(g.tickets)-len(g.slots)-int(g.finished.Load()), 0)
+}

@@ -80,3 +80,26 @@ func TestAdmittedCounts(t *testing.T) {
 		t.Fatalf("admitted %d", g.Admitted())
 	}
 }
+
+// A finished job gives back its slot at once and its place at Release; it
+// counts as neither running nor waiting in between.
+func TestFinishFreesTheSlotAndKeepsThePlace(t *testing.T) {
+	g := New(1, 0)
+	tk, _ := g.Admit()
+	if err := tk.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tk.Finish()
+	if g.Running() != 0 || g.Waiting() != 0 || !g.Full() {
+		t.Fatalf("after Finish: running %d, waiting %d, full %v", g.Running(), g.Waiting(), g.Full())
+	}
+	tk.Release()
+	if g.Full() || g.Waiting() != 0 {
+		t.Fatalf("after Release: full %v, waiting %d", g.Full(), g.Waiting())
+	}
+	next, _ := g.Admit()
+	if err := next.Run(context.Background()); err != nil || g.Running() != 1 || g.Waiting() != 0 {
+		t.Fatalf("the next job: %v, running %d, waiting %d", err, g.Running(), g.Waiting())
+	}
+	next.Release()
+}
