@@ -386,6 +386,7 @@ func (b *bench) idleAndContract(ctx context.Context, t results.Target) {
 		if err == nil {
 			idle.Status, err = procmem.Read(pid)
 			idle.CellsRSS, _ = procmem.ChildrenRSS(pid)
+			idle.TreePss, _ = procmem.TreePss(pid)
 			if a, aerr := affinity.Allowed(pid); aerr == nil {
 				b.setTarget(t.Name, func(t *results.Target) { t.Allowed = a })
 			}

@@ -236,3 +236,50 @@ func TestChildren(t *testing.T) {
 		t.Fatalf("%d %v", rss, err)
 	}
 }
+
+func TestParsePss(t *testing.T) {
+	rollup := "00400000-7ffc1e36f000 ---p 00000000 00:00 0  [rollup]\nRss:  15136 kB\nPss:   5741 kB\nPss_Dirty: 2288 kB\n"
+	if got, err := ParsePss(strings.NewReader(rollup)); err != nil || got != 5741<<10 {
+		t.Fatalf("%d, %v", got, err)
+	}
+	for _, bad := range []string{"Rss: 1 kB\n", "Pss: many kB\n"} {
+		if _, err := ParsePss(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestHelperSleep is the child of TestTreePssCountsSharedPagesOnce: this
+// test binary again, so that the two share the binary's pages.
+func TestHelperSleep(t *testing.T) {
+	if os.Getenv("PROCMEM_HELPER_SLEEP") == "" {
+		t.Skip("the child of TestTreePssCountsSharedPagesOnce")
+	}
+	time.Sleep(30 * time.Second)
+}
+
+// Two processes of one binary: their PSS, summed, counts the pages they
+// share once, so it is under the sum of their VmRSS and over either's own.
+func TestTreePssCountsSharedPagesOnce(t *testing.T) {
+	self := os.Getpid()
+	child := exec.Command(os.Args[0], "-test.run", "^TestHelperSleep$")
+	child.Env = append(os.Environ(), "PROCMEM_HELPER_SLEEP=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	time.Sleep(500 * time.Millisecond) // the child's runtime started and its test sleeping
+	kid, err := Read(child.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := TreePss(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, _ := Read(self)
+	t.Logf("PSS of both %d; VmRSS %d + %d", both, me.VmRSS, kid.VmRSS)
+	if both >= me.VmRSS+kid.VmRSS-256<<10 || both <= max(me.RssAnon, kid.VmRSS/2) {
+		t.Errorf("PSS of both %d; VmRSS %d + %d (RssAnon %d)", both, me.VmRSS, kid.VmRSS, me.RssAnon)
+	}
+}

@@ -309,17 +309,21 @@ func idleSection(w writer, r *results.Results) {
 		}
 	}
 	w("## Idle memory (MB)\n\n")
-	w("In cells mode VmRSS is the supervisor's; its cells' VmRSS, summed, is in the last column. ")
-	w("RssFile counts the pages of the binary mapped, which the kernel may map by whole large folios beyond those touched; RssAnon is the process's own memory.\n\n")
-	w("| target | VmRSS | VmSize | RssAnon | RssFile | threads | VmRSS vs %s | cells' VmRSS |\n|---|---|---|---|---|---|---|---|\n", r.Baseline)
+	w("In cells mode VmRSS is the supervisor's; its cells' VmRSS, summed, is in the next column. ")
+	w("RssFile counts the pages of the binary mapped, which the kernel may map by whole large folios beyond those touched; RssAnon is the process's own memory. ")
+	w("PSS is the target's and its cells' proportional set size, summed: what they hold together, the binary's pages that every cell maps again counted once (the VmRSS figures count them in each process).\n\n")
+	w("| target | VmRSS | VmSize | RssAnon | RssFile | threads | VmRSS vs %s | cells' VmRSS | PSS with cells |\n|---|---|---|---|---|---|---|---|---|\n", r.Baseline)
 	for _, m := range r.Idle {
 		if m.Error != "" {
-			w("| %s | - | - | - | - | - | %s | - |\n", m.Target, m.Error)
+			w("| %s | - | - | - | - | - | %s | - | - |\n", m.Target, m.Error)
 			continue
 		}
-		cells := "-"
+		cells, pss := "-", "-"
 		if m.CellsRSS > 0 {
 			cells = mb(m.CellsRSS)
+		}
+		if m.TreePss > 0 {
+			pss = mb(m.TreePss)
 		}
 		rt := "-"
 		if base != nil && base.Error == "" {
@@ -328,7 +332,7 @@ func idleSection(w writer, r *results.Results) {
 		if m.Target == r.Baseline {
 			rt = "baseline"
 		}
-		w("| %s | %s | %s | %s | %s | %d | %s | %s |\n", m.Target, mb(m.VmRSS), mb(m.VmSize), mb(m.RssAnon), mb(m.RssFile), m.Threads, rt, cells)
+		w("| %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", m.Target, mb(m.VmRSS), mb(m.VmSize), mb(m.RssAnon), mb(m.RssFile), m.Threads, rt, cells, pss)
 	}
 	w("\n")
 }

@@ -76,8 +76,8 @@ func fixture() *results.Results {
 			st("node", []float64{230, 240, 250}, []float64{300, 310, 320}),
 		},
 		Idle: []results.Idle{
-			{Target: "thumbd-static", Status: procmem.Status{VmRSS: 13_900_000, VmSize: 1_200_000_000, RssAnon: 6_000_000, RssFile: 7_900_000, Threads: 6}},
-			{Target: "thumbd-static-cells", Status: procmem.Status{VmRSS: 9_000_000, VmSize: 1_100_000_000, RssAnon: 2_200_000, RssFile: 6_800_000, Threads: 7}, CellsRSS: 51_000_000},
+			{Target: "thumbd-static", Status: procmem.Status{VmRSS: 13_900_000, VmSize: 1_200_000_000, RssAnon: 6_000_000, RssFile: 7_900_000, Threads: 6}, TreePss: 13_800_000},
+			{Target: "thumbd-static-cells", Status: procmem.Status{VmRSS: 9_000_000, VmSize: 1_100_000_000, RssAnon: 2_200_000, RssFile: 6_800_000, Threads: 7}, CellsRSS: 51_000_000, TreePss: 24_000_000},
 			{Target: "node", Status: procmem.Status{VmRSS: 72_000_000, VmSize: 1_076_000_000, RssAnon: 22_000_000, RssFile: 50_000_000, Threads: 11}},
 		},
 		Load: []results.LoadStep{

@@ -111,8 +111,11 @@ type Idle struct {
 	procmem.Status
 	// CellsRSS is the VmRSS of the target's child processes, summed: in
 	// cells mode, its cells (VmRSS is the supervisor's alone).
-	CellsRSS int64  `json:"cells_rss,omitempty"`
-	Error    string `json:"error,omitempty"`
+	CellsRSS int64 `json:"cells_rss,omitempty"`
+	// TreePss is the PSS of the target and its child processes, summed:
+	// what they hold together, the pages they share counted once.
+	TreePss int64  `json:"tree_pss,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // LoadStep is one (route, concurrency, target) step. With several rounds,
