@@ -62,14 +62,11 @@ func ParseStatus(r io.Reader) (Status, error) {
 		default:
 			continue
 		}
-		n, err := strconv.ParseInt(fields[0], 10, 64)
+		n, err := kibibytes(key, val)
 		if err != nil {
-			return Status{}, fmt.Errorf("procmem: %s %q: %w", key, val, err)
+			return Status{}, err
 		}
-		if len(fields) > 1 && fields[1] != "kB" {
-			return Status{}, fmt.Errorf("procmem: %s: unknown unit %q", key, fields[1])
-		}
-		*dst = n * 1024
+		*dst = n
 	}
 	if err := sc.Err(); err != nil {
 		return Status{}, err
@@ -78,6 +75,23 @@ func ParseStatus(r io.Reader) (Status, error) {
 		return Status{}, fmt.Errorf("procmem: no VmRSS line (kernel thread or exited process)")
 	}
 	return st, nil
+}
+
+// kibibytes is the value of a "Key:   N kB" line of /proc (status,
+// smaps_rollup), in bytes.
+func kibibytes(key, val string) (int64, error) {
+	fields := strings.Fields(val)
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("procmem: %s: no value", key)
+	}
+	n, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("procmem: %s %q: %w", key, val, err)
+	}
+	if len(fields) > 1 && fields[1] != "kB" {
+		return 0, fmt.Errorf("procmem: %s: unknown unit %q", key, fields[1])
+	}
+	return n * 1024, nil
 }
 
 // Read reads /proc/PID/status.
@@ -149,18 +163,14 @@ func ChildrenRSS(pid int) (int64, error) {
 func ParsePss(r io.Reader) (int64, error) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("smaps_rollup: %q: %w", sc.Text(), err)
-			}
-			return kb << 10, nil
+		if key, val, _ := strings.Cut(sc.Text(), ":"); key == "Pss" {
+			return kibibytes(key, val)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("smaps_rollup: no Pss line")
+	return 0, fmt.Errorf("procmem: smaps_rollup: no Pss line")
 }
 
 // TreePss is the proportional set size of pid and its children, summed:

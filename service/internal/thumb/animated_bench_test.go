@@ -186,8 +186,8 @@ func vmHWM(t *testing.T) int64 {
 
 // BenchmarkAnimationStages splits an animated thumbnail's time: the
 // engine's decoding and resizing of every frame alone (every pixel made
-// and read, nothing encoded), then with the WebP encoder at effort 4 (shipped, checked
-// against the engine's own output), 2 and 0; for each kind of motion,
+// and read, nothing encoded), then with the WebP encoder at effort 4
+// (shipped, checked against the engine's own output), 2 and 0; for each kind of motion,
 // upscaled (320x240 covered to 256x256) and downscaled (480x360), the first
 // frame and all 50. Medians in ms (docs/engine.md, "Animation"):
 //
@@ -204,23 +204,26 @@ func BenchmarkAnimationStages(b *testing.B) {
 				o := Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: frames > 1}
 				pixels := func() (*vips.ImageRef, error) {
 					img, err := testEngine.load(src, o, h, frames)
-					if err == nil {
-						err = testEngine.finish(img, o, o.output(h.alpha))
+					if err != nil {
+						return nil, err
 					}
-					return img, err
+					if err := testEngine.finish(img, o, o.output(h.alpha)); err != nil {
+						img.Close()
+						return nil, err
+					}
+					return img, nil
 				}
 				name := fmt.Sprintf("%dx%d/%s/frames-%d/", size[0], size[1], m, frames)
 				b.Run(name+"decode-resize", func(b *testing.B) {
 					timeMedian(b, func() error {
 						img, err := pixels()
-						if img != nil {
-							defer img.Close()
+						if err != nil {
+							return err
 						}
-						if err == nil {
-							// A pass over every pixel, without writing the
-							// frames out (ToBytes would add a 10 MB copy).
-							_, err = img.Average()
-						}
+						defer img.Close()
+						// A pass over every pixel, without writing the
+						// frames out (ToBytes would add a 10 MB copy).
+						_, err = img.Average()
 						return err
 					})
 				})
@@ -229,12 +232,11 @@ func BenchmarkAnimationStages(b *testing.B) {
 						var out []byte
 						timeMedian(b, func() error {
 							img, err := pixels()
-							if img != nil {
-								defer img.Close()
+							if err != nil {
+								return err
 							}
-							if err == nil {
-								out, _, err = img.ExportWebp(webpParams(o.Quality, effort))
-							}
+							defer img.Close()
+							out, _, err = img.ExportWebp(webpParams(o.Quality, effort))
 							return err
 						})
 						if effort == webpEffort {
