@@ -20,6 +20,8 @@ func TestPackageImports(t *testing.T) {
 		"origin":    {"apierr", "source"},
 		"signing":   {"apierr"},
 		"admission": {},
+		"memlimit":  {},
+		"memcost":   {"imagefmt"},
 		"thumb":     {"imagefmt"},
 		"cell":      {"imagefmt", "sandbox", "thumb"},
 		"cellpool":  {"cell", "sandbox", "thumb"},

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/signing"
@@ -31,6 +33,9 @@ type config struct {
 	Concurrency        int
 	Queue              int
 	SourceBudget       int64 // 0 until loadConfig computes its default
+	MemoryLimit        int64 // 0: read from the cgroup, else MemTotal
+	MemoryBudget       int64 // 0 until loadConfig computes its default
+	memory             memoryPlan
 	Deadline           time.Duration
 	SourceDir          string
 	Origins            []origin.Pattern
@@ -92,8 +97,10 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", int64Value(&c.MaxAnimationPixels)},
 		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", intValue(&c.MaxSide)},
 		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
-		{"THUMBD_QUEUE", "queue", "1024", "", "admitted thumbnails that may wait for a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budget the memory: lower it for a service that sheds load early rather than queueing it", intValue(&c.Queue)},
-		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "32 x `THUMBD_MAX_BODY_BYTES`: 640 MiB", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", int64Value(&c.SourceBudget)},
+		{"THUMBD_QUEUE", "queue", "", "1 per MiB of the memory limit, 8..1024", "admitted thumbnails that may wait for memory and a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budgets the memory: lower it for a service that sheds load early rather than queueing it", computedInt{intValue(&c.Queue), 0}},
+		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([docs/hardening.md](docs/hardening.md#memory))", int64Value(&c.MemoryLimit)},
+		{"THUMBD_MEMORY_BUDGET", "memory-budget", "0", "derived from the memory limit: about 55 % of it", "bytes of libvips memory the thumbnails in the works may take, each admitted with its estimated peak; a job that could never fit: 422 `needs_more_memory`, one that fits later waits", int64Value(&c.MemoryBudget)},
+		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", int64Value(&c.SourceBudget)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
@@ -128,6 +135,7 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs := flag.NewFlagSet("thumbd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var errs []error
+	explicit := map[string]bool{}
 	for _, s := range settings(&c, runtime.GOMAXPROCS(0)) {
 		if d, ok := s.value.(computedInt); ok {
 			*d.p = d.def
@@ -135,6 +143,7 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 			panic(fmt.Sprintf("settings table: %s default %q: %v", s.Env, s.Default, err))
 		}
 		if v := getenv(s.Env); v != "" {
+			explicit[s.Env] = true
 			if err := s.value.Set(v); err != nil {
 				if _, ok := s.value.(secret); ok {
 					v = "(not shown)"
@@ -150,10 +159,28 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if c.SourceBudget == 0 {
-		// Follows the body limit: 32 of the largest sources.
-		c.SourceBudget = defaultBudgetBodies * c.MaxBodyBytes
+	byFlag := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { byFlag[f.Name] = true })
+	for _, s := range settings(&c, 0) {
+		if byFlag[s.Flag] {
+			explicit[s.Env] = true
+		}
 	}
+	// A budget of 0 means "derive it", as its default says.
+	explicit["THUMBD_SOURCE_BUDGET"] = explicit["THUMBD_SOURCE_BUDGET"] && c.SourceBudget != 0
+	explicit["THUMBD_MEMORY_BUDGET"] = explicit["THUMBD_MEMORY_BUDGET"] && c.MemoryBudget != 0
+	limit := memlimit.Limit{Bytes: c.MemoryLimit, Source: "THUMBD_MEMORY_LIMIT"}
+	if c.MemoryLimit <= 0 {
+		var err error
+		if limit, err = memlimit.Read(os.DirFS("/")); err != nil {
+			return config{}, fmt.Errorf("memory limit: %w (set THUMBD_MEMORY_LIMIT)", err)
+		}
+	}
+	plan, err := planMemory(c, limit, func(env string) bool { return explicit[env] }, getenv("GOMEMLIMIT"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.memory, c.Queue, c.SourceBudget, c.MemoryBudget = plan, plan.Queue, plan.Sources, plan.Jobs
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -176,6 +203,8 @@ func (c config) validate() []error {
 	check(c.MaxSide >= 1 && c.MaxSide <= 16384, "max side %d: want 1..16384", c.MaxSide)
 	check(c.Concurrency >= 1 && c.Concurrency <= 1024, "concurrency %d: want 1..1024", c.Concurrency)
 	check(c.Queue >= 0 && c.Queue <= 100000, "queue %d: want 0..100000", c.Queue)
+	check(c.MemoryLimit >= 0, "memory limit %d: want 0 (read from the cgroup) or more", c.MemoryLimit)
+	check(c.MemoryBudget >= 0, "memory budget %d: want 0 (derived) or more", c.MemoryBudget)
 	check(c.SourceBudget >= c.MaxBodyBytes, "source budget %d: want at least the body limit %d, or the largest source could never be read", c.SourceBudget, c.MaxBodyBytes)
 	check(c.Deadline > 0, "deadline %s: want more than 0", c.Deadline)
 	check(c.ShutdownDelay >= 0, "shutdown delay %s: want 0 or more", c.ShutdownDelay)

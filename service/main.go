@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -86,6 +87,13 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	// net/http's client reports some origin misbehaviour (bytes after a
 	// body) through the log package: route that into the JSON logs too.
 	slog.SetDefault(logger)
+	if cfg.memory.GoLimit > 0 {
+		// The Go heap holds the sources and the answers: kept to its
+		// share of the limit, it collects sooner instead of growing into
+		// libvips' share (GOMEMLIMIT, when set, was applied by the runtime).
+		debug.SetMemoryLimit(cfg.memory.GoLimit)
+	}
+	cfg.memory.log(logger, cfg)
 
 	var sources *os.Root
 	if cfg.SourceDir != "" {

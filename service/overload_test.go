@@ -290,7 +290,7 @@ func TestFullGateRefusesWithoutReadingBody(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Concurrency, cfg.Queue = 1, 0
 			srv, d := newTestServer(t, cfg)
-			held, err := d.thumbs.gate.Admit()
+			held, err := d.thumbs.gate.Admit(0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,12 +32,13 @@ type deps struct {
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail off).
 func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sources *os.Root) deps {
 	reg := prometheus.NewRegistry()
-	gate := admission.New(cfg.Concurrency, cfg.Queue)
+	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
 	m := newMetrics(reg, gate, life, eng, cfg.Engine)
 	rs := &responder{rejections: m.rejections}
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.
 	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget)}
+	registerMemory(reg, cfg.memory, gate, limits.Budget)
 	var dir *source.Dir
 	if sources != nil {
 		dir = &source.Dir{Limits: limits, Root: sources}

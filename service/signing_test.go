@@ -130,7 +130,7 @@ func TestSignatureCheckedBeforeAdmission(t *testing.T) {
 	key := hexKey(t, testKeyHex)
 	base, _, _, d := signedServer(t, key)
 	for !d.thumbs.gate.Full() {
-		ticket, err := d.thumbs.gate.Admit()
+		ticket, err := d.thumbs.gate.Admit(0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/signing"
@@ -130,8 +132,13 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	if t.respond.notModified(w, r, tag) {
 		return nil
 	}
-	ticket, err := t.gate.Admit()
-	if err != nil {
+	cost := t.cost(blob.Bytes, req.Options)
+	ticket, err := t.gate.Admit(cost)
+	switch {
+	case errors.Is(err, admission.ErrTooLarge):
+		return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
+			mib(cost), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
+	case err != nil:
 		return queueFull(false)
 	}
 	defer ticket.Release()
@@ -141,6 +148,38 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	}
 	t.respond.image(w, img, tag)
 	return nil
+}
+
+// cost is the job's estimated peak memory, from the source's header (read
+// in Go: no pixel is decoded). A header that cannot be read, or a source
+// the engine will refuse for its size, costs the smallest job: the engine
+// answers those from libvips' own header check, before decoding.
+func (t *thumbnails) cost(src []byte, o thumb.Options) int64 {
+	job := memcost.Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated,
+		QualityShrink: t.cfg.JPEGShrink == thumb.JPEGShrinkQuality, MaxSide: t.cfg.MaxSide, MaxPixels: t.cfg.MaxPixels}
+	h, err := memcost.ReadHeader(src)
+	if err != nil || h.Pixels() > t.cfg.MaxPixels || h.Frames > t.cfg.MaxFrames && o.Animated {
+		h = memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1}
+		job.Width, job.Height = 1, 1
+	}
+	if o.AlphaFormat != "" {
+		// format=auto: the costlier of the two formats it may write.
+		alpha := job
+		alpha.Output = o.AlphaFormat
+		job.Output = costlier(job, alpha, h)
+	}
+	cost := memcost.Estimate(h, job)
+	if t.cfg.Engine == engineCells {
+		cost += int64(len(src)) // the cell holds its own copy of the source
+	}
+	return cost
+}
+
+func costlier(a, b memcost.Job, h memcost.Header) imagefmt.Format {
+	if memcost.Estimate(h, b) > memcost.Estimate(h, a) {
+		return b.Output
+	}
+	return a.Output
 }
 
 func queueFull(unread bool) error {

@@ -378,7 +378,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.Concurrency, cfg.Queue = 1, 0
 		srv, d := newTestServer(t, cfg)
-		held, err := d.thumbs.gate.Admit() // the only place, taken
+		held, err := d.thumbs.gate.Admit(0) // the only place, taken
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +405,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.Concurrency, cfg.Queue, cfg.Deadline = 1, 1, 100*time.Millisecond
 		srv, d := newTestServer(t, cfg)
-		held, _ := d.thumbs.gate.Admit()
+		held, _ := d.thumbs.gate.Admit(0)
 		if err := held.Run(context.Background()); err != nil { // the only slot, busy
 			t.Fatal(err)
 		}

@@ -10,16 +10,16 @@ import (
 )
 
 func TestGateAdmitsSlotsPlusQueueThenRefuses(t *testing.T) {
-	g := New(1, 2)
+	g := New(1, 2, 1<<30)
 	var tickets []*Ticket
 	for i := 0; i < 3; i++ {
-		tk, err := g.Admit()
+		tk, err := g.Admit(0)
 		if err != nil {
 			t.Fatalf("admit %d: %v", i, err)
 		}
 		tickets = append(tickets, tk)
 	}
-	if _, err := g.Admit(); !errors.Is(err, ErrFull) {
+	if _, err := g.Admit(0); !errors.Is(err, ErrFull) {
 		t.Fatalf("4th admit: got %v, want ErrFull", err)
 	}
 	if err := tickets[0].Run(context.Background()); err != nil {
@@ -43,7 +43,7 @@ func TestGateAdmitsSlotsPlusQueueThenRefuses(t *testing.T) {
 	if g.Running() != 0 || g.Waiting() != 0 {
 		t.Fatalf("after releases: running %d waiting %d", g.Running(), g.Waiting())
 	}
-	if _, err := g.Admit(); err != nil {
+	if _, err := g.Admit(0); err != nil {
 		t.Fatalf("admit after releases: %v", err)
 	}
 }
@@ -69,13 +69,13 @@ func TestBytesBudget(t *testing.T) {
 }
 
 func TestAdmittedCounts(t *testing.T) {
-	g := New(1, 0)
-	tk, _ := g.Admit()
-	if _, err := g.Admit(); err == nil || g.Admitted() != 1 {
+	g := New(1, 0, 1<<30)
+	tk, _ := g.Admit(0)
+	if _, err := g.Admit(0); err == nil || g.Admitted() != 1 {
 		t.Fatalf("admitted %d", g.Admitted())
 	}
 	tk.Release()
-	g.Admit()
+	g.Admit(0)
 	if g.Admitted() != 2 {
 		t.Fatalf("admitted %d", g.Admitted())
 	}
@@ -84,8 +84,8 @@ func TestAdmittedCounts(t *testing.T) {
 // A finished job gives back its slot at once and its place at Release; it
 // counts as neither running nor waiting in between.
 func TestFinishFreesTheSlotAndKeepsThePlace(t *testing.T) {
-	g := New(1, 0)
-	tk, _ := g.Admit()
+	g := New(1, 0, 1<<30)
+	tk, _ := g.Admit(0)
 	if err := tk.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,60 @@ func TestFinishFreesTheSlotAndKeepsThePlace(t *testing.T) {
 	if g.Full() || g.Waiting() != 0 {
 		t.Fatalf("after Release: full %v, waiting %d", g.Full(), g.Waiting())
 	}
-	next, _ := g.Admit()
+	next, _ := g.Admit(0)
 	if err := next.Run(context.Background()); err != nil || g.Running() != 1 || g.Waiting() != 0 {
 		t.Fatalf("the next job: %v, running %d, waiting %d", err, g.Running(), g.Waiting())
 	}
 	next.Release()
+}
+
+// A job larger than the whole memory budget is refused at admission,
+// before it takes a place; a job that fits waits for memory in arrival
+// order, gives up at its deadline, and gets memory back on Release.
+func TestMemoryBudget(t *testing.T) {
+	g := New(4, 4, 100)
+	if _, err := g.Admit(101); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Admit(101) of a 100-byte budget: %v, want ErrTooLarge", err)
+	}
+	if g.Admitted() != 0 {
+		t.Fatal("a refused job was counted as admitted")
+	}
+	big, _ := g.Admit(70)
+	if err := big.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if size, used := g.Memory(); size != 100 || used != 70 {
+		t.Fatalf("Memory() = %d, %d; want 100, 70", size, used)
+	}
+	// 40 more does not fit beside 70: the job waits, then its deadline passes.
+	late, _ := g.Admit(40)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := late.Run(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run beyond the budget: %v, want the deadline", err)
+	}
+	late.Release()
+	if _, used := g.Memory(); used != 70 {
+		t.Fatalf("a job that never got memory gave some back: used %d", used)
+	}
+	// Waiting: it runs once the big job is released.
+	next, _ := g.Admit(40)
+	done := make(chan error)
+	go func() { done <- next.Run(context.Background()) }()
+	for g.MemoryWaiting() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	big.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The memory is held until Release, not Finish: the answer is in memory.
+	next.Finish()
+	if _, used := g.Memory(); used != 40 {
+		t.Fatalf("after Finish: used %d, want 40 (held until Release)", used)
+	}
+	next.Release()
+	if _, used := g.Memory(); used != 0 {
+		t.Fatalf("after every Release: used %d", used)
+	}
 }

@@ -28,9 +28,12 @@ const (
 	TooManyPixels      Code = "too_many_pixels"
 	TooManyFrames      Code = "too_many_frames"
 	AnimationTooLarge  Code = "animation_too_large"
-	QueueFull          Code = "queue_full"
-	DeadlineExceeded   Code = "deadline_exceeded"
-	Internal           Code = "internal_error"
+	// NeedsMoreMemory: the job's estimated peak is more than this
+	// instance's whole memory budget for jobs; it could never run here.
+	NeedsMoreMemory  Code = "needs_more_memory"
+	QueueFull        Code = "queue_full"
+	DeadlineExceeded Code = "deadline_exceeded"
+	Internal         Code = "internal_error"
 
 	// GET /thumbnail?url=: the URL's checks, the guard and the origin.
 	OriginsDisabled      Code = "origins_disabled"
@@ -89,6 +92,7 @@ var codes = [...]struct {
 	{TooManyPixels, http.StatusUnprocessableEntity},
 	{TooManyFrames, http.StatusUnprocessableEntity},
 	{AnimationTooLarge, http.StatusUnprocessableEntity},
+	{NeedsMoreMemory, http.StatusUnprocessableEntity},
 	{SourceTooLarge, http.StatusUnprocessableEntity},
 	{OriginError, http.StatusBadGateway},
 	{TooManyRedirects, http.StatusBadGateway},

@@ -1,0 +1,199 @@
+// Package memcost estimates, before a pixel is decoded, the peak memory
+// one thumbnail job will take: from the source's header (read here in pure
+// Go, so that the HTTP process sizes jobs in cells mode too, where it has
+// no libvips) and the job's output box and format. Admission holds that
+// much of the memory budget from the job's admission to its end. The model
+// and its calibration against measured peaks are in docs/hardening.md
+// ("Memory").
+package memcost
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"golang.org/x/image/webp"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+)
+
+// Header is what sizing a job needs of a source.
+type Header struct {
+	Format         imagefmt.Format
+	Width, Height  int // as stored (before EXIF orientation)
+	Bands          int // samples per pixel after decoding
+	BytesPerSample int // 1, or 2 for 16-bit PNG
+	Frames         int // 1 unless animated
+}
+
+// Pixels is the first frame's width x height.
+func (h Header) Pixels() int64 { return int64(h.Width) * int64(h.Height) }
+
+// ReadHeader reads src's header. It reads no pixel data: a JPEG up to its
+// frame header, a PNG's IHDR, a GIF's and a WebP's blocks (skipped by their
+// lengths, to count frames).
+func ReadHeader(src []byte) (Header, error) {
+	spec, ok := imagefmt.Sniff(src)
+	if !ok {
+		return Header{}, errors.New("not an input format")
+	}
+	var h Header
+	var err error
+	switch spec.Format {
+	case imagefmt.JPEG:
+		h, err = jpegHeader(src)
+	case imagefmt.PNG:
+		h, err = pngHeader(src)
+	case imagefmt.GIF:
+		h, err = gifHeader(src)
+	case imagefmt.WebP:
+		h, err = webpHeader(src)
+	default:
+		err = fmt.Errorf("no header reader for %s", spec.Name)
+	}
+	if err == nil && (h.Width <= 0 || h.Height <= 0) {
+		err = fmt.Errorf("%s of %dx%d pixels", spec.Name, h.Width, h.Height)
+	}
+	return h, err
+}
+
+// jpegHeader walks the markers to the frame header (SOFn), skipping each
+// segment by its length: every SOF type (baseline, progressive, lossless,
+// arithmetic), which image/jpeg's DecodeConfig does not all accept while
+// libjpeg-turbo decodes them.
+func jpegHeader(src []byte) (Header, error) {
+	for p := 2; p+4 <= len(src); {
+		if src[p] != 0xFF {
+			return Header{}, errors.New("JPEG marker expected")
+		}
+		m := src[p+1]
+		switch {
+		case m == 0xFF: // fill byte
+			p++
+			continue
+		case m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7): // no length
+			p += 2
+			continue
+		case m == 0xD9 || m == 0xDA: // end, or scan data before any frame header
+			return Header{}, errors.New("JPEG without a frame header")
+		}
+		n := int(binary.BigEndian.Uint16(src[p+2:]))
+		if n < 2 || p+2+n > len(src) {
+			return Header{}, errors.New("JPEG segment past the end")
+		}
+		if m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC {
+			if n < 8 {
+				return Header{}, errors.New("JPEG frame header too short")
+			}
+			seg := src[p+4:]
+			h := Header{Format: imagefmt.JPEG, Height: int(binary.BigEndian.Uint16(seg[1:])), Width: int(binary.BigEndian.Uint16(seg[3:])),
+				Bands: int(seg[5]), BytesPerSample: 1, Frames: 1}
+			if seg[0] > 8 {
+				h.BytesPerSample = 2
+			}
+			if h.Width == 0 || h.Height == 0 || h.Bands < 1 || h.Bands > 4 {
+				return Header{}, errors.New("JPEG frame header out of range")
+			}
+			return h, nil
+		}
+		p += 2 + n
+	}
+	return Header{}, errors.New("JPEG without a frame header")
+}
+
+func pngHeader(src []byte) (Header, error) {
+	// signature (8), IHDR length (4), "IHDR" (4), width, height, depth, colour type
+	if len(src) < 26 || string(src[12:16]) != "IHDR" {
+		return Header{}, errors.New("PNG without an IHDR chunk")
+	}
+	h := Header{Format: imagefmt.PNG, Width: int(binary.BigEndian.Uint32(src[16:])), Height: int(binary.BigEndian.Uint32(src[20:])), BytesPerSample: 1, Frames: 1}
+	if src[24] == 16 {
+		h.BytesPerSample = 2
+	}
+	switch src[25] {
+	case 0:
+		h.Bands = 1
+	case 4:
+		h.Bands = 2
+	case 2:
+		h.Bands = 3
+	default: // 3 (palette: RGBA when it has a tRNS chunk) and 6 (RGBA)
+		h.Bands = 4
+	}
+	return h, nil
+}
+
+// gifHeader counts the image descriptors by skipping every block by its
+// length: the logical screen is the size (libvips' frames are the screen's
+// size), and each frame decodes to RGBA.
+func gifHeader(src []byte) (Header, error) {
+	w, h, ok := imagefmt.GIFScreen(src)
+	if !ok || len(src) < 13 {
+		return Header{}, errors.New("GIF without a logical screen")
+	}
+	hd := Header{Format: imagefmt.GIF, Width: w, Height: h, Bands: 4, BytesPerSample: 1}
+	p := 13
+	if src[10]&0x80 != 0 {
+		p += 3 << (src[10]&7 + 1)
+	}
+	subBlocks := func() bool {
+		for p < len(src) {
+			n := int(src[p])
+			p += 1 + n
+			if n == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for p < len(src) {
+		switch src[p] {
+		case 0x21: // extension: label, then sub-blocks
+			p += 2
+			if !subBlocks() {
+				p = len(src)
+			}
+		case 0x2C: // image descriptor, local colour table, LZW code size, data
+			if p+10 > len(src) {
+				p = len(src)
+				continue
+			}
+			hd.Frames++
+			flags := src[p+9]
+			p += 10
+			if flags&0x80 != 0 {
+				p += 3 << (flags&7 + 1)
+			}
+			p++
+			if !subBlocks() {
+				p = len(src)
+			}
+		default: // trailer or garbage: nothing more to count
+			p = len(src)
+		}
+	}
+	hd.Frames = max(hd.Frames, 1)
+	return hd, nil
+}
+
+// webpHeader reads the canvas size and counts ANMF chunks.
+func webpHeader(src []byte) (Header, error) {
+	c, err := webp.DecodeConfig(bytes.NewReader(src))
+	if err != nil {
+		return Header{}, err
+	}
+	h := Header{Format: imagefmt.WebP, Width: c.Width, Height: c.Height, Bands: 4, BytesPerSample: 1}
+	for p := 12; p+8 <= len(src); {
+		size := int(binary.LittleEndian.Uint32(src[p+4:]))
+		if string(src[p:p+4]) == "ANMF" {
+			h.Frames++
+		}
+		if size < 0 || size > len(src) {
+			break
+		}
+		p += 8 + size + size&1
+	}
+	h.Frames = max(h.Frames, 1)
+	return h, nil
+}

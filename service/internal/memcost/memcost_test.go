@@ -1,0 +1,177 @@
+package memcost
+
+import (
+	"bytes"
+	"image"
+	"image/gif"
+	_ "image/jpeg"
+	_ "image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "golang.org/x/image/webp"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+)
+
+const seeds = "../thumb/testdata/fuzz-seeds"
+
+// Every readable seed's size agrees with Go's own decoders (which read the
+// same headers independently), and GIF frame counts with a full decode.
+func TestReadHeaderAgreesWithGoDecoders(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(seeds, "ok-*"))
+	files = append(files, "../thumb/testdata/sources/small.jpg", "../thumb/testdata/sources/large.jpg")
+	if len(files) < 30 {
+		t.Fatalf("only %d seeds found", len(files))
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := ReadHeader(src)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		c, _, err := image.DecodeConfig(bytes.NewReader(src))
+		if err != nil {
+			t.Logf("%s: Go's decoder: %v (not compared)", f, err)
+		} else if c.Width != h.Width || c.Height != h.Height {
+			t.Errorf("%s: header %dx%d, Go's decoder %dx%d", f, h.Width, h.Height, c.Width, c.Height)
+		}
+		if h.Bands < 1 || h.Bands > 4 || h.Frames < 1 {
+			t.Errorf("%s: %+v", f, h)
+		}
+		if h.Format == imagefmt.GIF {
+			g, err := gif.DecodeAll(bytes.NewReader(src))
+			if err == nil && len(g.Image) != h.Frames {
+				t.Errorf("%s: %d frames counted, %d decoded", f, h.Frames, len(g.Image))
+			}
+		}
+	}
+}
+
+func TestReadHeaderDetails(t *testing.T) {
+	cases := []struct {
+		file                 string
+		bands, bytes, frames int
+	}{
+		{"ok-jpeg-grey.jpg", 1, 1, 1},
+		{"ok-jpeg-cmyk-profile.jpg", 4, 1, 1},
+		{"ok-jpeg-baseline.jpg", 3, 1, 1},
+		{"ok-jpeg-progressive.jpg", 3, 1, 1},
+		{"ok-png-rgb.png", 3, 1, 1},
+		{"ok-png-rgba16.png", 4, 2, 1},
+		{"ok-png-grey-alpha.png", 2, 1, 1},
+		{"ok-png-palette-trns.png", 4, 1, 1},
+		{"ok-gif-static.gif", 4, 1, 1},
+		{"frames-gif-300.gif", 4, 1, 300},
+		{"ok-webp-lossy.webp", 4, 1, 1},
+	}
+	for _, c := range cases {
+		src, err := os.ReadFile(filepath.Join(seeds, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := ReadHeader(src)
+		if err != nil || h.Bands != c.bands || h.BytesPerSample != c.bytes || h.Frames != c.frames {
+			t.Errorf("%s: %+v, %v; want %d bands, %d bytes a sample, %d frames", c.file, h, err, c.bands, c.bytes, c.frames)
+		}
+	}
+	src, _ := os.ReadFile(filepath.Join(seeds, "ok-webp-animated.webp"))
+	if h, err := ReadHeader(src); err != nil || h.Frames < 2 {
+		t.Errorf("animated WebP: %+v, %v; want frames counted", h, err)
+	}
+}
+
+// Bombs declare their size in a few bytes: the header gives it, nothing
+// is decoded.
+func TestReadHeaderOfBombs(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(seeds, "pixels-*"))
+	for _, f := range files {
+		src, _ := os.ReadFile(f)
+		h, err := ReadHeader(src)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if h.Pixels() < 100_000_000 && !strings.Contains(f, "frame-65535") {
+			t.Errorf("%s: %dx%d, want the declared size", f, h.Width, h.Height)
+		}
+	}
+}
+
+// What is not an image, or is cut before its size, has no header; nothing
+// panics on any prefix of a real file.
+func TestReadHeaderRefusesGarbage(t *testing.T) {
+	for _, b := range [][]byte{nil, []byte("hello"), []byte("\xFF\xD8\xFF\xE0\x00\x10JFIF"), []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDX"), []byte("GIF89a")} {
+		if h, err := ReadHeader(b); err == nil {
+			t.Errorf("%q: %+v, want an error", b, h)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(seeds, "ok-*"))
+	for _, f := range files {
+		src, _ := os.ReadFile(f)
+		for n := 0; n < min(len(src), 400); n++ {
+			ReadHeader(src[:n])
+		}
+	}
+}
+
+func FuzzReadHeader(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(seeds, "*"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 1<<16 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ReadHeader(b)
+		if err == nil && (h.Width <= 0 || h.Height <= 0 || h.Frames < 1 || h.Bands < 1) {
+			t.Fatalf("%+v without an error", h)
+		}
+	})
+}
+
+// The estimate grows with what a job holds: the source's pixels (PNG
+// decodes whole, JPEG shrinks on load), the box, the frames, the encoder.
+func TestEstimateOrders(t *testing.T) {
+	photo := Header{Format: imagefmt.JPEG, Width: 4032, Height: 3024, Bands: 3, BytesPerSample: 1, Frames: 1}
+	png := Header{Format: imagefmt.PNG, Width: 4032, Height: 3024, Bands: 3, BytesPerSample: 1, Frames: 1}
+	small := Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.PNG}
+	big := Job{Width: 4096, Fit: "cover", Output: imagefmt.PNG, MaxSide: 4096}
+	less := func(a, b int64, why string) {
+		t.Helper()
+		if a >= b {
+			t.Errorf("%s: %d >= %d", why, a, b)
+		}
+	}
+	less(Estimate(photo, small), Estimate(png, small), "JPEG shrinks on load, PNG does not")
+	less(Estimate(photo, small), Estimate(photo, big), "a larger box")
+	quality := small
+	quality.QualityShrink = true
+	less(Estimate(photo, small), Estimate(photo, quality), "THUMBD_JPEG_SHRINK=quality decodes 2x per side")
+	avif := small
+	avif.Output = imagefmt.AVIF
+	less(Estimate(photo, small), Estimate(photo, avif), "AVIF's encoder")
+	gif := Header{Format: imagefmt.GIF, Width: 320, Height: 240, Bands: 4, BytesPerSample: 1, Frames: 50}
+	anim := Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.WebP, Animated: true}
+	still := anim
+	still.Animated = false
+	less(Estimate(gif, still), Estimate(gif, anim), "every frame")
+	pngOut := anim
+	pngOut.Output = imagefmt.PNG
+	if Estimate(gif, pngOut) != Estimate(gif, Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.PNG}) {
+		t.Error("animated=true with a format that cannot animate sized as an animation")
+	}
+	// The engine never decodes more than MaxPixels: neither does the estimate.
+	bomb := Header{Format: imagefmt.PNG, Width: 100000, Height: 100000, Bands: 4, BytesPerSample: 1, Frames: 1}
+	capped := small
+	capped.MaxPixels = 40_000_000
+	if got := Estimate(bomb, capped); got > fixedCost+int64(decodeFactor*40_000_000*4)+8<<20 {
+		t.Errorf("a 10 GP header sized at %d bytes, over the MaxPixels bound", got)
+	}
+}

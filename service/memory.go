@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
+	"github.com/thumbd/thumbd/service/internal/memlimit"
+)
+
+// memoryPlan is how the memory limit is shared out. Every part not set by
+// the operator is derived from the limit, so that with no setting at all
+// the process stays under it (docs/hardening.md, "Memory"):
+//
+//	limit = base + slack + sources + outputs + cells' idle + jobs
+//
+// Go's heap holds the sources and the answers being written; libvips' C
+// heap (in this process or in the cells) holds the jobs, each admitted
+// with its estimated peak (memcost) against the jobs' budget.
+type memoryPlan struct {
+	Limit   memlimit.Limit
+	Sources int64 // THUMBD_SOURCE_BUDGET: bytes of sources held at once
+	Outputs int64 // the Go heap's share for answers and requests in flight
+	Cells   int64 // idle memory of the cells (cells mode)
+	Jobs    int64 // THUMBD_MEMORY_BUDGET: libvips' memory for jobs in the works
+	Queue   int   // THUMBD_QUEUE
+	// GoLimit is the Go runtime's soft memory limit set at start; 0 when
+	// GOMEMLIMIT was given (the runtime then applied it itself).
+	GoLimit int64
+	// Largest is the estimated peak of the costliest job the limits allow
+	// (MaxPixels of RGBA PNG to a MaxSide square of AVIF): a Jobs budget
+	// below it refuses such jobs with 422 needs_more_memory.
+	Largest int64
+}
+
+// The model's fixed parts, measured (docs/hardening.md, "Memory").
+const (
+	// baseMemory is the idle process: binary, libvips and its codecs, the
+	// Go runtime (idle VmRSS 16-19 MB in both images).
+	baseMemory = 24 << 20
+	// cellIdleMemory is one idle cell's resident memory beyond what it
+	// shares with its siblings (PSS about 5 MB, VmRSS about 11 MB).
+	cellIdleMemory = 12 << 20
+	// goRuntimeMemory is the Go runtime's own idle share of GOMEMLIMIT.
+	goRuntimeMemory = 8 << 20
+	// queueBytesPerEntry sizes the default queue: a waiting request holds
+	// its goroutine, connection buffers and request (about 20 KB measured)
+	// beside its source, which the source budget bounds; 1 MiB of limit
+	// per place keeps that bookkeeping to about 2 %.
+	queueBytesPerEntry = 1 << 20
+)
+
+// errMemory is a setting that cannot fit the memory limit.
+func errMemory(setting string, value int64, l memlimit.Limit, fits string) error {
+	return fmt.Errorf("%s=%d does not fit the memory limit of %s (%s, %s): %s", setting, value, mib(l.Bytes), l.Source, l.Path, fits)
+}
+
+// planMemory shares out the limit. explicit tells which settings the
+// operator gave (their values in c win); goMemLimit is GOMEMLIMIT's value.
+func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMemLimit string) (memoryPlan, error) {
+	p := memoryPlan{Limit: l}
+	slack := l.Bytes / 10 // allocator fragmentation, the estimate's error
+	avail := l.Bytes - baseMemory - slack
+	p.Outputs = max(avail/8, 0)
+	if c.Engine == engineCells {
+		p.Cells = int64(c.Concurrency+c.CellSpares) * cellIdleMemory
+	}
+	minJob := memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1},
+		memcost.Job{Width: 1, Height: 1, Fit: "cover", Output: imagefmt.PNG})
+	if explicit("THUMBD_SOURCE_BUDGET") {
+		p.Sources = c.SourceBudget
+		if most := avail - p.Outputs - p.Cells - minJob; p.Sources > most {
+			return p, errMemory("THUMBD_SOURCE_BUDGET", p.Sources, l, fmt.Sprintf("at most %d fits beside the process and one job", max(most, 0)))
+		}
+	} else {
+		p.Sources = max(min(avail/4, defaultBudgetBodies*c.MaxBodyBytes), c.MaxBodyBytes)
+	}
+	if explicit("THUMBD_MEMORY_BUDGET") {
+		p.Jobs = c.MemoryBudget
+		if most := avail - p.Outputs - p.Cells - p.Sources; p.Jobs > most {
+			return p, errMemory("THUMBD_MEMORY_BUDGET", p.Jobs, l, fmt.Sprintf("at most %d fits beside the process and the %s source budget", max(most, 0), mib(p.Sources)))
+		}
+	} else {
+		p.Jobs = avail - p.Outputs - p.Cells - p.Sources
+	}
+	if p.Jobs < minJob {
+		need := (baseMemory + p.Outputs + p.Cells + p.Sources + minJob) * 10 / 9
+		return p, fmt.Errorf("the memory limit of %s (%s, %s) leaves %s for thumbnails, less than the smallest job's %s: give thumbd at least %s (THUMBD_MEMORY_LIMIT or the container's limit)",
+			mib(l.Bytes), l.Source, l.Path, mib(max(p.Jobs, 0)), mib(minJob), mib(need))
+	}
+	p.Queue = c.Queue
+	if !explicit("THUMBD_QUEUE") {
+		p.Queue = int(min(max(l.Bytes/queueBytesPerEntry, 8), 1024))
+	}
+	if goMemLimit == "" {
+		p.GoLimit = goRuntimeMemory + p.Sources + p.Outputs + slack/2
+	}
+	p.Largest = memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: int(c.MaxPixels), Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1},
+		memcost.Job{Width: c.MaxSide, Height: c.MaxSide, Fit: "fill", Output: imagefmt.AVIF, MaxSide: c.MaxSide, MaxPixels: c.MaxPixels})
+	return p, nil
+}
+
+// smallestLimit is the smallest limit, to 1 MiB, whose derived jobs'
+// budget holds the largest job c allows (the budget grows with the limit:
+// a binary search).
+func smallestLimit(c config) int64 {
+	none := func(string) bool { return false }
+	fits := func(l int64) bool {
+		p, err := planMemory(c, memlimit.Limit{Bytes: l}, none, "")
+		return err == nil && p.Jobs >= p.Largest
+	}
+	lo, hi := int64(1), int64(1<<20) // in MiB: lo does not fit, hi does
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if fits(mid << 20) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi << 20
+}
+
+// log says, once at start, the limit found and every value derived.
+func (p memoryPlan) log(logger *slog.Logger, c config) {
+	goLimit := "GOMEMLIMIT (set by the environment)"
+	if p.GoLimit > 0 {
+		goLimit = mib(p.GoLimit)
+	}
+	logger.Info("memory", "limit", p.Limit.Bytes, "limit_from", p.Limit.Source+" "+p.Limit.Path,
+		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cells_idle", p.Cells,
+		"queue", p.Queue, "go_memory_limit", goLimit)
+	if p.Largest > p.Jobs {
+		logger.Warn(fmt.Sprintf("memory limit %s: the largest job the limits allow (a %s source to %s) needs about %s, more than the %s budget for jobs; such jobs answer 422 needs_more_memory. About %s would serve them",
+			mib(p.Limit.Bytes), "THUMBD_MAX_PIXELS RGBA PNG", "a THUMBD_MAX_SIDE square AVIF", mib(p.Largest), mib(p.Jobs), mib(smallestLimit(c))))
+	}
+}
+
+// mib writes n bytes in MiB, for people.
+func mib(n int64) string {
+	s := fmt.Sprintf("%.1f", float64(n)/(1<<20))
+	return strings.TrimSuffix(s, ".0") + " MiB"
+}
+
+// registerMemory exports the plan and the budgets' use as gauges.
+func registerMemory(reg prometheus.Registerer, p memoryPlan, gate *admission.Gate, sources *admission.Bytes) {
+	budget := func(name string, size int64, used func() int64) []prometheus.Collector {
+		labels := prometheus.Labels{"budget": name}
+		return []prometheus.Collector{
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_memory_budget_bytes", ConstLabels: labels,
+				Help: "Size of a memory budget derived from the memory limit: jobs (libvips, by estimated peak) or sources (bytes held)."},
+				func() float64 { return float64(size) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_memory_budget_used_bytes", ConstLabels: labels,
+				Help: "Bytes of a memory budget taken now."},
+				func() float64 { return float64(used()) }),
+		}
+	}
+	reg.MustRegister(budget("jobs", p.Jobs, func() int64 { _, used := gate.Memory(); return used })...)
+	reg.MustRegister(budget("sources", p.Sources, sources.Used)...)
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_memory_limit_bytes",
+			Help: "The memory limit the budgets are derived from (THUMBD_MEMORY_LIMIT, else the cgroup's, else MemTotal)."},
+			func() float64 { return float64(p.Limit.Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_thumbnail_memory_waiting",
+			Help: "Admitted thumbnails waiting for their estimated memory."},
+			func() float64 { return float64(gate.MemoryWaiting()) }),
+	)
+}
