@@ -149,19 +149,19 @@ func mib(n int64) string {
 
 // registerMemory exports the plan and the budgets' use as gauges.
 func registerMemory(reg prometheus.Registerer, p memoryPlan, gate *admission.Gate, sources *admission.Bytes) {
-	budget := func(name string, size int64, used func() int64) []prometheus.Collector {
+	budget := func(name string, size, used func() int64) []prometheus.Collector {
 		labels := prometheus.Labels{"budget": name}
 		return []prometheus.Collector{
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_memory_budget_bytes", ConstLabels: labels,
 				Help: "Size of a memory budget derived from the memory limit: jobs (libvips, by estimated peak) or sources (bytes held)."},
-				func() float64 { return float64(size) }),
+				func() float64 { return float64(size()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_memory_budget_used_bytes", ConstLabels: labels,
 				Help: "Bytes of a memory budget taken now."},
 				func() float64 { return float64(used()) }),
 		}
 	}
-	reg.MustRegister(budget("jobs", p.Jobs, func() int64 { _, used := gate.Memory(); return used })...)
-	reg.MustRegister(budget("sources", p.Sources, sources.Used)...)
+	reg.MustRegister(budget("jobs", func() int64 { size, _ := gate.Memory(); return size }, func() int64 { _, used := gate.Memory(); return used })...)
+	reg.MustRegister(budget("sources", sources.Max, sources.Used)...)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_memory_limit_bytes",
 			Help: "The memory limit the budgets are derived from (THUMBD_MEMORY_LIMIT, else the cgroup's, else MemTotal)."},

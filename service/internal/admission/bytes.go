@@ -21,6 +21,9 @@ type Bytes struct {
 // NewBytes returns a budget of max bytes.
 func NewBytes(max int64) *Bytes { return &Bytes{max: max} }
 
+// Max is the budget's size.
+func (b *Bytes) Max() int64 { return b.max }
+
 // Used is the number of bytes taken.
 func (b *Bytes) Used() int64 { b.mu.Lock(); defer b.mu.Unlock(); return b.used }
 

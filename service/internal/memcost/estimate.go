@@ -31,6 +31,10 @@ const (
 	// resizedFactor multiplies the resized image's bytes (4 bands: the
 	// pipeline's widest) for the resize and the copy handed to the encoder.
 	resizedFactor = 2.0
+	// coefficientBytes: a progressive JPEG's decoder holds 2 bytes per
+	// sample of the whole image (libjpeg's coefficient buffer); 2.5 keeps
+	// a margin over the peaks measured.
+	coefficientBytes = 2.5
 )
 
 // encoderBytes is what an encoder holds per output pixel beyond the image
@@ -55,12 +59,17 @@ func Estimate(h Header, j Job) int64 {
 	if maxPx <= 0 {
 		maxPx = math.Inf(1)
 	}
-	decoded := min(decodedPixels(h, j, w, ht)*float64(frames), maxPx)
+	// libvips streams an animation's frames through the resize: one
+	// frame is decoded at a time, the resized frames are what is held.
+	decoded := min(decodedPixels(h, j, w, ht), maxPx)
 	resized = min(resized*float64(frames), maxPx)
 	cost := fixedCost +
 		decodeFactor*decoded*float64(h.Bands*max(h.BytesPerSample, 1)) +
 		resizedFactor*resized*4 +
 		encoderBytes[j.Output]*out*float64(frames)
+	if h.Progressive {
+		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), maxPx) * float64(h.Bands)
+	}
 	return int64(math.Ceil(cost))
 }
 

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/png"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/davidbyttow/govips/v2/vips"
+
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// peakCase is one job whose peak memory is measured against its estimate.
+type peakCase struct {
+	name  string
+	src   func(t *testing.T) []byte
+	query string
+}
+
+// TestEstimateCoversMeasuredPeaks is the estimate's calibration, kept as a
+// test: each job runs alone in a fresh thumbd (this test binary as the
+// real program), and its peak resident memory over the idle process
+// (VmHWM, reset through clear_refs just before) must stay under the
+// estimate admission holds for it. Run against the images' libvips too
+// (scripts/test.sh); THUMBD_PEAKS_TABLE=1 prints docs/hardening.md's table.
+// The race detector's shadow memory would count against the jobs, so it is
+// skipped there.
+func TestEstimateCoversMeasuredPeaks(t *testing.T) {
+	if raceEnabled {
+		t.Skip("peaks under the race detector include its shadow memory")
+	}
+	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
+		t.Skip("no /proc/self/clear_refs: peak RSS cannot be reset")
+	}
+	cases := []peakCase{
+		{"12 MP JPEG", photo12, "w=256&h=256"},
+		{"12 MP progressive JPEG", progressive12, "w=256&h=256"},
+		{"12 MP progressive JPEG", progressive12, "w=1024&format=avif"},
+		{"12 MP JPEG", photo12, "w=256&h=256&format=avif"},
+		{"12 MP JPEG", photo12, "w=1024&format=jpeg"},
+		{"12 MP JPEG", photo12, "w=4096&format=webp"},
+		{"12 MP JPEG", photo12, "w=4096&h=4096&fit=fill&format=png"},
+		{"12 MP JPEG, quality shrink", photo12, "w=256&h=256&format=webp"},
+		{"7000x5000 RGB PNG", pngOf(7000, 5000, false), "w=256&h=256"},
+		{"7000x5000 RGB PNG", pngOf(7000, 5000, false), "w=4096&format=webp"},
+		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=256&h=256&format=avif"},
+		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=4096&format=webp"},
+		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=2048&h=2048&fit=contain&format=avif"},
+		{"largest default animation", largestAnimation, "w=256&h=256&format=webp&animated=true"},
+		{"largest default animation", largestAnimation, "w=256&h=256&format=png"},
+	}
+	var table strings.Builder
+	fmt.Fprintln(&table, "| source (bytes) | query | measured peak | less 2 x source | estimate | estimate / job |\n|---|---|---|---|---|---|")
+	for _, c := range cases {
+		src := c.src(t)
+		env := []string{"THUMBD_CONCURRENCY=1", "MALLOC_ARENA_MAX=2"}
+		if strings.Contains(c.name, "quality") {
+			env = append(env, "THUMBD_JPEG_SHRINK=quality")
+		}
+		child := startChild(t, env...)
+		post := func(q string, body []byte) int {
+			resp, err := http.Post(child.addr+"/thumbnail?"+q, "application/octet-stream", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s %s: %d %s", c.name, q, resp.StatusCode, b)
+			}
+			return len(b)
+		}
+		small, _ := os.ReadFile("internal/thumb/testdata/sources/small.jpg")
+		post("w=64&h=64", small) // codecs loaded, pools made: the idle process a job starts from
+		pid := child.cmd.Process.Pid
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+			t.Skipf("resetting the peak: %v", err)
+		}
+		before := statusKB(t, pid, "VmRSS")
+		post(c.query, src)
+		peak := (statusKB(t, pid, "VmHWM") - before) << 10
+		child.srv.Stop(0)
+
+		cfg := testConfig(t)
+		cfg.JPEGShrink = thumbShrink(env)
+		req, err := cfg.rules().Upload(c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The source itself is in Go's heap, held by the source budget, not
+		// the job's: up to twice its length while io.ReadAll grows it.
+		est := (&thumbnails{cfg: cfg}).cost(src, req.Options)
+		job := peak - 2*int64(len(src))
+		fmt.Fprintf(&table, "| %s (%s) | `%s` | %s | %s | %s | %.2f |\n", c.name, mib(int64(len(src))), c.query, mib(peak), mib(job), mib(est), float64(est)/float64(job))
+		if job > est {
+			t.Errorf("%s %s: measured peak %s less twice the source, %s, over the estimate %s", c.name, c.query, mib(peak), mib(job), mib(est))
+		}
+	}
+	if os.Getenv("THUMBD_PEAKS_TABLE") != "" {
+		fmt.Print(table.String())
+	}
+	t.Log("\n" + table.String())
+}
+
+func thumbShrink(env []string) thumb.JPEGShrink {
+	for _, e := range env {
+		if e == "THUMBD_JPEG_SHRINK=quality" {
+			return thumb.JPEGShrinkQuality
+		}
+	}
+	return thumb.JPEGShrinkFast
+}
+
+func statusKB(t *testing.T, pid int, key string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/proc/%d/status has no %s", pid, key)
+	return 0
+}
+
+// photo12 is a 4032x3024 baseline JPEG (a phone's 12 MP photo) made from
+// the golden tests' large source.
+func photo12(t *testing.T) []byte { return jpeg12(t, false) }
+
+// progressive12 is the same photo as a progressive JPEG.
+func progressive12(t *testing.T) []byte { return jpeg12(t, true) }
+
+func jpeg12(t *testing.T, progressive bool) []byte {
+	src, err := os.ReadFile("internal/thumb/testdata/sources/large.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := vips.NewImageFromBuffer(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	if err := img.ResizeWithVScale(4032.0/1920, 3024.0/1280, vips.KernelLanczos3); err != nil {
+		t.Fatal(err)
+	}
+	p := vips.NewJpegExportParams()
+	p.Quality, p.Interlace = 90, progressive
+	b, _, err := img.ExportJpeg(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// pngOf is a w x h PNG of one colour: a few hundred KB that decode to
+// w x h x 3 (or 4) bytes, as PNG has no shrink-on-load.
+func pngOf(w, h int, alpha bool) func(t *testing.T) []byte {
+	return func(t *testing.T) []byte {
+		img := image.NewNRGBA(image.Rect(0, 0, w, h))
+		a := uint8(255)
+		if alpha {
+			a = 200
+		}
+		for i := 0; i < len(img.Pix); i += 4 {
+			img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = 40, 90, 160, a
+		}
+		var buf bytes.Buffer
+		if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+}
+
+// largestAnimation is the largest animation the default limits let
+// through whole: 256 frames (THUMBD_MAX_FRAMES) of 395x395, 39.9 MP in all
+// (THUMBD_MAX_PIXELS counts every frame decoded), each frame different.
+func largestAnimation(t *testing.T) []byte {
+	const side, frames = 395, 256
+	pal := color.Palette{}
+	for i := range 256 {
+		pal = append(pal, color.RGBA{uint8(i), uint8(255 - i), uint8(i * 7), 255})
+	}
+	g := &gif.GIF{}
+	for f := range frames {
+		img := image.NewPaletted(image.Rect(0, 0, side, side), pal)
+		for y := range side {
+			for x := range side {
+				img.Pix[y*side+x] = uint8((x + y + f*3) / 8)
+			}
+		}
+		g.Image = append(g.Image, img)
+		g.Delay = append(g.Delay, 4)
+	}
+	var buf bytes.Buffer
+	if err := gif.EncodeAll(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
