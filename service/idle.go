@@ -4,14 +4,16 @@ import (
 	"context"
 	"runtime/debug"
 	"time"
+
+	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
 // idleRelease is how long thumbd must have held no thumbnail (no place
 // taken, no source byte held) before it gives its free memory back.
 const idleRelease = 10 * time.Second
 
-// releaseWhenIdle returns the Go heap's free memory to the system once per
-// idle period: after a burst of large sources the runtime would otherwise
+// releaseWhenIdle returns the Go heap's (and in process, the C heap's) free
+// memory to the system once per idle period: after a burst of large sources the runtime would otherwise
 // keep the pages until its forced collection and its scavenger get to them,
 // minutes later. busy says whether any thumbnail is in the works; release
 // does the returning (debug.FreeOSMemory); tick paces the checks. It
@@ -44,8 +46,15 @@ func startIdleRelease(ctx context.Context, d deps) {
 		seen = n
 		return active
 	}
+	release := debug.FreeOSMemory
+	if d.cfg.Engine == engineInProcess {
+		release = func() {
+			debug.FreeOSMemory()
+			thumb.TrimHeap() // cells give theirs back by being recycled
+		}
+	}
 	go func() {
 		defer t.Stop()
-		releaseWhenIdle(ctx, t.C, busy, debug.FreeOSMemory)
+		releaseWhenIdle(ctx, t.C, busy, release)
 	}()
 }

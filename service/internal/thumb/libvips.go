@@ -6,6 +6,7 @@ package thumb
 
 /*
 #cgo pkg-config: vips
+#include <malloc.h>
 #include <stdlib.h>
 #include <vips/vips.h>
 
@@ -92,3 +93,9 @@ func probe(buf []byte) (header, error) {
 	}
 	return header{width: int(h.width), height: int(h.height), pages: int(h.pages), orientation: int(h.orientation), alpha: h.alpha != 0}, nil
 }
+
+// TrimHeap gives the C heap's free memory back to the system (glibc's
+// malloc_trim): libvips frees a job's pixels into malloc's arenas, which
+// otherwise keep them, so a burst of large images would leave the process
+// at its peak RSS.
+func TrimHeap() { C.malloc_trim(0) }
