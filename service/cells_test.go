@@ -27,8 +27,10 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/celltest"
+	"github.com/thumbd/thumbd/service/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/launch"
 )
 
@@ -76,7 +78,7 @@ type faultEngine struct{ cell.Engine }
 func (f faultEngine) Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error) {
 	// A 422 carries the outcome back to the test.
 	report := func(what string, err error) (thumb.Image, error) {
-		return thumb.Image{}, fmt.Errorf("%w: %s: %v", thumb.ErrUndecodable, what, err)
+		return thumb.Image{}, fmt.Errorf("%w: %s: %v", thumbjob.ErrUndecodable, what, err)
 	}
 	switch o.Width {
 	case wOpen:
@@ -151,32 +153,59 @@ func cellsConfig(t *testing.T) config {
 	return cfg
 }
 
+// Both engine modes answer every request alike: the same image bytes, or
+// the same status, code and message. Each engine error has a row, so a new
+// one cannot answer differently (a 500, say) in cells mode.
 func TestCellsAnswerLikeInProcess(t *testing.T) {
-	inproc, _ := newTestServer(t, testConfig(t))
-	cells := newCellsServer(t, cellsConfig(t), "")
+	// Limits low enough for small sources to reach every engine error.
+	limits := func(cfg config) config {
+		cfg.MaxFrames, cfg.MaxAnimationPixels = 4, 10000
+		return cfg
+	}
+	inproc, _ := newTestServer(t, limits(testConfig(t)))
+	cells := newCellsServer(t, limits(cellsConfig(t)), "")
 	jpeg := encodeJPEG(t, scene(400, 300), 85)
 	cases := []struct {
 		query string
 		src   []byte
+		code  apierr.Code // "" for an image
 	}{
-		{"", jpeg},
-		{"?w=100&h=80&fit=contain&format=webp&q=60", jpeg},
-		{"?w=64&fit=inside&format=jpeg", alphaPNG(t, 120, 90)},
-		{"?w=50&h=50&gravity=entropy", animatedGIF(t, 60, 40, 3)},
-		{"?w=33&h=77&fit=fill", greyPNG(t, 40, 40)},
+		{"", jpeg, ""},
+		{"?w=100&h=80&fit=contain&format=webp&q=60", jpeg, ""},
+		{"?w=64&fit=inside&format=jpeg", alphaPNG(t, 120, 90), ""},
+		{"?w=50&h=50&gravity=entropy", animatedGIF(t, 60, 40, 3), ""},
+		{"?w=33&h=77&fit=fill", greyPNG(t, 40, 40), ""},
 		// AVIF is no input format; format=auto on a source with alpha
 		// gives its alpha format (PNG here), not the opaque one.
-		{"?w=64&format=avif", jpeg},
-		{"?w=64&format=auto", alphaPNG(t, 120, 90)},
-		{"?w=48&format=webp&animated=true", animatedGIF(t, 60, 40, 3)},
-		{"", []byte("not an image")},
-		{"", jpeg[:len(jpeg)/2]},
+		{"?w=64&format=avif", jpeg, ""},
+		{"?w=64&format=auto", alphaPNG(t, 120, 90), ""},
+		{"?w=48&format=webp&animated=true", animatedGIF(t, 60, 40, 3), ""},
+		// One row per engine error.
+		{"", []byte("not an image"), apierr.UnsupportedFormat},
+		{"", jpeg[:len(jpeg)/2], apierr.UnprocessableImage},
+		{"", hostile.GIFBomb(65535, 65535), apierr.TooManyPixels},
+		{"", animatedGIF(t, 20, 20, 5), apierr.TooManyFrames},
+		{"?w=100&h=100&format=webp&animated=true", animatedGIF(t, 60, 40, 3), apierr.AnimationTooLarge},
 	}
+	answered := map[apierr.Code]bool{}
 	for _, c := range cases {
 		s1, h1, b1 := postThumb(t, inproc.URL, c.query, c.src)
 		s2, h2, b2 := postThumb(t, cells.URL, c.query, c.src)
 		if s1 != s2 || h1.Get("Content-Type") != h2.Get("Content-Type") || h1.Get("ETag") != h2.Get("ETag") || !bytes.Equal(b1, b2) {
 			t.Errorf("%q: in process %d %s (%d bytes), cells %d %s (%d bytes): %s", c.query, s1, h1.Get("Content-Type"), len(b1), s2, h2.Get("Content-Type"), len(b2), b2)
+		}
+		if c.code == "" {
+			continue
+		}
+		var e errorBody
+		if json.Unmarshal(b1, &e) != nil || e.Code != string(c.code) || s1 != c.code.Status() {
+			t.Errorf("%q: %d %s, want %d %s", c.query, s1, b1, c.code.Status(), c.code)
+		}
+		answered[c.code] = true
+	}
+	for _, e := range thumbjob.Errors() {
+		if !answered[e.Code] {
+			t.Errorf("no row gives %s (%q): add one", e.Code, e)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // engine makes thumbnails: libvips in this process (inProcess), or in
@@ -69,7 +70,7 @@ func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, b
 	return img, nil
 }
 
-// engineError maps the engine's typed errors to the API's codes; anything
+// engineError gives the engine's typed errors their API codes; anything
 // else is an internal error, logged with its cause.
 func engineError(err error) error {
 	if errors.Is(err, cell.ErrCrashed) {
@@ -77,20 +78,9 @@ func engineError(err error) error {
 		// request ID, not sent.
 		return &apierr.Error{Code: apierr.EngineCrashed, Message: "The process making the thumbnail crashed; the request was not retried.", Cause: err}
 	}
-	codes := []struct {
-		err  error
-		code apierr.Code
-	}{
-		{thumb.ErrUnsupportedFormat, apierr.UnsupportedFormat},
-		{thumb.ErrTooManyPixels, apierr.TooManyPixels},
-		{thumb.ErrTooManyFrames, apierr.TooManyFrames},
-		{thumb.ErrAnimationTooLarge, apierr.AnimationTooLarge},
-		{thumb.ErrUndecodable, apierr.UnprocessableImage},
-	}
-	for _, c := range codes {
-		if errors.Is(err, c.err) {
-			return &apierr.Error{Code: c.code, Message: apierr.Sentence(err.Error())}
-		}
+	var typed *thumbjob.Error
+	if errors.As(err, &typed) {
+		return &apierr.Error{Code: typed.Code, Message: apierr.Sentence(err.Error())}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err

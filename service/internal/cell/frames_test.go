@@ -12,6 +12,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 var pngBytes = []byte("\x89PNG\r\n\x1a\n fake")
@@ -77,8 +78,9 @@ func TestResultsAreCheckedAgainstTheJob(t *testing.T) {
 		{"too wide", resultMeta{Format: "png", Width: 101, Height: 50}, pngBytes, isProtocol},
 		{"no size", resultMeta{Format: "png"}, pngBytes, isProtocol},
 		{"unknown error kind", resultMeta{Error: "pwned"}, nil, isProtocol},
-		{"long message cut", resultMeta{Error: "undecodable", Message: long}, nil, func(err error) bool {
-			return errors.Is(err, thumb.ErrUndecodable) && len(err.Error()) == maxMessage
+		{"an API code the engine never gives", resultMeta{Error: "bad_signature"}, nil, isProtocol},
+		{"long message cut", resultMeta{Error: string(thumbjob.ErrUndecodable.Code), Message: long}, nil, func(err error) bool {
+			return errors.Is(err, thumbjob.ErrUndecodable) && len(err.Error()) == maxMessage
 		}},
 		{"untyped error", resultMeta{Error: kindInternal, Message: "no exporter"}, nil, func(err error) bool {
 			return err != nil && !isProtocol(err) && err.Error() == "no exporter"
@@ -120,12 +122,17 @@ func (f failing) Thumbnail(context.Context, []byte, thumb.Options) (thumb.Image,
 // status depends on it), with its message.
 func TestEngineErrorsCrossTheWire(t *testing.T) {
 	c := &Cell{spec: &Spec{MaxSide: 100}}
-	for _, want := range []error{thumb.ErrUnsupportedFormat, thumb.ErrTooManyPixels, thumb.ErrTooManyFrames,
-		thumb.ErrAnimationTooLarge, thumb.ErrUndecodable} {
+	for _, want := range thumbjob.Errors() {
 		meta, payload := Worker{Engine: failing{want}}.run(nil, job(8))
 		if _, err := c.result(job(8), meta, payload); !errors.Is(err, want) || !strings.Contains(err.Error(), "the detail") {
 			t.Errorf("%v came back as %v", want, err)
 		}
+	}
+	meta, payload := Worker{Engine: failing{errors.New("no exporter")}}.run(nil, job(8))
+	_, err := c.result(job(8), meta, payload)
+	var typed *thumbjob.Error
+	if err == nil || isProtocol(err) || errors.As(err, &typed) {
+		t.Errorf("an untyped error came back as %v (%v)", err, typed)
 	}
 }
 

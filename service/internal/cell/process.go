@@ -17,8 +17,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Spec says how to start a cell and what to accept from it.
@@ -243,7 +245,7 @@ func (c *Cell) RSS() (int64, error) {
 
 // Run makes one thumbnail in the cell. When ctx ends first the cell is
 // killed (libvips cannot be interrupted; the process can) and ctx's error
-// returned. A cell that dies under the job, or answers outside the
+// returned: then, and only then, is the error ctx's. A cell that dies under the job, or answers outside the
 // protocol, gives a *CrashError; the caller must not use the cell again
 // after any error but a typed engine error.
 func (c *Cell) Run(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, Stats, error) {
@@ -281,10 +283,8 @@ func (c *Cell) result(o thumb.Options, meta resultMeta, payload []byte) (thumb.I
 		if len(msg) > maxMessage {
 			msg = msg[:maxMessage]
 		}
-		for _, k := range errorKinds {
-			if meta.Error == k.kind {
-				return thumb.Image{}, &remoteError{msg: msg, kind: k.err}
-			}
+		if kind, ok := thumbjob.ForCode(apierr.Code(meta.Error)); ok {
+			return thumb.Image{}, &remoteError{msg: msg, kind: kind}
 		}
 		if meta.Error == kindInternal {
 			return thumb.Image{}, &remoteError{msg: msg}
@@ -327,8 +327,13 @@ func (c *Cell) crashed(err error) error {
 // cell's message, and it matches the engine's typed error it names.
 type remoteError struct {
 	msg  string
-	kind error // nil: an error the engine did not type
+	kind *thumbjob.Error // nil: an error the engine did not type
 }
 
 func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.kind }
+func (e *remoteError) Unwrap() error {
+	if e.kind == nil {
+		return nil // not a typed nil: errors.As would find it
+	}
+	return e.kind
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The test binary re-executed by celltest.Spec is a fake cell: the real
@@ -56,7 +57,7 @@ func TestCellServesJobsInTurn(t *testing.T) {
 		}
 	}
 	_, err := run(c, celltest.TooBig, 30*time.Second)
-	if !errors.Is(err, thumb.ErrTooManyPixels) || err.Error() != "too many pixels: the source is 9x9" {
+	if !errors.Is(err, thumbjob.ErrTooManyPixels) || err.Error() != "too many pixels: the source is 9x9" {
 		t.Fatalf("typed error: %v", err)
 	}
 	if _, err := run(c, ok, 30*time.Second); err != nil {

@@ -19,7 +19,6 @@ import (
 	"net"
 
 	"github.com/thumbd/thumbd/service/internal/sandbox"
-	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
 // Frame kinds.
@@ -52,19 +51,8 @@ type Hello struct {
 // own once dropped options added later (format=auto's alpha format,
 // animated) without any test noticing.
 
-// Error kinds a result can carry: the engine's typed errors, by name.
-var errorKinds = []struct {
-	kind string
-	err  error
-}{
-	{"unsupported_format", thumb.ErrUnsupportedFormat},
-	{"too_many_pixels", thumb.ErrTooManyPixels},
-	{"too_many_frames", thumb.ErrTooManyFrames},
-	{"animation_too_large", thumb.ErrAnimationTooLarge},
-	{"undecodable", thumb.ErrUndecodable},
-}
-
-// kindInternal is any other error of the engine.
+// kindInternal is the error of a result for an error the engine did not
+// type; a typed one travels as its API code (thumbjob.Error.Code).
 const kindInternal = "internal"
 
 // Stats is what a cell measured of itself for one job.
@@ -80,7 +68,7 @@ type Stats struct {
 
 // resultMeta is a job's outcome on the wire; the image bytes follow.
 type resultMeta struct {
-	Error   string `json:"error,omitempty"` // an errorKinds kind or kindInternal
+	Error   string `json:"error,omitempty"` // an engine error's API code, or kindInternal
 	Message string `json:"message,omitempty"`
 	Format  string `json:"format,omitempty"`
 	Width   int    `json:"w,omitempty"`

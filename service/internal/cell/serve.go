@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // SettingsEnv carries a cell's Settings from its supervisor, as JSON.
@@ -107,11 +108,9 @@ func (w Worker) run(src []byte, job thumb.Options) (resultMeta, []byte) {
 	}
 	if err != nil {
 		meta.Error, meta.Message = kindInternal, err.Error()
-		for _, k := range errorKinds {
-			if errors.Is(err, k.err) {
-				meta.Error = k.kind
-				break
-			}
+		var typed *thumbjob.Error
+		if errors.As(err, &typed) {
+			meta.Error = string(typed.Code)
 		}
 		if len(meta.Message) > maxMessage {
 			meta.Message = meta.Message[:maxMessage]

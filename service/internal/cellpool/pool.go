@@ -133,13 +133,7 @@ func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thum
 		return thumb.Image{}, err
 	}
 	img, stats, err := m.Run(ctx, src, o)
-	var typed bool
-	for _, e := range []error{thumb.ErrUnsupportedFormat, thumb.ErrTooManyPixels, thumb.ErrTooManyFrames, thumb.ErrUndecodable} {
-		typed = typed || errors.Is(err, e)
-	}
 	switch {
-	case err == nil || typed:
-		p.done(m, stats)
 	case errors.Is(err, cell.ErrCrashed):
 		p.mu.Lock()
 		if err.(*cell.CrashError).Exit == "protocol" {
@@ -149,11 +143,14 @@ func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thum
 		}
 		p.removeLocked(m, ExitCrashInJob)
 		p.mu.Unlock()
-	case ctx.Err() != nil:
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		// Run returns ctx's error only once it has killed the cell. Asking
+		// ctx now instead would also catch a deadline that passed after an
+		// answer, and drop a cell that still runs.
 		p.leave(m, ExitDeadline)
 	default:
-		// An error the engine did not type, or a source over the limit:
-		// the cell answered within the protocol, so it stays.
+		// An image, an engine error (typed or not) or a source over the
+		// limit: the cell answered within the protocol, so it stays.
 		p.done(m, stats)
 	}
 	return img, err

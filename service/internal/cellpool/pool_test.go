@@ -148,6 +148,53 @@ func TestIdleCellKilledCostsNoRequest(t *testing.T) {
 	}
 }
 
+// expiring is a job's context whose deadline passes as Run returns: Err
+// reports it, but Done has not fired, so Run saw no deadline and killed
+// nothing. Until then the pool, asking ctx.Err() after Run, dropped a
+// healthy cell from its books without killing it.
+type expiring struct{ context.Context }
+
+func (expiring) Err() error { return context.DeadlineExceeded }
+
+// A job that ends with an error of its own keeps its cell, even when the
+// deadline passes just after: "deadline" is what Run returned, not what
+// ctx says afterwards.
+func TestDeadlineAfterAnErrorKeepsTheCell(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  []byte
+		w    int
+	}{
+		{"an error the engine did not type", []byte("source"), celltest.Untyped},
+		{"a source over the cell's limit", make([]byte, celltest.Spec("serve").MaxSource+1), ok},
+		{"a typed engine error", []byte("source"), celltest.TooBig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPool(t, 1, 0, 1000, 1<<30)
+			pid := p.Stats().PIDs[0]
+			// A cell dropped from the books is not the pool's to stop:
+			// without this, a failure here would hang in p.Stop.
+			t.Cleanup(func() {
+				if t.Failed() {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			if _, err := p.Thumbnail(expiring{context.Background()}, tc.src, celltest.Job(tc.w)); err == nil || errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v, want the job's own error", err)
+			}
+			if s := p.Stats(); s.Exits[ExitDeadline] != 0 || s.Idle != 1 || s.PIDs[0] != pid || s.Started != 1 {
+				t.Fatalf("the cell left the pool: %+v", s)
+			}
+			if err := thumbnail(p, ok, waitLong); err != nil {
+				t.Fatal(err)
+			}
+			if s := p.Stats(); len(s.PIDs) != 1 || s.PIDs[0] != pid {
+				t.Fatalf("the next job ran elsewhere: %+v", s)
+			}
+		})
+	}
+}
+
 // Jobs wait for a cell rather than fail while every cell is busy, and
 // give up with their deadline.
 func TestJobsWaitForACell(t *testing.T) {

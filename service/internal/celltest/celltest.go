@@ -7,6 +7,7 @@ package celltest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Widths the fake engine reads as orders; any other width is a tiny PNG of
@@ -26,9 +28,10 @@ const (
 	Segfault = 11 // die by SIGSEGV
 	Hang     = 12 // never answer
 	Garbage  = 13 // answer outside the protocol
-	TooBig   = 14 // thumb.ErrTooManyPixels
+	TooBig   = 14 // thumbjob.ErrTooManyPixels
 	WrongFmt = 15 // JPEG bytes for a PNG job
 	Exit     = 16 // exit status 3
+	Untyped  = 17 // an error the engine did not type
 )
 
 // PNG is the fake engine's image.
@@ -77,7 +80,9 @@ func (e engine) Thumbnail(_ context.Context, _ []byte, o thumb.Options) (thumb.I
 		e.conn.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
 		select {}
 	case TooBig:
-		return thumb.Image{}, fmt.Errorf("%w: the source is 9x9", thumb.ErrTooManyPixels)
+		return thumb.Image{}, fmt.Errorf("%w: the source is 9x9", thumbjob.ErrTooManyPixels)
+	case Untyped:
+		return thumb.Image{}, errors.New("no exporter for this job")
 	case WrongFmt:
 		return thumb.Image{Bytes: []byte("\xFF\xD8\xFF fake"), Format: o.Format, Width: 1, Height: 1}, nil
 	case Exit:

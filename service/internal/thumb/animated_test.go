@@ -14,6 +14,7 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // animation is a GIF of frames w x h, each a different colour with a
@@ -107,7 +108,7 @@ func TestAnimationBudgets(t *testing.T) {
 		t.Fatalf("at both budgets: %v", err)
 	}
 	o.Width = 49
-	if _, err := e.Thumbnail(context.Background(), src, o); !errors.Is(err, ErrAnimationTooLarge) {
+	if _, err := e.Thumbnail(context.Background(), src, o); !errors.Is(err, thumbjob.ErrAnimationTooLarge) {
 		t.Errorf("6 x 49 x 48 output pixels: %v", err)
 	}
 	o.Animated = false // one frame is within any animation budget
@@ -116,7 +117,7 @@ func TestAnimationBudgets(t *testing.T) {
 	}
 	seven := animation(t, 120, 80, 7, 0)
 	o = Options{Width: 8, Height: 8, Fit: FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true}
-	if _, err := e.Thumbnail(context.Background(), seven, o); !errors.Is(err, ErrTooManyPixels) {
+	if _, err := e.Thumbnail(context.Background(), seven, o); !errors.Is(err, thumbjob.ErrTooManyPixels) {
 		t.Errorf("7 frames of 120x80 to decode: %v", err)
 	}
 }

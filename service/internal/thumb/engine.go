@@ -1,11 +1,10 @@
 // Package thumb makes thumbnails with libvips through govips. It is the only
-// package that talks to libvips: start-up, hardening, limits, options and
-// errors live here; HTTP does not.
+// package that talks to libvips: start-up, hardening, limits and options
+// live here, and the errors it returns are thumbjob's; HTTP does not.
 package thumb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -14,17 +13,7 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-)
-
-// Errors a source can earn. Each wraps a detail for the client.
-var (
-	ErrUnsupportedFormat = errors.New("unsupported image format")
-	ErrTooManyPixels     = errors.New("too many pixels")
-	ErrTooManyFrames     = errors.New("too many frames")
-	// ErrAnimationTooLarge: an animation whose frames x output pixels is
-	// over the budget.
-	ErrAnimationTooLarge = errors.New("animation too large")
-	ErrUndecodable       = errors.New("image cannot be decoded")
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Config bounds what the engine accepts and how libvips runs.
@@ -148,23 +137,23 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o Options) (Image, e
 		return Image{}, err
 	}
 	if _, ok := imagefmt.Sniff(src); !ok {
-		return Image{}, fmt.Errorf("%w: the body is not a %s image", ErrUnsupportedFormat, imagefmt.InputNames())
+		return Image{}, fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
 	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
 	// bytes would be decoded; the limit holds for what the header declares.
 	if w, h, ok := imagefmt.GIFScreen(src); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
-		return Image{}, fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", ErrTooManyPixels, w, h, e.cfg.MaxPixels)
+		return Image{}, fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
 	}
 	h, err := probe(src)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, err)
+		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
 	if px := int64(h.width) * int64(h.height); h.width <= 0 || h.height <= 0 || px > e.cfg.MaxPixels {
-		return Image{}, fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
+		return Image{}, fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
 	}
 	if h.pages > e.cfg.MaxFrames {
-		return Image{}, fmt.Errorf("%w: the source has %d frames, more than the %d allowed", ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
+		return Image{}, fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
 	}
 	out := o.output(h.alpha)
 	export, ok := exporters[out.Format]
@@ -176,33 +165,33 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o Options) (Image, e
 		frames = h.pages
 		// Every frame is decoded: the pixel limit holds for all of them.
 		if px := int64(frames) * int64(h.width) * int64(h.height); px > e.cfg.MaxPixels {
-			return Image{}, fmt.Errorf("%w: the source's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", ErrTooManyPixels, frames, h.width, h.height, px, e.cfg.MaxPixels)
+			return Image{}, fmt.Errorf("%w: the source's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, frames, h.width, h.height, px, e.cfg.MaxPixels)
 		}
 	}
 	o = e.resolveBox(o, h)
 	if px := int64(frames) * int64(o.Width) * int64(o.Height); frames > 1 && px > e.cfg.MaxAnimationPixels {
-		return Image{}, fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", ErrAnimationTooLarge, frames, o.Width, o.Height, px, e.cfg.MaxAnimationPixels)
+		return Image{}, fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", thumbjob.ErrAnimationTooLarge, frames, o.Width, o.Height, px, e.cfg.MaxAnimationPixels)
 	}
 	if px := coverPixels(o, h); px > float64(e.cfg.MaxPixels) {
 		// libvips scales the whole source before cropping: a 1x40000 JPEG
 		// covered to 256x256 is a 256x10240000 image (minutes, gigabytes).
-		return Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
+		return Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
 	}
 
 	img, err := e.load(src, o, h, frames)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
+		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
 	if err := e.finish(img, o, out); err != nil {
-		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
+		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	if o.Quality == 0 {
 		o.Quality = out.Quality
 	}
 	buf, err := export(img, o, e.cfg)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", ErrUndecodable, vipsMessage(err))
+		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	return Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight()}, nil
 }

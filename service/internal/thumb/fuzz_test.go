@@ -8,6 +8,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Fuzzing. `go test` runs the seed corpus (testdata/fuzz-seeds, damaged
@@ -57,7 +58,7 @@ func FuzzThumbnail(f *testing.F) {
 		}
 		img, err := fuzzEngine.Thumbnail(context.Background(), src, o)
 		if err != nil {
-			for _, known := range []error{ErrUnsupportedFormat, ErrUndecodable, ErrTooManyPixels, ErrTooManyFrames} {
+			for _, known := range []error{thumbjob.ErrUnsupportedFormat, thumbjob.ErrUndecodable, thumbjob.ErrTooManyPixels, thumbjob.ErrTooManyFrames} {
 				if errors.Is(err, known) {
 					return
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // libvips 8.14 sizes a GIF from its frames and ignores a larger logical
@@ -16,7 +17,7 @@ import (
 // what the header declares is held to the pixel limit like every format.
 func TestGIFScreenHeldToPixelLimit(t *testing.T) {
 	opts := Options{Width: 8, Height: 8, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
-	if _, err := testEngine.Thumbnail(context.Background(), hostile.GIFBomb(65535, 65535), opts); !errors.Is(err, ErrTooManyPixels) {
+	if _, err := testEngine.Thumbnail(context.Background(), hostile.GIFBomb(65535, 65535), opts); !errors.Is(err, thumbjob.ErrTooManyPixels) {
 		t.Fatalf("65535x65535 screen: %v", err)
 	}
 	if _, err := testEngine.Thumbnail(context.Background(), hostile.GIFBomb(6000, 6000), opts); err != nil {
@@ -31,7 +32,7 @@ func TestGIFScreenHeldToPixelLimit(t *testing.T) {
 func TestCoverOfThinSourceHeldToPixelLimit(t *testing.T) {
 	for _, src := range [][]byte{hostile.PNG(hostile.Pattern(1, 20000)), hostile.JPEG(hostile.Pattern(20000, 1), 80)} {
 		start := time.Now()
-		if _, err := testEngine.Thumbnail(context.Background(), src, Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}); !errors.Is(err, ErrTooManyPixels) {
+		if _, err := testEngine.Thumbnail(context.Background(), src, Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}); !errors.Is(err, thumbjob.ErrTooManyPixels) {
 			t.Fatalf("cover: %v", err)
 		}
 		for _, fit := range []Fit{FitFill, FitContain, FitInside} {
@@ -56,7 +57,7 @@ func TestErrorsCarryNoStackTrace(t *testing.T) {
 	for _, name := range []string{"ok-jpeg-baseline.jpg", "ok-png-rgb.png", "ok-webp-lossy.webp", "ok-gif-static.gif"} {
 		src := seeds[name]
 		_, err := testEngine.Thumbnail(context.Background(), src[:len(src)*3/4], opts)
-		if !errors.Is(err, ErrUndecodable) {
+		if !errors.Is(err, thumbjob.ErrUndecodable) {
 			t.Fatalf("%s truncated: %v", name, err)
 		}
 		if msg := err.Error(); strings.Contains(msg, "Stack") || strings.Contains(msg, "goroutine") || strings.Contains(msg, ".go:") {

@@ -20,6 +20,7 @@ import (
 	"github.com/thumbd/thumbd/service/imagediff"
 	"github.com/thumbd/thumbd/service/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The fuzz seeds and the odd-source corpus: small images in every variant
@@ -29,9 +30,9 @@ import (
 // what the engine must answer:
 //
 //	ok-*          a thumbnail
-//	pixels-*      ErrTooManyPixels
-//	frames-*      ErrTooManyFrames
-//	unsupported-* ErrUnsupportedFormat
+//	pixels-*      thumbjob.ErrTooManyPixels
+//	frames-*      thumbjob.ErrTooManyFrames
+//	unsupported-* thumbjob.ErrUnsupportedFormat
 //
 //	go test -run TestOddSources -write-seeds ./service/internal/thumb  # rewrite them
 var writeSeeds = flag.Bool("write-seeds", false, "rewrite testdata/fuzz-seeds")
@@ -247,7 +248,7 @@ func readSeeds(t testing.TB) ([]string, map[string][]byte) {
 // TestOddSources runs every stored seed through the engine with a few
 // option sets and checks the documented answer; damaged copies of each
 // valid one (truncated, bit-flipped) must give a thumbnail or
-// ErrUndecodable, never anything else.
+// thumbjob.ErrUndecodable, never anything else.
 func TestOddSources(t *testing.T) {
 	if *writeSeeds {
 		os.RemoveAll(seedDir)
@@ -280,11 +281,11 @@ func TestOddSources(t *testing.T) {
 					}
 					checkThumbnail(t, img, o)
 				case "pixels":
-					wantErr(t, err, ErrTooManyPixels)
+					wantErr(t, err, thumbjob.ErrTooManyPixels)
 				case "frames":
-					wantErr(t, err, ErrTooManyFrames)
+					wantErr(t, err, thumbjob.ErrTooManyFrames)
 				case "unsupported":
-					wantErr(t, err, ErrUnsupportedFormat)
+					wantErr(t, err, thumbjob.ErrUnsupportedFormat)
 				default:
 					t.Fatalf("seed %s: name says nothing", name)
 				}
@@ -300,10 +301,10 @@ func TestOddSources(t *testing.T) {
 			for i, b := range damaged {
 				img, err := testEngine.Thumbnail(context.Background(), b, optionSets[i%len(optionSets)])
 				if err != nil {
-					if len(b) < 12 && errors.Is(err, ErrUnsupportedFormat) {
+					if len(b) < 12 && errors.Is(err, thumbjob.ErrUnsupportedFormat) {
 						continue // cut inside the magic bytes
 					}
-					if !errors.Is(err, ErrUndecodable) && !errors.Is(err, ErrTooManyPixels) && !errors.Is(err, ErrTooManyFrames) {
+					if !errors.Is(err, thumbjob.ErrUndecodable) && !errors.Is(err, thumbjob.ErrTooManyPixels) && !errors.Is(err, thumbjob.ErrTooManyFrames) {
 						t.Errorf("damaged copy %d: %v", i, err)
 					}
 					continue

@@ -23,6 +23,7 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 	"github.com/thumbd/thumbd/service/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden thumbnails in testdata/golden")
@@ -199,11 +200,11 @@ func TestEngineErrors(t *testing.T) {
 		src  []byte
 		want error
 	}{
-		{"empty", testEngine, nil, ErrUnsupportedFormat},
-		{"text", testEngine, []byte("plain text"), ErrUnsupportedFormat},
-		{"jpeg magic only", testEngine, small[:3], ErrUndecodable},
-		{"truncated", testEngine, small[:len(small)*2/3], ErrUndecodable},
-		{"one pixel over", strict, small, ErrTooManyPixels},
+		{"empty", testEngine, nil, thumbjob.ErrUnsupportedFormat},
+		{"text", testEngine, []byte("plain text"), thumbjob.ErrUnsupportedFormat},
+		{"jpeg magic only", testEngine, small[:3], thumbjob.ErrUndecodable},
+		{"truncated", testEngine, small[:len(small)*2/3], thumbjob.ErrUndecodable},
+		{"one pixel over", strict, small, thumbjob.ErrTooManyPixels},
 	} {
 		if _, err := tc.e.Thumbnail(context.Background(), tc.src, opts); !errors.Is(err, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
@@ -215,7 +216,7 @@ func TestEngineErrors(t *testing.T) {
 	for i := 600; i < len(bad); i += 97 {
 		bad[i] ^= 0x5a
 	}
-	if _, err := testEngine.Thumbnail(context.Background(), bad, opts); err != nil && !errors.Is(err, ErrUndecodable) {
+	if _, err := testEngine.Thumbnail(context.Background(), bad, opts); err != nil && !errors.Is(err, thumbjob.ErrUndecodable) {
 		t.Errorf("bit-flipped: %v", err)
 	}
 }

@@ -1,0 +1,46 @@
+// Package thumbjob is a thumbnail job as the engine sees it, without
+// libvips: what the engine refuses, and the API's code for each refusal.
+// It builds without cgo, so that the cell protocol and the API read the
+// same table as the engine.
+package thumbjob
+
+import "github.com/thumbd/thumbd/service/internal/apierr"
+
+// Error is a source the engine cannot or will not process. It carries the
+// API's code for it, so that both engine modes answer alike: in process
+// the error reaches the API as it is, in cells mode its code crosses the
+// wire. A job wraps one with a detail for the client ("%w: ...").
+type Error struct {
+	Code apierr.Code
+	text string
+}
+
+func (e *Error) Error() string { return e.text }
+
+// The engine's errors. A new one is also a row of Errors.
+var (
+	ErrUnsupportedFormat = &Error{apierr.UnsupportedFormat, "unsupported image format"}
+	ErrTooManyPixels     = &Error{apierr.TooManyPixels, "too many pixels"}
+	ErrTooManyFrames     = &Error{apierr.TooManyFrames, "too many frames"}
+	// ErrAnimationTooLarge: an animation whose frames x output pixels is
+	// over the budget.
+	ErrAnimationTooLarge = &Error{apierr.AnimationTooLarge, "animation too large"}
+	ErrUndecodable       = &Error{apierr.UnprocessableImage, "image cannot be decoded"}
+)
+
+// Errors lists every engine error; a test checks that no Err variable of
+// this package is missing.
+func Errors() []*Error {
+	return []*Error{ErrUnsupportedFormat, ErrTooManyPixels, ErrTooManyFrames, ErrAnimationTooLarge, ErrUndecodable}
+}
+
+// ForCode is the engine error with code, for a code that came over the
+// wire.
+func ForCode(code apierr.Code) (*Error, bool) {
+	for _, e := range Errors() {
+		if e.Code == code {
+			return e, true
+		}
+	}
+	return nil, false
+}
