@@ -13,9 +13,8 @@ import (
 // The import rules of docs/architecture.md: each internal package imports
 // only the thumbd packages listed for it, and thumb stays free of HTTP.
 func TestPackageImports(t *testing.T) {
-	const own = "github.com/thumbd/thumbd/service/internal/"
 	allowed := map[string][]string{
-		"params":    {"apierr", "imagefmt", "thumb"},
+		"params":    {"apierr", "imagefmt", "thumbjob"},
 		"source":    {"apierr", "admission"},
 		"origin":    {"apierr", "source"},
 		"signing":   {"apierr"},
@@ -23,11 +22,11 @@ func TestPackageImports(t *testing.T) {
 		"memlimit":  {},
 		"memcost":   {"imagefmt"},
 		"thumb":     {"imagefmt", "thumbjob"},
-		"thumbjob":  {"apierr"},
-		"cell":      {"apierr", "imagefmt", "sandbox", "thumb", "thumbjob"},
-		"cellpool":  {"cell", "sandbox", "thumb"},
+		"thumbjob":  {"apierr", "imagefmt"},
+		"cell":      {"apierr", "imagefmt", "sandbox", "thumbjob"},
+		"cellpool":  {"cell", "sandbox", "thumbjob"},
 		"sandbox":   {},
-		"celltest":  {"cell", "imagefmt", "thumb", "thumbjob"},
+		"celltest":  {"cell", "imagefmt", "thumbjob"},
 		"imagefmt":  {},
 		"apierr":    {},
 		"hostile":   {},
@@ -43,24 +42,90 @@ func TestPackageImports(t *testing.T) {
 			t.Errorf("internal/%s is not in docs/architecture.md's table (nor in this test)", pkg)
 			continue
 		}
-		files, _ := filepath.Glob(filepath.Join("internal", pkg, "*.go"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
+		for _, path := range packageImports(t, pkg, false) {
+			if name, ok := strings.CutPrefix(path, ownPackages); ok && !slices.Contains(want, name) {
+				t.Errorf("internal/%s imports %s; it may import only %v", pkg, name, want)
+			}
+			if pkg == "thumb" && strings.HasPrefix(path, "net/http") {
+				t.Errorf("internal/thumb imports %s: HTTP stays out of the libvips package", path)
+			}
+		}
+	}
+}
+
+// The parse stage and the cell protocol build and test without cgo
+// (CGO_ENABLED=0 go test ./service/internal/params): thumb is the one
+// package that uses cgo and libvips, and nothing they import, their tests
+// included, leads to it.
+func TestParseAndCellProtocolNeedNoCgo(t *testing.T) {
+	withoutCgo := []string{"params", "cell", "thumbjob"}
+	dirs, err := os.ReadDir("internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := map[string][]string{} // own packages each imports, tests left out
+	for _, d := range dirs {
+		pkg := d.Name()
+		for _, path := range packageImports(t, pkg, false) {
+			own, ok := strings.CutPrefix(path, ownPackages)
+			switch {
+			case ok:
+				imports[pkg] = append(imports[pkg], own)
+			case pkg != "thumb" && (path == "C" || strings.Contains(path, "govips")):
+				t.Errorf("internal/%s imports %s: only thumb uses cgo and libvips", pkg, path)
+			}
+		}
+	}
+	for _, root := range withoutCgo {
+		// Breadth first from the package and its tests, keeping how each
+		// package was reached for the message.
+		via := map[string]string{root: ""}
+		queue := []string{root}
+		for _, path := range packageImports(t, root, true) {
+			if own, ok := strings.CutPrefix(path, ownPackages); ok && own != root {
+				if _, seen := via[own]; seen {
+					continue
+				}
+				via[own] = root + " (tests)"
+				queue = append(queue, own)
+			}
+		}
+		for len(queue) > 0 {
+			pkg := queue[0]
+			queue = queue[1:]
+			if pkg == "thumb" {
+				t.Errorf("internal/%s needs cgo: it reaches thumb through %s", root, via[pkg])
 				continue
 			}
-			parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range parsed.Imports {
-				path := strings.Trim(imp.Path.Value, `"`)
-				if name, ok := strings.CutPrefix(path, own); ok && !slices.Contains(want, name) {
-					t.Errorf("%s imports %s; internal/%s may import only %v", f, name, pkg, want)
-				}
-				if pkg == "thumb" && strings.HasPrefix(path, "net/http") {
-					t.Errorf("%s imports %s: HTTP stays out of the libvips package", f, path)
+			for _, next := range imports[pkg] {
+				if _, seen := via[next]; !seen {
+					via[next] = pkg
+					queue = append(queue, next)
 				}
 			}
 		}
 	}
+}
+
+const ownPackages = "github.com/thumbd/thumbd/service/internal/"
+
+// packageImports lists the import paths of internal/pkg's files: its test
+// files' only, or the others'.
+func packageImports(t *testing.T, pkg string, tests bool) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("internal", pkg, "*.go"))
+	var out []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") != tests {
+			continue
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range parsed.Imports {
+			out = append(out, strings.Trim(imp.Path.Value, `"`))
+		}
+	}
+	return out
 }

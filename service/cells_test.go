@@ -29,7 +29,6 @@ import (
 	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
-	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/launch"
 )
@@ -75,10 +74,10 @@ func runFaultyCell(mode string) error {
 
 type faultEngine struct{ cell.Engine }
 
-func (f faultEngine) Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error) {
+func (f faultEngine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
 	// A 422 carries the outcome back to the test.
-	report := func(what string, err error) (thumb.Image, error) {
-		return thumb.Image{}, fmt.Errorf("%w: %s: %v", thumbjob.ErrUndecodable, what, err)
+	report := func(what string, err error) (thumbjob.Image, error) {
+		return thumbjob.Image{}, fmt.Errorf("%w: %s: %v", thumbjob.ErrUndecodable, what, err)
 	}
 	switch o.Width {
 	case wOpen:

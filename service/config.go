@@ -18,7 +18,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/signing"
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // config is every setting, read once from flags and environment and passed
@@ -52,7 +52,7 @@ type config struct {
 	ReadTimeout        time.Duration
 	WriteTimeout       time.Duration
 	IdleTimeout        time.Duration
-	JPEGShrink         thumb.JPEGShrink
+	JPEGShrink         thumbjob.JPEGShrink
 	AVIFEffort         int
 	Engine             string // engineInProcess or engineCells
 	CellJobs           int
@@ -373,14 +373,14 @@ func originsValue(p *[]origin.Pattern) value[[]origin.Pattern] {
 	}}
 }
 
-func shrinkValue(p *thumb.JPEGShrink) value[thumb.JPEGShrink] {
-	return value[thumb.JPEGShrink]{p, func(s string) (thumb.JPEGShrink, error) {
-		switch v := thumb.JPEGShrink(s); v {
-		case thumb.JPEGShrinkFast, thumb.JPEGShrinkQuality:
+func shrinkValue(p *thumbjob.JPEGShrink) value[thumbjob.JPEGShrink] {
+	return value[thumbjob.JPEGShrink]{p, func(s string) (thumbjob.JPEGShrink, error) {
+		switch v := thumbjob.JPEGShrink(s); v {
+		case thumbjob.JPEGShrinkFast, thumbjob.JPEGShrinkQuality:
 			return v, nil
 		}
 		return "", fmt.Errorf("JPEG shrink %q: want fast or quality", s)
-	}, func(v thumb.JPEGShrink) string { return string(v) }}
+	}, func(v thumbjob.JPEGShrink) string { return string(v) }}
 }
 
 // enumValue takes one of names.

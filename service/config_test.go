@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 func envOf(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
@@ -20,7 +20,7 @@ func TestConfigDefaults(t *testing.T) {
 	c := testConfig(t)
 	if c.Port != 8080 || c.MaxBodyBytes != 20<<20 || c.MaxPixels != 40_000_000 || c.MaxFrames != 256 || c.MaxSide != 4096 ||
 		c.Concurrency != runtime.GOMAXPROCS(0) || c.Queue != 1024 || c.SourceBudget != 32*20<<20 || c.Deadline != 10*time.Second || c.SourceDir != "" ||
-		c.ShutdownDelay != 0 || c.ShutdownTimeout != 30*time.Second || c.LogLevel.String() != "INFO" || c.JPEGShrink != thumb.JPEGShrinkFast {
+		c.ShutdownDelay != 0 || c.ShutdownTimeout != 30*time.Second || c.LogLevel.String() != "INFO" || c.JPEGShrink != thumbjob.JPEGShrinkFast {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -53,7 +53,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Port != 9000 || c.Queue != 7 || c.Deadline != 2*time.Second || c.ShutdownDelay != 5*time.Second || c.Concurrency != 3 || c.LogLevel.String() != "DEBUG" || c.JPEGShrink != thumb.JPEGShrinkQuality || c.AVIFEffort != 7 {
+	if c.Port != 9000 || c.Queue != 7 || c.Deadline != 2*time.Second || c.ShutdownDelay != 5*time.Second || c.Concurrency != 3 || c.LogLevel.String() != "DEBUG" || c.JPEGShrink != thumbjob.JPEGShrinkQuality || c.AVIFEffort != 7 {
 		t.Fatalf("got %+v", c)
 	}
 }

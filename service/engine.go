@@ -18,7 +18,7 @@ import (
 // runs any more.
 type engine interface {
 	Start() error
-	Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error)
+	Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error)
 	Stop()
 	// Memory is libvips' tracked allocations, current and peak; called
 	// only once Start has returned.
@@ -44,16 +44,16 @@ type engineStage struct {
 	metrics *metrics
 }
 
-func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, blob *source.Blob, o thumb.Options) (thumb.Image, error) {
+func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, blob *source.Blob, o thumbjob.Options) (thumbjob.Image, error) {
 	s.metrics.sourceBytes.Observe(float64(len(blob.Bytes)))
 	admitted := time.Now()
 	select {
 	case <-s.life.engineReady:
 	case <-ctx.Done():
-		return thumb.Image{}, ctx.Err()
+		return thumbjob.Image{}, ctx.Err()
 	}
 	if err := ticket.Run(ctx); err != nil {
-		return thumb.Image{}, err
+		return thumbjob.Image{}, err
 	}
 	s.metrics.queueWait.Observe(time.Since(admitted).Seconds())
 	began := time.Now()
@@ -61,11 +61,11 @@ func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, b
 	ticket.Finish()
 	s.metrics.processing.Observe(time.Since(began).Seconds())
 	if err != nil {
-		return thumb.Image{}, engineError(err)
+		return thumbjob.Image{}, engineError(err)
 	}
 	// A thumbnail finished after the deadline is not sent late.
 	if deadline, ok := ctx.Deadline(); ok && time.Now().After(deadline) {
-		return thumb.Image{}, context.DeadlineExceeded
+		return thumbjob.Image{}, context.DeadlineExceeded
 	}
 	return img, nil
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // peakCase is one job whose peak memory is measured against its estimate.
@@ -111,13 +111,13 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 	t.Log("\n" + table.String())
 }
 
-func thumbShrink(env []string) thumb.JPEGShrink {
+func thumbShrink(env []string) thumbjob.JPEGShrink {
 	for _, e := range env {
 		if e == "THUMBD_JPEG_SHRINK=quality" {
-			return thumb.JPEGShrinkQuality
+			return thumbjob.JPEGShrinkQuality
 		}
 	}
-	return thumb.JPEGShrinkFast
+	return thumbjob.JPEGShrinkFast
 }
 
 func statusKB(t *testing.T, pid int, key string) int64 {

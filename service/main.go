@@ -19,6 +19,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 func main() {
@@ -53,8 +54,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // engineConfig is what the libvips engine takes from the configuration.
-func engineConfig(cfg config, logger *slog.Logger) thumb.Config {
-	return thumb.Config{
+func engineConfig(cfg config, logger *slog.Logger) thumbjob.Config {
+	return thumbjob.Config{
 		MaxPixels: cfg.MaxPixels, MaxFrames: cfg.MaxFrames, MaxSide: cfg.MaxSide, MaxAnimationPixels: cfg.MaxAnimationPixels,
 		// One libvips thread per job: concurrency already runs a job per
 		// usable CPU, and a second thread made a single job 0-21 % slower

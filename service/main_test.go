@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // testEngine starts libvips once: govips cannot start it twice in one
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	testEngine = thumb.New(thumb.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1, AVIFEffort: 4,
+	testEngine = thumb.New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1, AVIFEffort: 4,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	testEngine.Start()
 	os.Exit(m.Run())

@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 type openAPI struct {
@@ -137,8 +137,8 @@ func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"fit":     strs(thumb.Fits()),
-		"gravity": strs(thumb.Gravities()),
+		"fit":     strs(thumbjob.Fits()),
+		"gravity": strs(thumbjob.Gravities()),
 		"format":  strs(append(imagefmt.Outputs(), imagefmt.Auto)),
 	}
 	for _, method := range []string{"get", "post"} {

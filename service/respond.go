@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The respond stage: every answer thumbd writes, errors included, goes
@@ -151,7 +151,7 @@ func matchesETag(header, tag string) bool {
 }
 
 // image writes a thumbnail with its caching headers.
-func (rs *responder) image(w http.ResponseWriter, img thumb.Image, tag string) {
+func (rs *responder) image(w http.ResponseWriter, img thumbjob.Image, tag string) {
 	h := w.Header()
 	h.Set("Content-Type", img.Format.ContentType())
 	h.Set("Content-Length", strconv.Itoa(len(img.Bytes)))

@@ -16,7 +16,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // thumbnails is the pipeline both thumbnail routes run:
@@ -154,9 +154,9 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 // in Go: no pixel is decoded). A header that cannot be read, or a source
 // the engine will refuse for its size, costs the smallest job: the engine
 // answers those from libvips' own header check, before decoding.
-func (t *thumbnails) cost(src []byte, o thumb.Options) int64 {
+func (t *thumbnails) cost(src []byte, o thumbjob.Options) int64 {
 	job := memcost.Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated,
-		QualityShrink: t.cfg.JPEGShrink == thumb.JPEGShrinkQuality, MaxSide: t.cfg.MaxSide, MaxPixels: t.cfg.MaxPixels}
+		QualityShrink: t.cfg.JPEGShrink == thumbjob.JPEGShrinkQuality, MaxSide: t.cfg.MaxSide, MaxPixels: t.cfg.MaxPixels}
 	h, err := memcost.ReadHeader(src)
 	if err != nil || h.Pixels() > t.cfg.MaxPixels || h.Frames > t.cfg.MaxFrames && o.Animated {
 		h = memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1}
@@ -203,7 +203,7 @@ func (t *thumbnails) deadlineOrGone(err error) error {
 
 // etag is strong and derived from the source bytes and normalised options:
 // the same source with the same options always gives the same bytes.
-func etag(sourceID string, opts thumb.Options) string {
+func etag(sourceID string, opts thumbjob.Options) string {
 	sum := sha256.Sum256([]byte(sourceID + "\x00" + opts.Normalised()))
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }

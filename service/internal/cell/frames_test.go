@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -20,12 +19,12 @@ var pngBytes = []byte("\x89PNG\r\n\x1a\n fake")
 // echo is an engine that makes a tiny PNG of every job.
 type echo struct{}
 
-func (echo) Thumbnail(_ context.Context, _ []byte, o thumb.Options) (thumb.Image, error) {
-	return thumb.Image{Bytes: pngBytes, Format: o.Format, Width: o.Width, Height: o.Width}, nil
+func (echo) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thumbjob.Image, error) {
+	return thumbjob.Image{Bytes: pngBytes, Format: o.Format, Width: o.Width, Height: o.Width}, nil
 }
 
-func job(w int) thumb.Options {
-	return thumb.Options{Width: w, Height: w, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+func job(w int) thumbjob.Options {
+	return thumbjob.Options{Width: w, Height: w, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 }
 
 // The supervisor reads what a cell sends as hostile: frames of the wrong
@@ -99,14 +98,14 @@ func isProtocol(err error) bool { return errors.Is(err, ErrProtocol) }
 func TestResultsOfOutputOnlyAndAlphaFormats(t *testing.T) {
 	c := &Cell{spec: &Spec{MaxSide: 100}}
 	avif := []byte("\x00\x00\x00\x1cftypavif")
-	if img, err := c.result(thumb.Options{Format: imagefmt.AVIF}, resultMeta{Format: "avif", Width: 9, Height: 9}, avif); err != nil || img.Format != imagefmt.AVIF {
+	if img, err := c.result(thumbjob.Options{Format: imagefmt.AVIF}, resultMeta{Format: "avif", Width: 9, Height: 9}, avif); err != nil || img.Format != imagefmt.AVIF {
 		t.Errorf("avif: %v %v", img.Format, err)
 	}
-	auto := thumb.Options{Format: imagefmt.JPEG, AlphaFormat: imagefmt.PNG}
+	auto := thumbjob.Options{Format: imagefmt.JPEG, AlphaFormat: imagefmt.PNG}
 	if img, err := c.result(auto, resultMeta{Format: "png", Width: 9, Height: 9}, pngBytes); err != nil || img.Format != imagefmt.PNG {
 		t.Errorf("alpha format: %v %v", img.Format, err)
 	}
-	if _, err := c.result(thumb.Options{Format: imagefmt.JPEG}, resultMeta{Format: "png", Width: 9, Height: 9}, pngBytes); !isProtocol(err) {
+	if _, err := c.result(thumbjob.Options{Format: imagefmt.JPEG}, resultMeta{Format: "png", Width: 9, Height: 9}, pngBytes); !isProtocol(err) {
 		t.Errorf("png for a jpeg job without an alpha format: %v", err)
 	}
 }
@@ -114,8 +113,8 @@ func TestResultsOfOutputOnlyAndAlphaFormats(t *testing.T) {
 // failing is an engine that fails every job with err.
 type failing struct{ err error }
 
-func (f failing) Thumbnail(context.Context, []byte, thumb.Options) (thumb.Image, error) {
-	return thumb.Image{}, fmt.Errorf("%w: the detail", f.err)
+func (f failing) Thumbnail(context.Context, []byte, thumbjob.Options) (thumbjob.Image, error) {
+	return thumbjob.Image{}, fmt.Errorf("%w: the detail", f.err)
 }
 
 // Every typed engine error reaches the supervisor as itself (its HTTP
@@ -153,7 +152,7 @@ func TestWorkerEndsWithItsSupervisor(t *testing.T) {
 	ours, theirs = net.Pipe()
 	go func() { done <- Worker{Engine: echo{}, MaxSource: 10}.Serve(theirs, Hello{PID: 1}) }()
 	readFrame(ours, kindHello, &h, 0)
-	go writeFrame(ours, kindJob, thumb.Options{Width: 10}, make([]byte, 11))
+	go writeFrame(ours, kindJob, thumbjob.Options{Width: 10}, make([]byte, 11))
 	if err := <-done; !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a source over the limit: %v", err)
 	}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -248,9 +247,9 @@ func (c *Cell) RSS() (int64, error) {
 // returned: then, and only then, is the error ctx's. A cell that dies under the job, or answers outside the
 // protocol, gives a *CrashError; the caller must not use the cell again
 // after any error but a typed engine error.
-func (c *Cell) Run(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, Stats, error) {
+func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, Stats, error) {
 	if int64(len(src)) > c.spec.MaxSource {
-		return thumb.Image{}, Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
+		return thumbjob.Image{}, Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 	var meta resultMeta
@@ -264,32 +263,32 @@ func (c *Cell) Run(ctx context.Context, src []byte, o thumb.Options) (thumb.Imag
 		// socket's deadline is spent.
 		c.Kill()
 		<-c.exited
-		return thumb.Image{}, Stats{}, ctx.Err()
+		return thumbjob.Image{}, Stats{}, ctx.Err()
 	}
 	if err == nil {
-		var img thumb.Image
+		var img thumbjob.Image
 		if img, err = c.result(o, meta, payload); err == nil || !errors.Is(err, ErrProtocol) {
 			return img, meta.Stats, err
 		}
 	}
-	return thumb.Image{}, Stats{}, c.crashed(err)
+	return thumbjob.Image{}, Stats{}, c.crashed(err)
 }
 
 // result checks a result frame against the job and turns it into an image
 // or the engine's typed error.
-func (c *Cell) result(o thumb.Options, meta resultMeta, payload []byte) (thumb.Image, error) {
+func (c *Cell) result(o thumbjob.Options, meta resultMeta, payload []byte) (thumbjob.Image, error) {
 	if meta.Error != "" {
 		msg := meta.Message
 		if len(msg) > maxMessage {
 			msg = msg[:maxMessage]
 		}
 		if kind, ok := thumbjob.ForCode(apierr.Code(meta.Error)); ok {
-			return thumb.Image{}, &remoteError{msg: msg, kind: kind}
+			return thumbjob.Image{}, &remoteError{msg: msg, kind: kind}
 		}
 		if meta.Error == kindInternal {
-			return thumb.Image{}, &remoteError{msg: msg}
+			return thumbjob.Image{}, &remoteError{msg: msg}
 		}
-		return thumb.Image{}, fmt.Errorf("%w: error kind %q", ErrProtocol, meta.Error)
+		return thumbjob.Image{}, fmt.Errorf("%w: error kind %q", ErrProtocol, meta.Error)
 	}
 	// The bytes must be the format asked for: o.Format, or o.AlphaFormat
 	// for a source with transparency (format=auto). Identify, not Sniff:
@@ -298,11 +297,11 @@ func (c *Cell) result(o thumb.Options, meta resultMeta, payload []byte) (thumb.I
 	asked := spec.Format == o.Format || (o.AlphaFormat != "" && spec.Format == o.AlphaFormat)
 	switch {
 	case !ok || !asked || meta.Format != string(spec.Format):
-		return thumb.Image{}, fmt.Errorf("%w: asked for %s, got %q bytes labelled %q", ErrProtocol, o.Format, spec.Format, meta.Format)
+		return thumbjob.Image{}, fmt.Errorf("%w: asked for %s, got %q bytes labelled %q", ErrProtocol, o.Format, spec.Format, meta.Format)
 	case meta.Width < 1 || meta.Height < 1 || meta.Width > c.spec.MaxSide || meta.Height > c.spec.MaxSide:
-		return thumb.Image{}, fmt.Errorf("%w: a %dx%d image", ErrProtocol, meta.Width, meta.Height)
+		return thumbjob.Image{}, fmt.Errorf("%w: a %dx%d image", ErrProtocol, meta.Width, meta.Height)
 	}
-	return thumb.Image{Bytes: payload, Format: spec.Format, Width: meta.Width, Height: meta.Height}, nil
+	return thumbjob.Image{Bytes: payload, Format: spec.Format, Width: meta.Width, Height: meta.Height}, nil
 }
 
 // crashed ends the cell after a failed exchange and says how it ended. A

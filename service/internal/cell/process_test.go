@@ -13,7 +13,6 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -38,7 +37,7 @@ func startCell(t *testing.T, mode string) *cell.Cell {
 	return c
 }
 
-func run(c *cell.Cell, w int, timeout time.Duration) (thumb.Image, error) {
+func run(c *cell.Cell, w int, timeout time.Duration) (thumbjob.Image, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	img, _, err := c.Run(ctx, []byte("source"), celltest.Job(w))

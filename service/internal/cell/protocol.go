@@ -46,7 +46,7 @@ type Hello struct {
 	Sandbox []sandbox.Layer `json:"sandbox"`
 }
 
-// A job's options travel as thumb.Options itself (JSON, the Go field
+// A job's options travel as thumbjob.Options itself (JSON, the Go field
 // names): supervisor and cell are the same binary, and a wire struct of its
 // own once dropped options added later (format=auto's alpha format,
 // animated) without any test noticing.

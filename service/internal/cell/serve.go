@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -23,9 +22,9 @@ const SettingsEnv = "THUMBD_CELL_SETTINGS"
 // and the log level. Never the supervisor's own settings (origins, keys,
 // paths): a cell that a hostile image takes over finds nothing there.
 type Settings struct {
-	Engine    thumb.Config `json:"engine"` // its Logger is not sent
-	MaxSource int64        `json:"max_source"`
-	LogLevel  slog.Level   `json:"log_level"`
+	Engine    thumbjob.Config `json:"engine"` // its Logger is not sent
+	MaxSource int64           `json:"max_source"`
+	LogLevel  slog.Level      `json:"log_level"`
 }
 
 // Env is s as the cell's environment variable.
@@ -61,9 +60,9 @@ func Socket(getenv func(string) string) (io.ReadWriter, error) {
 	return f, nil
 }
 
-// Engine is what a cell runs its jobs on: thumb.Engine, started.
+// Engine is what a cell runs its jobs on: a started thumb.Engine.
 type Engine interface {
-	Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error)
+	Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error)
 }
 
 // Worker is the cell's side of the protocol.
@@ -82,7 +81,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 		return err
 	}
 	for {
-		var job thumb.Options
+		var job thumbjob.Options
 		src, err := readFrame(conn, kindJob, &job, w.MaxSource)
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -98,7 +97,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 }
 
 // run makes one thumbnail and measures what it cost the process.
-func (w Worker) run(src []byte, job thumb.Options) (resultMeta, []byte) {
+func (w Worker) run(src []byte, job thumbjob.Options) (resultMeta, []byte) {
 	before := minorFaults()
 	img, err := w.Engine.Thumbnail(context.Background(), src, job)
 	var meta resultMeta

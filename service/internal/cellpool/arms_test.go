@@ -22,6 +22,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // TestArms is the cell overhead study's arms, run by `bench cells` (which
@@ -66,7 +67,7 @@ func TestArms(t *testing.T) {
 	}
 	// One libvips thread everywhere, as `bench engine`: the arms differ
 	// only in where the job runs.
-	engCfg := thumb.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxAnimationPixels: 16_777_216, MaxSide: 4096, Threads: 1}
+	engCfg := thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxAnimationPixels: 16_777_216, MaxSide: 4096, Threads: 1}
 	settings, err := cell.Settings{Engine: engCfg, MaxSource: 64 << 20, LogLevel: slog.LevelWarn}.Env()
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +135,8 @@ func warmup(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-func coverPNG() thumb.Options {
-	return thumb.Options{Width: 256, Height: 256, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+func coverPNG() thumbjob.Options {
+	return thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 }
 
 func inProcessArm(t *testing.T, e *thumb.Engine, src armSource, samples int) ArmResult {
@@ -184,7 +185,7 @@ func freshArm(t *testing.T, name string, spec *cell.Spec, src armSource, jobs in
 		r.StartRSS, _ = c.RSS()
 		if warm != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			_, _, err := c.Run(ctx, warm, thumb.Options{Width: 64, Height: 64, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG})
+			_, _, err := c.Run(ctx, warm, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG})
 			cancel()
 			if err != nil {
 				t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Config sizes the pool.
@@ -127,10 +127,10 @@ func (p *Pool) Start() error {
 }
 
 // Thumbnail runs one job on an idle cell, waiting for one within ctx.
-func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumb.Options) (thumb.Image, error) {
+func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
 	m, err := p.take(ctx)
 	if err != nil {
-		return thumb.Image{}, err
+		return thumbjob.Image{}, err
 	}
 	img, stats, err := m.Run(ctx, src, o)
 	switch {

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -62,33 +62,42 @@ func Spec(mode string) *cell.Spec {
 }
 
 // Job is a PNG job the fake engine reads width as its order.
-func Job(width int) thumb.Options {
-	return thumb.Options{Width: width, Height: width, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+func Job(width int) thumbjob.Options {
+	return thumbjob.Options{Width: width, Height: width, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 }
 
 type engine struct{ conn io.Writer }
 
-func (e engine) Thumbnail(_ context.Context, _ []byte, o thumb.Options) (thumb.Image, error) {
+func (e engine) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thumbjob.Image, error) {
 	switch o.Width {
 	case Segfault:
 		// The signal may land on another thread: wait for it.
 		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
-		select {}
+		hang()
 	case Hang:
-		select {}
+		hang()
 	case Garbage:
 		e.conn.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
-		select {}
+		hang()
 	case TooBig:
-		return thumb.Image{}, fmt.Errorf("%w: the source is 9x9", thumbjob.ErrTooManyPixels)
+		return thumbjob.Image{}, fmt.Errorf("%w: the source is 9x9", thumbjob.ErrTooManyPixels)
 	case Untyped:
-		return thumb.Image{}, errors.New("no exporter for this job")
+		return thumbjob.Image{}, errors.New("no exporter for this job")
 	case WrongFmt:
-		return thumb.Image{Bytes: []byte("\xFF\xD8\xFF fake"), Format: o.Format, Width: 1, Height: 1}, nil
+		return thumbjob.Image{Bytes: []byte("\xFF\xD8\xFF fake"), Format: o.Format, Width: 1, Height: 1}, nil
 	case Exit:
 		os.Exit(3)
 	}
-	return thumb.Image{Bytes: PNG, Format: o.Format, Width: o.Width, Height: o.Width}, nil
+	return thumbjob.Image{Bytes: PNG, Format: o.Format, Width: o.Width, Height: o.Width}, nil
+}
+
+// hang blocks for good. Not select{}: in a binary without cgo the runtime
+// would see every goroutine asleep and exit with status 2, where a cell
+// that hangs must stay until it is killed.
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func serve(mode string) int {
@@ -109,7 +118,7 @@ func serve(mode string) int {
 	case "die":
 		return 7
 	case "silent":
-		select {}
+		hang()
 	case "liar":
 		cell.Worker{Engine: engine{conn}}.Serve(conn, cell.Hello{PID: 1})
 		return 0

@@ -15,7 +15,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Query decodes a raw query string, allowing only the known names, each at
@@ -82,7 +82,7 @@ const DefaultSide = 256
 
 // Thumbnail is a parsed thumbnail request.
 type Thumbnail struct {
-	Options thumb.Options
+	Options thumbjob.Options
 	// Src names the source file (GET /thumbnail?src=).
 	Src string
 	// URL is the origin URL (GET /thumbnail?url=), not yet checked; when
@@ -122,10 +122,10 @@ func (r Rules) Upload(raw string) (Thumbnail, error) {
 }
 
 // options reads the options of q, its preset's first.
-func (r Rules) options(q map[string]string) (thumb.Options, error) {
+func (r Rules) options(q map[string]string) (thumbjob.Options, error) {
 	q, err := r.withPreset(q)
 	if err != nil {
-		return thumb.Options{}, err
+		return thumbjob.Options{}, err
 	}
 	return options(q, r.MaxSide)
 }
@@ -158,31 +158,31 @@ func (r Rules) Get(q map[string]string) (Thumbnail, error) {
 }
 
 // options reads the thumbnail options; maxSide bounds w and h.
-func options(q map[string]string, maxSide int) (thumb.Options, error) {
-	o := thumb.Options{Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+func options(q map[string]string, maxSide int) (thumbjob.Options, error) {
+	o := thumbjob.Options{Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 	w, err := Int(q, "w", 0, 1, int64(maxSide))
 	if err != nil {
-		return thumb.Options{}, err
+		return thumbjob.Options{}, err
 	}
 	h, err := Int(q, "h", 0, 1, int64(maxSide))
 	if err != nil {
-		return thumb.Options{}, err
+		return thumbjob.Options{}, err
 	}
 	o.Width, o.Height = int(w), int(h)
 	if o.Width == 0 && o.Height == 0 {
 		o.Width, o.Height = min(DefaultSide, maxSide), min(DefaultSide, maxSide)
 	}
-	if o.Fit, err = oneOf(q, "fit", thumb.Fits()); err != nil {
-		return thumb.Options{}, err
+	if o.Fit, err = oneOf(q, "fit", thumbjob.Fits()); err != nil {
+		return thumbjob.Options{}, err
 	}
-	if o.Gravity, err = oneOf(q, "gravity", thumb.Gravities()); err != nil {
-		return thumb.Options{}, err
+	if o.Gravity, err = oneOf(q, "gravity", thumbjob.Gravities()); err != nil {
+		return thumbjob.Options{}, err
 	}
 	if o.Format, err = oneOf(q, "format", append(imagefmt.Outputs(), imagefmt.Auto)); err != nil {
-		return thumb.Options{}, err
+		return thumbjob.Options{}, err
 	}
 	if o.Width, o.Height, err = scale(q, o.Width, o.Height, maxSide); err != nil {
-		return thumb.Options{}, err
+		return thumbjob.Options{}, err
 	}
 	// q is checked whatever the format, so that a bad value is never
 	// silently ignored; formats without a quality ignore a good one.
@@ -190,16 +190,16 @@ func options(q map[string]string, maxSide int) (thumb.Options, error) {
 	spec, _ := imagefmt.Lookup(o.Format)
 	quality, err := Int(q, "q", int64(spec.Quality), 1, 100)
 	if err != nil {
-		return thumb.Options{}, err
+		return thumbjob.Options{}, err
 	}
 	if spec.Quality != 0 || o.Format == imagefmt.Auto {
 		o.Quality = int(quality)
 	}
 	if o.Animated, err = boolean(q, "animated"); err != nil {
-		return thumb.Options{}, err
+		return thumbjob.Options{}, err
 	}
 	if o.Animated && o.Format != imagefmt.Auto && !spec.Animated {
-		return thumb.Options{}, bad("animated", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
+		return thumbjob.Options{}, bad("animated", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
 	}
 	return o, nil
 }

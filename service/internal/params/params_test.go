@@ -11,7 +11,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 func TestQueryIsStrict(t *testing.T) {
@@ -60,31 +60,31 @@ func TestInt(t *testing.T) {
 }
 
 func TestUploadOptions(t *testing.T) {
-	def := thumb.Options{Width: 256, Height: 256, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}
+	def := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 	tests := []struct {
 		raw  string
-		want thumb.Options
+		want thumbjob.Options
 		bad  string // the parameter named in the error
 	}{
 		{"", def, ""},
-		{"w=100", thumb.Options{Width: 100, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.PNG}, ""},
-		{"h=4096&fit=inside&gravity=entropy&format=webp&q=1", thumb.Options{Height: 4096, Fit: thumb.FitInside, Gravity: thumb.GravityEntropy, Format: imagefmt.WebP, Quality: 1}, ""},
-		{"format=jpeg", thumb.Options{Width: 256, Height: 256, Fit: thumb.FitCover, Gravity: thumb.GravityCentre, Format: imagefmt.JPEG, Quality: 80}, ""},
+		{"w=100", thumbjob.Options{Width: 100, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}, ""},
+		{"h=4096&fit=inside&gravity=entropy&format=webp&q=1", thumbjob.Options{Height: 4096, Fit: thumbjob.FitInside, Gravity: thumbjob.GravityEntropy, Format: imagefmt.WebP, Quality: 1}, ""},
+		{"format=jpeg", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.JPEG, Quality: 80}, ""},
 		{"format=png&q=10", def, ""},
-		{"w=0", thumb.Options{}, "w"},
-		{"w=4097", thumb.Options{}, "w"},
-		{"w=+5", thumb.Options{}, "w"},
-		{"w=5x", thumb.Options{}, "w"},
-		{"h=-1", thumb.Options{}, "h"},
-		{"fit=Cover", thumb.Options{}, "fit"},
-		{"gravity=center", thumb.Options{}, "gravity"},
-		{"format=jpg", thumb.Options{}, "format"},
-		{"format=gif", thumb.Options{}, "format"},
-		{"q=0", thumb.Options{}, "q"},
-		{"q=100.0", thumb.Options{}, "q"},
-		{"format=png&q=0x", thumb.Options{}, "q"},
-		{"src=a.jpg", thumb.Options{}, "src"},
-		{"w=5&w=6", thumb.Options{}, "w"},
+		{"w=0", thumbjob.Options{}, "w"},
+		{"w=4097", thumbjob.Options{}, "w"},
+		{"w=+5", thumbjob.Options{}, "w"},
+		{"w=5x", thumbjob.Options{}, "w"},
+		{"h=-1", thumbjob.Options{}, "h"},
+		{"fit=Cover", thumbjob.Options{}, "fit"},
+		{"gravity=center", thumbjob.Options{}, "gravity"},
+		{"format=jpg", thumbjob.Options{}, "format"},
+		{"format=gif", thumbjob.Options{}, "format"},
+		{"q=0", thumbjob.Options{}, "q"},
+		{"q=100.0", thumbjob.Options{}, "q"},
+		{"format=png&q=0x", thumbjob.Options{}, "q"},
+		{"src=a.jpg", thumbjob.Options{}, "src"},
+		{"w=5&w=6", thumbjob.Options{}, "w"},
 	}
 	for _, tc := range tests {
 		got, err := Rules{MaxSide: 4096}.Upload(tc.raw)
@@ -228,7 +228,7 @@ func FuzzQuery(f *testing.F) {
 		case o.Animated && !spec.Animated:
 			t.Fatalf("%q: animated %s", raw, o.Format)
 		}
-		if !slices.Contains(thumb.Fits(), o.Fit) || !slices.Contains(thumb.Gravities(), o.Gravity) {
+		if !slices.Contains(thumbjob.Fits(), o.Fit) || !slices.Contains(thumbjob.Gravities(), o.Gravity) {
 			t.Fatalf("%q: %+v", raw, o)
 		}
 		// The options written back as a query parse to the same

@@ -20,6 +20,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // motion is how a clip's frames differ.
@@ -107,13 +108,13 @@ func BenchmarkAnimated(b *testing.B) {
 	for _, m := range []motion{motionSubject, motionSticker, motionFull} {
 		src := clip(b, 320, 240, 50, m)
 		for _, animated := range []bool{false, true} {
-			o := Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: animated}
+			o := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: animated}
 			name := string(m) + "/first-frame"
 			if animated {
 				name = string(m) + "/all-50-frames"
 			}
 			b.Run(name, func(b *testing.B) {
-				var img Image
+				var img thumbjob.Image
 				for b.Loop() {
 					var err error
 					if img, err = testEngine.Thumbnail(context.Background(), src, o); err != nil {
@@ -140,9 +141,9 @@ func TestLargestAnimationPeakRSS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 16_777_216})
+		e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 16_777_216})
 		before, start := vmHWM(t), time.Now()
-		img, err := e.Thumbnail(context.Background(), src, Options{Width: 256, Height: 256, Fit: FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true})
+		img, err := e.Thumbnail(context.Background(), src, thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,13 +202,13 @@ func BenchmarkAnimationStages(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, frames := range []int{1, 50} {
-				o := Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: frames > 1}
+				o := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: frames > 1}
 				pixels := func() (*vips.ImageRef, error) {
 					img, err := testEngine.load(src, o, h, frames)
 					if err != nil {
 						return nil, err
 					}
-					if err := testEngine.finish(img, o, o.output(h.alpha)); err != nil {
+					if err := testEngine.finish(img, o, output(o, h.alpha)); err != nil {
 						img.Close()
 						return nil, err
 					}

@@ -58,15 +58,15 @@ func readBack(t testing.TB, b []byte) *vips.ImageRef {
 
 func TestAnimatedThumbnailKeepsFramesDelaysAndLoop(t *testing.T) {
 	src := animation(t, 120, 80, 6, 3)
-	for _, fit := range Fits() {
-		o := Options{Width: 48, Height: 48, Fit: fit, Gravity: GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: true}
+	for _, fit := range thumbjob.Fits() {
+		o := thumbjob.Options{Width: 48, Height: 48, Fit: fit, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: true}
 		img, err := testEngine.Thumbnail(context.Background(), src, o)
 		if err != nil {
 			t.Fatalf("%s: %v", fit, err)
 		}
 		back := readBack(t, img.Bytes)
 		wantH := 48
-		if fit == FitInside {
+		if fit == thumbjob.FitInside {
 			wantH = 32
 		}
 		if img.Frames != 6 || back.Pages() != 6 || back.Width() != 48 || back.PageHeight() != wantH || img.Height != wantH {
@@ -86,9 +86,9 @@ func TestAnimatedThumbnailKeepsFramesDelaysAndLoop(t *testing.T) {
 
 func TestNotAnimatedGivesTheFirstFrame(t *testing.T) {
 	src := animation(t, 120, 80, 6, 0)
-	for _, o := range []Options{
-		{Width: 48, Height: 48, Fit: FitCover, Format: imagefmt.WebP, Quality: 80},
-		{Width: 48, Height: 48, Fit: FitCover, Format: imagefmt.PNG, Animated: true}, // png cannot animate
+	for _, o := range []thumbjob.Options{
+		{Width: 48, Height: 48, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80},
+		{Width: 48, Height: 48, Fit: thumbjob.FitCover, Format: imagefmt.PNG, Animated: true}, // png cannot animate
 	} {
 		img, err := testEngine.Thumbnail(context.Background(), src, o)
 		if err != nil {
@@ -101,9 +101,9 @@ func TestNotAnimatedGivesTheFirstFrame(t *testing.T) {
 }
 
 func TestAnimationBudgets(t *testing.T) {
-	e := New(Config{MaxPixels: 120 * 80 * 6, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 6 * 48 * 48})
+	e := New(thumbjob.Config{MaxPixels: 120 * 80 * 6, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 6 * 48 * 48})
 	src := animation(t, 120, 80, 6, 0)
-	o := Options{Width: 48, Height: 48, Fit: FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true}
+	o := thumbjob.Options{Width: 48, Height: 48, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true}
 	if _, err := e.Thumbnail(context.Background(), src, o); err != nil {
 		t.Fatalf("at both budgets: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestAnimationBudgets(t *testing.T) {
 		t.Errorf("first frame only: %v", err)
 	}
 	seven := animation(t, 120, 80, 7, 0)
-	o = Options{Width: 8, Height: 8, Fit: FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true}
+	o = thumbjob.Options{Width: 8, Height: 8, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true}
 	if _, err := e.Thumbnail(context.Background(), seven, o); !errors.Is(err, thumbjob.ErrTooManyPixels) {
 		t.Errorf("7 frames of 120x80 to decode: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestAnimationBudgets(t *testing.T) {
 
 // format=auto: the thumbnail's transparency picks between the two formats.
 func TestAlphaFormat(t *testing.T) {
-	o := Options{Width: 32, Height: 32, Fit: FitCover, Format: imagefmt.JPEG, AlphaFormat: imagefmt.PNG}
+	o := thumbjob.Options{Width: 32, Height: 32, Fit: thumbjob.FitCover, Format: imagefmt.JPEG, AlphaFormat: imagefmt.PNG}
 	opaque, err := testEngine.Thumbnail(context.Background(), source(t, "small.jpg"), o)
 	if err != nil || opaque.Format != imagefmt.JPEG {
 		t.Fatalf("opaque: %v %v", opaque.Format, err)
@@ -158,7 +158,7 @@ func TestNoMetadataInAnyOutput(t *testing.T) {
 				t.Logf("libvips %s: WebP output not checked (its writer keeps EXIF)", Version())
 				continue
 			}
-			o := Options{Width: 32, Height: 32, Fit: FitCover, Format: f, Quality: 80, Animated: true}
+			o := thumbjob.Options{Width: 32, Height: 32, Fit: thumbjob.FitCover, Format: f, Quality: 80, Animated: true}
 			img, err := testEngine.Thumbnail(context.Background(), src, o)
 			if err != nil {
 				t.Fatalf("%s to %s: %v", name, f, err)

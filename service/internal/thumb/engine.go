@@ -1,6 +1,7 @@
 // Package thumb makes thumbnails with libvips through govips. It is the only
-// package that talks to libvips: start-up, hardening, limits and options
-// live here, and the errors it returns are thumbjob's; HTTP does not.
+// package that talks to libvips (start-up, hardening, limits, encoding) and
+// the only one that needs cgo: the job's types and errors are thumbjob's.
+// HTTP stays out.
 package thumb
 
 import (
@@ -14,42 +15,6 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
-)
-
-// Config bounds what the engine accepts and how libvips runs.
-type Config struct {
-	MaxPixels int64 // source width x height (first frame), checked from the header
-	MaxFrames int   // frames/pages of an animated source
-	// MaxAnimationPixels bounds an animated thumbnail: frames x output
-	// width x height.
-	MaxAnimationPixels int64
-	MaxSide            int // bound for a side derived from the source's aspect ratio
-	Threads            int // libvips worker threads; 0 lets libvips use every CPU it sees
-	// JPEGShrink is how far a JPEG source is scaled down while it is
-	// decoded; "" means JPEGShrinkFast.
-	JPEGShrink JPEGShrink
-	// AVIFEffort is the AV1 encoder's effort, 0 (fastest) to 9 (smallest
-	// files); libvips hands aom cpu-used 9 - effort.
-	AVIFEffort int
-	Logger     *slog.Logger
-}
-
-// JPEGShrink picks the JPEG shrink-on-load: libjpeg can decode at 1/2, 1/4
-// or 1/8 scale (DCT scaling) for much less work than a full decode, and
-// the rest of the way is a Lanczos reduce. docs/engine.md has the
-// measurements behind the default.
-type JPEGShrink string
-
-const (
-	// JPEGShrinkFast decodes at the largest scale that still covers the
-	// box, as sharp and imgproxy do by default: faster on photos of 2 MP
-	// and more, the same to the eye on photos, but aliasing (moiré) can
-	// show on fine regular patterns.
-	JPEGShrinkFast JPEGShrink = "fast"
-	// JPEGShrinkQuality is libvips' own choice (its thumbnail operation):
-	// it leaves at least 2x for the final reduce, so fine patterns stay
-	// clean.
-	JPEGShrinkQuality JPEGShrink = "quality"
 )
 
 // PNG encoder settings: zlib level 1 with the "up" row filter. Measured on
@@ -66,11 +31,11 @@ const (
 // Engine makes thumbnails. Start it once per process: libvips cannot be
 // started again after Stop.
 type Engine struct {
-	cfg Config
+	cfg thumbjob.Config
 }
 
 // New returns an engine; call Start before Thumbnail.
-func New(cfg Config) *Engine { return &Engine{cfg: cfg} }
+func New(cfg thumbjob.Config) *Engine { return &Engine{cfg: cfg} }
 
 // Start starts libvips with its operation cache off (a thumbnail server
 // almost never sees the same operation twice, and the cache holds memory),
@@ -119,81 +84,73 @@ func slogLevel(l vips.LogLevel) slog.Level {
 	return slog.LevelDebug
 }
 
-// Image is an encoded thumbnail.
-type Image struct {
-	Bytes         []byte
-	Format        imagefmt.Format
-	Width, Height int // of one frame
-	Frames        int
-}
-
 // Thumbnail makes one thumbnail of src. The source's format comes from its
 // bytes; its header is checked against the limits before any pixel is
 // decoded; decoding uses libvips' thumbnail operation on the buffer, so JPEG
 // and WebP shrink on load. libvips cannot be interrupted, so ctx only stops
 // a job that has not started.
-func (e *Engine) Thumbnail(ctx context.Context, src []byte, o Options) (Image, error) {
+func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
 	if err := ctx.Err(); err != nil {
-		return Image{}, err
+		return thumbjob.Image{}, err
 	}
 	if _, ok := imagefmt.Sniff(src); !ok {
-		return Image{}, fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
+		return thumbjob.Image{}, fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
 	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
 	// bytes would be decoded; the limit holds for what the header declares.
 	if w, h, ok := imagefmt.GIFScreen(src); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
-		return Image{}, fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
+		return thumbjob.Image{}, fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
 	}
 	h, err := probe(src)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
+		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
 	if px := int64(h.width) * int64(h.height); h.width <= 0 || h.height <= 0 || px > e.cfg.MaxPixels {
-		return Image{}, fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
+		return thumbjob.Image{}, fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
 	}
 	if h.pages > e.cfg.MaxFrames {
-		return Image{}, fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
+		return thumbjob.Image{}, fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
 	}
-	out := o.output(h.alpha)
+	out := output(o, h.alpha)
 	export, ok := exporters[out.Format]
 	if !ok {
-		return Image{}, fmt.Errorf("thumb: no exporter for output format %q", out.Format)
+		return thumbjob.Image{}, fmt.Errorf("thumb: no exporter for output format %q", out.Format)
 	}
 	frames := 1
 	if o.Animated && out.Animated && h.pages > 1 {
 		frames = h.pages
 		// Every frame is decoded: the pixel limit holds for all of them.
 		if px := int64(frames) * int64(h.width) * int64(h.height); px > e.cfg.MaxPixels {
-			return Image{}, fmt.Errorf("%w: the source's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, frames, h.width, h.height, px, e.cfg.MaxPixels)
+			return thumbjob.Image{}, fmt.Errorf("%w: the source's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, frames, h.width, h.height, px, e.cfg.MaxPixels)
 		}
 	}
 	o = e.resolveBox(o, h)
 	if px := int64(frames) * int64(o.Width) * int64(o.Height); frames > 1 && px > e.cfg.MaxAnimationPixels {
-		return Image{}, fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", thumbjob.ErrAnimationTooLarge, frames, o.Width, o.Height, px, e.cfg.MaxAnimationPixels)
+		return thumbjob.Image{}, fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", thumbjob.ErrAnimationTooLarge, frames, o.Width, o.Height, px, e.cfg.MaxAnimationPixels)
 	}
 	if px := coverPixels(o, h); px > float64(e.cfg.MaxPixels) {
 		// libvips scales the whole source before cropping: a 1x40000 JPEG
 		// covered to 256x256 is a 256x10240000 image (minutes, gigabytes).
-		return Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
+		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
 	}
 
 	img, err := e.load(src, o, h, frames)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
 	if err := e.finish(img, o, out); err != nil {
-		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	if o.Quality == 0 {
 		o.Quality = out.Quality
 	}
 	buf, err := export(img, o, e.cfg)
 	if err != nil {
-		return Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
-	return Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight()}, nil
+	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight()}, nil
 }
 
 // vipsMessage is libvips' message without the Go stack trace govips
@@ -205,7 +162,7 @@ func vipsMessage(err error) string {
 }
 
 // resolveBox fills a missing side from the source's displayed aspect ratio.
-func (e *Engine) resolveBox(o Options, h header) Options {
+func (e *Engine) resolveBox(o thumbjob.Options, h header) thumbjob.Options {
 	dw, dh := h.displayed()
 	bound := func(v float64) int { return int(min(max(math.Round(v), 1), float64(e.cfg.MaxSide))) }
 	switch {
@@ -219,8 +176,8 @@ func (e *Engine) resolveBox(o Options, h header) Options {
 
 // coverPixels is the size of the scaled source a cover crop is cut from
 // (0 for the other fits, which never scale a side beyond the box).
-func coverPixels(o Options, h header) float64 {
-	if o.Fit != FitCover {
+func coverPixels(o thumbjob.Options, h header) float64 {
+	if o.Fit != thumbjob.FitCover {
 		return 0
 	}
 	dw, dh := h.displayed()
@@ -230,16 +187,16 @@ func coverPixels(o Options, h header) float64 {
 
 // load decodes and resizes in one libvips thumbnail operation: the first
 // frame, or every frame (each resized) when frames > 1.
-func (e *Engine) load(src []byte, o Options, h header, frames int) (*vips.ImageRef, error) {
+func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, error) {
 	crop, size := vips.InterestingNone, vips.SizeBoth
 	switch o.Fit {
-	case FitCover:
+	case thumbjob.FitCover:
 		crop = interesting(o.Gravity)
-	case FitFill:
+	case thumbjob.FitFill:
 		size = vips.SizeForce
 	}
 	params := vips.NewImportParams() // fail on error: a truncated or corrupt source is a 422, never a half-grey thumbnail
-	if spec, _ := imagefmt.Sniff(src); spec.Format == imagefmt.JPEG && e.cfg.JPEGShrink != JPEGShrinkQuality {
+	if spec, _ := imagefmt.Sniff(src); spec.Format == imagefmt.JPEG && e.cfg.JPEGShrink != thumbjob.JPEGShrinkQuality {
 		if shrink := jpegShrink(o, h); shrink > 1 {
 			// libvips' thumbnail operation would stop one step earlier;
 			// loading at the shrink and thumbnailing the result keeps the
@@ -262,7 +219,7 @@ func (e *Engine) load(src []byte, o Options, h header, frames int) (*vips.ImageR
 		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
 	}
 	params.NumPages.Set(-1)
-	if o.Fit != FitCover {
+	if o.Fit != thumbjob.FitCover {
 		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
 	}
 	// libvips before 8.15 crops an animation as one tall image (every
@@ -287,14 +244,14 @@ func (e *Engine) load(src []byte, o Options, h header, frames int) (*vips.ImageR
 // jpegShrink is the largest JPEG shrink-on-load (8, 4, 2, else 1) whose
 // decoded image still covers what the fit needs of the source, so the
 // final reduce never enlarges.
-func jpegShrink(o Options, h header) int {
+func jpegShrink(o thumbjob.Options, h header) int {
 	dw, dh := h.displayed()
 	sx, sy := float64(o.Width)/float64(dw), float64(o.Height)/float64(dh)
 	switch o.Fit {
-	case FitCover:
+	case thumbjob.FitCover:
 		sx = max(sx, sy)
 		sy = sx
-	case FitContain, FitInside:
+	case thumbjob.FitContain, thumbjob.FitInside:
 		sx = min(sx, sy)
 		sy = sx
 	}
@@ -313,11 +270,11 @@ func jpegShrink(o Options, h header) int {
 	return 1
 }
 
-func interesting(g Gravity) vips.Interesting {
+func interesting(g thumbjob.Gravity) vips.Interesting {
 	switch g {
-	case GravityAttention:
+	case thumbjob.GravityAttention:
 		return vips.InterestingAttention
-	case GravityEntropy:
+	case thumbjob.GravityEntropy:
 		return vips.InterestingEntropy
 	}
 	return vips.InterestingCentre
@@ -327,7 +284,7 @@ var white = vips.Color{R: 255, G: 255, B: 255}
 
 // finish turns the thumbnail into 8-bit sRGB, pads it for contain and
 // handles alpha for the output format.
-func (e *Engine) finish(img *vips.ImageRef, o Options, spec imagefmt.Spec) error {
+func (e *Engine) finish(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec) error {
 	if img.Interpretation() != vips.InterpretationSRGB || img.BandFormat() != vips.BandFormatUchar {
 		if err := img.ToColorSpace(vips.InterpretationSRGB); err != nil {
 			return err
@@ -338,7 +295,7 @@ func (e *Engine) finish(img *vips.ImageRef, o Options, spec imagefmt.Spec) error
 			return err
 		}
 	}
-	if o.Fit == FitContain && (img.Width() != o.Width || img.PageHeight() != o.Height) {
+	if o.Fit == thumbjob.FitContain && (img.Width() != o.Width || img.PageHeight() != o.Height) {
 		// govips pads each frame of an animation on its own.
 		left, top := (o.Width-img.Width())/2, (o.Height-img.PageHeight())/2
 		bg := &vips.ColorRGBA{R: 255, G: 255, B: 255, A: 255}
@@ -358,22 +315,22 @@ func (e *Engine) finish(img *vips.ImageRef, o Options, spec imagefmt.Spec) error
 // exporters encode a finished thumbnail, one per output format of the
 // imagefmt table (a test checks that every output format has one), always
 // without metadata.
-var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o Options, c Config) ([]byte, error){
-	imagefmt.PNG: func(img *vips.ImageRef, o Options, _ Config) ([]byte, error) {
+var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config) ([]byte, error){
+	imagefmt.PNG: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config) ([]byte, error) {
 		buf, _, err := img.ExportPng(&vips.PngExportParams{StripMetadata: true, Compression: pngCompression, Filter: pngFilter})
 		return buf, err
 	},
-	imagefmt.JPEG: func(img *vips.ImageRef, o Options, _ Config) ([]byte, error) {
+	imagefmt.JPEG: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config) ([]byte, error) {
 		// Optimised Huffman tables (sharp's and imgproxy's default): a second
 		// pass over a thumbnail's coefficients for smaller files.
 		buf, _, err := img.ExportJpeg(&vips.JpegExportParams{StripMetadata: true, Quality: o.Quality, OptimizeCoding: true})
 		return buf, err
 	},
-	imagefmt.WebP: func(img *vips.ImageRef, o Options, _ Config) ([]byte, error) {
+	imagefmt.WebP: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config) ([]byte, error) {
 		buf, _, err := img.ExportWebp(webpParams(o.Quality, webpEffort))
 		return buf, err
 	},
-	imagefmt.AVIF: func(img *vips.ImageRef, o Options, c Config) ([]byte, error) {
+	imagefmt.AVIF: func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config) ([]byte, error) {
 		// 8 bits, lossy, libvips' automatic chroma subsampling (4:2:0 below
 		// Q 90). One frame: libheif 1.19 writes no AVIF sequences.
 		buf, _, err := img.ExportAvif(&vips.AvifExportParams{StripMetadata: true, Quality: o.Quality, Bitdepth: 8, Effort: c.AVIFEffort})
@@ -393,4 +350,15 @@ const webpEffort = 4
 func webpParams(quality, effort int) *vips.WebpExportParams {
 	return &vips.WebpExportParams{StripMetadata: true, Quality: quality, ReductionEffort: effort,
 		MinKeyFrames: math.MaxInt32 - 1, MaxKeyFrames: math.MaxInt32}
+}
+
+// output is the format a thumbnail is written in, given whether it has
+// transparency.
+func output(o thumbjob.Options, alpha bool) imagefmt.Spec {
+	f := o.Format
+	if alpha && o.AlphaFormat != "" {
+		f = o.AlphaFormat
+	}
+	spec, _ := imagefmt.Lookup(f)
+	return spec
 }

@@ -26,7 +26,7 @@ const fuzzMaxInput = 256 << 10
 
 // fuzzEngine has tighter limits than the service's defaults so that a
 // mutated header declaring a large but allowed size costs milliseconds.
-var fuzzEngine = New(Config{MaxPixels: 4_000_000, MaxFrames: 64, MaxSide: 4096})
+var fuzzEngine = New(thumbjob.Config{MaxPixels: 4_000_000, MaxFrames: 64, MaxSide: 4096})
 
 func FuzzThumbnail(f *testing.F) {
 	names, seeds := readSeeds(f)
@@ -50,8 +50,8 @@ func FuzzThumbnail(f *testing.F) {
 		// Sides stay small (mostly), so that encoding does not dominate
 		// each run; 0 means "follow the source's aspect ratio". The
 		// parser's own fuzz target (params) covers query text.
-		fits, gravities, formats := Fits(), Gravities(), imagefmt.Outputs()
-		o := Options{Width: abs(int(w)) % 300, Height: abs(int(h)) % 300, Fit: fits[int(fit)%len(fits)],
+		fits, gravities, formats := thumbjob.Fits(), thumbjob.Gravities(), imagefmt.Outputs()
+		o := thumbjob.Options{Width: abs(int(w)) % 300, Height: abs(int(h)) % 300, Fit: fits[int(fit)%len(fits)],
 			Gravity: gravities[int(gravity)%len(gravities)], Format: formats[int(format)%len(formats)], Quality: 1 + abs(int(q))%100}
 		if o.Width == 0 && o.Height == 0 {
 			o.Width = 32

@@ -16,7 +16,7 @@ import (
 // screen, so a 40-byte GIF declaring 65535x65535 used to be thumbnailed;
 // what the header declares is held to the pixel limit like every format.
 func TestGIFScreenHeldToPixelLimit(t *testing.T) {
-	opts := Options{Width: 8, Height: 8, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
+	opts := thumbjob.Options{Width: 8, Height: 8, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 	if _, err := testEngine.Thumbnail(context.Background(), hostile.GIFBomb(65535, 65535), opts); !errors.Is(err, thumbjob.ErrTooManyPixels) {
 		t.Fatalf("65535x65535 screen: %v", err)
 	}
@@ -32,11 +32,11 @@ func TestGIFScreenHeldToPixelLimit(t *testing.T) {
 func TestCoverOfThinSourceHeldToPixelLimit(t *testing.T) {
 	for _, src := range [][]byte{hostile.PNG(hostile.Pattern(1, 20000)), hostile.JPEG(hostile.Pattern(20000, 1), 80)} {
 		start := time.Now()
-		if _, err := testEngine.Thumbnail(context.Background(), src, Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}); !errors.Is(err, thumbjob.ErrTooManyPixels) {
+		if _, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}); !errors.Is(err, thumbjob.ErrTooManyPixels) {
 			t.Fatalf("cover: %v", err)
 		}
-		for _, fit := range []Fit{FitFill, FitContain, FitInside} {
-			o := Options{Width: 256, Height: 256, Fit: fit, Format: imagefmt.PNG}
+		for _, fit := range []thumbjob.Fit{thumbjob.FitFill, thumbjob.FitContain, thumbjob.FitInside} {
+			o := thumbjob.Options{Width: 256, Height: 256, Fit: fit, Format: imagefmt.PNG}
 			img, err := testEngine.Thumbnail(context.Background(), src, o)
 			if err != nil {
 				t.Fatalf("%s: %v", fit, err)
@@ -53,7 +53,7 @@ func TestCoverOfThinSourceHeldToPixelLimit(t *testing.T) {
 // errors reach clients and must carry libvips' message only.
 func TestErrorsCarryNoStackTrace(t *testing.T) {
 	_, seeds := readSeeds(t)
-	opts := Options{Width: 32, Height: 32, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
+	opts := thumbjob.Options{Width: 32, Height: 32, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 	for _, name := range []string{"ok-jpeg-baseline.jpg", "ok-png-rgb.png", "ok-webp-lossy.webp", "ok-gif-static.gif"} {
 		src := seeds[name]
 		_, err := testEngine.Thumbnail(context.Background(), src[:len(src)*3/4], opts)
@@ -69,22 +69,22 @@ func TestErrorsCarryNoStackTrace(t *testing.T) {
 func TestJPEGShrink(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		o    Options
+		o    thumbjob.Options
 		h    header
 		want int
 	}{
-		{"1920x1280 cover 256", Options{Width: 256, Height: 256, Fit: FitCover}, header{width: 1920, height: 1280, orientation: 1}, 4},
-		{"4032x3024 cover 256", Options{Width: 256, Height: 256, Fit: FitCover}, header{width: 4032, height: 3024, orientation: 1}, 8},
-		{"400x300 cover 256", Options{Width: 256, Height: 256, Fit: FitCover}, header{width: 400, height: 300, orientation: 1}, 1},
-		{"exact quarter", Options{Width: 256, Height: 256, Fit: FitCover}, header{width: 1024, height: 1024, orientation: 1}, 4},
-		{"a margin for rounding", Options{Width: 250, Height: 250, Fit: FitFill}, header{width: 1993, height: 1993, orientation: 1}, 4},
-		{"thinner than the shrink", Options{Width: 256, Height: 256, Fit: FitInside}, header{width: 20000, height: 1, orientation: 1}, 1},
-		{"inside follows the smaller scale", Options{Width: 256, Height: 256, Fit: FitInside}, header{width: 4096, height: 1024, orientation: 1}, 8},
-		{"contain as inside", Options{Width: 100, Height: 400, Fit: FitContain}, header{width: 1600, height: 1600, orientation: 1}, 8},
-		{"fill needs each side", Options{Width: 400, Height: 50, Fit: FitFill}, header{width: 1600, height: 1600, orientation: 1}, 4},
-		{"on its side: the need turns too", Options{Width: 400, Height: 50, Fit: FitFill}, header{width: 1600, height: 1600, orientation: 6}, 4},
-		{"on its side, not square", Options{Width: 300, Height: 400, Fit: FitFill}, header{width: 2400, height: 600, orientation: 6}, 2},
-		{"enlargement", Options{Width: 800, Height: 800, Fit: FitCover}, header{width: 400, height: 300, orientation: 1}, 1},
+		{"1920x1280 cover 256", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 1920, height: 1280, orientation: 1}, 4},
+		{"4032x3024 cover 256", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 4032, height: 3024, orientation: 1}, 8},
+		{"400x300 cover 256", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 400, height: 300, orientation: 1}, 1},
+		{"exact quarter", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 1024, height: 1024, orientation: 1}, 4},
+		{"a margin for rounding", thumbjob.Options{Width: 250, Height: 250, Fit: thumbjob.FitFill}, header{width: 1993, height: 1993, orientation: 1}, 4},
+		{"thinner than the shrink", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitInside}, header{width: 20000, height: 1, orientation: 1}, 1},
+		{"inside follows the smaller scale", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitInside}, header{width: 4096, height: 1024, orientation: 1}, 8},
+		{"contain as inside", thumbjob.Options{Width: 100, Height: 400, Fit: thumbjob.FitContain}, header{width: 1600, height: 1600, orientation: 1}, 8},
+		{"fill needs each side", thumbjob.Options{Width: 400, Height: 50, Fit: thumbjob.FitFill}, header{width: 1600, height: 1600, orientation: 1}, 4},
+		{"on its side: the need turns too", thumbjob.Options{Width: 400, Height: 50, Fit: thumbjob.FitFill}, header{width: 1600, height: 1600, orientation: 6}, 4},
+		{"on its side, not square", thumbjob.Options{Width: 300, Height: 400, Fit: thumbjob.FitFill}, header{width: 2400, height: 600, orientation: 6}, 2},
+		{"enlargement", thumbjob.Options{Width: 800, Height: 800, Fit: thumbjob.FitCover}, header{width: 400, height: 300, orientation: 1}, 1},
 	} {
 		if got := jpegShrink(tc.o, tc.h); got != tc.want {
 			t.Errorf("%s: shrink %d, want %d", tc.name, got, tc.want)

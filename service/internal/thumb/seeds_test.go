@@ -263,11 +263,11 @@ func TestOddSources(t *testing.T) {
 	if len(names) < 40 {
 		t.Fatalf("only %d seeds", len(names))
 	}
-	optionSets := []Options{
-		{Width: 40, Height: 40, Fit: FitCover, Gravity: GravityAttention, Format: imagefmt.PNG},
-		{Width: 30, Height: 50, Fit: FitContain, Format: imagefmt.JPEG, Quality: 50},
-		{Width: 24, Fit: FitInside, Format: imagefmt.WebP, Quality: 60},
-		{Width: 64, Height: 16, Fit: FitFill, Format: imagefmt.PNG},
+	optionSets := []thumbjob.Options{
+		{Width: 40, Height: 40, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityAttention, Format: imagefmt.PNG},
+		{Width: 30, Height: 50, Fit: thumbjob.FitContain, Format: imagefmt.JPEG, Quality: 50},
+		{Width: 24, Fit: thumbjob.FitInside, Format: imagefmt.WebP, Quality: 60},
+		{Width: 64, Height: 16, Fit: thumbjob.FitFill, Format: imagefmt.PNG},
 	}
 	for _, name := range names {
 		src := seeds[name]
@@ -321,7 +321,7 @@ func TestOrientationsSwapSides(t *testing.T) {
 	_, seeds := readSeeds(t)
 	for o := 1; o <= 8; o++ {
 		src := seeds["ok-jpeg-exif-"+string(rune('0'+o))+".jpg"]
-		img, err := testEngine.Thumbnail(context.Background(), src, Options{Width: 16, Fit: FitInside, Format: imagefmt.PNG})
+		img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 16, Fit: thumbjob.FitInside, Format: imagefmt.PNG})
 		if err != nil {
 			t.Fatalf("orientation %d: %v", o, err)
 		}
@@ -345,7 +345,7 @@ func wantErr(t *testing.T, err, want error) {
 // checkThumbnail holds what every successful thumbnail must be: bytes of
 // the asked format that libvips reads back at the reported size, the exact
 // box for cover, contain and fill, within it for inside.
-func checkThumbnail(t testing.TB, img Image, o Options) {
+func checkThumbnail(t testing.TB, img thumbjob.Image, o thumbjob.Options) {
 	t.Helper()
 	if spec, _ := imagefmt.Lookup(o.Format); !spec.Magic(img.Bytes) || img.Format != o.Format {
 		t.Fatalf("%+v: output is not %s", o, o.Format)
@@ -374,7 +374,7 @@ func checkThumbnail(t testing.TB, img Image, o Options) {
 		return
 	}
 	switch o.Fit {
-	case FitInside:
+	case thumbjob.FitInside:
 		if img.Width > o.Width || img.Height > o.Height || (img.Width != o.Width && img.Height != o.Height) {
 			t.Fatalf("%+v: inside gave %dx%d", o, img.Width, img.Height)
 		}

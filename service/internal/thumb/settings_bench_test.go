@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
+
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The studies behind the engine's fixed choices (docs/engine.md, "Settings
@@ -105,7 +107,7 @@ func BenchmarkPNGSettings(b *testing.B) {
 // thumbnailPNG is Engine.Thumbnail for one PNG frame with the given
 // encoder settings in place of the shipped ones: the same probe, load and
 // finish, so that only the encoder differs between settings.
-func thumbnailPNG(src []byte, o Options, params *vips.PngExportParams) ([]byte, error) {
+func thumbnailPNG(src []byte, o thumbjob.Options, params *vips.PngExportParams) ([]byte, error) {
 	h, err := probe(src)
 	if err != nil {
 		return nil, err
@@ -116,7 +118,7 @@ func thumbnailPNG(src []byte, o Options, params *vips.PngExportParams) ([]byte, 
 		return nil, err
 	}
 	defer img.Close()
-	if err := testEngine.finish(img, o, o.output(h.alpha)); err != nil {
+	if err := testEngine.finish(img, o, output(o, h.alpha)); err != nil {
 		return nil, err
 	}
 	buf, _, err := img.ExportPng(params)

@@ -44,42 +44,27 @@ func TestMain(m *testing.M) {
 		}
 		threads = n
 	}
-	testEngine = New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: threads, AVIFEffort: 4,
+	testEngine = New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: threads, AVIFEffort: 4,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	testEngine.Start()
 	os.Exit(m.Run())
 }
 
-func TestNormalisedIgnoresWhatDoesNotChangeOutput(t *testing.T) {
-	a := Options{Width: 10, Height: 10, Fit: FitFill, Gravity: GravityEntropy, Format: imagefmt.PNG, Quality: 10}
-	b := Options{Width: 10, Height: 10, Fit: FitFill, Gravity: GravityCentre, Format: imagefmt.PNG, Quality: 90}
-	if a.Normalised() != b.Normalised() {
-		t.Errorf("%s != %s", a.Normalised(), b.Normalised())
-	}
-	c := b
-	c.Format = imagefmt.JPEG
-	d := c
-	d.Quality = 10
-	if c.Normalised() == d.Normalised() {
-		t.Error("jpeg quality not in the normalised options")
-	}
-}
-
 func TestResolveBoxFollowsDisplayedAspect(t *testing.T) {
-	e := &Engine{cfg: Config{MaxSide: 4096}}
+	e := &Engine{cfg: thumbjob.Config{MaxSide: 4096}}
 	h := header{width: 400, height: 300, orientation: 1}
-	if o := e.resolveBox(Options{Width: 100}, h); o.Height != 75 {
+	if o := e.resolveBox(thumbjob.Options{Width: 100}, h); o.Height != 75 {
 		t.Errorf("w=100 on 400x300: h=%d", o.Height)
 	}
 	h.orientation = 6 // displayed 300x400
-	if o := e.resolveBox(Options{Width: 150}, h); o.Height != 200 {
+	if o := e.resolveBox(thumbjob.Options{Width: 150}, h); o.Height != 200 {
 		t.Errorf("w=150 on rotated 400x300: h=%d", o.Height)
 	}
 	thin := header{width: 10000, height: 1, orientation: 1}
-	if o := e.resolveBox(Options{Width: 10}, thin); o.Height != 1 {
+	if o := e.resolveBox(thumbjob.Options{Width: 10}, thin); o.Height != 1 {
 		t.Errorf("rounds to at least 1: %d", o.Height)
 	}
-	if o := e.resolveBox(Options{Height: 4000}, thin); o.Width != 4096 {
+	if o := e.resolveBox(thumbjob.Options{Height: 4000}, thin); o.Width != 4096 {
 		t.Errorf("bounded by max side: %d", o.Width)
 	}
 }
@@ -102,20 +87,20 @@ func TestGolden(t *testing.T) {
 		"anim.gif": animation(t, 120, 80, 6, 0)}
 	cases := []struct {
 		name, src string
-		opts      Options
+		opts      thumbjob.Options
 	}{
-		{"small-cover-centre", "small.jpg", Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}},
-		{"small-cover-attention", "small.jpg", Options{Width: 128, Height: 256, Fit: FitCover, Gravity: GravityAttention, Format: imagefmt.PNG}},
-		{"large-cover-entropy", "large.jpg", Options{Width: 200, Height: 100, Fit: FitCover, Gravity: GravityEntropy, Format: imagefmt.PNG}},
-		{"large-contain", "large.jpg", Options{Width: 200, Height: 200, Fit: FitContain, Format: imagefmt.PNG}},
-		{"large-fill", "large.jpg", Options{Width: 160, Height: 90, Fit: FitFill, Format: imagefmt.PNG}},
-		{"large-inside", "large.jpg", Options{Width: 300, Height: 300, Fit: FitInside, Format: imagefmt.PNG}},
-		{"small-jpeg", "small.jpg", Options{Width: 120, Height: 90, Fit: FitCover, Format: imagefmt.JPEG, Quality: 90}},
-		{"small-webp", "small.jpg", Options{Width: 120, Height: 90, Fit: FitCover, Format: imagefmt.WebP, Quality: 80}},
-		{"small-avif", "small.jpg", Options{Width: 120, Height: 90, Fit: FitCover, Format: imagefmt.AVIF, Quality: 80}},
+		{"small-cover-centre", "small.jpg", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}},
+		{"small-cover-attention", "small.jpg", thumbjob.Options{Width: 128, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityAttention, Format: imagefmt.PNG}},
+		{"large-cover-entropy", "large.jpg", thumbjob.Options{Width: 200, Height: 100, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityEntropy, Format: imagefmt.PNG}},
+		{"large-contain", "large.jpg", thumbjob.Options{Width: 200, Height: 200, Fit: thumbjob.FitContain, Format: imagefmt.PNG}},
+		{"large-fill", "large.jpg", thumbjob.Options{Width: 160, Height: 90, Fit: thumbjob.FitFill, Format: imagefmt.PNG}},
+		{"large-inside", "large.jpg", thumbjob.Options{Width: 300, Height: 300, Fit: thumbjob.FitInside, Format: imagefmt.PNG}},
+		{"small-jpeg", "small.jpg", thumbjob.Options{Width: 120, Height: 90, Fit: thumbjob.FitCover, Format: imagefmt.JPEG, Quality: 90}},
+		{"small-webp", "small.jpg", thumbjob.Options{Width: 120, Height: 90, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80}},
+		{"small-avif", "small.jpg", thumbjob.Options{Width: 120, Height: 90, Fit: thumbjob.FitCover, Format: imagefmt.AVIF, Quality: 80}},
 		// Every frame, one under the other (the golden is a film strip).
-		{"anim-cover-webp", "anim.gif", Options{Width: 48, Height: 48, Fit: FitCover, Format: imagefmt.WebP, Quality: 90, Animated: true}},
-		{"anim-contain-webp", "anim.gif", Options{Width: 48, Height: 48, Fit: FitContain, Format: imagefmt.WebP, Quality: 90, Animated: true}},
+		{"anim-cover-webp", "anim.gif", thumbjob.Options{Width: 48, Height: 48, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 90, Animated: true}},
+		{"anim-contain-webp", "anim.gif", thumbjob.Options{Width: 48, Height: 48, Fit: thumbjob.FitContain, Format: imagefmt.WebP, Quality: 90, Animated: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,8 +177,8 @@ func writePNG(t *testing.T, path string, img image.Image) {
 
 func TestEngineErrors(t *testing.T) {
 	small := source(t, "small.jpg")
-	opts := Options{Width: 64, Height: 64, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
-	strict := New(Config{MaxPixels: 400*300 - 1, MaxFrames: 1, MaxSide: 4096})
+	opts := thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
+	strict := New(thumbjob.Config{MaxPixels: 400*300 - 1, MaxFrames: 1, MaxSide: 4096})
 	for _, tc := range []struct {
 		name string
 		e    *Engine
@@ -231,7 +216,7 @@ func TestEngineConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			img, err := testEngine.Thumbnail(context.Background(), small, Options{Width: 32 + i, Height: 32, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.WebP, Quality: 50})
+			img, err := testEngine.Thumbnail(context.Background(), small, thumbjob.Options{Width: 32 + i, Height: 32, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 50})
 			if err == nil && img.Width != 32+i {
 				err = errors.New("wrong width")
 			}
@@ -247,7 +232,7 @@ func TestEngineConcurrent(t *testing.T) {
 	}
 }
 
-var coverPNG = Options{Width: 256, Height: 256, Fit: FitCover, Gravity: GravityCentre, Format: imagefmt.PNG}
+var coverPNG = thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 
 // BenchmarkEngine is the engine alone, one thumbnail at a time: the
 // reference the service's /thumbnail latency is compared with, and what the
@@ -279,7 +264,7 @@ func BenchmarkEngine(b *testing.B) {
 		for _, o := range engineFormats(b) {
 			f := string(o.Format)
 			b.Run(name+"/"+f, func(b *testing.B) {
-				var img Image
+				var img thumbjob.Image
 				timeMedian(b, func() (err error) {
 					img, err = testEngine.Thumbnail(context.Background(), src, o)
 					return err
@@ -297,9 +282,9 @@ func BenchmarkEngine(b *testing.B) {
 
 // engineFormats is the 256x256 cover of each format of
 // $THUMBD_ENGINE_FORMATS (default png) at the format's default quality.
-func engineFormats(b *testing.B) []Options {
+func engineFormats(b *testing.B) []thumbjob.Options {
 	b.Helper()
-	var opts []Options
+	var opts []thumbjob.Options
 	for _, f := range strings.Split(cmp.Or(os.Getenv("THUMBD_ENGINE_FORMATS"), "png"), ",") {
 		spec, ok := imagefmt.Lookup(imagefmt.Format(f))
 		if !ok || !spec.Output {
@@ -344,7 +329,7 @@ func TestEveryOutputFormatHasAnExporter(t *testing.T) {
 			t.Errorf("no exporter for %s", f)
 			continue
 		}
-		o := Options{Width: 40, Height: 30, Fit: FitCover, Gravity: GravityCentre, Format: f, Quality: 80}
+		o := thumbjob.Options{Width: 40, Height: 30, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: f, Quality: 80}
 		img, err := testEngine.Thumbnail(context.Background(), small, o)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -362,10 +347,10 @@ func TestEveryOutputFormatHasAnExporter(t *testing.T) {
 // golden tolerance (they differ on fine regular patterns, docs/engine.md),
 // for every fit, and the quality mode leaves libvips its own choice.
 func TestJPEGShrinkModes(t *testing.T) {
-	quality := New(Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, JPEGShrink: JPEGShrinkQuality})
+	quality := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, JPEGShrink: thumbjob.JPEGShrinkQuality})
 	src := source(t, "large.jpg")
-	for _, fit := range []Fit{FitCover, FitContain, FitFill, FitInside} {
-		o := Options{Width: 200, Height: 150, Fit: fit, Gravity: GravityCentre, Format: imagefmt.PNG}
+	for _, fit := range []thumbjob.Fit{thumbjob.FitCover, thumbjob.FitContain, thumbjob.FitFill, thumbjob.FitInside} {
+		o := thumbjob.Options{Width: 200, Height: 150, Fit: fit, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 		if got := jpegShrink(o, header{width: 1920, height: 1280, orientation: 1}); got < 4 {
 			t.Fatalf("%s: shrink %d, the fast path is not exercised", fit, got)
 		}

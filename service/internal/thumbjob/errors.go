@@ -1,7 +1,9 @@
-// Package thumbjob is a thumbnail job as the engine sees it, without
-// libvips: what the engine refuses, and the API's code for each refusal.
-// It builds without cgo, so that the cell protocol and the API read the
-// same table as the engine.
+// Package thumbjob is a thumbnail job as the engine takes it, without
+// libvips: what a job asks (Options), the bounds every job runs within
+// (Config), what it gives (Image) and what the engine refuses (the errors,
+// each with its API code). It builds without cgo, so that the parse stage
+// and the cell protocol build and test without libvips, as imgproxy keeps
+// options/ apart from vips/; thumb, the libvips package, reads it.
 package thumbjob
 
 import "github.com/thumbd/thumbd/service/internal/apierr"

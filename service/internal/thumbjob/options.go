@@ -1,7 +1,8 @@
-package thumb
+package thumbjob
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
@@ -71,13 +72,46 @@ func (o Options) Normalised() string {
 	return fmt.Sprintf("w=%d,h=%d,fit=%s,gravity=%s,format=%s,q=%d,animated=%t", o.Width, o.Height, o.Fit, g, formats, q, animated)
 }
 
-// output is the format a thumbnail is written in, given whether it has
-// transparency.
-func (o Options) output(alpha bool) imagefmt.Spec {
-	f := o.Format
-	if alpha && o.AlphaFormat != "" {
-		f = o.AlphaFormat
-	}
-	spec, _ := imagefmt.Lookup(f)
-	return spec
+// Config bounds what the engine accepts and how libvips runs.
+type Config struct {
+	MaxPixels int64 // source width x height (first frame), checked from the header
+	MaxFrames int   // frames/pages of an animated source
+	// MaxAnimationPixels bounds an animated thumbnail: frames x output
+	// width x height.
+	MaxAnimationPixels int64
+	MaxSide            int // bound for a side derived from the source's aspect ratio
+	Threads            int // libvips worker threads; 0 lets libvips use every CPU it sees
+	// JPEGShrink is how far a JPEG source is scaled down while it is
+	// decoded; "" means JPEGShrinkFast.
+	JPEGShrink JPEGShrink
+	// AVIFEffort is the AV1 encoder's effort, 0 (fastest) to 9 (smallest
+	// files); libvips hands aom cpu-used 9 - effort.
+	AVIFEffort int
+	Logger     *slog.Logger
+}
+
+// JPEGShrink picks the JPEG shrink-on-load: libjpeg can decode at 1/2, 1/4
+// or 1/8 scale (DCT scaling) for much less work than a full decode, and
+// the rest of the way is a Lanczos reduce. docs/engine.md has the
+// measurements behind the default.
+type JPEGShrink string
+
+const (
+	// JPEGShrinkFast decodes at the largest scale that still covers the
+	// box, as sharp and imgproxy do by default: faster on photos of 2 MP
+	// and more, the same to the eye on photos, but aliasing (moiré) can
+	// show on fine regular patterns.
+	JPEGShrinkFast JPEGShrink = "fast"
+	// JPEGShrinkQuality is libvips' own choice (its thumbnail operation):
+	// it leaves at least 2x for the final reduce, so fine patterns stay
+	// clean.
+	JPEGShrinkQuality JPEGShrink = "quality"
+)
+
+// Image is an encoded thumbnail.
+type Image struct {
+	Bytes         []byte
+	Format        imagefmt.Format
+	Width, Height int // of one frame
+	Frames        int
 }
