@@ -130,7 +130,7 @@ func newCellsServer(t *testing.T, cfg config, faults string) *cellsServer {
 	})
 	life := newLifecycle()
 	life.engineStarted()
-	d := newDeps(cfg, logger, pool, life, nil)
+	d := newDeps(cfg, logger, cellsEngine{pool}, life, nil)
 	return &cellsServer{Server: newTestServerFrom(t, d), deps: d, pool: pool, logs: logs}
 }
 

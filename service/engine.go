@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/cell"
@@ -14,7 +16,7 @@ import (
 )
 
 // engine makes thumbnails: libvips in this process (inProcess), or in
-// sandboxed worker processes (cellpool.Pool). Start once, Stop once no job
+// sandboxed worker processes (cellsEngine). Start once, Stop once no job
 // runs any more.
 type engine interface {
 	Start() error
@@ -23,6 +25,8 @@ type engine interface {
 	// Memory is libvips' tracked allocations, current and peak; called
 	// only once Start has returned.
 	Memory() (current, peak int64)
+	// Collector is the mode's own metrics, registered with the service's.
+	Collector() prometheus.Collector
 }
 
 // inProcess is libvips in the HTTP process.
@@ -34,6 +38,10 @@ func (e inProcess) Start() error {
 }
 
 func (inProcess) Memory() (current, peak int64) { return thumb.Memory() }
+
+// Collector reports the cells' metrics with no pool: every sandbox layer
+// off, so that the series exist in both modes.
+func (inProcess) Collector() prometheus.Collector { return newCellMetrics(nil) }
 
 // engineStage runs an admitted job: it waits for the engine to be up (a
 // thumbnail that arrives during start-up waits rather than fails) and for a

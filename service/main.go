@@ -75,7 +75,7 @@ func newEngine(cfg config, logger *slog.Logger, logOut io.Writer) (engine, error
 		if err != nil {
 			return nil, err
 		}
-		return cellpool.New(pc), nil
+		return cellsEngine{cellpool.New(pc)}, nil
 	}
 	return inProcess{thumb.New(engineConfig(cfg, logger))}, nil
 }

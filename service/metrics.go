@@ -14,7 +14,6 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
-	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -84,10 +83,7 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		Name: "thumbd_engine_info", Help: "The engine mode (THUMBD_ENGINE): always 1.", ConstLabels: prometheus.Labels{"mode": mode},
 	})
 	engineInfo.Set(1)
-	// In cells mode the engine is the pool of cells; its own metrics and
-	// the sandbox's layers come from it.
-	pool, _ := eng.(*cellpool.Pool)
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo, engineInfo, newCellMetrics(pool),
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo, engineInfo, eng.Collector(),
 		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",

@@ -141,7 +141,7 @@ func TestDPRAutoAnimated(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%q: %v", tc.raw, err)
-		case o.Width != tc.w || o.Height != tc.h || o.Quality != tc.q && tc.format == imagefmt.Auto || o.Format != tc.format || o.Animated != tc.animated:
+		case o.Width != tc.w || o.Height != tc.h || o.Quality != tc.q || o.Format != tc.format || o.Animated != tc.animated:
 			t.Errorf("%q: %+v", tc.raw, o)
 		}
 	}

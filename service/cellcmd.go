@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/sandbox"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// cellAddressSpace is how much address space a cell may map beyond what it
+// has mapped once libvips is up: the largest job at the default limits
+// (a 40 MP source) peaked under 600 MiB of address space here, and glibc
+// reserves 64 MiB per malloc arena. A runaway allocation fails there
+// instead of growing until the pod's OOM killer picks a victim.
+const cellAddressSpace = 4 << 30
+
+// cellOpenFiles is RLIMIT_NOFILE in a cell: its socket, stdio, the Go
+// runtime's poller, and nothing it opens (it cannot open files).
+const cellOpenFiles = 32
+
+// runCell is `thumbd cell`, the worker process of cells mode, started by
+// the supervisor with its socket on descriptor 3. It is not for people.
+func runCell(getenv func(string) string, stderr io.Writer) error {
+	return serveCell(getenv, stderr, func(e cell.Engine) cell.Engine { return e })
+}
+
+// serveCell starts libvips, seals the process in its sandbox, says hello
+// and serves jobs until the supervisor closes the socket. wrap lets tests
+// put a fault injector around the engine.
+func serveCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engine) cell.Engine) error {
+	conn, err := cell.Socket(getenv)
+	if err != nil {
+		return fmt.Errorf("thumbd cell runs as a worker of `thumbd` with THUMBD_ENGINE=cells: %w", err)
+	}
+	set, err := cell.ReadSettings(getenv)
+	if err != nil {
+		return fmt.Errorf("cell: %w", err)
+	}
+	cell.DefaultCrashSignals()
+	// The supervisor ends cells by closing their socket (drain) or by
+	// SIGKILL; a terminal's Ctrl-C or a SIGTERM sent to the process group
+	// must not cut jobs short.
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// The cell's Go code only moves bytes between its socket and libvips
+	// (whose threads are its own); fixing GOMAXPROCS also stops the runtime
+	// from re-reading cgroup files, which the sandbox would refuse.
+	runtime.GOMAXPROCS(1)
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: set.LogLevel})).With("cell_pid", os.Getpid())
+	set.Engine.Logger = logger
+	eng := thumb.New(set.Engine)
+	eng.Start()
+	layers := sandbox.Apply(sandbox.Config{AddressSpace: cellAddressSpace, OpenFiles: cellOpenFiles})
+	w := cell.Worker{Engine: wrap(eng), MaxSource: set.MaxSource, Memory: thumb.Memory}
+	return w.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: thumb.Version(), Sandbox: layers})
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/thumbd/thumbd/service/internal/cellpool"
+	"github.com/thumbd/thumbd/service/internal/sandbox"
+)
+
+// cellMetrics exposes the pool (cells mode) and the sandbox its cells run
+// in: read from the pool at each scrape, so the pool needs no Prometheus.
+type cellMetrics struct {
+	pool                                      *cellpool.Pool // nil in process
+	cells, starts, exits, crashes, rss, layer *prometheus.Desc
+}
+
+func newCellMetrics(pool *cellpool.Pool) *cellMetrics {
+	return &cellMetrics{
+		pool:    pool,
+		cells:   prometheus.NewDesc("thumbd_cells", "Cells (cells mode), by state: starting, idle, busy.", []string{"state"}, nil),
+		starts:  prometheus.NewDesc("thumbd_cell_starts_total", "Cell processes started (cells mode).", nil, nil),
+		exits:   prometheus.NewDesc("thumbd_cell_exits_total", "Cells that left the pool (cells mode), by reason.", []string{"reason"}, nil),
+		crashes: prometheus.NewDesc("thumbd_cell_crashes_total", "Cells that died on their own or broke the protocol (cells mode), by how they ended.", []string{"exit"}, nil),
+		rss:     prometheus.NewDesc("thumbd_cell_resident_memory_bytes", "Resident memory of the live cells, summed (cells mode).", nil, nil),
+		layer:   prometheus.NewDesc("thumbd_sandbox_layer", "1 when the cells run with this sandbox layer on, 0 when it is off or there are no cells (in process).", []string{"layer"}, nil),
+	}
+}
+
+func (m *cellMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.cells, m.starts, m.exits, m.crashes, m.rss, m.layer} {
+		ch <- d
+	}
+}
+
+func (m *cellMetrics) Collect(ch chan<- prometheus.Metric) {
+	on := map[string]bool{}
+	if m.pool != nil {
+		for _, l := range m.pool.Layers() {
+			on[l.Name] = l.On
+		}
+	}
+	for _, name := range sandbox.Names() {
+		v := 0.0
+		if on[name] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.layer, prometheus.GaugeValue, v, name)
+	}
+	if m.pool == nil {
+		return
+	}
+	s := m.pool.Stats()
+	ch <- prometheus.MustNewConstMetric(m.cells, prometheus.GaugeValue, float64(s.Starting), "starting")
+	ch <- prometheus.MustNewConstMetric(m.cells, prometheus.GaugeValue, float64(s.Idle), "idle")
+	ch <- prometheus.MustNewConstMetric(m.cells, prometheus.GaugeValue, float64(s.Busy), "busy")
+	ch <- prometheus.MustNewConstMetric(m.starts, prometheus.CounterValue, float64(s.Started))
+	for _, reason := range cellpool.ExitReasons() {
+		ch <- prometheus.MustNewConstMetric(m.exits, prometheus.CounterValue, float64(s.Exits[reason]), reason)
+	}
+	for exit, n := range s.Crashes {
+		ch <- prometheus.MustNewConstMetric(m.crashes, prometheus.CounterValue, float64(n), exit)
+	}
+	ch <- prometheus.MustNewConstMetric(m.rss, prometheus.GaugeValue, float64(s.RSS))
+}
