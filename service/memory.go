@@ -100,7 +100,7 @@ func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMe
 	if goMemLimit == "" {
 		p.GoLimit = goRuntimeMemory + p.Sources + p.Outputs + slack/2
 	}
-	p.Largest = memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: int(c.MaxPixels), Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1},
+	p.Largest = memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: int(c.MaxPixels), Height: 1, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1},
 		memcost.Job{Width: c.MaxSide, Height: c.MaxSide, Fit: "fill", Output: imagefmt.AVIF, MaxSide: c.MaxSide, MaxPixels: c.MaxPixels})
 	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,13 +40,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	image := fs.String("image", "", "a container image, run hardened with -cpus and -memory (else: the command after --)")
 	docker := fs.String("docker", "docker", "docker client to run")
 	cpus := fs.String("cpus", "2", "container --cpus")
-	mem := fs.String("memory", "1280m", "container --memory (the manifests' limit)")
+	mems := fs.String("memory", "1280m", "container --memory, or a comma-separated list run one after another (\"none\": no limit)")
 	fs.Func("env", "KEY=VALUE for thumbd (repeatable)", func(v string) error { env = append(env, v); return nil })
-	source := fs.String("source", "bench/results/tmp/sources/large.jpg", "JPEG to POST (a known source's name is made when missing)")
+	srcs := fs.String("source", "bench/results/tmp/sources/large.jpg", "image to POST, or a comma-separated list loaded one after another on the same server (a known source's name is made when missing)")
 	query := fs.String("query", "w=256&h=256", "thumbnail query")
 	clients := fs.Int("clients", 10, "concurrent clients")
-	duration := fs.Duration("duration", 15*time.Second, "load duration (the bound in time)")
-	requests := fs.Int("requests", 0, "requests in all (the bound in count; 0: the load generator's own)")
+	duration := fs.Duration("duration", 15*time.Second, "load duration per source (the bound in time)")
+	requests := fs.Int("requests", 0, "requests in all per source (the bound in count; 0: the load generator's own)")
+	probe := fs.Duration("probe", 250*time.Millisecond, "GET /health this often during the load, 1 s timeout each, as a liveness probe (0: none)")
+	after := fs.Duration("after", 0, "then wait this long idle and read the resident memory again (0: don't)")
+	check := fs.Bool("check", false, "fail unless: not OOM-killed, never 3 failed probes in a row, no request lost (every accepted request answered), some 2xx for every source")
 	lock := fs.String("lock", benchlock.Path, "flock held while measuring (\"\" for none)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench memory [flags] (-image IMAGE | -- CMD ARGS...)")
@@ -54,19 +58,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if (*image == "") == (fs.NArg() == 0) || *clients < 1 || *duration <= 0 || *requests < 0 {
+	if (*image == "") == (fs.NArg() == 0) || *clients < 1 || *duration <= 0 || *requests < 0 || *probe < 0 || *after < 0 {
 		fs.Usage()
 		return errors.New("want -image or a command, not both; -clients and -duration positive")
 	}
-	body, err := sources.Read(*source)
-	if err != nil {
-		return err
-	}
-	spec := launch.Spec{Command: fs.Args(), Env: env, Stdout: stderr, Stderr: stderr}
-	name := strings.Join(fs.Args(), " ")
-	if *image != "" {
-		spec = launch.Spec{Image: *image, Docker: *docker, Network: "bridge", Env: env, DockerArgs: target.Hardened(*cpus, *mem)}
-		name = *image
+	var bodies [][]byte
+	names := strings.Split(*srcs, ",")
+	for _, src := range names {
+		body, err := sources.Read(src)
+		if err != nil {
+			return err
+		}
+		bodies = append(bodies, body)
 	}
 	if *lock != "" {
 		release, err := benchlock.Acquire(ctx, *lock, stderr)
@@ -75,47 +78,177 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer release()
 	}
+	var failed []string
+	for _, mem := range strings.Split(*mems, ",") {
+		spec := launch.Spec{Command: fs.Args(), Env: env, Stdout: stderr, Stderr: stderr}
+		name := strings.Join(fs.Args(), " ")
+		if *image != "" {
+			spec = launch.Spec{Image: *image, Docker: *docker, Network: "bridge", Env: env, DockerArgs: target.Hardened(*cpus, mem)}
+			name = *image + " --memory " + mem
+		}
+		r := run{name: name, query: *query, clients: *clients, duration: *duration, requests: *requests, probe: *probe, after: *after}
+		fails, err := r.measure(ctx, spec, names, bodies, stdout)
+		if err != nil {
+			return err
+		}
+		for _, f := range fails {
+			failed = append(failed, name+": "+f)
+		}
+	}
+	if *check && len(failed) > 0 {
+		return fmt.Errorf("memory check failed:\n  %s", strings.Join(failed, "\n  "))
+	}
+	return nil
+}
+
+// run is one server's measurement: its sources loaded one after another.
+type run struct {
+	name, query            string
+	clients, requests      int
+	duration, probe, after time.Duration
+}
+
+// measure starts the server, loads it with each source in turn while a
+// liveness probe runs, reports, and returns what a -check would fail on.
+func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodies [][]byte, stdout io.Writer) ([]string, error) {
 	srv, err := launch.Start(ctx, spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer srv.Stop(5 * time.Second)
 	if err := srv.WaitReady(ctx, 30*time.Second); err != nil {
-		return err
+		return nil, err
 	}
 	pid, err := srv.PID(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	idle, err := procmem.Read(pid)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	o, err := load.Run(load.Step{
-		Request:     load.Request{Method: "POST", URL: srv.URL() + "/thumbnail?" + *query, Body: body, ContentType: "image/jpeg"},
-		Concurrency: *clients, Duration: *duration, MaxRequests: *requests, ServerPID: pid,
-	})
-	if err != nil {
-		return err
+	stopProbe := make(chan struct{})
+	probed := make(chan probeResult, 1)
+	go func() { probed <- probeHealth(srv.URL()+"/health", r.probe, stopProbe) }()
+	var fails []string
+	var peakRSS int64
+	for i, body := range bodies {
+		o, err := load.Run(load.Step{
+			Request:     load.Request{Method: "POST", URL: srv.URL() + "/thumbnail?" + r.query, Body: body, ContentType: "application/octet-stream"},
+			Concurrency: r.clients, Duration: r.duration, MaxRequests: r.requests, ServerPID: pid,
+		})
+		if err != nil {
+			close(stopProbe)
+			return nil, err
+		}
+		peakRSS = max(peakRSS, o.ServerPeakRSS)
+		fmt.Fprintf(stdout, "%s %s %s, %d clients: %.1f thumbnails/s; answers: %s\n",
+			r.name, filepath.Base(names[i]), bound(o, r.requests), r.clients, o.RPS, answers(o))
+		if o.OK == 0 {
+			fails = append(fails, filepath.Base(names[i])+": no thumbnail")
+		}
+		if lost := transportErrors(o); lost > 0 {
+			fails = append(fails, fmt.Sprintf("%s: %d requests got no answer", filepath.Base(names[i]), lost))
+		}
 	}
-	if err := srv.Exited(); err != nil {
-		return fmt.Errorf("the server died under load: %w", err)
-	}
-	after, err := procmem.Read(pid)
-	if err != nil {
-		return err
-	}
-	arenas, err := procmem.Arenas(pid)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s %s %s, %d clients: idle VmRSS %s, peak VmRSS %s, VmHWM %s",
-		name, filepath.Base(*source), bound(o, *requests), *clients, mib(idle.VmRSS), mib(o.ServerPeakRSS), mib(after.VmHWM))
+	close(stopProbe)
+	pr := <-probed
+	died := srv.Exited()
+	summary := fmt.Sprintf("%s: idle VmRSS %s, peak VmRSS %s", r.name, mib(idle.VmRSS), mib(peakRSS))
 	if srv.Cmd == nil {
-		fmt.Fprintf(stdout, ", cgroup peak %s, OOMKilled %s", cgroupPeak(ctx, srv), inspect(ctx, srv, "{{.State.OOMKilled}}"))
+		oom := inspect(ctx, srv, "{{.State.OOMKilled}}")
+		summary += fmt.Sprintf(", cgroup peak %s, OOMKilled %s", cgroupPeak(ctx, srv), oom)
+		if oom == "true" {
+			fails = append(fails, "OOM-killed")
+		}
 	}
-	fmt.Fprintf(stdout, "; %d glibc arenas besides the main one; answers: %s\n", arenas, answers(o))
-	return nil
+	if died != nil {
+		fails = append(fails, "the server died: "+died.Error())
+	}
+	summary += "; " + pr.String()
+	if pr.worstRun >= 3 {
+		fails = append(fails, fmt.Sprintf("%d failed liveness probes in a row", pr.worstRun))
+	}
+	if died == nil {
+		if arenas, err := procmem.Arenas(pid); err == nil {
+			summary += fmt.Sprintf("; %d glibc arenas besides the main one", arenas)
+		}
+		if r.after > 0 {
+			time.Sleep(r.after)
+			if m, err := procmem.Read(pid); err == nil {
+				summary += fmt.Sprintf("; VmRSS %s after %s idle (%.2fx idle)", mib(m.VmRSS), r.after, float64(m.VmRSS)/float64(idle.VmRSS))
+			}
+		}
+	}
+	fmt.Fprintln(stdout, summary)
+	return fails, nil
+}
+
+// transportErrors counts requests that got no HTTP answer at all.
+func transportErrors(o load.Outcome) int {
+	n := 0
+	for _, c := range o.Errors {
+		n += c
+	}
+	return n
+}
+
+// probeResult is what the liveness probe saw.
+type probeResult struct {
+	probes, failed, worstRun int
+	latencies                []float64 // ms, answered probes
+}
+
+func (p probeResult) String() string {
+	if p.probes == 0 {
+		return "no /health probe"
+	}
+	sort.Float64s(p.latencies)
+	q := func(f float64) float64 {
+		if len(p.latencies) == 0 {
+			return 0
+		}
+		return p.latencies[min(int(f*float64(len(p.latencies))), len(p.latencies)-1)]
+	}
+	return fmt.Sprintf("/health %d probes, %d failed (at most %d in a row), p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+		p.probes, p.failed, p.worstRun, q(0.5), q(0.99), q(1))
+}
+
+// probeHealth GETs url every interval (1 s timeout, a fresh connection each
+// time, as a kubelet's probe) until stop is closed.
+func probeHealth(url string, interval time.Duration, stop <-chan struct{}) probeResult {
+	var p probeResult
+	if interval == 0 {
+		<-stop
+		return p
+	}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	run := 0
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return p
+		case <-t.C:
+		}
+		start := time.Now()
+		resp, err := client.Get(url)
+		ok := err == nil && resp.StatusCode == http.StatusOK
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		p.probes++
+		if ok {
+			p.latencies = append(p.latencies, float64(time.Since(start).Microseconds())/1000)
+			run = 0
+			continue
+		}
+		p.failed++
+		run++
+		p.worstRun = max(p.worstRun, run)
+	}
 }
 
 func bound(o load.Outcome, requests int) string {

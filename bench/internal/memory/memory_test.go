@@ -23,7 +23,7 @@ func TestMemoryOfAProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
-	for _, want := range []string{"src.jpg 20 requests in", "2 clients: idle VmRSS ", "glibc arenas besides the main one; answers: 20 x 2xx\n"} {
+	for _, want := range []string{"src.jpg 20 requests in", "2 clients: ", "thumbnails/s; answers: 20 x 2xx\n", ": idle VmRSS ", "glibc arenas besides the main one\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output %q lacks %q", out.String(), want)
 		}
@@ -41,14 +41,56 @@ func TestMemoryOfAContainer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
-	for _, want := range []string{"fake:ok src.jpg ", "10 clients", ", cgroup peak unknown", "OOMKilled false;"} {
+	for _, want := range []string{"fake:ok --memory 1280m src.jpg ", "10 clients", ", cgroup peak unknown", "OOMKilled false;", "/health "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output %q lacks %q", out.String(), want)
 		}
 	}
 	run := launchtest.Journal(t, journal)[0]
-	if !strings.Contains(run, "-e THUMBD_QUEUE=8 --read-only") || !strings.Contains(run, "--cpus 2 --memory 1280m fake:ok") {
+	if !strings.Contains(run, "-e THUMBD_QUEUE=8 --read-only") || !strings.Contains(run, "--cpus 2 --memory 1280m --memory-swap 1280m fake:ok") {
 		t.Errorf("docker run: %s", run)
+	}
+}
+
+// Several limits run one after another ("none": no --memory), each with
+// every source in turn, and the liveness probe reports.
+func TestMemoryLimitsAndSources(t *testing.T) {
+	docker, journal := launchtest.Docker(t)
+	src := launchtest.Source(t)
+	var out, errs bytes.Buffer
+	err := Run(context.Background(), []string{"-lock", "", "-docker", docker, "-image", "fake:ok", "-memory", "256m,none",
+		"-source", src + "," + src, "-duration", "600ms", "-probe", "100ms", "-check"}, &out, &errs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	runs := launchtest.Journal(t, journal)
+	var started []string
+	for _, r := range runs {
+		if strings.HasPrefix(r, "run ") {
+			started = append(started, r)
+		}
+	}
+	if len(started) != 2 || !strings.Contains(started[0], "--memory 256m --memory-swap 256m") || strings.Contains(started[1], "--memory") {
+		t.Errorf("docker runs: %q", started)
+	}
+	if n := strings.Count(out.String(), "src.jpg 1 s, 10 clients") + strings.Count(out.String(), "src.jpg 0 s, 10 clients"); n != 4 {
+		t.Errorf("want 4 load lines (2 limits x 2 sources), got %d:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "failed (at most 0 in a row)") {
+		t.Errorf("no probe line:\n%s", out.String())
+	}
+}
+
+// -check fails a server that died under load, saying why.
+func TestMemoryCheckFails(t *testing.T) {
+	var out, errs bytes.Buffer
+	args := []string{"-lock", "", "-source", launchtest.Source(t), "-clients", "4", "-duration", "1s", "-check"}
+	for _, e := range launchtest.ServerEnv("dies") {
+		args = append(args, "-env", e)
+	}
+	err := Run(context.Background(), append(args, "--", os.Args[0]), &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), "memory check failed") || !strings.Contains(err.Error(), "the server died") {
+		t.Fatalf("a server that died: %v\n%s", err, out.String())
 	}
 }
 

@@ -15,8 +15,11 @@ package sources
 import "C"
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,12 +48,18 @@ type Recipe struct {
 	// Frames > 0 makes the source an animated GIF (animatedGIF) of Frames
 	// frames shown Delay hundredths of a second each, not a photo.
 	Frames, Delay int
+	// Flat makes the source an opaque PNG of one colour: a small file of
+	// many pixels (PNG has no shrink-on-load, so every pixel is decoded).
+	Flat bool
 }
 
 // File is the recipe's file name.
 func (r Recipe) File() string {
-	if r.Frames > 0 {
+	switch {
+	case r.Frames > 0:
 		return r.Name + ".gif"
+	case r.Flat:
+		return r.Name + ".png"
 	}
 	return r.Name + ".jpg"
 }
@@ -97,6 +106,9 @@ func Recipes() []Recipe {
 		photoRecipe("huge", 4000, 3000, 94, 4),
 		// A short animated GIF as sites show them: 2 s at 25 frames a second.
 		{Name: "animated", Width: 320, Height: 240, Frames: 50, Delay: 4},
+		// 7000x5000 RGB in about 115 KB: 105 MB of pixels to decode whole,
+		// the memory tests' worst upload per byte.
+		{Name: "flat7000", Width: 7000, Height: 5000, Flat: true},
 	}
 }
 
@@ -120,6 +132,9 @@ func Lookup(name string) (Recipe, error) {
 func Make(r Recipe) ([]byte, error) {
 	if r.Frames > 0 {
 		return animatedGIF(r)
+	}
+	if r.Flat {
+		return flatPNG(r)
 	}
 	if r.Width < 1 || r.Height < 1 || len(r.L) == 0 || len(r.A) == 0 || len(r.B) == 0 {
 		return nil, fmt.Errorf("source %s: empty recipe", r.Name)
@@ -208,4 +223,18 @@ func Ensure(dir string, names ...string) ([]string, error) {
 		}
 	}
 	return paths, nil
+}
+
+// flatPNG encodes the recipe as an opaque PNG of one colour (Go's encoder
+// writes RGB for an opaque image).
+func flatPNG(r Recipe) ([]byte, error) {
+	img := image.NewNRGBA(image.Rect(0, 0, r.Width, r.Height))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = 40, 90, 160, 255
+	}
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("source %s: %w", r.Name, err)
+	}
+	return buf.Bytes(), nil
 }

@@ -203,8 +203,13 @@ func (i *Instance) closeLog() {
 // Hardened is the `docker run` flags of a container run as the Kubernetes
 // manifests run thumbd: read-only root filesystem, every capability
 // dropped, no-new-privileges, user 65532, and the manifests' CPU and
-// memory limits.
+// memory limits (memory "" or "none": no limit; swap is never added to
+// the limit, as on Kubernetes).
 func Hardened(cpus, memory string) []string {
-	return []string{"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"--user", "65532:65532", "--cpus", cpus, "--memory", memory}
+	args := []string{"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--user", "65532:65532", "--cpus", cpus}
+	if memory != "" && memory != "none" {
+		args = append(args, "--memory", memory, "--memory-swap", memory)
+	}
+	return args
 }

@@ -31,6 +31,10 @@ const (
 	// resizedFactor multiplies the resized image's bytes (4 bands: the
 	// pipeline's widest) for the resize and the copy handed to the encoder.
 	resizedFactor = 2.0
+	// alphaResizedBytes is the resized image's bytes per pixel for a
+	// source with alpha: libvips premultiplies and resizes it in float
+	// (4 bands of 4 bytes), then casts it back (4 more).
+	alphaResizedBytes = 20.0
 	// coefficientBytes: a progressive JPEG's decoder holds 2 bytes per
 	// sample of the whole image (libjpeg's coefficient buffer); 2.5 keeps
 	// a margin over the peaks measured.
@@ -59,18 +63,26 @@ func Estimate(h Header, j Job) int64 {
 	if maxPx <= 0 {
 		maxPx = math.Inf(1)
 	}
-	// libvips streams an animation's frames through the resize: one
-	// frame is decoded at a time, the resized frames are what is held.
+	// libvips streams an animation's frames through the resize to the
+	// encoder: one frame is decoded and resized at a time, and only the
+	// encoder's output grows with the frames.
 	decoded := min(decodedPixels(h, j, w, ht), maxPx)
-	resized = min(resized*float64(frames), maxPx)
+	resized = min(resized, maxPx)
 	cost := fixedCost +
 		decodeFactor*decoded*float64(h.Bands*max(h.BytesPerSample, 1)) +
-		resizedFactor*resized*4 +
+		resizedBytes(h)*resized +
 		encoderBytes[j.Output]*out*float64(frames)
 	if h.Progressive {
 		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), maxPx) * float64(h.Bands)
 	}
 	return int64(math.Ceil(cost))
+}
+
+func resizedBytes(h Header) float64 {
+	if h.Alpha {
+		return alphaResizedBytes
+	}
+	return resizedFactor * 4
 }
 
 // box resolves a missing side from the source's aspect ratio, as the

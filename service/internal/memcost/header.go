@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"image/color"
 
 	"golang.org/x/image/webp"
 
@@ -23,6 +24,7 @@ type Header struct {
 	Format         imagefmt.Format
 	Width, Height  int // as stored (before EXIF orientation)
 	Bands          int // samples per pixel after decoding
+	Alpha          bool
 	BytesPerSample int // 1, or 2 for 16-bit PNG
 	Frames         int // 1 unless animated
 	// Progressive: a progressive JPEG, whose decoder keeps every DCT
@@ -126,6 +128,7 @@ func pngHeader(src []byte) (Header, error) {
 	default: // 3 (palette: RGBA when it has a tRNS chunk) and 6 (RGBA)
 		h.Bands = 4
 	}
+	h.Alpha = h.Bands == 2 || h.Bands == 4
 	return h, nil
 }
 
@@ -137,7 +140,7 @@ func gifHeader(src []byte) (Header, error) {
 	if !ok || len(src) < 13 {
 		return Header{}, errors.New("GIF without a logical screen")
 	}
-	hd := Header{Format: imagefmt.GIF, Width: w, Height: h, Bands: 4, BytesPerSample: 1}
+	hd := Header{Format: imagefmt.GIF, Width: w, Height: h, Bands: 4, BytesPerSample: 1, Alpha: true}
 	p := 13
 	if src[10]&0x80 != 0 {
 		p += 3 << (src[10]&7 + 1)
@@ -188,7 +191,10 @@ func webpHeader(src []byte) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	h := Header{Format: imagefmt.WebP, Width: c.Width, Height: c.Height, Bands: 4, BytesPerSample: 1}
+	h := Header{Format: imagefmt.WebP, Width: c.Width, Height: c.Height, Bands: 3, BytesPerSample: 1}
+	if c.ColorModel == color.NYCbCrAModel {
+		h.Bands, h.Alpha = 4, true
+	}
 	for p := 12; p+8 <= len(src); {
 		size := int(binary.LittleEndian.Uint32(src[p+4:]))
 		if string(src[p:p+4]) == "ANMF" {

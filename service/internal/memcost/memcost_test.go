@@ -69,7 +69,8 @@ func TestReadHeaderDetails(t *testing.T) {
 		{"ok-png-palette-trns.png", 4, 1, 1},
 		{"ok-gif-static.gif", 4, 1, 1},
 		{"frames-gif-300.gif", 4, 1, 300},
-		{"ok-webp-lossy.webp", 4, 1, 1},
+		{"ok-webp-lossy.webp", 3, 1, 1},
+		{"ok-webp-alpha.webp", 4, 1, 1},
 	}
 	for _, c := range cases {
 		src, err := os.ReadFile(filepath.Join(seeds, c.file))
