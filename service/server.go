@@ -37,7 +37,9 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	rs := &responder{rejections: m.rejections}
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.
-	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget)}
+	// A source of known length waits for the budget up to half the
+	// deadline, unread (backpressure), before it is refused.
+	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget), Wait: cfg.Deadline / 2}
 	registerMemory(reg, cfg.memory, gate, limits.Budget)
 	var dir *source.Dir
 	if sources != nil {

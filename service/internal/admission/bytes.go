@@ -1,55 +1,83 @@
 package admission
 
 import (
+	"context"
 	"errors"
 	"io"
-	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // ErrNoRoom means the byte budget is spent.
 var ErrNoRoom = errors.New("admission: body budget spent")
 
 // Bytes bounds the bytes held by request bodies while they are read and
-// processed. Bodies take from it as their bytes arrive, so a client that
-// sends slowly holds only what it has sent: slow uploads cannot hold the
-// gate's places (requests take those once their body is in).
+// processed. A body of known length reserves all of it before its first
+// byte is read, waiting in arrival order while the budget is spent: the
+// client's upload then waits in the kernel's buffers (TCP backpressure)
+// instead of being refused and sent again at once, and no two half-read
+// bodies can each wait for the other's bytes. A body of unknown length
+// takes from the budget as its bytes arrive and fails when it is spent.
+// Either way a client that sends slowly holds no gate place (requests take
+// those once their body is in).
 type Bytes struct {
-	mu        sync.Mutex
-	used, max int64
+	sem  *semaphore.Weighted
+	max  int64
+	used atomic.Int64
 }
 
 // NewBytes returns a budget of max bytes.
-func NewBytes(max int64) *Bytes { return &Bytes{max: max} }
+func NewBytes(max int64) *Bytes { return &Bytes{sem: semaphore.NewWeighted(max), max: max} }
 
 // Max is the budget's size.
 func (b *Bytes) Max() int64 { return b.max }
 
 // Used is the number of bytes taken.
-func (b *Bytes) Used() int64 { b.mu.Lock(); defer b.mu.Unlock(); return b.used }
+func (b *Bytes) Used() int64 { return b.used.Load() }
 
 // Reader reads r, taking every byte read from the budget; Read fails with
 // ErrNoRoom once the budget is spent. Close gives the bytes back.
 func (b *Bytes) Reader(r io.Reader) *BytesReader { return &BytesReader{b: b, r: r} }
 
+// Reserve waits until n bytes are free (or ctx is done: its error), takes
+// them, and returns a reader of r that reads its first n bytes on them;
+// bytes beyond n are taken as they arrive, as Reader does.
+func (b *Bytes) Reserve(ctx context.Context, r io.Reader, n int64) (*BytesReader, error) {
+	if n > b.max {
+		return nil, ErrNoRoom
+	}
+	if !b.sem.TryAcquire(n) {
+		if err := b.sem.Acquire(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	b.used.Add(n)
+	return &BytesReader{b: b, r: r, taken: n, reserved: n}, nil
+}
+
 // BytesReader is a body reader that takes from a budget.
 type BytesReader struct {
-	b     *Bytes
-	r     io.Reader
-	taken int64
+	b               *Bytes
+	r               io.Reader
+	taken, reserved int64
 }
 
 func (br *BytesReader) Read(p []byte) (int, error) {
 	n, err := br.r.Read(p)
 	if n > 0 {
-		br.b.mu.Lock()
-		ok := br.b.used+int64(n) <= br.b.max
-		if ok {
-			br.b.used += int64(n)
-			br.taken += int64(n)
+		over := int64(n)
+		if br.reserved > 0 {
+			use := min(over, br.reserved)
+			br.reserved -= use
+			over -= use
 		}
-		br.b.mu.Unlock()
-		if !ok {
-			return 0, ErrNoRoom
+		if over > 0 {
+			if !br.b.sem.TryAcquire(over) {
+				return 0, ErrNoRoom
+			}
+			br.b.used.Add(over)
+			br.taken += over
 		}
 	}
 	return n, err
@@ -58,8 +86,9 @@ func (br *BytesReader) Read(p []byte) (int, error) {
 // Close gives back what the reader took. Call it once the bytes read are
 // no longer held.
 func (br *BytesReader) Close() {
-	br.b.mu.Lock()
-	br.b.used -= br.taken
-	br.b.mu.Unlock()
-	br.taken = 0
+	if br.taken > 0 {
+		br.b.sem.Release(br.taken)
+		br.b.used.Add(-br.taken)
+	}
+	br.taken, br.reserved = 0, 0
 }

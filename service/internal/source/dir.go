@@ -56,7 +56,7 @@ func (f file) Read(ctx context.Context) (*Blob, error) {
 	if info.Size() > f.dir.MaxBytes {
 		return nil, tooLarge()
 	}
-	blob, err := f.dir.Limits.Read(fh, tooLarge)
+	blob, err := f.dir.Limits.ReadSized(ctx, fh, info.Size(), tooLarge)
 	if err != nil && apierr.From(err).Code == apierr.Internal {
 		return nil, &apierr.Error{Code: apierr.Internal, Message: "The source could not be read.", Cause: err}
 	}

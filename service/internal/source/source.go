@@ -6,12 +6,14 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -44,6 +46,9 @@ func (b *Blob) Release() {
 type Limits struct {
 	MaxBytes int64            // largest source
 	Budget   *admission.Bytes // bytes held by every source being read or processed
+	// Wait is how long a source of known length may wait for the budget
+	// before it is refused (503): while it waits its bytes stay unread.
+	Wait time.Duration
 }
 
 // Read reads r whole through the budget, hashing as it goes: every source
@@ -51,20 +56,46 @@ type Limits struct {
 // is the error for a source over the limit; the budget being spent is a
 // 503; any other error of r is returned as it is, for the kind to name.
 func (l Limits) Read(r io.Reader, tooLarge func() error) (*Blob, error) {
-	budget := l.Budget.Reader(io.LimitReader(r, l.MaxBytes+1))
+	return l.read(l.Budget.Reader(io.LimitReader(r, l.MaxBytes+1)), -1, tooLarge)
+}
+
+// ReadSized is Read for a source that says its length n (at most MaxBytes):
+// the n bytes are reserved first, waiting up to Wait (or ctx's end) in
+// arrival order while the budget is spent, so that under load an upload
+// waits unread instead of being refused partway.
+func (l Limits) ReadSized(ctx context.Context, r io.Reader, n int64, tooLarge func() error) (*Blob, error) {
+	wait, cancel := context.WithTimeout(ctx, l.Wait)
+	defer cancel()
+	budget, err := l.Budget.Reserve(wait, io.LimitReader(r, l.MaxBytes+1), n)
+	switch {
+	case err == nil:
+		return l.read(budget, n, tooLarge)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, noRoom()
+}
+
+func (l Limits) read(budget *admission.BytesReader, size int64, tooLarge func() error) (*Blob, error) {
 	h := sha256.New()
-	b, err := io.ReadAll(io.TeeReader(budget, h))
+	buf := bytes.NewBuffer(make([]byte, 0, max(size, 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(io.TeeReader(budget, h))
+	b := buf.Bytes()
 	if err == nil && int64(len(b)) > l.MaxBytes {
 		err = tooLarge()
 	}
 	if err != nil {
 		budget.Close()
 		if errors.Is(err, admission.ErrNoRoom) {
-			return nil, &apierr.Error{Code: apierr.QueueFull, Message: "Too many sources are being held; retry shortly.", CloseConnection: true}
+			return nil, noRoom()
 		}
 		return nil, err
 	}
 	return &Blob{Bytes: b, ID: hexSum(h), release: budget.Close}, nil
+}
+
+func noRoom() error {
+	return &apierr.Error{Code: apierr.QueueFull, Message: "Too many sources are being held; retry shortly.", CloseConnection: true}
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }

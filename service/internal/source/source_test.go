@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -101,4 +104,57 @@ func TestDirFile(t *testing.T) {
 	if budget.Used() != 0 {
 		t.Errorf("budget used %d", budget.Used())
 	}
+}
+
+// An upload of known length waits, unread, for the budget (up to Wait),
+// then is read once room is given back; past Wait it is refused with a
+// 503, having read nothing.
+func TestUploadWaitsForTheBudget(t *testing.T) {
+	budget := admission.NewBytes(10)
+	limits := Limits{MaxBytes: 10, Budget: budget, Wait: 5 * time.Second}
+	ctx := context.Background()
+	first, err := Upload{Limits: limits, Body: strings.NewReader("0123456789"), Length: 10}.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := &countingReader{r: strings.NewReader("abcdefghij")}
+	done := make(chan error)
+	go func() {
+		blob, err := Upload{Limits: limits, Body: body, Length: 10}.Read(ctx)
+		if err == nil && string(blob.Bytes) != "abcdefghij" {
+			err = errors.New("wrong bytes: " + string(blob.Bytes))
+		}
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if body.n.Load() != 0 {
+		t.Fatal("a waiting upload was read before it had room")
+	}
+	first.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("after room was given back: %v", err)
+	}
+	// Wait passes: refused unread.
+	limits.Wait = 30 * time.Millisecond
+	late := &countingReader{r: strings.NewReader("ABCDEFGHIJ")}
+	if _, err := (Upload{Limits: limits, Body: late, Length: 10}).Read(ctx); code(err) != apierr.QueueFull || late.n.Load() != 0 {
+		t.Fatalf("past Wait: %v, %d bytes read", err, late.n.Load())
+	}
+	// The request's own end (deadline, client gone) is its error, not a 503.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := (Upload{Limits: limits, Body: strings.NewReader("x"), Length: 10}).Read(gone); !errors.Is(err, context.Canceled) {
+		t.Fatalf("client gone while waiting: %v", err)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -24,7 +24,16 @@ func (u Upload) Read(ctx context.Context) (*Blob, error) {
 	if u.Length > u.MaxBytes {
 		return nil, u.tooLarge()
 	}
-	blob, err := u.Limits.Read(u.Body, u.tooLarge)
+	var blob *Blob
+	var err error
+	if u.Length >= 0 {
+		blob, err = u.Limits.ReadSized(ctx, u.Body, u.Length, u.tooLarge)
+	} else {
+		blob, err = u.Limits.Read(u.Body, u.tooLarge)
+	}
+	if ctx.Err() != nil && err == ctx.Err() {
+		return nil, err // the deadline or the client's leaving: the pipeline answers
+	}
 	if err == nil || apierr.From(err).Code != apierr.Internal {
 		return blob, err
 	}
