@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,6 +198,21 @@ func TestPolicyNamesOnlyKnownCalls(t *testing.T) {
 				t.Errorf("%s is listed twice", n)
 			}
 			seen[n] = true
+		}
+	}
+}
+
+// A name no architecture has is a typo: the call it meant would fall to
+// the default action (or be allowed by nobody), so the policy must not
+// build. Each list is tried, since each is filtered on its own.
+func TestPolicyRefusesMisspeltCall(t *testing.T) {
+	for _, list := range []*[]string{&allowed, &refused, &killed} {
+		saved := *list
+		*list = append(slices.Clone(saved), "opne")
+		_, err := policy(os.Getpid())
+		*list = saved
+		if err == nil || !strings.Contains(err.Error(), "opne") {
+			t.Errorf("a policy naming opne: %v, want an error naming it", err)
 		}
 	}
 }

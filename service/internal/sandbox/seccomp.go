@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -17,7 +18,7 @@ import (
 // libvips' thread pool growing and shrinking): reading jobs from and
 // writing results to its socket, memory, threads, futexes, signals, time.
 // Names the running architecture does not have (arm64 has no open, for
-// one) are skipped.
+// one) are skipped; a name that no architecture has stops the policy.
 var allowed = []string{
 	// the socket and the log
 	"read", "write", "readv", "writev", "recvfrom", "recvmsg", "sendto", "sendmsg",
@@ -68,11 +69,20 @@ func policy(pid int) (seccomp.Policy, error) {
 	if err != nil {
 		return seccomp.Policy{}, err
 	}
+	var unknown []string
 	known := func(names []string) []string {
-		return slices.DeleteFunc(slices.Clone(names), func(n string) bool { _, ok := info.SyscallNames[n]; return !ok })
+		return slices.DeleteFunc(slices.Clone(names), func(n string) bool {
+			if _, ok := info.SyscallNames[n]; ok {
+				return false
+			}
+			if !anyArchHas(n) {
+				unknown = append(unknown, n)
+			}
+			return true
+		})
 	}
 	self := seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: uint64(pid)}}
-	return seccomp.Policy{
+	p := seccomp.Policy{
 		DefaultAction: seccomp.ActionKillProcess,
 		Syscalls: []seccomp.SyscallGroup{
 			{Action: seccomp.ActionAllow, Names: known(allowed), NamesWithCondtions: []seccomp.NameWithConditions{
@@ -88,7 +98,24 @@ func policy(pid int) (seccomp.Policy, error) {
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM), Names: known(refused)},
 			{Action: seccomp.ActionKillProcess, Names: known(killed)},
 		},
-	}, nil
+	}
+	if len(unknown) > 0 {
+		return seccomp.Policy{}, fmt.Errorf("seccomp policy: no architecture has a system call named %s", strings.Join(unknown, ", "))
+	}
+	return p, nil
+}
+
+// anyArchHas reports whether some architecture the filter library knows
+// has a call of that name. A name missing on the running architecture is
+// skipped only when another has it (arm64 has no open); one that none has
+// is a typo, which skipping would hide.
+func anyArchHas(name string) bool {
+	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64, arch.I386, arch.ARM, arch.X32} {
+		if _, ok := a.SyscallNames[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // loadSeccomp installs the filter on every thread of the process
