@@ -17,6 +17,7 @@ import (
 	"time"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +26,15 @@ import (
 // what happened (unless the sandbox kills it first).
 func TestMain(m *testing.M) {
 	if try := os.Getenv("SANDBOX_TEST_TRY"); try != "" {
-		layers := Apply(Config{AddressSpace: 1 << 30, OpenFiles: 32})
+		var layers []Layer
+		if os.Getenv("SANDBOX_TEST_NO_LANDLOCK") != "" {
+			// A kernel before 6.12, or a runtime that refuses Landlock:
+			// seccomp alone must hold.
+			runtime.LockOSThread()
+			layers = []Layer{layer(NoNewPrivs, setNoNewPrivs), layer(Seccomp, loadSeccomp)}
+		} else {
+			layers = Apply(Config{AddressSpace: 1 << 30, OpenFiles: 32})
+		}
 		json.NewEncoder(os.Stdout).Encode(layers)
 		fmt.Println(attempt(try))
 		os.Exit(0)
@@ -57,6 +66,45 @@ func attempt(what string) string {
 		return outcome(errnoErr(errno))
 	case "signal-parent":
 		return outcome(syscall.Kill(os.Getppid(), 0))
+	case "fcntl-setown":
+		// With O_ASYNC, the kernel would send the owner SIGIO (or the
+		// F_SETSIG signal) whenever the descriptor is ready: a way to
+		// signal the supervisor that kill's own-PID rule does not see.
+		_, err := unix.FcntlInt(0, unix.F_SETOWN, os.Getppid())
+		return outcome(err)
+	case "fcntl-setown-ex":
+		_, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, 0, unix.F_SETOWN_EX, 0)
+		return outcome(errnoErr(errno))
+	case "fcntl-setsig":
+		_, err := unix.FcntlInt(0, unix.F_SETSIG, int(syscall.SIGKILL))
+		return outcome(err)
+	case "fcntl-async":
+		fl, err := unix.FcntlInt(0, unix.F_GETFL, 0)
+		if err == nil {
+			_, err = unix.FcntlInt(0, unix.F_SETFL, fl|unix.O_ASYNC)
+		}
+		return outcome(err)
+	case "fcntl-needed":
+		// What the Go runtime and glibc do with descriptors.
+		fl, err := unix.FcntlInt(0, unix.F_GETFL, 0)
+		if err == nil {
+			_, err = unix.FcntlInt(0, unix.F_SETFL, fl|unix.O_NONBLOCK)
+		}
+		if err == nil {
+			_, err = unix.FcntlInt(0, unix.F_GETFD, 0)
+		}
+		if err == nil {
+			_, err = unix.FcntlInt(0, unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+		if err == nil {
+			var fd int
+			fd, err = unix.FcntlInt(0, unix.F_DUPFD_CLOEXEC, 0)
+			syscall.Close(fd)
+		}
+		return outcome(err)
+	case "fcntl-other":
+		_, err := unix.FcntlInt(0, unix.F_DUPFD, 0)
+		return outcome(err)
 	case "mount":
 		return outcome(syscall.Mount("none", "/tmp", "tmpfs", 0, ""))
 	case "threads":
@@ -96,6 +144,46 @@ func child(t *testing.T, what string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SANDBOX_TEST_TRY="+what)
 	return cmd
+}
+
+// Without Landlock (kernels before 6.12 have no signal scoping; some
+// runtimes refuse Landlock altogether), seccomp alone must keep a cell
+// from arranging for the kernel to signal its supervisor: the fcntl
+// commands that set a descriptor's owner or signal kill the cell, other
+// commands it does not need are refused, the ones it needs work.
+func TestFcntlWithoutLandlock(t *testing.T) {
+	for _, tc := range []struct {
+		try     string
+		outcome string // the line printed, or "" when the process is killed
+	}{
+		{"fcntl-setown", ""},
+		{"fcntl-setown-ex", ""},
+		{"fcntl-setsig", ""},
+		{"fcntl-async", ""},
+		{"fcntl-other", "operation not permitted"},
+		{"fcntl-needed", "done"},
+	} {
+		t.Run(tc.try, func(t *testing.T) {
+			cmd := child(t, tc.try)
+			cmd.Env = append(cmd.Env, "SANDBOX_TEST_NO_LANDLOCK=1")
+			out, err := cmd.Output()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			var layers []Layer
+			if json.Unmarshal([]byte(lines[0]), &layers) != nil || len(layers) != 2 || !layers[0].On || !layers[1].On {
+				t.Fatalf("want no_new_privs and seccomp on, got %q (%v)", out, err)
+			}
+			var ee *exec.ExitError
+			if tc.outcome == "" {
+				if ws, ok := exitStatus(err, &ee); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
+					t.Fatalf("want death by SIGSYS, got %v, output %q", err, out)
+				}
+				return
+			}
+			if err != nil || len(lines) < 2 || lines[1] != tc.outcome {
+				t.Fatalf("want %q, got %q (%v)", tc.outcome, out, err)
+			}
+		})
+	}
 }
 
 func landlockAvailable() bool {
@@ -181,14 +269,15 @@ func TestSandboxedProcessStatus(t *testing.T) {
 }
 
 func TestPolicyNamesOnlyKnownCalls(t *testing.T) {
-	p, err := policy(os.Getpid())
+	f, err := policy(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Assemble(); err != nil {
+	insts, err := f.program()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p.DefaultAction != seccomp.ActionKillProcess {
+	if insts[len(insts)-1] != (bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)}) {
 		t.Error("a call off the list must kill the cell")
 	}
 	seen := map[string]bool{}

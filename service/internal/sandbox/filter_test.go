@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"testing"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The filter as the kernel would run it, in x/net/bpf's interpreter: each
+// case is one system call with its arguments and the action the filter
+// must return. Argument checks load the arguments into the filter's one
+// register; the cases after a failed check (a kill of another PID, a
+// fork) are the ones that see whether the system call number is read
+// again before the next rule.
+func TestFilterDecides(t *testing.T) {
+	const pid = 4242
+	insts := program(t, pid)
+	vm, err := bpf.NewVM(insts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, kill := uint32(seccomp.ActionAllow), uint32(seccomp.ActionKillProcess)
+	eperm, enosys := uint32(seccomp.ActionErrno)|uint32(unix.EPERM), uint32(seccomp.ActionErrno)|uint32(unix.ENOSYS)
+	for _, tc := range []struct {
+		name string
+		nr   uintptr
+		args []uint64
+		want uint32
+	}{
+		{"read", unix.SYS_READ, nil, allow},
+		{"openat", unix.SYS_OPENAT, nil, eperm},
+		{"execve", unix.SYS_EXECVE, nil, kill},
+		{"clone3", unix.SYS_CLONE3, nil, enosys},
+		{"an unlisted call", unix.SYS_MOUNT, nil, kill},
+		{"a thread", unix.SYS_CLONE, []uint64{unix.CLONE_THREAD | unix.CLONE_VM}, allow},
+		{"a fork", unix.SYS_CLONE, []uint64{uint64(unix.SIGCHLD)}, kill},
+		// 302 is prlimit64's number, and its own rule wants its third
+		// argument 0: a filter that compares arguments with call numbers
+		// lets these through.
+		{"a fork whose flags are a call's number", unix.SYS_CLONE, []uint64{unix.SYS_PRLIMIT64}, kill},
+		{"kill itself", unix.SYS_KILL, []uint64{pid, 9}, allow},
+		{"kill another", unix.SYS_KILL, []uint64{1, 9}, kill},
+		{"kill a PID that is a call's number", unix.SYS_KILL, []uint64{unix.SYS_PRLIMIT64, 9}, kill},
+		{"tgkill itself", unix.SYS_TGKILL, []uint64{pid, pid, 23}, allow},
+		{"tgkill another", unix.SYS_TGKILL, []uint64{1, 1, 9}, kill},
+		{"prctl PR_SET_NAME", unix.SYS_PRCTL, []uint64{unix.PR_SET_NAME}, allow},
+		{"prctl PR_SET_DUMPABLE", unix.SYS_PRCTL, []uint64{unix.PR_SET_DUMPABLE, 1}, kill},
+		{"prlimit64 to read", unix.SYS_PRLIMIT64, []uint64{0, unix.RLIMIT_AS, 0, 0x1000}, allow},
+		{"prlimit64 to set", unix.SYS_PRLIMIT64, []uint64{0, unix.RLIMIT_AS, 0x1000}, kill},
+		{"fcntl F_GETFL", unix.SYS_FCNTL, []uint64{3, unix.F_GETFL}, allow},
+		{"fcntl F_SETFL O_NONBLOCK", unix.SYS_FCNTL, []uint64{3, unix.F_SETFL, unix.O_NONBLOCK | unix.O_RDWR}, allow},
+		{"fcntl F_SETFL O_ASYNC", unix.SYS_FCNTL, []uint64{3, unix.F_SETFL, unix.O_NONBLOCK | unix.O_ASYNC}, kill},
+		{"fcntl F_SETOWN", unix.SYS_FCNTL, []uint64{3, unix.F_SETOWN, 1}, kill},
+		{"fcntl F_SETSIG", unix.SYS_FCNTL, []uint64{3, unix.F_SETSIG, 9}, kill},
+		{"fcntl F_SETOWN with high bits", unix.SYS_FCNTL, []uint64{3, 1<<32 | unix.F_SETOWN, 1}, kill},
+		{"fcntl F_DUPFD", unix.SYS_FCNTL, []uint64{3, unix.F_DUPFD}, eperm},
+		{"fcntl F_DUPFD_CLOEXEC", unix.SYS_FCNTL, []uint64{3, unix.F_DUPFD_CLOEXEC}, allow},
+	} {
+		got, err := vm.Run(seccompData(tc.nr, tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint32(got) != tc.want {
+			t.Errorf("%s: %#x, want %#x", tc.name, uint32(got), tc.want)
+		}
+	}
+}
+
+// seccompData is struct seccomp_data for the running architecture, laid
+// out for x/net/bpf's interpreter, which loads words big-endian where the
+// kernel loads them in the machine's order: each 32-bit word the filter
+// reads is written at its offset in big-endian.
+func seccompData(nr uintptr, args []uint64) []byte {
+	b := make([]byte, 64)
+	info, _ := arch.GetInfo("")
+	binary.BigEndian.PutUint32(b[0:], uint32(nr))
+	binary.BigEndian.PutUint32(b[4:], uint32(info.ID))
+	for i, a := range args {
+		lo, hi := 16+8*i, 16+8*i+4
+		if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+			lo, hi = hi, lo
+		}
+		binary.BigEndian.PutUint32(b[lo:], uint32(a))
+		binary.BigEndian.PutUint32(b[hi:], uint32(a>>32))
+	}
+	return b
+}
+
+// program is the filter a cell of that PID would load.
+func program(t *testing.T, pid int) []bpf.Instruction {
+	f, err := policy(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := f.program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return insts
+}
