@@ -32,16 +32,25 @@ const cellIdleGrowth = 8 << 20
 // variables (MALLOC_ARENA_MAX, an LD_PRELOADed jemalloc), libvips' and
 // GLib's, and the Go runtime's. Everything else, secrets included, stays
 // in the supervisor.
+//
+// GODEBUG gains containermaxprocs=0 (a later setting wins): otherwise the
+// cell's Go runtime opens its cgroup's CPU limit files at start and keeps
+// them open for good, two descriptors a cell has no use for (it runs with
+// GOMAXPROCS 1 and reads no file once sandboxed).
 func cellEnviron(environ []string) []string {
 	var out []string
+	godebug := "GODEBUG=containermaxprocs=0"
 	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if slices.ContainsFunc([]string{"MALLOC_", "LD_", "VIPS_", "G_"}, func(p string) bool { return strings.HasPrefix(name, p) }) ||
-			slices.Contains([]string{"GODEBUG", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", "GORACE"}, name) {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "GODEBUG" && value != "":
+			godebug = kv + ",containermaxprocs=0"
+		case slices.ContainsFunc([]string{"MALLOC_", "LD_", "VIPS_", "G_"}, func(p string) bool { return strings.HasPrefix(name, p) }) ||
+			slices.Contains([]string{"GOGC", "GOMEMLIMIT", "GOTRACEBACK", "GORACE"}, name):
 			out = append(out, kv)
 		}
 	}
-	return out
+	return append(out, godebug)
 }
 
 // cellPoolConfig is the pool of cells mode: the cells are this binary

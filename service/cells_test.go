@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -479,5 +480,90 @@ func TestCellsMetrics(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`\nthumbd_libvips_memory_peak_bytes (\S+)`).FindSubmatch(body); m == nil || string(m[1]) == "0" {
 		t.Errorf("libvips' peak as the cells reported it: %q", m)
+	}
+}
+
+// cellDescriptors is what each descriptor of a process points to, by
+// number (/proc/PID/fd's links: "socket:[N]", "pipe:[N]", "/dev/null").
+func cellDescriptors(t *testing.T, pid int) map[int]string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for _, e := range ents {
+		fd, _ := strconv.Atoi(e.Name())
+		if link, err := os.Readlink(dir + "/" + e.Name()); err == nil {
+			out[fd] = link
+		}
+	}
+	return out
+}
+
+// strangeDescriptors lists what a cell holds beyond its own: stdin and
+// stdout on /dev/null, stderr, its socket on 3, and the Go runtime's
+// poller (an epoll and an eventfd).
+func strangeDescriptors(fds map[int]string) []string {
+	var out []string
+	for fd, link := range fds {
+		switch {
+		case fd <= 2:
+		case fd == 3 && strings.HasPrefix(link, "socket:"):
+		case link == "anon_inode:[eventpoll]" || link == "anon_inode:[eventfd]":
+		default:
+			out = append(out, fmt.Sprintf("%d -> %s", fd, link))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A supervisor started with a descriptor it was not told about (fd 10, as
+// a careless parent or a socket-activating init hands down) does not pass
+// it on to its cells.
+func TestCellsInheritNoDescriptor(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	logs := &launch.Log{}
+	srv, err := launch.Start(context.Background(), launch.Spec{Command: []string{os.Args[0]},
+		Env:    []string{"THUMBD_TEST_MAIN=1", "THUMBD_ENGINE=cells", "THUMBD_CONCURRENCY=1", "THUMBD_CELL_SPARES=1"},
+		Stderr: logs,
+		StartProcess: func(c *exec.Cmd) error {
+			// fds 3 to 10 in the supervisor, not close-on-exec there.
+			c.ExtraFiles = []*os.File{w, w, w, w, w, w, w, w}
+			return c.Start()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(0) })
+	if err := srv.WaitReady(context.Background(), 20*time.Second); err != nil {
+		t.Fatalf("%v; logs:\n%s", err, logs)
+	}
+	var pids []int
+	waitFor(t, "two sandboxed cells", func() bool {
+		pids = celltest.Children(t, srv.Cmd.Process.Pid)
+		sealed := 0
+		for _, pid := range pids {
+			if status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && bytes.Contains(status, []byte("\nSeccomp:\t2\n")) {
+				sealed++
+			}
+		}
+		return sealed == 2
+	})
+	if fds := cellDescriptors(t, srv.Cmd.Process.Pid); !strings.HasPrefix(fds[10], "pipe:") {
+		t.Fatalf("the supervisor was not given fd 10: %v", fds)
+	}
+	for _, pid := range pids {
+		fds := cellDescriptors(t, pid)
+		if strange := strangeDescriptors(fds); len(strange) > 0 {
+			t.Errorf("cell %d holds %s", pid, strings.Join(strange, ", "))
+		}
 	}
 }

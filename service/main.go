@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -71,6 +72,9 @@ func engineConfig(cfg config, logger *slog.Logger) thumbjob.Config {
 // newEngine is the engine of cfg's mode, not started.
 func newEngine(cfg config, logger *slog.Logger, logOut io.Writer) (engine, error) {
 	if cfg.Engine == engineCells {
+		if err := cell.SealInherited(); err != nil {
+			return nil, fmt.Errorf("cells: %w", err)
+		}
 		pc, err := cellPoolConfig(cfg, logger, logOut)
 		if err != nil {
 			return nil, err

@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/celltest"
@@ -160,5 +163,24 @@ func TestCellConnectingToASocket(t *testing.T) {
 	defer cancel()
 	if _, err := cell.Start(ctx, spec); err == nil {
 		t.Fatal("a cell that never connects did not fail")
+	}
+}
+
+// A descriptor the supervisor inherited without close-on-exec gets it.
+func TestSealInheritedMarksDescriptorsCloseOnExec(t *testing.T) {
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil { // no O_CLOEXEC, as a careless parent leaves it
+		t.Fatal(err)
+	}
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	if err := cell.SealInherited(); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range p {
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("fd %d: flags %#x, %v", fd, flags, err)
+		}
 	}
 }
