@@ -226,6 +226,9 @@ func TestCellsRunSandboxed(t *testing.T) {
 				t.Errorf("cell %d: no %q in its status", pid, strings.TrimSpace(want))
 			}
 		}
+		if held := cellCapabilities(t, pid); len(held) > 0 {
+			t.Errorf("cell %d holds capabilities: %s", pid, strings.Join(held, ", "))
+		}
 	}
 	_, _, body := do(t, "GET", cells.URL+"/metrics", nil)
 	for _, name := range sandbox.Names() {
@@ -566,4 +569,29 @@ func TestCellsInheritNoDescriptor(t *testing.T) {
 			t.Errorf("cell %d holds %s", pid, strings.Join(strange, ", "))
 		}
 	}
+}
+
+// cellCapabilities lists the capability sets of any thread of pid that are
+// not empty ("1234 CapEff 000001fffeffffff"): capabilities belong to
+// threads, and a cell's libvips threads start before its sandbox.
+func cellCapabilities(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, task := range tasks {
+		status, err := os.ReadFile(dir + task.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, m := range regexp.MustCompile(`(?m)^(Cap(?:Inh|Prm|Eff|Amb)):\t(\S+)$`).FindAllSubmatch(status, -1) {
+			if string(m[2]) != "0000000000000000" {
+				held = append(held, task.Name()+" "+string(m[1])+" "+string(m[2]))
+			}
+		}
+	}
+	return held
 }

@@ -1,5 +1,6 @@
 // Package sandbox locks a cell process down once libvips has started and
-// before it reads its first job: resource limits, no new privileges,
+// before it reads its first job: resource limits, no capabilities, no new
+// privileges,
 // Landlock (no file access, no TCP, no signals or abstract sockets outside
 // the cell) and a seccomp allow-list of the system calls a cell makes.
 //
@@ -15,10 +16,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // Layer is one layer of the sandbox and whether it is on.
@@ -30,14 +33,15 @@ type Layer struct {
 
 // The layers, in the order Apply sets them up.
 const (
-	RLimits    = "rlimits"
-	NoNewPrivs = "no_new_privs"
-	Landlock   = "landlock"
-	Seccomp    = "seccomp"
+	RLimits      = "rlimits"
+	Capabilities = "capabilities"
+	NoNewPrivs   = "no_new_privs"
+	Landlock     = "landlock"
+	Seccomp      = "seccomp"
 )
 
 // Names lists every layer, in order.
-func Names() []string { return []string{RLimits, NoNewPrivs, Landlock, Seccomp} }
+func Names() []string { return []string{RLimits, Capabilities, NoNewPrivs, Landlock, Seccomp} }
 
 // Config bounds the process.
 type Config struct {
@@ -61,6 +65,7 @@ func Apply(cfg Config) []Layer {
 	defer runtime.UnlockOSThread()
 	return []Layer{
 		layer(RLimits, func() (string, error) { return setRLimits(cfg) }),
+		layer(Capabilities, dropCapabilities),
 		layer(NoNewPrivs, setNoNewPrivs),
 		layer(Landlock, restrictLandlock),
 		layer(Seccomp, loadSeccomp),
@@ -114,6 +119,70 @@ func mappedBytes() (uint64, error) {
 	}
 	pages, err := strconv.ParseUint(f[0], 10, 64)
 	return pages * uint64(os.Getpagesize()), err
+}
+
+// dropCapabilities empties every thread's capabilities: a supervisor run
+// as root starts its cells with all of them (CapEff 000001fffeffffff),
+// and code that took a cell over would hold them inside the sandbox
+// (CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_KILL over every process of the
+// user). Capabilities belong to threads, and libvips' already run, so each
+// call goes to every thread through libpsx, as go-landlock's do. The
+// bounding set goes first, while CAP_SETPCAP (which dropping from it
+// needs) is still held; a process without it has nothing there to fear,
+// as no_new_privs and the seccomp filter stop every exec.
+func dropCapabilities() (string, error) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "", err
+	}
+	detail := "none held, on every thread"
+	if eff, _ := capSet(string(status), "CapEff"); eff&(1<<unix.CAP_SETPCAP) != 0 {
+		for c := uintptr(0); ; c++ {
+			_, _, errno := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0, 0, 0, 0)
+			if errno == unix.EINVAL { // past the kernel's last capability
+				break
+			}
+			if errno != 0 {
+				return "", fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, errno)
+			}
+		}
+		detail = "all dropped, bounding set included, on every thread"
+	}
+	if _, _, errno := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); errno != 0 {
+		return "", fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", errno)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData
+	if _, _, errno := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&none[0])), 0); errno != 0 {
+		return "", fmt.Errorf("capset: %w", errno)
+	}
+	// What the kernel says of each thread, not what the calls returned.
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return "", err
+	}
+	for _, task := range tasks {
+		status, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err != nil {
+			continue // the thread has exited
+		}
+		for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+			if v, err := capSet(string(status), set); err != nil || v != 0 {
+				return "", fmt.Errorf("thread %s: %s %x after dropping (%v)", task.Name(), set, v, err)
+			}
+		}
+	}
+	return detail, nil
+}
+
+// capSet reads one capability set ("CapEff") from a status file.
+func capSet(status, name string) (uint64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, name+":\t"); ok {
+			return strconv.ParseUint(v, 16, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in the status", name)
 }
 
 // setNoNewPrivs stops execve from granting privileges (setuid binaries,

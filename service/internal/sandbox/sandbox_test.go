@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -258,6 +259,21 @@ func TestSandboxedProcessStatus(t *testing.T) {
 	for _, want := range []string{"\nSeccomp:\t2\n", "\nNoNewPrivs:\t1\n"} {
 		if !strings.Contains(string(status), want) {
 			t.Errorf("status lacks %q", strings.TrimSpace(want))
+		}
+	}
+	// Capabilities are per thread: every thread, libvips' in a cell too,
+	// holds none (the test runs as root, so it starts with all of them).
+	tasks, err := os.ReadDir("/proc/" + pid + "/task")
+	if err != nil || len(tasks) < 2 {
+		t.Fatalf("threads: %v, %v", tasks, err)
+	}
+	for _, task := range tasks {
+		status, _ := os.ReadFile("/proc/" + pid + "/task/" + task.Name() + "/status")
+		for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd"} {
+			if want := "\n" + set + ":\t0000000000000000\n"; !strings.Contains(string(status), want) {
+				line := regexp.MustCompile(set + `:\t\S+`).FindString(string(status))
+				t.Errorf("thread %s: %s, want 0", task.Name(), line)
+			}
 		}
 	}
 	limits, _ := os.ReadFile("/proc/" + pid + "/limits")
