@@ -26,7 +26,7 @@ func TestPackageImports(t *testing.T) {
 		"cell":      {"apierr", "imagefmt", "sandbox", "thumbjob"},
 		"cellpool":  {"cell", "sandbox", "thumbjob"},
 		"sandbox":   {},
-		"celltest":  {"cell", "imagefmt", "thumbjob"},
+		"celltest":  {"cell", "imagefmt", "sandbox", "thumbjob"},
 		"imagefmt":  {},
 		"apierr":    {},
 		"hostile":   {},

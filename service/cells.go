@@ -67,11 +67,12 @@ func cellPoolConfig(cfg config, logger *slog.Logger, logOut io.Writer) (cellpool
 	env := append(cellEnviron(os.Environ()), set)
 	return cellpool.Config{
 		Spec: cell.Spec{
-			Path:      exe,
-			Args:      []string{"cell"},
-			Env:       env,
-			Stderr:    logOut,
-			MaxSource: cfg.MaxBodyBytes,
+			Path:           exe,
+			Args:           []string{"cell"},
+			Env:            env,
+			Stderr:         logOut,
+			RequireSandbox: cfg.SandboxRequired,
+			MaxSource:      cfg.MaxBodyBytes,
 			// An encoded image is never larger than its raw RGBA pixels,
 			// plus the format's headers.
 			MaxResult: 4*int64(cfg.MaxSide)*int64(cfg.MaxSide) + 1<<20,

@@ -67,8 +67,17 @@ func cellFaults() string {
 
 // runFaultyCell is `thumbd cell` with faultEngine around libvips.
 func runFaultyCell(mode string) error {
-	if mode == "die" {
+	switch mode {
+	case "die":
 		return errors.New("told to die before its hello")
+	case "unsealed":
+		// Its hello says seccomp is off, as under a runtime that refuses
+		// it; no libvips.
+		conn, err := cell.Socket(os.Getenv)
+		if err != nil {
+			return err
+		}
+		return cell.Worker{Engine: faultEngine{}}.Serve(conn, cell.Hello{PID: os.Getpid(), Sandbox: celltest.Unsealed()})
 	}
 	return serveCell(os.Getenv, os.Stderr, func(e cell.Engine) cell.Engine { return faultEngine{e} })
 }
@@ -458,6 +467,38 @@ func TestCellsThatCannotStartStopTheService(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "engine: cell") {
 		t.Errorf("the reason is not given:\n%s", logs)
+	}
+}
+
+// THUMBD_SANDBOX_REQUIRED: cells whose sandbox has a layer off stop the
+// service at start, naming the layer; without it they serve, with a
+// warning.
+func TestCellsWithALayerOffStopTheServiceWhenRequired(t *testing.T) {
+	for _, required := range []bool{true, false} {
+		logs := &launch.Log{}
+		srv, err := launch.Start(context.Background(), launch.Spec{Command: []string{os.Args[0]},
+			Env: []string{"THUMBD_TEST_MAIN=1", "THUMBD_ENGINE=cells", "THUMBD_CONCURRENCY=1", faultEnv + "=unsealed",
+				"THUMBD_SANDBOX_REQUIRED=" + strconv.FormatBool(required)}, Stderr: logs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Stop(0) })
+		if !required {
+			if err := srv.WaitReady(context.Background(), 20*time.Second); err != nil {
+				t.Fatalf("best effort: %v; logs:\n%s", err, logs)
+			}
+			waitFor(t, "the warning", func() bool { return strings.Contains(logs.String(), "cell sandbox layer is off") })
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		code, err := srv.Wait(ctx)
+		cancel()
+		if err != nil || code != 1 {
+			t.Fatalf("required: exit %d, %v; logs:\n%s", code, err, logs)
+		}
+		if !strings.Contains(logs.String(), "seccomp") || !strings.Contains(logs.String(), "THUMBD_SANDBOX_REQUIRED") {
+			t.Errorf("required: the reason names neither the layer nor the setting:\n%s", logs)
+		}
 	}
 }
 

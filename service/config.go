@@ -59,6 +59,7 @@ type config struct {
 	CellMaxRSS         int64
 	CellSpares         int
 	CellIdleRecycle    time.Duration
+	SandboxRequired    bool
 }
 
 // defaultBudgetBodies is THUMBD_SOURCE_BUDGET's default in largest sources.
@@ -124,6 +125,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", int64Value(&c.CellMaxRSS)},
 		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", intValue(&c.CellSpares)},
 		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 8 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", durationValue(&c.CellIdleRecycle)},
+		{"THUMBD_SANDBOX_REQUIRED", "sandbox-required", "false", "", "cells mode: `true`: a cell that cannot apply every sandbox layer (rlimits, capabilities, `no_new_privs`, Landlock, seccomp) is refused, so start-up fails naming the layer and why (a later replacement is refused the same way, logged and retried with back-off); `false`: the layer is logged once as a warning and the cell runs with the others. The images and manifests set `true`", boolFlag{boolValue(&c.SandboxRequired)}},
 	}
 }
 

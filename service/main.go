@@ -167,6 +167,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		return err
 	case err := <-engineFailed:
 		srv.Close()
+		if errors.Is(err, cell.ErrSandboxOff) {
+			return fmt.Errorf("engine: %w; THUMBD_SANDBOX_REQUIRED is true, so thumbd does not start without it", err)
+		}
 		return fmt.Errorf("engine: %w", err)
 	case <-ctx.Done():
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -34,6 +36,10 @@ type Spec struct {
 	// the container's and is not checked.
 	Listen string
 
+	// RequireSandbox refuses a cell whose hello reports a sandbox layer
+	// off (THUMBD_SANDBOX_REQUIRED); otherwise such a cell serves.
+	RequireSandbox bool
+
 	MaxSource int64 // the largest source sent to a cell
 	MaxResult int64 // the largest encoded image accepted back
 	MaxSide   int   // the largest width or height accepted back
@@ -43,6 +49,10 @@ type Spec struct {
 // protocol: the job is lost and is not retried (a source that kills a cell
 // would kill the next one too).
 var ErrCrashed = errors.New("the cell running the thumbnail crashed")
+
+// ErrSandboxOff is the start-up error of a cell whose hello reports a
+// sandbox layer off while Spec.RequireSandbox is set.
+var ErrSandboxOff = errors.New("a required sandbox layer is off")
 
 // CrashError says how a cell ended a job. It is logged with the request.
 type CrashError struct {
@@ -189,15 +199,37 @@ func handshake(ctx context.Context, spec *Spec, cmd *exec.Cmd, conn *net.UnixCon
 	if err == nil && spec.Listen == "" && c.hello.PID != cmd.Process.Pid {
 		err = fmt.Errorf("%w: hello from pid %d", ErrProtocol, c.hello.PID)
 	}
+	if err == nil && spec.RequireSandbox {
+		err = sandboxOff(c.hello.Sandbox)
+	}
 	if err != nil {
 		c.Kill()
 		<-c.exited
 		if c.Crashed() {
 			return nil, fmt.Errorf("cell %d did not start: %w", cmd.Process.Pid, &CrashError{PID: cmd.Process.Pid, Exit: c.Exit(), Detail: err.Error()})
 		}
-		return nil, fmt.Errorf("cell %d did not start: %v (%s)", cmd.Process.Pid, err, c.Exit())
+		return nil, fmt.Errorf("cell %d did not start: %w (%s)", cmd.Process.Pid, err, c.Exit())
 	}
 	return c, nil
+}
+
+// sandboxOff names every layer a hello reports off, or leaves out, with
+// its reason; nil when all are on.
+func sandboxOff(layers []sandbox.Layer) error {
+	var off []string
+	for _, name := range sandbox.Names() {
+		i := slices.IndexFunc(layers, func(l sandbox.Layer) bool { return l.Name == name })
+		switch {
+		case i < 0:
+			off = append(off, name+" (not reported)")
+		case !layers[i].On:
+			off = append(off, name+" ("+layers[i].Detail+")")
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrSandboxOff, strings.Join(off, ", "))
 }
 
 // PID is the cell's process ID.

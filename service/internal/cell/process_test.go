@@ -184,3 +184,26 @@ func TestSealInheritedMarksDescriptorsCloseOnExec(t *testing.T) {
 		}
 	}
 }
+
+// A cell whose sandbox has a layer off starts when the sandbox is best
+// effort, and is refused, naming the layer and why, when it is required.
+func TestCellWithALayerOffIsRefusedWhenRequired(t *testing.T) {
+	c := startCell(t, "unsealed")
+	if layers := c.Hello().Sandbox; len(layers) == 0 {
+		t.Fatal("no layers in the hello")
+	}
+	before := celltest.OpenFDs(t)
+	spec := celltest.Spec("unsealed")
+	spec.RequireSandbox = true
+	c, err := cell.Start(context.Background(), spec)
+	if err == nil {
+		c.Close(time.Second)
+		t.Fatal("a cell without seccomp started with the sandbox required")
+	}
+	if !strings.Contains(err.Error(), "seccomp") || !strings.Contains(err.Error(), "EPERM") {
+		t.Errorf("the error does not say which layer and why: %v", err)
+	}
+	if after := celltest.OpenFDs(t); after != before {
+		t.Errorf("%d descriptors open before, %d after", before, after)
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -52,13 +53,28 @@ func Main() {
 
 // Spec starts this test binary as a fake cell in mode: "serve" (the
 // protocol), "die" (exit 7 at once), "silent" (never say hello), "liar"
-// (a hello from another PID) or "once:FILE" (serve if FILE does not exist,
+// (a hello from another PID), "unsealed" (serve, its hello saying the
+// seccomp layer is off) or "once:FILE" (serve if FILE does not exist,
 // creating it; else die).
 func Spec(mode string) *cell.Spec {
 	return &cell.Spec{
 		Path: os.Args[0], Env: append(os.Environ(), env+"="+mode), Stderr: os.Stderr,
 		MaxSource: 1 << 20, MaxResult: 1 << 20, MaxSide: 4096,
 	}
+}
+
+// Unsealed is the sandbox of a cell whose runtime refused seccomp: every
+// other layer on.
+func Unsealed() []sandbox.Layer {
+	var layers []sandbox.Layer
+	for _, name := range sandbox.Names() {
+		l := sandbox.Layer{Name: name, On: true}
+		if name == sandbox.Seccomp {
+			l = sandbox.Layer{Name: name, Detail: "seccomp(2) was refused (EPERM)"}
+		}
+		layers = append(layers, l)
+	}
+	return layers
 }
 
 // Job is a PNG job the fake engine reads width as its order.
@@ -121,6 +137,9 @@ func serve(mode string) int {
 		hang()
 	case "liar":
 		cell.Worker{Engine: engine{conn}}.Serve(conn, cell.Hello{PID: 1})
+		return 0
+	case "unsealed":
+		cell.Worker{Engine: engine{conn}, MaxSource: 1 << 20}.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: "fake", Sandbox: Unsealed()})
 		return 0
 	}
 	w := cell.Worker{Engine: engine{conn}, MaxSource: 1 << 20}
