@@ -67,16 +67,14 @@ func cellPoolConfig(cfg config, logger *slog.Logger, logOut io.Writer) (cellpool
 	env := append(cellEnviron(os.Environ()), set)
 	return cellpool.Config{
 		Spec: cell.Spec{
-			Path:           exe,
-			Args:           []string{"cell"},
-			Env:            env,
-			Stderr:         logOut,
-			RequireSandbox: cfg.SandboxRequired,
-			MaxSource:      cfg.MaxBodyBytes,
-			// An encoded image is never larger than its raw RGBA pixels,
-			// plus the format's headers.
-			MaxResult: 4*int64(cfg.MaxSide)*int64(cfg.MaxSide) + 1<<20,
-			MaxSide:   cfg.MaxSide,
+			Path:               exe,
+			Args:               []string{"cell"},
+			Env:                env,
+			Stderr:             logOut,
+			RequireSandbox:     cfg.SandboxRequired,
+			MaxSource:          cfg.MaxBodyBytes,
+			MaxSide:            cfg.MaxSide,
+			MaxAnimationPixels: cfg.MaxAnimationPixels,
 		},
 		Cells:       cfg.Concurrency,
 		Spares:      cfg.CellSpares,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -155,5 +156,26 @@ func TestWorkerEndsWithItsSupervisor(t *testing.T) {
 	go writeFrame(ours, kindJob, thumbjob.Options{Width: 10}, make([]byte, 11))
 	if err := <-done; !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a source over the limit: %v", err)
+	}
+}
+
+// A peer that declares a large payload and sends little costs the reader
+// what arrived, not what was declared: the payload is read as it comes.
+func TestFramePayloadIsReadAsItArrives(t *testing.T) {
+	var frame bytes.Buffer
+	writeFrame(&frame, kindResult, resultMeta{}, nil)
+	b := frame.Bytes()
+	b[8], b[9], b[10], b[11] = 0, 0, 0x20, 0x03 // 50 MiB declared, none sent
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var meta resultMeta
+	_, err := readFrame(bytes.NewReader(b), kindResult, &meta, 64<<20)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a short payload: %v", err)
+	}
+	// The first step of the buffer is 1 MiB.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 2<<20 {
+		t.Errorf("reading a frame that declared 50 MiB and sent none allocated %d bytes", grew)
 	}
 }

@@ -41,8 +41,39 @@ type Spec struct {
 	RequireSandbox bool
 
 	MaxSource int64 // the largest source sent to a cell
-	MaxResult int64 // the largest encoded image accepted back
 	MaxSide   int   // the largest width or height accepted back
+	// MaxAnimationPixels is the most frames x width x height an animated
+	// job may make: it bounds an animated job's result, as MaxSide and the
+	// job's own box bound a still one's.
+	MaxAnimationPixels int64
+}
+
+// No encoder thumbd runs writes more than resultBytesPerPixel bytes a
+// pixel plus resultHeaders: libjpeg-turbo's worst case is 6 bytes a pixel
+// (tj3JPEGBufSize, 4:4:4), PNG's about 4 (RGBA in stored zlib blocks), and
+// headers stay far under 64 KiB with metadata stripped.
+const (
+	resultBytesPerPixel = 6
+	resultHeaders       = 64 << 10
+)
+
+// resultBound is the most bytes a cell may answer o with: the job's box
+// (MaxSide for a side the job leaves to the source's aspect ratio), or
+// for an animated job the animation's pixel limit, at the worst case per
+// pixel. A cell that declares more breaks the protocol before anything is
+// allocated for it.
+func (s *Spec) resultBound(o thumbjob.Options) int64 {
+	side := func(n int) int64 {
+		if n <= 0 || n > s.MaxSide {
+			return int64(s.MaxSide)
+		}
+		return int64(n)
+	}
+	px := side(o.Width) * side(o.Height)
+	if o.Animated {
+		px = max(px, s.MaxAnimationPixels)
+	}
+	return resultBytesPerPixel*px + resultHeaders
 }
 
 // ErrCrashed is the error of a job whose cell died under it or broke the
@@ -315,7 +346,7 @@ func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjo
 	var payload []byte
 	err := writeFrame(c.conn, kindJob, o, src)
 	if err == nil {
-		payload, err = readFrame(c.conn, kindResult, &meta, c.spec.MaxResult)
+		payload, err = readFrame(c.conn, kindResult, &meta, c.spec.resultBound(o))
 	}
 	if !stop() {
 		// ctx ended during the job: the answer would be late, and the

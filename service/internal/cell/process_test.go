@@ -207,3 +207,20 @@ func TestCellWithALayerOffIsRefusedWhenRequired(t *testing.T) {
 		t.Errorf("%d descriptors open before, %d after", before, after)
 	}
 }
+
+// The result length a cell declares is held to what the job can make (its
+// pixels, a few bytes each, and headers), not to the largest job's:
+// an 18x18 job declaring 512 KiB is a protocol breach at once, before any of
+// it is allocated or waited for.
+func TestCellResultLengthIsBoundByTheJob(t *testing.T) {
+	c := startCell(t, "serve")
+	began := time.Now()
+	_, err := run(c, celltest.Inflated, 10*time.Second)
+	var crash *cell.CrashError
+	if !errors.As(err, &crash) || crash.Exit != "protocol" {
+		t.Fatalf("got %v, want a protocol breach", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("took %s: the supervisor waited for the declared bytes", took)
+	}
+}

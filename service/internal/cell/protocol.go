@@ -114,15 +114,38 @@ func readFrame(r io.Reader, want byte, meta any, maxPayload int64) ([]byte, erro
 	case int64(payloadLen) > maxPayload:
 		return nil, fmt.Errorf("%w: a %d-byte payload, more than the %d allowed", ErrProtocol, payloadLen, maxPayload)
 	}
-	buf := make([]byte, int(metaLen)+int(payloadLen))
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
+	m := make([]byte, metaLen)
+	if _, err := io.ReadFull(r, m); err != nil {
+		return nil, unexpectedEOF(err)
 	}
-	if err := json.Unmarshal(buf[:metaLen], meta); err != nil {
+	if err := json.Unmarshal(m, meta); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
-	return buf[metaLen:], nil
+	return readPayload(r, int(payloadLen))
+}
+
+// readPayload reads n bytes into a buffer that grows as they arrive
+// (1 MiB, then doubling): a peer that declares more than it sends costs
+// what it sent, not what it declared.
+func readPayload(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, 1<<20))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = append(make([]byte, 0, min(n, 2*cap(buf))), buf...)
+		}
+		got, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			return nil, unexpectedEOF(err)
+		}
+	}
+	return buf, nil
+}
+
+// unexpectedEOF is err, but a frame cut short is never a clean io.EOF.
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }

@@ -73,7 +73,7 @@ func TestArms(t *testing.T) {
 		t.Fatal(err)
 	}
 	native := &cell.Spec{Path: bin, Args: []string{"cell"}, Env: []string{settings, "MALLOC_ARENA_MAX=2"}, Stderr: os.Stderr,
-		MaxSource: 64 << 20, MaxResult: 64 << 20, MaxSide: 4096}
+		MaxSource: 64 << 20, MaxSide: 4096, MaxAnimationPixels: 1 << 24}
 	inproc := thumb.New(engCfg)
 	inproc.Start()
 
@@ -251,7 +251,7 @@ func containerSpec(t *testing.T, image, settings string) (*cell.Spec, func() int
 		args = append(args, "--cpuset-cpus", cpus)
 	}
 	spec := &cell.Spec{Path: "docker", Args: append(args, image, "cell"), Stderr: os.Stderr, Listen: filepath.Join(dir, "cell.sock"),
-		MaxSource: 64 << 20, MaxResult: 64 << 20, MaxSide: 4096}
+		MaxSource: 64 << 20, MaxSide: 4096, MaxAnimationPixels: 1 << 24}
 	rss := func() int64 {
 		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", name).Output()
 		if err != nil {

@@ -33,6 +33,7 @@ const (
 	WrongFmt = 15 // JPEG bytes for a PNG job
 	Exit     = 16 // exit status 3
 	Untyped  = 17 // an error the engine did not type
+	Inflated = 18 // a result declaring 512 KiB, far more than an 18x18 job can be, then silence
 )
 
 // PNG is the fake engine's image.
@@ -59,7 +60,7 @@ func Main() {
 func Spec(mode string) *cell.Spec {
 	return &cell.Spec{
 		Path: os.Args[0], Env: append(os.Environ(), env+"="+mode), Stderr: os.Stderr,
-		MaxSource: 1 << 20, MaxResult: 1 << 20, MaxSide: 4096,
+		MaxSource: 1 << 20, MaxSide: 4096,
 	}
 }
 
@@ -103,6 +104,11 @@ func (e engine) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thum
 		return thumbjob.Image{Bytes: []byte("\xFF\xD8\xFF fake"), Format: o.Format, Width: 1, Height: 1}, nil
 	case Exit:
 		os.Exit(3)
+	case Inflated:
+		// A result frame's header: kind, metadata length 2 ("{}"), payload
+		// length 512 KiB; then the metadata and a few bytes.
+		e.conn.Write([]byte("R\x00\x00\x00\x02\x00\x00\x00\x00\x00\x08\x00{}\x89PNG"))
+		hang()
 	}
 	return thumbjob.Image{Bytes: PNG, Format: o.Format, Width: o.Width, Height: o.Width}, nil
 }
