@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -26,10 +27,13 @@ import (
 
 // Spec says how to start a cell and what to accept from it.
 type Spec struct {
-	Path   string    // the thumbd binary
-	Args   []string  // its arguments: "cell" and the cell's flags
-	Env    []string  // nil: the supervisor's environment
-	Stderr io.Writer // where the cell's log lines go
+	Path string   // the thumbd binary
+	Args []string // its arguments: "cell" and the cell's flags
+	Env  []string // nil: the supervisor's environment
+	// Stderr receives the cell's output as the supervisor's own JSON
+	// records ("cell output", cell_pid, line), never the cell's bytes:
+	// each cell writes into a pipe of its own (see relayOutput).
+	Stderr io.Writer
 	// Listen, when set, is a Unix socket path the cell connects to instead
 	// of inheriting a socket: for a cell in a container, reached through a
 	// shared volume (the bench's container arm). Its hello's PID is then
@@ -136,7 +140,7 @@ func Start(ctx context.Context, spec *Spec) (*Cell, error) {
 	ours, theirs := os.NewFile(uintptr(fds[0]), "cell-supervisor"), os.NewFile(uintptr(fds[1]), "cell-socket")
 	cmd := command(spec)
 	cmd.ExtraFiles = []*os.File{theirs} // fd 3 in the cell
-	err = cmd.Start()
+	output, err := startWithOutput(cmd, spec)
 	theirs.Close()
 	if err != nil {
 		ours.Close()
@@ -147,9 +151,92 @@ func Start(ctx context.Context, spec *Spec) (*Cell, error) {
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
+		<-output
 		return nil, fmt.Errorf("cell socket: %w", err)
 	}
-	return handshake(ctx, spec, cmd, fc.(*net.UnixConn))
+	return handshake(ctx, spec, cmd, fc.(*net.UnixConn), output)
+}
+
+// startWithOutput starts cmd with its stderr on a pipe of its own, which
+// relayOutput reads; the returned channel is closed once the pipe is
+// drained (the cell has exited). A cell never writes to the supervisor's
+// stderr, where it could forge the supervisor's log lines.
+func startWithOutput(cmd *exec.Cmd, spec *Spec) (<-chan struct{}, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer r.Close()
+		relayOutput(r, spec.Stderr, cmd.Process.Pid)
+	}()
+	return done, nil
+}
+
+// A cell's output is bounded: lines are cut at maxOutputLine bytes, and
+// at most outputBurst lines pass at once, then outputRate a second; the
+// rest are dropped and counted.
+const (
+	maxOutputLine = 2 << 10
+	outputBurst   = 100
+	outputRate    = 10
+)
+
+// relayOutput reads a cell's output line by line and writes each as a
+// record of the supervisor's own (JSON, "cell output"), the line a string
+// field tagged with the cell's PID: nothing the cell writes is read as the
+// supervisor's log. It returns at the pipe's end.
+func relayOutput(r io.Reader, to io.Writer, pid int) {
+	if to == nil {
+		to = io.Discard
+	}
+	log := slog.New(slog.NewJSONHandler(to, nil))
+	br := bufio.NewReaderSize(r, maxOutputLine)
+	tokens, last, dropped := float64(outputBurst), time.Now(), 0
+	for {
+		line, err := br.ReadSlice('\n')
+		truncated := errors.Is(err, bufio.ErrBufferFull)
+		if truncated {
+			// Skip the rest of the long line.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+		}
+		if len(line) > 0 {
+			now := time.Now()
+			tokens = min(outputBurst, tokens+now.Sub(last).Seconds()*outputRate)
+			last = now
+			if tokens < 1 {
+				dropped++
+			} else {
+				tokens--
+				attrs := []any{"cell_pid", pid, "line", strings.TrimRight(string(line), "\n")}
+				if truncated {
+					attrs = append(attrs, "truncated", true)
+				}
+				if dropped > 0 {
+					attrs = append(attrs, "dropped_before", dropped)
+					dropped = 0
+				}
+				log.Info("cell output", attrs...)
+			}
+		}
+		if err != nil {
+			if dropped > 0 {
+				log.Info("cell output", "cell_pid", pid, "line", "", "dropped_before", dropped)
+			}
+			return
+		}
+	}
 }
 
 // SealInherited marks every descriptor from 3 up close-on-exec. Call it
@@ -181,7 +268,7 @@ func SealInherited() error {
 
 func command(spec *Spec) *exec.Cmd {
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env, cmd.Stderr = spec.Env, spec.Stderr
+	cmd.Env = spec.Env
 	// A cell outlives a supervisor killed outright only until this signal;
 	// one that is idle also leaves on its socket's EOF.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -199,7 +286,8 @@ func startListening(ctx context.Context, spec *Spec) (*Cell, error) {
 	// The cell may run as another user (a container's non-root one).
 	os.Chmod(spec.Listen, 0o666)
 	cmd := command(spec)
-	if err := cmd.Start(); err != nil {
+	output, err := startWithOutput(cmd, spec)
+	if err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { ln.SetDeadline(time.Unix(1, 0)) })
@@ -208,18 +296,22 @@ func startListening(ctx context.Context, spec *Spec) (*Cell, error) {
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
+		<-output
 		return nil, fmt.Errorf("cell did not connect: %w", err)
 	}
-	return handshake(ctx, spec, cmd, conn)
+	return handshake(ctx, spec, cmd, conn, output)
 }
 
 // handshake watches the started process and waits, within ctx, for its
 // hello on conn.
-func handshake(ctx context.Context, spec *Spec, cmd *exec.Cmd, conn *net.UnixConn) (*Cell, error) {
+func handshake(ctx context.Context, spec *Spec, cmd *exec.Cmd, conn *net.UnixConn, output <-chan struct{}) (*Cell, error) {
 	c := &Cell{spec: spec, cmd: cmd, conn: conn, exited: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		c.conn.Close()
+		// The cell's last lines (a crash's) are written before its end
+		// is reported.
+		<-output
 		close(c.exited)
 	}()
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })

@@ -3,10 +3,12 @@ package cell_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -223,4 +225,59 @@ func TestCellResultLengthIsBoundByTheJob(t *testing.T) {
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("took %s: the supervisor waited for the declared bytes", took)
 	}
+}
+
+// A cell's stderr is its own pipe: the supervisor reads it and writes each
+// line as a field of its own JSON record, tagged with the cell's PID, cut
+// to a bounded length and rate. A line a cell forges as the supervisor's
+// log stays a string inside one.
+func TestCellOutputIsTaggedAndBounded(t *testing.T) {
+	var out lockedBuffer
+	spec := celltest.Spec("noisy")
+	spec.Stderr = &out
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := cell.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close(5 * time.Second)
+	<-c.Exited()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 3 || len(lines) > 200 {
+		t.Errorf("%d lines reached the supervisor's log of a flood of 5002", len(lines))
+	}
+	for _, l := range lines {
+		var rec struct {
+			Msg  string `json:"msg"`
+			PID  int    `json:"cell_pid"`
+			Line string `json:"line"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Msg != "cell output" || rec.PID != c.PID() {
+			t.Fatalf("not a record of the supervisor's about cell %d: %.200s", c.PID(), l)
+		}
+		if len(l) > 8<<10 {
+			t.Errorf("a line of %d bytes", len(l))
+		}
+	}
+	if !strings.Contains(lines[0], `"line":"{\"time\"`) {
+		t.Errorf("the forged line is not kept as a string: %.200s", lines[0])
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -54,7 +54,8 @@ func Main() {
 
 // Spec starts this test binary as a fake cell in mode: "serve" (the
 // protocol), "die" (exit 7 at once), "silent" (never say hello), "liar"
-// (a hello from another PID), "unsealed" (serve, its hello saying the
+// (a hello from another PID), "noisy" (serve, after forged, long and
+// many lines on stderr), "unsealed" (serve, its hello saying the
 // seccomp layer is off) or "once:FILE" (serve if FILE does not exist,
 // creating it; else die).
 func Spec(mode string) *cell.Spec {
@@ -137,6 +138,15 @@ func serve(mode string) int {
 		}
 	}
 	switch mode {
+	case "noisy":
+		// A cell that writes what a compromised one might: a line forged
+		// as the supervisor's own log, a line of 100 KB, and a flood.
+		fmt.Fprintln(os.Stderr, `{"time":"2026-01-01T00:00:00Z","level":"ERROR","msg":"forged","request_id":"x"}`)
+		fmt.Fprintln(os.Stderr, strings.Repeat("A", 100_000))
+		for i := 0; i < 5000; i++ {
+			fmt.Fprintln(os.Stderr, "flood", i)
+		}
+		mode = "serve"
 	case "die":
 		return 7
 	case "silent":
