@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/launch"
 )
 
 // The test binary re-executed by celltest.Spec is a fake cell: the real
@@ -232,7 +232,7 @@ func TestCellResultLengthIsBoundByTheJob(t *testing.T) {
 // to a bounded length and rate. A line a cell forges as the supervisor's
 // log stays a string inside one.
 func TestCellOutputIsTaggedAndBounded(t *testing.T) {
-	var out lockedBuffer
+	var out launch.Log
 	spec := celltest.Spec("noisy")
 	spec.Stderr = &out
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -263,21 +263,4 @@ func TestCellOutputIsTaggedAndBounded(t *testing.T) {
 	if !strings.Contains(lines[0], `"line":"{\"time\"`) {
 		t.Errorf("the forged line is not kept as a string: %.200s", lines[0])
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
