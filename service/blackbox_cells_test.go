@@ -5,12 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/launch"
 )
 
@@ -53,17 +51,7 @@ func TestBlackBoxCells(t *testing.T) {
 		t.Fatalf("a thumbnail in cells mode: %d; logs:\n%s", status, logs)
 	}
 	supervisor := srv.Cmd.Process.Pid
-	var pids []int
-	waitFor(t, "two sandboxed cells", func() bool {
-		pids = celltest.Children(t, supervisor)
-		sealed := 0
-		for _, pid := range pids {
-			if status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && strings.Contains(string(status), "\nSeccomp:\t2\n") {
-				sealed++
-			}
-		}
-		return sealed == 2
-	})
+	pids := sealedCells(t, supervisor, 2)
 	own := cellDescriptors(t, supervisor)
 	if !strings.HasPrefix(own[10], "pipe:") || own[2] == "" {
 		t.Fatalf("the supervisor's descriptors: %v", own)

@@ -590,17 +590,7 @@ func TestCellsInheritNoDescriptor(t *testing.T) {
 	if err := srv.WaitReady(context.Background(), 20*time.Second); err != nil {
 		t.Fatalf("%v; logs:\n%s", err, logs)
 	}
-	var pids []int
-	waitFor(t, "two sandboxed cells", func() bool {
-		pids = celltest.Children(t, srv.Cmd.Process.Pid)
-		sealed := 0
-		for _, pid := range pids {
-			if status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && bytes.Contains(status, []byte("\nSeccomp:\t2\n")) {
-				sealed++
-			}
-		}
-		return sealed == 2
-	})
+	pids := sealedCells(t, srv.Cmd.Process.Pid, 2)
 	if fds := cellDescriptors(t, srv.Cmd.Process.Pid); !strings.HasPrefix(fds[10], "pipe:") {
 		t.Fatalf("the supervisor was not given fd 10: %v", fds)
 	}
@@ -635,4 +625,21 @@ func cellCapabilities(t *testing.T, pid int) []string {
 		}
 	}
 	return held
+}
+
+// sealedCells waits for n cells of the supervisor to be sandboxed (their
+// seccomp filter on: after their hello) and returns their PIDs.
+func sealedCells(t *testing.T, supervisor, n int) []int {
+	t.Helper()
+	var sealed []int
+	waitFor(t, strconv.Itoa(n)+" sandboxed cells", func() bool {
+		sealed = sealed[:0]
+		for _, pid := range celltest.Children(t, supervisor) {
+			if status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && bytes.Contains(status, []byte("\nSeccomp:\t2\n")) {
+				sealed = append(sealed, pid)
+			}
+		}
+		return len(sealed) == n
+	})
+	return sealed
 }
