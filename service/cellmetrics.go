@@ -10,8 +10,8 @@ import (
 // cellMetrics exposes the pool (cells mode) and the sandbox its cells run
 // in: read from the pool at each scrape, so the pool needs no Prometheus.
 type cellMetrics struct {
-	pool                                      *cellpool.Pool // nil in process
-	cells, starts, exits, crashes, rss, layer *prometheus.Desc
+	pool                                               *cellpool.Pool // nil in process
+	cells, starts, exits, crashes, rss, layer, backOff *prometheus.Desc
 }
 
 func newCellMetrics(pool *cellpool.Pool) *cellMetrics {
@@ -22,12 +22,13 @@ func newCellMetrics(pool *cellpool.Pool) *cellMetrics {
 		exits:   prometheus.NewDesc("thumbd_cell_exits_total", "Cells that left the pool (cells mode), by reason.", []string{"reason"}, nil),
 		crashes: prometheus.NewDesc("thumbd_cell_crashes_total", "Cells that died on their own or broke the protocol (cells mode), by how they ended.", []string{"exit"}, nil),
 		rss:     prometheus.NewDesc("thumbd_cell_resident_memory_bytes", "Resident memory of the live cells, summed (cells mode).", nil, nil),
+		backOff: prometheus.NewDesc("thumbd_cell_start_backoff_seconds", "How long the pool waits before starting the next cell while cells fail to start or die before their first job (cells mode; doubles to 5 s, 0 once a job is served).", nil, nil),
 		layer:   prometheus.NewDesc("thumbd_sandbox_layer", "1 when the cells run with this sandbox layer on, 0 when it is off or there are no cells (in process).", []string{"layer"}, nil),
 	}
 }
 
 func (m *cellMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.cells, m.starts, m.exits, m.crashes, m.rss, m.layer} {
+	for _, d := range []*prometheus.Desc{m.cells, m.starts, m.exits, m.crashes, m.rss, m.layer, m.backOff} {
 		ch <- d
 	}
 }
@@ -61,4 +62,5 @@ func (m *cellMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.crashes, prometheus.CounterValue, float64(n), exit)
 	}
 	ch <- prometheus.MustNewConstMetric(m.rss, prometheus.GaugeValue, float64(s.RSS))
+	ch <- prometheus.MustNewConstMetric(m.backOff, prometheus.GaugeValue, s.StartBackOff.Seconds())
 }

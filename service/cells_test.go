@@ -515,7 +515,8 @@ func TestCellsMetrics(t *testing.T) {
 	_, _, body := do(t, "GET", cells.URL+"/metrics", nil)
 	for _, want := range []string{
 		`thumbd_engine_info{mode="cells"} 1`, `thumbd_cells{state="idle"} 3`, "thumbd_cell_starts_total 3",
-		`thumbd_cell_exits_total{reason="crash_in_job"} 0`, "thumbd_cell_resident_memory_bytes ",
+		`thumbd_cell_exits_total{reason="crash_in_job"} 0`, `thumbd_cell_exits_total{reason="crash_before_job"} 0`,
+		"thumbd_cell_start_backoff_seconds 0", "thumbd_cell_resident_memory_bytes ",
 		"thumbd_sandbox_layer{", "thumbd_libvips_memory_bytes ",
 	} {
 		if !bytes.Contains(body, []byte(want)) {

@@ -34,19 +34,22 @@ type Config struct {
 
 // Why a cell left the pool: the label of thumbd_cell_exits_total.
 const (
-	ExitJobs        = "jobs"         // served MaxJobs jobs
-	ExitRSS         = "rss"          // over MaxRSS after a job
-	ExitCrashInJob  = "crash_in_job" // died or broke the protocol during a job (its request failed)
-	ExitCrashIdle   = "crash_idle"   // died between jobs (no request affected)
-	ExitDeadline    = "deadline"     // killed because its job's deadline passed or its client left
-	ExitIdle        = "idle"         // grown, then idle for IdleRecycle
-	ExitStartFailed = "start_failed" // never said hello
-	ExitDrained     = "drained"      // stopped at shutdown
+	ExitJobs       = "jobs"         // served MaxJobs jobs
+	ExitRSS        = "rss"          // over MaxRSS after a job
+	ExitCrashInJob = "crash_in_job" // died or broke the protocol during a job (its request failed)
+	ExitCrashIdle  = "crash_idle"   // died between jobs (no request affected)
+	// said hello, then died before its first job: a crash loop at start,
+	// met with the start back-off
+	ExitCrashBeforeJob = "crash_before_job"
+	ExitDeadline       = "deadline"     // killed because its job's deadline passed or its client left
+	ExitIdle           = "idle"         // grown, then idle for IdleRecycle
+	ExitStartFailed    = "start_failed" // never said hello
+	ExitDrained        = "drained"      // stopped at shutdown
 )
 
 // ExitReasons lists every reason a cell leaves the pool.
 func ExitReasons() []string {
-	return []string{ExitJobs, ExitRSS, ExitIdle, ExitCrashInJob, ExitCrashIdle, ExitDeadline, ExitStartFailed, ExitDrained}
+	return []string{ExitJobs, ExitRSS, ExitIdle, ExitCrashInJob, ExitCrashIdle, ExitCrashBeforeJob, ExitDeadline, ExitStartFailed, ExitDrained}
 }
 
 // Pool runs thumbnails on cells. Start it once, Stop it once no job runs.
@@ -64,10 +67,14 @@ type Pool struct {
 	layers   []sandbox.Layer // from the latest hello
 	warned   map[string]bool // sandbox layers already warned about
 
-	wake    chan struct{} // asks the keeper to top the pool up
-	stop    chan struct{}
-	wg      sync.WaitGroup // the keeper, spawners and exit watchers
-	failing time.Duration  // back-off while cells fail to start
+	wake chan struct{} // asks the keeper to top the pool up
+	stop chan struct{}
+	wg   sync.WaitGroup // the keeper, spawners and exit watchers
+	// failing is the back-off while cells fail to start or die before a
+	// job (doubling from 100 ms to 5 s; reset by a job served), and
+	// holdUntil when the keeper may start the next one.
+	failing   time.Duration
+	holdUntil time.Time
 }
 
 // member is a cell and what the pool knows of it.
@@ -184,6 +191,7 @@ func (p *Pool) done(m *member, s cell.Stats) {
 	defer p.mu.Unlock()
 	m.jobs++
 	m.busy = false
+	p.failing = 0 // cells work
 	m.vipsMem, m.vipsTop = s.LibvipsMemory, s.LibvipsPeak
 	p.stats.vipsTop = max(p.stats.vipsTop, m.vipsTop)
 	select {
@@ -269,8 +277,15 @@ func (p *Pool) add(c *cell.Cell, rss int64) {
 			p.stats.crashes[c.Exit()]++
 		}
 		// A busy cell's end is the job's to report (Run sees the socket
-		// close); an idle one died on its own.
+		// close); an idle one died on its own. One that never served a job
+		// is a crash at start: its replacement waits, or a cell that dies
+		// right after its hello would be restarted in a tight loop.
 		if !m.retired && !m.busy {
+			if m.jobs == 0 && c.Crashed() {
+				p.backOffLocked()
+				p.removeLocked(m, ExitCrashBeforeJob)
+				return
+			}
 			p.removeLocked(m, ExitCrashIdle)
 		}
 	}()
@@ -288,6 +303,14 @@ func (p *Pool) noteSandboxLocked(layers []sandbox.Layer) {
 	}
 }
 
+// backOffLocked doubles the start back-off (100 ms to 5 s) and holds the
+// keeper's next start until it has passed.
+func (p *Pool) backOffLocked() time.Duration {
+	p.failing = min(max(2*p.failing, 100*time.Millisecond), 5*time.Second)
+	p.holdUntil = time.Now().Add(p.failing)
+	return p.failing
+}
+
 func (p *Pool) broadcastLocked() {
 	close(p.ready)
 	p.ready = make(chan struct{})
@@ -299,15 +322,22 @@ func (p *Pool) keep() {
 	defer p.wg.Done()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	hold := time.NewTimer(0)
+	defer hold.Stop()
 	for {
 		p.mu.Lock()
-		for !p.stopping && len(p.all)+p.starting < p.target() {
-			p.starting++
-			p.wg.Add(1)
-			go p.spawn()
+		if wait := time.Until(p.holdUntil); wait > 0 {
+			hold.Reset(wait)
+		} else {
+			for !p.stopping && len(p.all)+p.starting < p.target() {
+				p.starting++
+				p.wg.Add(1)
+				go p.spawn()
+			}
 		}
 		p.mu.Unlock()
 		select {
+		case <-hold.C:
 		case <-p.wake:
 		case <-tick.C:
 			p.recycleIdle()
@@ -379,8 +409,7 @@ func (p *Pool) spawn() {
 	}
 	if err != nil {
 		p.stats.exits[ExitStartFailed]++
-		p.failing = min(max(2*p.failing, 100*time.Millisecond), 5*time.Second)
-		wait := p.failing
+		wait := p.backOffLocked()
 		p.mu.Unlock()
 		p.logger.Error("cell did not start", "err", err, "retry_in", wait.String())
 		select {
@@ -396,7 +425,6 @@ func (p *Pool) spawn() {
 		}
 		return
 	}
-	p.failing = 0
 	p.starting--
 	if p.stopping {
 		p.stats.exits[ExitDrained]++
@@ -464,6 +492,7 @@ type Stats struct {
 	RSS                  int64             // resident memory of the live cells
 	LibvipsMemory        int64             // libvips' tracked allocations summed over live cells, as last reported
 	LibvipsPeak          int64             // the highest any one cell reported
+	StartBackOff         time.Duration     // the wait before the next start while cells fail at start; 0 once a job is served
 	PIDs                 []int             // live cells
 	BusyPIDs             []int             // live cells running a job
 }
@@ -472,7 +501,7 @@ type Stats struct {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	s := Stats{Starting: p.starting, Idle: len(p.idle), Started: p.stats.started,
-		Exits: map[string]uint64{}, Crashes: map[string]uint64{}, LibvipsPeak: p.stats.vipsTop}
+		Exits: map[string]uint64{}, Crashes: map[string]uint64{}, LibvipsPeak: p.stats.vipsTop, StartBackOff: p.failing}
 	for k, v := range p.stats.exits {
 		s.Exits[k] = v
 	}

@@ -136,7 +136,11 @@ func TestIdleCellKilledCostsNoRequest(t *testing.T) {
 	p := startPool(t, 1, 1, 1000, 1<<30)
 	victim := p.Stats().PIDs[0]
 	syscall.Kill(victim, syscall.SIGSEGV)
-	waitFor(t, "the idle death to be seen", func() bool { return p.Stats().Exits[ExitCrashIdle] == 1 })
+	// It served no job yet: counted as a crash before its first job.
+	waitFor(t, "the idle death to be seen", func() bool {
+		s := p.Stats()
+		return s.Exits[ExitCrashIdle]+s.Exits[ExitCrashBeforeJob] == 1
+	})
 	for i := 0; i < 5; i++ {
 		if err := thumbnail(p, ok, waitLong); err != nil {
 			t.Fatalf("job %d: %v", i, err)
@@ -323,3 +327,27 @@ func TestStopLeavesNoProcessOrDescriptor(t *testing.T) {
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// A cell that says hello and dies before any job (a bad node, a library
+// that crashes after start-up) is not replaced in a tight loop: the pool
+// backs off, doubling to a bound, and counts it.
+func TestCellsDyingAtStartAreReplacedWithBackOff(t *testing.T) {
+	p := New(Config{Spec: *celltest.Spec("brief"), Cells: 1, MaxJobs: 100, MaxRSS: 1 << 30})
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	time.Sleep(2 * time.Second)
+	s := p.Stats()
+	// Without back-off a start every ~30 ms: dozens. With it: 100, 200,
+	// 400, 800 ms waits.
+	if s.Started > 8 {
+		t.Errorf("%d cells started in 2 s", s.Started)
+	}
+	if s.Exits[ExitCrashBeforeJob] < 2 {
+		t.Errorf("cells that died before a job: %d counted (exits %v)", s.Exits[ExitCrashBeforeJob], s.Exits)
+	}
+	if s.StartBackOff <= 0 {
+		t.Error("no back-off reported")
+	}
+}

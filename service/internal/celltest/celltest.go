@@ -54,7 +54,8 @@ func Main() {
 
 // Spec starts this test binary as a fake cell in mode: "serve" (the
 // protocol), "die" (exit 7 at once), "silent" (never say hello), "liar"
-// (a hello from another PID), "noisy" (serve, after forged, long and
+// (a hello from another PID), "brief" (a hello, then exit 5 before any
+// job), "noisy" (serve, after forged, long and
 // many lines on stderr), "unsealed" (serve, its hello saying the
 // seccomp layer is off) or "once:FILE" (serve if FILE does not exist,
 // creating it; else die).
@@ -146,6 +147,10 @@ func serve(mode string) int {
 		for i := 0; i < 5000; i++ {
 			fmt.Fprintln(os.Stderr, "flood", i)
 		}
+		mode = "serve"
+	case "brief":
+		// Says hello, then dies before any job: a crash loop at start.
+		time.AfterFunc(20*time.Millisecond, func() { os.Exit(5) })
 		mode = "serve"
 	case "die":
 		return 7
