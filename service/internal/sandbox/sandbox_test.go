@@ -27,6 +27,11 @@ import (
 // what happened (unless the sandbox kills it first).
 func TestMain(m *testing.M) {
 	if try := os.Getenv("SANDBOX_TEST_TRY"); try != "" {
+		// As a cell does (cellcmd.go): a GOMAXPROCS set by hand stops
+		// sysmon's once-a-second re-read of the cgroup CPU files, a
+		// pread64 the filter kills. A child slow to reach its attempt (a
+		// loaded machine) died of it before printing its layers.
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 		var layers []Layer
 		if os.Getenv("SANDBOX_TEST_NO_LANDLOCK") != "" {
 			// A kernel before 6.12, or a runtime that refuses Landlock:
