@@ -528,3 +528,51 @@ func TestOriginFetchEndsWithTheDeadline(t *testing.T) {
 		t.Errorf("the fetch ended by the deadline is not counted:\n%s", metrics)
 	}
 }
+
+// A url= host that is not ASCII is matched in the form it would be dialed
+// in: images.bİgcorp.test (U+0130) is not images.bigcorp.test, whatever
+// Unicode lowercasing says, so it gets the answer of an unlisted origin,
+// with no name resolved and no connection made.
+func TestOriginNonASCIIHostIsNotFetched(t *testing.T) {
+	o := newOrigin(t, serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	port := strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
+	dns := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
+	cfg := originConfig(t, true, "http://images.bigcorp.localhost:"+port)
+	d := newTestDeps(t, cfg)
+	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)
+	srv := newTestServerFrom(t, d)
+	unlisted, _, unlistedBody := do(t, "GET", thumbURL(srv.URL, "http://images.unlisted.localhost:"+port+"/x.jpg", ""), nil)
+	for _, host := range []string{"images.b\u0130gcorp.localhost", "images.b%C4%B0gcorp.localhost", "IMAGES.B\u0130GCORP.LOCALHOST"} {
+		status, _, body := do(t, "GET", thumbURL(srv.URL, "http://"+host+":"+port+"/x.jpg", ""), nil)
+		if status != unlisted {
+			t.Errorf("%s: %d (%d bytes); an unlisted origin: %d %s", host, status, len(body), unlisted, unlistedBody)
+			continue
+		}
+		assertError(t, body, apierr.OriginNotAllowed)
+	}
+	if unlisted != 403 {
+		t.Errorf("an unlisted origin: %d %s", unlisted, unlistedBody)
+	}
+	assertError(t, unlistedBody, apierr.OriginNotAllowed)
+	if n, q := o.conns.Load(), dns.queries.Load(); n != 0 || q != 0 {
+		t.Errorf("the origin saw %d connections, the resolver %d queries", n, q)
+	}
+}
+
+// An origin URL whose host is an IP literal with a trailing dot is fetched
+// from the literal that was checked, not resolved as a name through DNS.
+func TestOriginIPLiteralWithTrailingDot(t *testing.T) {
+	o := newOrigin(t, serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	port := strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
+	dns := startFakeDNS(t, netip.IPv4Unspecified())
+	cfg := originConfig(t, true, "http://127.0.0.1:"+port)
+	d := newTestDeps(t, cfg)
+	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)
+	srv := newTestServerFrom(t, d)
+	if status, _, body := do(t, "GET", thumbURL(srv.URL, "http://127.0.0.1.:"+port+"/x.jpg", "w=10"), nil); status != 200 {
+		t.Errorf("%d %s", status, body)
+	}
+	if q := dns.queries.Load(); q != 0 {
+		t.Errorf("the resolver was asked %d times", q)
+	}
+}

@@ -3,10 +3,13 @@ package origin
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/idna"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 )
@@ -95,6 +98,10 @@ func parsePattern(item string) (Pattern, error) {
 		}
 		p.Host, p.Wildcard = "."+suffix, true
 		return p, nil
+	}
+	if _, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil && strings.HasSuffix(host, ".") {
+		// Go's dialer resolves "127.0.0.1." through DNS, as a name.
+		return Pattern{}, errors.New("an IP address with a trailing dot is a name to the resolver: write it without the dot")
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
@@ -218,21 +225,64 @@ func checkURL(u *url.URL, patterns []Pattern) error {
 		}
 		port = n
 	}
-	host := normalHost(u.Hostname())
-	for _, p := range patterns {
-		if p.matches(u.Scheme, host, port) {
-			return nil
+	if host, ok := normalHost(u.Hostname()); ok {
+		for _, p := range patterns {
+			if p.matches(u.Scheme, host, port) {
+				// Fetch exactly the host that was checked: left to
+				// itself, net/http would map a non-ASCII name again and
+				// resolve "127.0.0.1." as a name.
+				switch given := u.Port(); {
+				case given != "":
+					u.Host = net.JoinHostPort(host, given)
+				case strings.Contains(host, ":"):
+					u.Host = "[" + host + "]"
+				default:
+					u.Host = host
+				}
+				return nil
+			}
 		}
 	}
 	return apierr.New(apierr.OriginNotAllowed, "Origin %s://%s is not among the allowed origins (THUMBD_ORIGINS).", u.Scheme, u.Host)
 }
 
-// normalHost lowercases a host and drops one trailing dot; an IP literal
-// takes its canonical form, so [::1] and [0:0::1] are the same origin.
-func normalHost(h string) string {
-	h = strings.TrimSuffix(strings.ToLower(h), ".")
-	if a, err := netip.ParseAddr(h); err == nil && a.Zone() == "" {
-		return a.Unmap().String()
+// normalHost is h as it is dialed and as patterns are written: ASCII,
+// lowercase, without a trailing dot; an IP literal in its canonical form,
+// so [::1] and [0:0::1] are the same origin. A name that is not ASCII
+// takes the IDNA form net/http would dial (the Lookup profile), never a
+// Unicode lowercasing: U+0130 lowercases to an ASCII i, but dials as
+// another domain. ok is false for a name IDNA refuses.
+func normalHost(h string) (string, bool) {
+	if !isASCII(h) {
+		a, err := idna.Lookup.ToASCII(h)
+		if err != nil || !isASCII(a) {
+			return "", false
+		}
+		h = a
 	}
-	return h
+	h = strings.TrimSuffix(asciiLower(h), ".")
+	if a, err := netip.ParseAddr(h); err == nil && a.Zone() == "" {
+		return a.Unmap().String(), true
+	}
+	return h, true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower lowercases ASCII letters only (s is ASCII).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

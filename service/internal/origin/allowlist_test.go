@@ -121,3 +121,62 @@ func TestPatternRefused(t *testing.T) {
 		t.Error("loopback entry without the switch")
 	}
 }
+
+// A host that is not ASCII is matched in the form net/http dials (its
+// IDNA Lookup mapping, xn--...), never by Unicode lowercasing: U+0130 (İ)
+// lowercases to an ASCII i, but dials as another domain. The URL returned
+// names exactly the host that was checked.
+func TestCheckNonASCIIHost(t *testing.T) {
+	patterns, err := ParsePatterns("images.bigcorp.com, images.xn--bcher-kva.example, *.static.example.net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{
+		"https://images.b\u0130gcorp.com/x.jpg",
+		"https://images.b%C4%B0gcorp.com/x.jpg",
+		"https://IMAGES.B\u0130GCORP.COM/x.jpg",
+		"https://x.stat\u0130c.example.net/x.jpg",
+		"https://images.bigcorp.co\u212a/x.jpg", // KELVIN SIGN lowercases to k
+	} {
+		u, err := Check(raw, patterns)
+		if code(err) != apierr.OriginNotAllowed {
+			host := ""
+			if u != nil {
+				host = u.Host
+			}
+			t.Errorf("Check(%q) = %v (host %q), want origin_not_allowed", raw, err, host)
+		}
+	}
+	for raw, want := range map[string]string{
+		"https://images.b\u00fccher.example/a.jpg":       "images.xn--bcher-kva.example",
+		"https://IMAGES.B\u00dcCHER.example:443/a.jpg":   "images.xn--bcher-kva.example:443",
+		"https://images.bigcorp.com./a.jpg":              "images.bigcorp.com",
+		"https://Images.BigCorp.com/a.jpg":               "images.bigcorp.com",
+		"https://a.b\u00fccher.static.example.net/":      "a.xn--bcher-kva.static.example.net",
+		"https://images.xn--bcher-kva.example/a.jpg?x=1": "images.xn--bcher-kva.example",
+	} {
+		u, err := Check(raw, patterns)
+		if err != nil || u.Host != want {
+			t.Errorf("Check(%q) = %v, %v: want host %q", raw, u, err, want)
+		}
+	}
+}
+
+// An IP literal written with a trailing dot is not an address to Go's
+// dialer but a name it resolves through DNS: such an entry is refused, and
+// a URL so written is fetched from the literal that was checked.
+func TestIPLiteralWithTrailingDot(t *testing.T) {
+	for _, bad := range []string{"127.0.0.1.", "http://127.0.0.1.:9000", "8.8.8.8.", "*.1.2.3.4."} {
+		if _, err := ParsePatterns(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	patterns, err := ParsePatterns("http://127.0.0.1:9000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := Check("http://127.0.0.1.:9000/a.jpg", patterns)
+	if err != nil || u.Host != "127.0.0.1:9000" {
+		t.Errorf("%v %v: want host 127.0.0.1:9000", u, err)
+	}
+}
