@@ -107,7 +107,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
 		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let origins on loopback addresses through the address guard (development and tests only; logged as a warning)", boolFlag{boolValue(&c.AllowLoopback)}},
 		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", durationValue(&c.FetchTimeout)},
-		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; prefer the variable (a flag shows in `ps`)", keysValue(&c.SigningKeys)},
+		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", keysValue(&c.SigningKeys)},
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", presetsValue(&c.Presets)},
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", boolFlag{boolValue(&c.PresetsOnly)}},
 		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", boolFlag{boolValue(&c.Uploads)}},
@@ -129,10 +129,11 @@ func settings(c *config, defaultConcurrency int) []setting {
 	}
 }
 
-// loadConfig reads args (without the program name) and the environment:
-// each setting starts at its default, then its variable, then its flag.
-// Every invalid value is reported at once.
-func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+// loadConfig reads args (without the program name) and the environment
+// (lookupEnv is os.LookupEnv's shape): each setting starts at its default,
+// then its variable, then its flag. Every invalid value is reported at
+// once.
+func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("thumbd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -141,10 +142,16 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 	for _, s := range settings(&c, runtime.GOMAXPROCS(0)) {
 		if d, ok := s.value.(computedInt); ok {
 			*d.p = d.def
+		} else if s.Default == "" {
+			// The zero value is the empty default: nothing to parse.
 		} else if err := s.value.Set(s.Default); err != nil {
 			panic(fmt.Sprintf("settings table: %s default %q: %v", s.Env, s.Default, err))
 		}
-		if v := getenv(s.Env); v != "" {
+		// An empty variable means the default, except for a secret: an
+		// empty Kubernetes Secret (a key command that failed) must stop
+		// start-up, not turn signing off.
+		_, isSecret := s.value.(secret)
+		if v, set := lookupEnv(s.Env); v != "" || set && isSecret {
 			explicit[s.Env] = true
 			if err := s.value.Set(v); err != nil {
 				if _, ok := s.value.(secret); ok {
@@ -178,7 +185,8 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (co
 			return config{}, fmt.Errorf("memory limit: %w (set THUMBD_MEMORY_LIMIT)", err)
 		}
 	}
-	plan, err := planMemory(c, limit, func(env string) bool { return explicit[env] }, getenv("GOMEMLIMIT"))
+	goMemLimit, _ := lookupEnv("GOMEMLIMIT")
+	plan, err := planMemory(c, limit, func(env string) bool { return explicit[env] }, goMemLimit)
 	if err != nil {
 		errs = append(errs, err)
 	}

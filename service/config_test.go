@@ -14,7 +14,11 @@ import (
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
-func envOf(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+// envOf is an environment of kv's variables, in os.LookupEnv's shape: a
+// variable present with "" is set empty.
+func envOf(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
 
 func TestConfigDefaults(t *testing.T) {
 	c := testConfig(t)
@@ -141,6 +145,24 @@ func TestSigningKeysAreNotPrinted(t *testing.T) {
 	loadConfig([]string{"-help"}, envOf(map[string]string{"THUMBD_SIGNING_KEYS": good}), &help)
 	if !strings.Contains(help.String(), "-signing-keys") || strings.Contains(help.String(), good) {
 		t.Errorf("-help:\n%s", help.String())
+	}
+}
+
+// THUMBD_SIGNING_KEYS set but holding no key (blank, commas and spaces,
+// an empty Kubernetes Secret made by a key command that failed) stops
+// start-up with an error naming it, instead of turning signing off.
+func TestBlankSigningKeysStopStartUp(t *testing.T) {
+	for _, blank := range []string{"", " ", " , ", ",,", "\t"} {
+		_, err := loadConfig(nil, envOf(map[string]string{"THUMBD_SIGNING_KEYS": blank}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "THUMBD_SIGNING_KEYS") || !strings.Contains(err.Error(), "no key") {
+			t.Errorf("THUMBD_SIGNING_KEYS=%q: %v", blank, err)
+		}
+	}
+	if _, err := loadConfig([]string{"-signing-keys", " , "}, envOf(nil), io.Discard); err == nil {
+		t.Error("-signing-keys ' , ' accepted")
+	}
+	if c, err := loadConfig(nil, envOf(nil), io.Discard); err != nil || len(c.SigningKeys) != 0 {
+		t.Errorf("unset: %v %v", c.SigningKeys, err)
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "thumbd:", err)
 		os.Exit(1)
 	}
@@ -34,7 +34,9 @@ func main() {
 
 // run is the whole program: main only adds the signals and the exit code.
 // It returns when ctx is done and the service has drained, or on error.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// lookupEnv is os.LookupEnv's shape: a variable set empty is not unset.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	getenv := func(name string) string { v, _ := lookupEnv(name); return v }
 	if len(args) > 1 {
 		switch args[1] {
 		case "health":
@@ -42,12 +44,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "settings":
 			return printSettings(args[2:], stdout, stderr)
 		case "sign":
-			return signCommand(args[2:], getenv, time.Now(), stdout, stderr)
+			return signCommand(args[2:], lookupEnv, time.Now(), stdout, stderr)
 		case "cell":
 			return runCell(getenv, stderr)
 		}
 	}
-	cfg, err := loadConfig(args[1:], getenv, stderr)
+	cfg, err := loadConfig(args[1:], lookupEnv, stderr)
 	if err != nil {
 		return err
 	}
@@ -110,6 +112,11 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		sources = root
 	}
 
+	if n := len(cfg.SigningKeys); n > 0 {
+		logger.Info(fmt.Sprintf("signed URLs: on, %d keys", n), "keys", n)
+	} else {
+		logger.Info("signed URLs: off")
+	}
 	if cfg.AllowLoopback {
 		logger.Warn("THUMBD_ORIGINS_ALLOW_LOOPBACK is on: origins on loopback addresses are fetched; for development and tests only")
 	}

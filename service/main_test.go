@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 // environment.
 func testConfig(t *testing.T) config {
 	t.Helper()
-	cfg, err := loadConfig(nil, func(string) string { return "" }, io.Discard)
+	cfg, err := loadConfig(nil, envOf(nil), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,9 @@ type metrics struct {
 	fetchErrors *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engine, mode string) *metrics {
+// newMetrics registers the service's metrics; signingKeys is how many keys
+// verify signed URLs (0: signing is off).
+func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engine, mode string, signingKeys int) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "thumbd_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status code.",
@@ -83,7 +85,11 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		Name: "thumbd_engine_info", Help: "The engine mode (THUMBD_ENGINE): always 1.", ConstLabels: prometheus.Labels{"mode": mode},
 	})
 	engineInfo.Set(1)
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo, engineInfo, eng.Collector(),
+	signing := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "thumbd_signing_keys", Help: "Keys that verify signed URLs (THUMBD_SIGNING_KEYS); 0: signed URLs are off, thumbnail URLs are served unsigned.",
+	})
+	signing.Set(float64(signingKeys))
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo, engineInfo, signing, eng.Collector(),
 		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",

@@ -33,7 +33,7 @@ type deps struct {
 func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sources *os.Root) deps {
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
-	m := newMetrics(reg, gate, life, eng, cfg.Engine)
+	m := newMetrics(reg, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
 	rs := &responder{rejections: m.rejections}
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.

@@ -20,7 +20,7 @@ const signUsage = "usage: thumbd sign [-exp DURATION] '/thumbnail?url=...&w=...'
 // THUMBD_SIGNING_KEYS. The query is checked as GET /thumbnail checks it
 // (with the same environment), so a typo is caught here rather than
 // signed.
-func signCommand(args []string, getenv func(string) string, now time.Time, stdout, stderr io.Writer) error {
+func signCommand(args []string, lookupEnv func(string) (string, bool), now time.Time, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd sign", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	exp := fs.Duration("exp", 0, "the URL expires this long from now (adds exp=, Unix seconds)")
@@ -34,7 +34,7 @@ func signCommand(args []string, getenv func(string) string, now time.Time, stdou
 	if fs.NArg() != 1 {
 		return errors.New(signUsage)
 	}
-	cfg, err := loadConfig(nil, getenv, stderr)
+	cfg, err := loadConfig(nil, lookupEnv, stderr)
 	if err != nil {
 		return err
 	}

@@ -332,3 +332,25 @@ func BenchmarkCachedGET(b *testing.B) {
 	b.ReportMetric(float64(signed.Nanoseconds())/float64(n), "signed-ns/req")
 	b.ReportMetric(100*(float64(signed)/float64(unsigned)-1), "overhead-%")
 }
+
+// Whether signed URLs are on is said at start, in a log line and a gauge:
+// an operator sees at once a deployment that serves unsigned URLs.
+func TestSigningStateIsLoggedAndExported(t *testing.T) {
+	for _, tc := range []struct {
+		env   []string
+		log   string
+		gauge string
+	}{
+		{nil, `"msg":"signed URLs: off"`, "thumbd_signing_keys 0"},
+		{[]string{"THUMBD_SIGNING_KEYS=" + testKeyHex + "," + otherKeyHex}, `"msg":"signed URLs: on, 2 keys"`, "thumbd_signing_keys 2"},
+	} {
+		c := startChild(t, tc.env...)
+		_, _, metrics := do(t, "GET", c.addr+"/metrics", nil)
+		if !bytes.Contains(metrics, []byte("\n"+tc.gauge+"\n")) {
+			t.Errorf("%v: metrics lack %q", tc.env, tc.gauge)
+		}
+		if !strings.Contains(c.logs.String(), tc.log) {
+			t.Errorf("%v: no %s in the logs:\n%s", tc.env, tc.log, c.logs)
+		}
+	}
+}

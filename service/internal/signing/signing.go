@@ -32,6 +32,7 @@ const MinKeyBytes = 16
 
 // ParseKeys reads THUMBD_SIGNING_KEYS: hex keys separated by commas, the
 // first used to sign, all accepted, so that keys rotate without downtime.
+// A list without a key is an error.
 func ParseKeys(s string) ([][]byte, error) {
 	var keys [][]byte
 	var errs []error
@@ -49,6 +50,11 @@ func ParseKeys(s string) ([][]byte, error) {
 		default:
 			keys = append(keys, k)
 		}
+	}
+	if len(keys) == 0 && len(errs) == 0 {
+		// Set but blank (an empty Secret, a key command that failed):
+		// never a quiet way to turn signing off.
+		return nil, errors.New("set but holds no key: want hex keys separated by commas (`openssl rand -hex 32` makes one); leave it unset for unsigned URLs")
 	}
 	return keys, errors.Join(errs...)
 }

@@ -64,8 +64,10 @@ func TestParseKeys(t *testing.T) {
 	if err != nil || len(keys) != 2 || string(keys[0]) != string(key0) || string(keys[1]) != string(key1) {
 		t.Fatalf("%x %v", keys, err)
 	}
-	if keys, err := ParseKeys(""); err != nil || keys != nil {
-		t.Errorf("empty: %v %v", keys, err)
+	for _, blank := range []string{"", " , ", ","} {
+		if keys, err := ParseKeys(blank); err == nil || !strings.Contains(err.Error(), "no key") {
+			t.Errorf("%q: %v %v", blank, keys, err)
+		}
 	}
 	_, err = ParseKeys("zz, 0011, 00112233445566778899aabbccddeeff")
 	if err == nil || !strings.Contains(err.Error(), "key 1 is not hex") || !strings.Contains(err.Error(), "key 2 has 2 bytes") {
