@@ -45,6 +45,7 @@ type config struct {
 	Presets            params.Presets
 	PresetsOnly        bool
 	Uploads            bool
+	UnsignedUploads    bool
 	ShutdownDelay      time.Duration
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
@@ -111,6 +112,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", presetsValue(&c.Presets)},
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", boolFlag{boolValue(&c.PresetsOnly)}},
 		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", boolFlag{boolValue(&c.Uploads)}},
+		{"THUMBD_UNSIGNED_UPLOADS", "unsigned-uploads", "false", "", "with `THUMBD_SIGNING_KEYS` set: `true` serves `POST /thumbnail` without a `sig=` (anyone may then have their own bytes thumbnailed, at any size and format; logged as a warning); `false`: a POST needs a valid `sig=` over its query, as a GET does (`thumbd sign -upload`)", boolFlag{boolValue(&c.UnsignedUploads)}},
 		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", durationValue(&c.ShutdownDelay)},
 		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", durationValue(&c.ShutdownTimeout)},
 		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", levelValue(&c.LogLevel)},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
+	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -92,7 +93,11 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 
 		cfg := testConfig(t)
 		cfg.JPEGShrink = thumbShrink(env)
-		req, err := cfg.rules().Upload(c.query)
+		q, err := params.UploadQuery(c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := cfg.rules().Upload(q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,6 +117,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	} else {
 		logger.Info("signed URLs: off")
 	}
+	if len(cfg.SigningKeys) > 0 && cfg.Uploads && cfg.UnsignedUploads {
+		logger.Warn("THUMBD_UNSIGNED_UPLOADS is on: POST /thumbnail is served without a signature, at any size and format")
+	}
 	if cfg.AllowLoopback {
 		logger.Warn("THUMBD_ORIGINS_ALLOW_LOOPBACK is on: origins on loopback addresses are fetched; for development and tests only")
 	}

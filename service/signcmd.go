@@ -13,17 +13,18 @@ import (
 	"github.com/thumbd/thumbd/service/internal/signing"
 )
 
-const signUsage = "usage: thumbd sign [-exp DURATION] '/thumbnail?url=...&w=...'"
+const signUsage = "usage: thumbd sign [-exp DURATION] [-upload] '/thumbnail?url=...&w=...'"
 
 // signCommand is `thumbd sign`: it prints the path with its query in
 // canonical order and a sig= made with the first key of
-// THUMBD_SIGNING_KEYS. The query is checked as GET /thumbnail checks it
-// (with the same environment), so a typo is caught here rather than
-// signed.
+// THUMBD_SIGNING_KEYS. The query is checked as GET /thumbnail (or, with
+// -upload, POST /thumbnail) checks it, with the same environment, so a
+// typo is caught here rather than signed.
 func signCommand(args []string, lookupEnv func(string) (string, bool), now time.Time, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd sign", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	exp := fs.Duration("exp", 0, "the URL expires this long from now (adds exp=, Unix seconds)")
+	upload := fs.Bool("upload", false, "sign the query of a POST /thumbnail (the options of an upload, no src or url)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, signUsage)
 		fs.PrintDefaults()
@@ -45,7 +46,11 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != "/thumbnail" {
 		return fmt.Errorf("%q: want the path and query of a GET /thumbnail, such as /thumbnail?src=a.jpg&w=200", fs.Arg(0))
 	}
-	q, err := params.GetQuery(u.RawQuery)
+	parseQuery, read := params.GetQuery, cfg.rules().Get
+	if *upload {
+		parseQuery, read = params.UploadQuery, cfg.rules().Upload
+	}
+	q, err := parseQuery(u.RawQuery)
 	if err != nil {
 		return err
 	}
@@ -61,7 +66,7 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 		}
 		q["exp"] = strconv.FormatInt(now.Add(*exp).Unix(), 10)
 	}
-	if _, err := cfg.rules().Get(q); err != nil {
+	if _, err := read(q); err != nil {
 		return err
 	}
 	// The URL made is checked as the service will check it: an exp= that

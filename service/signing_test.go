@@ -118,9 +118,66 @@ func TestSignedURLs(t *testing.T) {
 		t.Error("an unsigned request reached the origin")
 	}
 	getError(t, base+signedPath(t, key, "src=missing.jpg"), 404, apierr.SourceNotFound)
-	// POST carries its own bytes and is not signed.
-	if status, _, body := postThumb(t, base, "?w=20", encodeJPEG(t, scene(40, 30), 90)); status != 200 {
-		t.Errorf("POST: %d %s", status, body)
+}
+
+// With signing keys set, POST /thumbnail needs a valid sig= over its query
+// like a GET (else anyone makes thumbnails of their own bytes at any size
+// and format), unless THUMBD_UNSIGNED_UPLOADS=true says unsigned uploads
+// are wanted. A refused upload's body is not read.
+func TestUploadsAreSignedWhenKeysAreSet(t *testing.T) {
+	key := hexKey(t, testKeyHex)
+	src := encodeJPEG(t, scene(40, 30), 90)
+	past := strconv.FormatInt(time.Now().Add(-time.Minute).Unix(), 10)
+	for _, unsigned := range []bool{false, true} {
+		t.Run("unsigned uploads "+strconv.FormatBool(unsigned), func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.SigningKeys, cfg.UnsignedUploads = [][]byte{key}, unsigned
+			srv, _ := newTestServer(t, cfg)
+			post := func(query string) (int, []byte) {
+				status, _, body := postThumb(t, srv.URL, query, src)
+				return status, body
+			}
+			signedQuery := strings.TrimPrefix(signedPath(t, key, "w=20&format=webp"), "/thumbnail")
+			if status, body := post(signedQuery); status != 200 {
+				t.Errorf("signed: %d %.200s", status, body)
+			}
+			for query, code := range map[string]apierr.Code{
+				strings.Replace(signedQuery, "w=20", "w=21", 1):                           apierr.BadSignature,
+				strings.TrimPrefix(signedPath(t, key, "w=20&exp="+past), "/thumbnail"):    apierr.SignatureExpired,
+				"?w=20&sig=" + strings.Repeat("A", 43):                                    apierr.BadSignature,
+				"?w=20&exp=" + strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10):    apierr.SignatureMissing,
+				strings.TrimPrefix(signedPath(t, key, "w=20"), "/thumbnail") + "&widht=3": apierr.BadParameter,
+			} {
+				status, body := post(query)
+				if status != code.Status() {
+					t.Errorf("%s: %d %.200s, want %s", query, status, body, code)
+					continue
+				}
+				assertError(t, body, code)
+			}
+			if unsigned {
+				if status, body := post("?w=20"); status != 200 {
+					t.Errorf("unsigned, allowed: %d %s", status, body)
+				}
+				return
+			}
+			status, body := post("?w=4096&format=avif")
+			if status != 403 {
+				t.Fatalf("unsigned: %d (%d bytes)", status, len(body))
+			}
+			assertError(t, body, apierr.SignatureMissing)
+			// Refused before the body is read: the connection is closed
+			// rather than drained.
+			req, _ := http.NewRequest("POST", srv.URL+"/thumbnail?w=20", bytes.NewReader(src))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if !resp.Close {
+				t.Error("the connection of a refused upload is kept")
+			}
+		})
 	}
 }
 
@@ -174,12 +231,18 @@ func TestSignCommandRoundTrips(t *testing.T) {
 		{"/thumbnail?src=a.jpg&w=20"},
 		{"/thumbnail?w=20&url=" + url.QueryEscape(originURL) + "&format=jpeg&q=70"},
 		{"-exp", "1h", "/thumbnail?src=a.jpg&fit=inside&w=30&h=30"},
+		{"-upload", "/thumbnail?w=20&format=webp"},
+		{"-upload", "-exp", "1h", "/thumbnail?w=30&h=30"},
 	} {
 		path, err := runSign(t, env, args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
-		if status, _, body := do(t, "GET", base+path, nil); status != 200 {
+		method, body := "GET", io.Reader(nil)
+		if args[0] == "-upload" {
+			method, body = "POST", bytes.NewReader(encodeJPEG(t, scene(40, 30), 90))
+		}
+		if status, _, body := do(t, method, base+path, body); status != 200 {
 			t.Errorf("%v gave %s: %d %s", args, path, status, body)
 		}
 	}
@@ -197,6 +260,8 @@ func TestSignCommandRoundTrips(t *testing.T) {
 		"a typo":          {"/thumbnail?src=a.jpg&widht=20"},
 		"a bad value":     {"/thumbnail?src=a.jpg&w=0"},
 		"no source":       {"/thumbnail?w=10"},
+		"upload a source": {"-upload", "/thumbnail?src=a.jpg&w=10"},
+		"upload a typo":   {"-upload", "/thumbnail?widht=10"},
 		"exp twice":       {"-exp", "1h", "/thumbnail?src=a.jpg&exp=1"},
 		"exp negative":    {"-exp", "-1h", "/thumbnail?src=a.jpg"},
 		"exp not a time":  {"/thumbnail?src=a.jpg&exp=soon"},

@@ -42,9 +42,37 @@ func (t *thumbnails) handlePost() http.Handler {
 		if !t.cfg.Uploads {
 			return params.Thumbnail{}, nil, uploadsDisabled(r)
 		}
-		req, err := t.cfg.rules().Upload(r.URL.RawQuery)
+		q, err := params.UploadQuery(r.URL.RawQuery)
+		if err != nil {
+			return params.Thumbnail{}, nil, err
+		}
+		if err := t.checkUpload(r.URL.Path, q); err != nil {
+			return params.Thumbnail{}, nil, err
+		}
+		req, err := t.cfg.rules().Upload(q)
 		return req, source.Upload{Limits: t.limits, Body: r.Body, Length: r.ContentLength}, err
 	})
+}
+
+// checkUpload checks a POST's signature as a GET's, before a byte of the
+// body is read (its connection is then closed rather than drained). With
+// THUMBD_UNSIGNED_UPLOADS=true a POST that carries neither sig nor exp is
+// served unsigned; one that does is still checked, so its exp holds.
+func (t *thumbnails) checkUpload(path string, q map[string]string) error {
+	_, sig := q["sig"]
+	_, exp := q["exp"]
+	if t.cfg.UnsignedUploads && !sig && !exp {
+		return nil
+	}
+	if err := t.signer.Check(path, q); err != nil {
+		e := *apierr.From(err)
+		if e.Code == apierr.SignatureMissing {
+			e.Message = "POST " + path + " must be signed here: sig= is missing (THUMBD_UNSIGNED_UPLOADS=true serves unsigned uploads)."
+		}
+		e.CloseConnection = true
+		return &e
+	}
+	return nil
 }
 
 // uploadsDisabled is the answer to a POST when THUMBD_UPLOADS=false: a 405

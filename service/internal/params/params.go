@@ -111,12 +111,16 @@ type Rules struct {
 	PresetsOnly bool    // no option but a preset is taken
 }
 
-// Upload parses the query of POST /thumbnail (the body is the source).
-func (r Rules) Upload(raw string) (Thumbnail, error) {
-	q, err := Query(raw, append([]string{"preset"}, optionNames...)...)
-	if err != nil {
-		return Thumbnail{}, err
-	}
+// uploadNames are the parameters of POST /thumbnail: its signature and
+// the options (the body is the source).
+var uploadNames = append([]string{"sig", "exp", "preset"}, optionNames...)
+
+// UploadQuery decodes the query of POST /thumbnail, strictly. The
+// signature is checked on what it returns, before Upload reads it.
+func UploadQuery(raw string) (map[string]string, error) { return Query(raw, uploadNames...) }
+
+// Upload reads a POST /thumbnail query decoded by UploadQuery.
+func (r Rules) Upload(q map[string]string) (Thumbnail, error) {
 	o, err := r.options(q)
 	return Thumbnail{Options: o}, err
 }

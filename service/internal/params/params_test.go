@@ -59,6 +59,15 @@ func TestInt(t *testing.T) {
 	}
 }
 
+// upload parses raw as POST /thumbnail does (the signature aside).
+func upload(r Rules, raw string) (Thumbnail, error) {
+	q, err := UploadQuery(raw)
+	if err != nil {
+		return Thumbnail{}, err
+	}
+	return r.Upload(q)
+}
+
 func TestUploadOptions(t *testing.T) {
 	def := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
 	tests := []struct {
@@ -87,7 +96,7 @@ func TestUploadOptions(t *testing.T) {
 		{"w=5&w=6", thumbjob.Options{}, "w"},
 	}
 	for _, tc := range tests {
-		got, err := Rules{MaxSide: 4096}.Upload(tc.raw)
+		got, err := upload(Rules{MaxSide: 4096}, tc.raw)
 		switch {
 		case tc.bad == "" && err != nil:
 			t.Errorf("%q: %v", tc.raw, err)
@@ -97,7 +106,7 @@ func TestUploadOptions(t *testing.T) {
 			t.Errorf("%q: got %+v, want %+v", tc.raw, got, tc.want)
 		}
 	}
-	if got, _ := (Rules{MaxSide: 100}).Upload(""); got.Options.Width != 100 || got.Options.Height != 100 {
+	if got, _ := upload(Rules{MaxSide: 100}, ""); got.Options.Width != 100 || got.Options.Height != 100 {
 		t.Errorf("default box above max side: %+v", got)
 	}
 }
@@ -132,7 +141,7 @@ func TestDPRAutoAnimated(t *testing.T) {
 		{"format=jpeg&animated=true", 0, 0, 0, "", false, "animated"},
 	}
 	for _, tc := range tests {
-		got, err := Rules{MaxSide: 4096}.Upload(tc.raw)
+		got, err := upload(Rules{MaxSide: 4096}, tc.raw)
 		o := got.Options
 		switch {
 		case tc.badParam != "":
@@ -195,7 +204,7 @@ func FuzzQuery(f *testing.F) {
 		f.Add(q)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		req, err := Rules{MaxSide: 4096}.Upload(raw)
+		req, err := upload(Rules{MaxSide: 4096}, raw)
 		if err != nil {
 			var e *apierr.Error
 			if !errors.As(err, &e) || e.Code != apierr.BadParameter || !strings.HasSuffix(e.Message, ".") {
@@ -210,7 +219,7 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("%q parsed though url.ParseQuery refuses it: %v", raw, perr)
 		}
 		for k, vs := range v {
-			if len(vs) != 1 || !slices.Contains(optionNames, k) {
+			if len(vs) != 1 || !slices.Contains(uploadNames, k) {
 				t.Fatalf("%q: accepted %s=%v", raw, k, vs)
 			}
 		}
@@ -243,7 +252,7 @@ func FuzzQuery(f *testing.F) {
 		if o.Height > 0 {
 			back.Set("h", strconv.Itoa(o.Height))
 		}
-		again, err := Rules{MaxSide: 4096}.Upload(back.Encode())
+		again, err := upload(Rules{MaxSide: 4096}, back.Encode())
 		if err != nil || again.Options.Normalised() != o.Normalised() {
 			t.Fatalf("%q: %+v reparsed as %+v (%v)", raw, o, again.Options, err)
 		}
@@ -294,7 +303,7 @@ func TestPresets(t *testing.T) {
 		{only, "", `"preset"`},
 		{only, "q=5", `"q"`},
 	} {
-		got, err := tc.rules.Upload(tc.raw)
+		got, err := upload(tc.rules, tc.raw)
 		o := got.Options
 		if s := fmt.Sprintf("%dx%d %s %s", o.Width, o.Height, o.Fit, o.Format); err == nil && s != tc.want {
 			t.Errorf("%q: %s, want %s", tc.raw, s, tc.want)
