@@ -77,7 +77,17 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 // then the routes.
 func newServer(d deps) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestLog(d.logger, newRequestIDs()), d.metrics.instrument)
+	r.Use(nosniff, withRequestLog(d.logger, newRequestIDs()), d.metrics.instrument)
 	addRoutes(r, d)
 	return r
+}
+
+// nosniff marks every answer, before any handler writes: no browser may
+// read an image, an error or /metrics as a type it guesses (an SVG or
+// HTML it would run), whatever Content-Type says.
+func nosniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }
