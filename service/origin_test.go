@@ -362,28 +362,32 @@ func TestOriginLoopbackRefused(t *testing.T) {
 
 // DNS rebinding: an allowed name that resolves to loopback (127.0.0.1, or
 // ::1 or ::ffff:127.0.0.1 in an AAAA record) is refused at the dial,
-// whatever the allow-list says, and the origin sees no connection; with
-// the switch on the same name is fetched (so the test resolver really was
-// asked and its answer dialed).
+// whatever the allow-list says, and the origin sees no connection. The
+// loopback switch lets through only entries that are loopback names
+// (localhost, *.localhost) or literals: with it on, an ordinary name
+// (and a wildcard) that resolves to loopback is still refused, and a
+// .localhost name is fetched (so the test resolver really was asked and
+// its answer dialed).
 func TestOriginDNSRebinding(t *testing.T) {
 	src := encodeJPEG(t, scene(40, 30), 90)
 	o := newOrigin(t, serveBytes(src))
 	port := strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
 	name := "http://images.rebind.test:" + port
-	get := func(allow bool, answer string) (int, []byte) {
+	// get fetches target, with entry allowed and the resolver answering.
+	get := func(allow bool, answer, entry, target string) (int, []byte) {
 		t.Helper()
 		dns := startFakeDNS(t, netip.MustParseAddr(answer))
-		cfg := originConfig(t, allow, name)
+		cfg := originConfig(t, allow, entry)
 		d := newTestDeps(t, cfg)
 		d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)
-		status, _, body := do(t, "GET", thumbURL(newTestServerFrom(t, d).URL, name+"/a.jpg", "w=10"), nil)
+		status, _, body := do(t, "GET", thumbURL(newTestServerFrom(t, d).URL, target+"/a.jpg", "w=10"), nil)
 		if dns.queries.Load() == 0 {
 			t.Fatalf("%s: the test resolver was never asked", answer)
 		}
 		return status, body
 	}
 	for _, answer := range []string{"127.0.0.1", "::1", "::ffff:127.0.0.1"} {
-		status, body := get(false, answer)
+		status, body := get(false, answer, name, name)
 		if status != 403 {
 			t.Fatalf("%s, switch off: %d %s", answer, status, body)
 		}
@@ -392,8 +396,21 @@ func TestOriginDNSRebinding(t *testing.T) {
 			t.Fatalf("%s: the origin saw %d connections", answer, n)
 		}
 	}
-	if status, body := get(true, "127.0.0.1"); status != 200 {
-		t.Fatalf("switch on: %d %s", status, body)
+	for _, answer := range []string{"127.0.0.1", "::1"} {
+		for _, entry := range []string{name, "http://*.rebind.test:" + port} {
+			status, body := get(true, answer, entry, name)
+			if status != 403 {
+				t.Fatalf("%s, switch on, %s: %d (%d bytes)", answer, entry, status, len(body))
+			}
+			assertError(t, body, apierr.OriginAddressBlocked)
+		}
+		if n := o.conns.Load(); n != 0 {
+			t.Fatalf("%s: the origin saw %d connections", answer, n)
+		}
+	}
+	local := "http://images.rebind.localhost:" + port
+	if status, body := get(true, "127.0.0.1", local, local); status != 200 {
+		t.Fatalf("switch on, a .localhost name: %d %s", status, body)
 	}
 }
 
@@ -409,7 +426,7 @@ func TestOriginIgnoresProxyEnvironment(t *testing.T) {
 	}
 	t.Setenv("NO_PROXY", "")
 	dns := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
-	name := "http://images.proxied.test:" + port
+	name := "http://images.proxied.localhost:" + port
 	cfg := originConfig(t, true, name)
 	d := newTestDeps(t, cfg)
 	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver)

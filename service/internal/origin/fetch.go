@@ -26,8 +26,11 @@ const ConnectTimeout = 2 * time.Second
 
 // Config is the origin settings.
 type Config struct {
-	Patterns      []Pattern     // THUMBD_ORIGINS
-	AllowLoopback bool          // THUMBD_ORIGINS_ALLOW_LOOPBACK
+	Patterns []Pattern // THUMBD_ORIGINS
+	// AllowLoopback (THUMBD_ORIGINS_ALLOW_LOOPBACK) lets a loopback host
+	// (LoopbackHost) reach loopback addresses; every other host stays
+	// refused them, wildcards included.
+	AllowLoopback bool
 	FetchTimeout  time.Duration // THUMBD_FETCH_TIMEOUT, within the request's deadline
 	// IdleConns is how many idle connections are kept per origin host:
 	// about the number of fetches in flight at once, so that a busy origin
@@ -54,12 +57,22 @@ type Fetcher struct {
 // limit every source shares).
 func New(cfg Config, limits source.Limits) *Fetcher {
 	f := &Fetcher{cfg: cfg, limits: limits}
-	dialer := &net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second, Resolver: cfg.Resolver, Control: f.control}
+	dialer := func(allowLoopback bool) *net.Dialer {
+		return &net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second, Resolver: cfg.Resolver, Control: guard(allowLoopback)}
+	}
+	strict, loose := dialer(false), dialer(cfg.AllowLoopback)
 	transport := &http.Transport{
 		// No proxy, whatever HTTP_PROXY and friends say: through a proxy
 		// the guard would judge the proxy's address, not the origin's.
-		Proxy:       nil,
-		DialContext: dialer.DialContext,
+		Proxy: nil,
+		// The host dialed is the one the allow-list checked (Check
+		// rewrites the URL to it): only a loopback one may reach loopback.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if host, _, err := net.SplitHostPort(addr); err == nil && LoopbackHost(host) {
+				return loose.DialContext(ctx, network, addr)
+			}
+			return strict.DialContext(ctx, network, addr)
+		},
 		// A custom dialer turns HTTP/2 off unless asked for; CDNs speak it.
 		ForceAttemptHTTP2:   true,
 		TLSHandshakeTimeout: ConnectTimeout,

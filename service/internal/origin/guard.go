@@ -2,6 +2,7 @@ package origin
 
 import (
 	"net/netip"
+	"strings"
 	"syscall"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -147,20 +148,33 @@ func judgeIn(rs []rangeOf, a netip.Addr, allowLoopback bool) string {
 	return ""
 }
 
-// control is net.Dialer's Control hook: it runs once per socket, with the
+// guard is net.Dialer's Control hook: it runs once per socket, with the
 // literal address about to be connected to, and refuses the connection
 // before it is made.
-func (f *Fetcher) control(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return &apierr.Error{Code: apierr.OriginAddressBlocked, Message: "The origin's address could not be judged, so it is not dialed.", Cause: err}
+func guard(allowLoopback bool) func(network, address string, _ syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &apierr.Error{Code: apierr.OriginAddressBlocked, Message: "The origin's address could not be judged, so it is not dialed.", Cause: err}
+		}
+		if why := Judge(ap.Addr(), allowLoopback); why != "" {
+			return &apierr.Error{Code: apierr.OriginAddressBlocked,
+				Message: "The origin resolves to an address thumbd does not connect to: " + why + ".",
+				Cause:   &BlockedError{Addr: ap.Addr(), Why: why}}
+		}
+		return nil
 	}
-	if why := Judge(ap.Addr(), f.cfg.AllowLoopback); why != "" {
-		return &apierr.Error{Code: apierr.OriginAddressBlocked,
-			Message: "The origin resolves to an address thumbd does not connect to: " + why + ".",
-			Cause:   &BlockedError{Addr: ap.Addr(), Why: why}}
+}
+
+// LoopbackHost reports whether host (as Check leaves it: lowercase, no
+// trailing dot, an IP literal canonical) names loopback itself: a
+// loopback literal, localhost, or a name below .localhost (RFC 6761). Only
+// such hosts are let through to loopback by THUMBD_ORIGINS_ALLOW_LOOPBACK.
+func LoopbackHost(host string) bool {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap().IsLoopback()
 	}
-	return nil
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // BlockedError is the guard's refusal, kept as the cause of the answer so

@@ -132,7 +132,7 @@ var guardTable = []struct {
 // refuses exactly the addresses Judge refuses: none outside the
 // allow-list's public addresses is reachable.
 func TestGuardTable(t *testing.T) {
-	f := &Fetcher{cfg: Config{}}
+	control := guard(false)
 	for _, tc := range guardTable {
 		a := netip.MustParseAddr(tc.addr)
 		got := Judge(a, false)
@@ -140,7 +140,7 @@ func TestGuardTable(t *testing.T) {
 			t.Errorf("Judge(%s) = %q, want %q", tc.addr, got, tc.want)
 		}
 		for _, port := range []uint16{80, 443, 8080} {
-			err := f.control("tcp", netip.AddrPortFrom(a, port).String(), nil)
+			err := control("tcp", netip.AddrPortFrom(a, port).String(), nil)
 			if (err == nil) != (tc.want == "") {
 				t.Errorf("control(%s port %d) = %v, want refused: %v", tc.addr, port, err, tc.want != "")
 			}
@@ -163,7 +163,7 @@ func TestGuardAllowLoopback(t *testing.T) {
 // control, the Dialer hook, refuses what Judge refuses and what it cannot
 // parse, with a 403 that names the range but not the address.
 func TestControl(t *testing.T) {
-	f := &Fetcher{cfg: Config{}}
+	control := guard(false)
 	for addr, want := range map[string]apierr.Code{
 		"8.8.8.8:443":            "",
 		"[2606:4700::1111]:443":  "",
@@ -175,7 +175,7 @@ func TestControl(t *testing.T) {
 		"example.com:80":         apierr.OriginAddressBlocked,
 		"":                       apierr.OriginAddressBlocked,
 	} {
-		err := f.control("tcp", addr, nil)
+		err := control("tcp", addr, nil)
 		if want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", addr, err)
@@ -191,11 +191,25 @@ func TestControl(t *testing.T) {
 			t.Errorf("%s: the message %q names the address", addr, e.Message)
 		}
 	}
-	f.cfg.AllowLoopback = true
-	if err := f.control("tcp4", "127.0.0.1:8080", nil); err != nil {
+	control = guard(true)
+	if err := control("tcp4", "127.0.0.1:8080", nil); err != nil {
 		t.Errorf("loopback allowed: %v", err)
 	}
-	if err := f.control("tcp4", "10.1.2.3:8080", nil); err == nil {
+	if err := control("tcp4", "10.1.2.3:8080", nil); err == nil {
 		t.Error("a private address passed with loopback allowed")
+	}
+}
+
+// Only hosts that name loopback themselves are let through to it by the
+// loopback switch: loopback literals, localhost and *.localhost names.
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.8.9.10": true, "::1": true, "localhost": true, "images.localhost": true, "a.b.localhost": true,
+		"images.example.com": false, "localhost.example.com": false, "xlocalhost": false, "10.0.0.1": false, "::": false,
+		"0.0.0.0": false, "": false, "example.localhost.test": false,
+	} {
+		if got := LoopbackHost(host); got != want {
+			t.Errorf("LoopbackHost(%q) = %v", host, got)
+		}
 	}
 }
