@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBasicRoutes(t *testing.T) {
@@ -161,4 +162,45 @@ func TestReadyFollowsLifecycle(t *testing.T) {
 	check(200, `{"status":"ready"}`)
 	life.drain()
 	check(503, `{"status":"draining"}`)
+}
+
+// THUMBD_BENCH_ROUTES=false takes the benchmark contract's routes away
+// (/json, /compute, /hash): they answer 404 not_found as routes that do
+// not exist, and cost nothing. They are on by default.
+func TestBenchRoutesSwitch(t *testing.T) {
+	routes := []struct{ method, path string }{
+		{"GET", "/json"}, {"GET", "/compute?n=100000000"}, {"GET", "/hash?data=x"}, {"POST", "/hash"},
+	}
+	cfg := testConfig(t)
+	if !cfg.BenchRoutes {
+		t.Fatal("benchmark routes are off by default")
+	}
+	on, _ := newTestServer(t, cfg)
+	cfg.BenchRoutes = false
+	off, _ := newTestServer(t, cfg)
+	for _, r := range routes {
+		if r.path == "/compute?n=100000000" {
+			continue // 0.3 s of CPU: the default n stands for it on
+		}
+		if status, _, body := do(t, r.method, on.URL+r.path, strings.NewReader("x")); status != 200 {
+			t.Errorf("on: %s %s: %d %s", r.method, r.path, status, body)
+		}
+	}
+	for _, r := range routes {
+		start := time.Now()
+		status, _, body := do(t, r.method, off.URL+r.path, strings.NewReader("x"))
+		if status != 404 {
+			t.Errorf("off: %s %s: %d %s", r.method, r.path, status, body)
+			continue
+		}
+		assertError(t, body, apierr.NotFound)
+		if took := time.Since(start); took > 100*time.Millisecond {
+			t.Errorf("off: %s %s took %s", r.method, r.path, took)
+		}
+	}
+	for _, path := range []string{"/health", "/metrics"} {
+		if status, _, _ := do(t, "GET", off.URL+path, nil); status != 200 {
+			t.Errorf("off: %s: %d", path, status)
+		}
+	}
 }

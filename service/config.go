@@ -46,6 +46,7 @@ type config struct {
 	PresetsOnly        bool
 	Uploads            bool
 	UnsignedUploads    bool
+	BenchRoutes        bool
 	ShutdownDelay      time.Duration
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
@@ -113,6 +114,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", boolFlag{boolValue(&c.PresetsOnly)}},
 		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", boolFlag{boolValue(&c.Uploads)}},
 		{"THUMBD_UNSIGNED_UPLOADS", "unsigned-uploads", "false", "", "with `THUMBD_SIGNING_KEYS` set: `true` serves `POST /thumbnail` without a `sig=` (anyone may then have their own bytes thumbnailed, at any size and format; logged as a warning); `false`: a POST needs a valid `sig=` over its query, as a GET does (`thumbd sign -upload`)", boolFlag{boolValue(&c.UnsignedUploads)}},
+		{"THUMBD_BENCH_ROUTES", "bench-routes", "true", "", "`false`: the benchmark contract's routes (`GET /json`, `GET /compute`, `GET /hash`, `POST /hash`) are not served, a 404 `not_found` as any unknown path (a public deployment: `/compute?n=` costs up to about 0.3 s of CPU and is never signed)", boolFlag{boolValue(&c.BenchRoutes)}},
 		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", durationValue(&c.ShutdownDelay)},
 		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", durationValue(&c.ShutdownTimeout)},
 		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", levelValue(&c.LogLevel)},

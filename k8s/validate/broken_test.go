@@ -84,6 +84,8 @@ func TestBrokenPublicOverlayFails(t *testing.T) {
 		{"env var the service does not read", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_POST=false", "THUMBD_POST is not a setting of the service"},
 		{"POST left open", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=true", "with POST open"},
 		{"POST left at its default", "overlays/public/settings.env", "THUMBD_UPLOADS=false\n", "", "with POST open"},
+		{"benchmark routes left on", "overlays/public/settings.env", "THUMBD_BENCH_ROUTES=false", "THUMBD_BENCH_ROUTES=true", "benchmark routes"},
+		{"benchmark routes at their default", "overlays/public/settings.env", "THUMBD_BENCH_ROUTES=false\n", "", "benchmark routes"},
 		{"GET unlimited", "overlays/public/kustomization.yaml", "  - path: signing-keys.yaml\n", "", "serves any GET"},
 		{"key in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_SIGNING_KEYS=000102030405060708090a0b0c0d0e0f", "must come from a Secret"},
 		{"key as a literal", "overlays/public/signing-keys.yaml", "              valueFrom:\n                secretKeyRef:\n                  name: thumbd-signing-keys\n                  key: keys", "              value: 000102030405060708090a0b0c0d0e0f", "must come from a Secret"},

@@ -120,11 +120,14 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 
 // checkPublic: a deployment that fetches from origins serves
 // GET /thumbnail?url= to whoever reaches it (k8s/overlays/public), so it
-// closes POST and limits what a GET may ask for: URLs signed with keys from
-// a Secret, or presets only.
+// closes POST and the benchmark routes, and limits what a GET may ask for:
+// URLs signed with keys from a Secret, or presets only.
 func checkPublic(c *corev1.Container, env map[string]string, settings Settings, p *problems) {
 	if uploads, err := strconv.ParseBool(setting(env, settings, "THUMBD_UPLOADS")); err != nil || uploads {
 		p.addf("container %s fetches from origins (THUMBD_ORIGINS) with POST open: set THUMBD_UPLOADS=false (README, \"Public deployments\")", c.Name)
+	}
+	if bench, err := strconv.ParseBool(setting(env, settings, "THUMBD_BENCH_ROUTES")); err != nil || bench {
+		p.addf("container %s fetches from origins (THUMBD_ORIGINS) with the benchmark routes on (/compute costs CPU unsigned): set THUMBD_BENCH_ROUTES=false", c.Name)
 	}
 	presetsOnly, _ := strconv.ParseBool(setting(env, settings, "THUMBD_PRESETS_ONLY"))
 	if !keysFromSecret(c) && !presetsOnly {
