@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/signing"
 )
@@ -23,7 +24,7 @@ const signUsage = "usage: thumbd sign [-exp DURATION] [-upload] '/thumbnail?url=
 func signCommand(args []string, lookupEnv func(string) (string, bool), now time.Time, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd sign", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	exp := fs.Duration("exp", 0, "the URL expires this long from now (adds exp=, Unix seconds)")
+	exp := fs.Duration("exp", 0, "the URL expires this long from now (adds exp=, Unix seconds); without it (or exp=) the URL never expires, and a warning says so")
 	upload := fs.Bool("upload", false, "sign the query of a POST /thumbnail (the options of an upload, no src or url)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, signUsage)
@@ -75,6 +76,13 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 	q["sig"] = signing.Sign(cfg.SigningKeys[0], u.Path, q)
 	if err := signing.NewVerifier(cfg.SigningKeys, func() time.Time { return now }).Check(u.Path, q); err != nil {
 		return err
+	}
+	// Warnings go to stderr, so that $(thumbd sign ...) still gives the URL.
+	if _, ok := q["exp"]; !ok {
+		fmt.Fprintln(stderr, "thumbd sign: warning: this URL never expires: whoever holds it may have it made until its key is retired; give -exp (such as -exp 720h) for one that ends")
+	}
+	if q["format"] == string(imagefmt.Auto) {
+		fmt.Fprintln(stderr, "thumbd sign: note: format=auto follows the request's Accept header, which is not signed: the URL's holder may choose AVIF, the dearest encode (README, \"Signed URLs\"); sign a format such as format=webp to bound it")
 	}
 	_, err = fmt.Fprintln(stdout, signed)
 	return err

@@ -419,3 +419,35 @@ func TestSigningStateIsLoggedAndExported(t *testing.T) {
 		}
 	}
 }
+
+// `thumbd sign` offers an expiry: a URL signed without one (neither -exp
+// nor exp=) is printed with a warning on stderr that says it never
+// expires and how to give one; with one, nothing is said.
+func TestSignWarnsWithoutExpiry(t *testing.T) {
+	env := envOf(map[string]string{"THUMBD_SIGNING_KEYS": testKeyHex})
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"/thumbnail?src=a.jpg&w=20"}, true},
+		{[]string{"-upload", "/thumbnail?w=20"}, true},
+		{[]string{"-exp", "24h", "/thumbnail?src=a.jpg&w=20"}, false},
+		{[]string{"/thumbnail?src=a.jpg&w=20&exp=" + strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)}, false},
+	} {
+		var out, stderr bytes.Buffer
+		if err := run(context.Background(), append([]string{"thumbd", "sign"}, tc.args...), env, &out, &stderr); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		warned := strings.Contains(stderr.String(), "never expires") && strings.Contains(stderr.String(), "-exp")
+		if warned != tc.warn || !strings.Contains(out.String(), "sig=") || strings.Contains(out.String(), "never") {
+			t.Errorf("%v: stdout %q, stderr %q", tc.args, out.String(), stderr.String())
+		}
+	}
+	// format=auto is signed with a note: Accept, outside the signature,
+	// lets the URL's holder choose AVIF.
+	var out, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"thumbd", "sign", "-exp", "1h", "/thumbnail?src=a.jpg&format=auto"}, env, &out, &stderr); err != nil ||
+		!strings.Contains(stderr.String(), "AVIF") || strings.Contains(stderr.String(), "never expires") {
+		t.Errorf("format=auto: %v, stderr %q", err, stderr.String())
+	}
+}
