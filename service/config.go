@@ -41,6 +41,7 @@ type config struct {
 	Origins            []origin.Pattern
 	AllowLoopback      bool
 	FetchTimeout       time.Duration
+	OriginMaxConns     int
 	SigningKeys        [][]byte
 	Presets            params.Presets
 	PresetsOnly        bool
@@ -109,6 +110,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
 		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let entries that name loopback (loopback literals, `localhost`, `*.localhost`) through the address guard to loopback addresses; other entries, wildcards included, stay refused them (development and tests only; logged as a warning)", boolFlag{boolValue(&c.AllowLoopback)}},
 		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", durationValue(&c.FetchTimeout)},
+		{"THUMBD_ORIGIN_MAX_CONNS", "origin-max-conns", "32", "", "connections open at once to one origin host (kept alive when idle); more fetches wait for one, within the fetch timeout", intValue(&c.OriginMaxConns)},
 		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", keysValue(&c.SigningKeys)},
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", presetsValue(&c.Presets)},
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", boolFlag{boolValue(&c.PresetsOnly)}},
@@ -227,6 +229,7 @@ func (c config) validate() []error {
 	// The request's deadline bounds a fetch too: a fetch timeout above it
 	// is harmless, so it is not refused.
 	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
+	check(c.OriginMaxConns >= 1 && c.OriginMaxConns <= 10000, "origin max conns %d: want 1..10000", c.OriginMaxConns)
 	for _, o := range c.Origins {
 		why := o.Refused(c.AllowLoopback)
 		check(why == "", "origin %s: the address guard refuses it (%s); only loopback can be let through, by THUMBD_ORIGINS_ALLOW_LOOPBACK", o, why)

@@ -66,9 +66,9 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 	}
 	return origin.New(origin.Config{
 		Patterns: cfg.Origins, AllowLoopback: cfg.AllowLoopback, FetchTimeout: cfg.FetchTimeout,
-		// Every source being fetched at once can keep its connection.
-		IdleConns: cfg.Queue + cfg.Concurrency,
-		Resolver:  resolver, UserAgent: "thumbd/" + version, Accept: strings.Join(accept, ", "),
+		// Every connection the cap allows can be kept.
+		IdleConns: cfg.OriginMaxConns, MaxConnsPerHost: cfg.OriginMaxConns,
+		Resolver: resolver, UserAgent: "thumbd/" + version, Accept: strings.Join(accept, ", "),
 		Observe: m.observeFetch,
 	}, limits)
 }

@@ -36,6 +36,9 @@ type Config struct {
 	// about the number of fetches in flight at once, so that a busy origin
 	// is not reconnected to on every fetch.
 	IdleConns int
+	// MaxConnsPerHost bounds the connections open to one origin host at
+	// once (THUMBD_ORIGIN_MAX_CONNS); more fetches wait for one.
+	MaxConnsPerHost int
 	// Resolver resolves origin names; nil is the system's. Tests give a
 	// resolver of their own (DNS rebinding).
 	Resolver  *net.Resolver
@@ -78,7 +81,10 @@ func New(cfg Config, limits source.Limits) *Fetcher {
 		TLSHandshakeTimeout: ConnectTimeout,
 		MaxIdleConns:        4 * max(cfg.IdleConns, 1),
 		MaxIdleConnsPerHost: max(cfg.IdleConns, 1),
-		IdleConnTimeout:     90 * time.Second,
+		// Without a cap, a burst of url= requests naming one origin opens
+		// a connection each: thumbd would amplify a flood onto it.
+		MaxConnsPerHost: cfg.MaxConnsPerHost,
+		IdleConnTimeout: 90 * time.Second,
 		// Images are compressed already; a gzip'ed body would only cost CPU
 		// (and be one more way to inflate bytes past a Content-Length).
 		DisableCompression:     true,

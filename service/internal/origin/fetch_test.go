@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,5 +90,60 @@ func TestEveryConnectionIsGuarded(t *testing.T) {
 	if c, err := ln.Accept(); err == nil {
 		c.Close()
 		t.Fatal("the listener was connected to")
+	}
+}
+
+// Fetches from one origin host share at most MaxConnsPerHost connections:
+// a burst of url= requests naming one origin does not open a connection
+// per request (thumbd as an amplifier). The others wait for one, within
+// the fetch timeout, and are then served.
+func TestConnectionsPerHostAreCapped(t *testing.T) {
+	const limit, fetches = 2, 6
+	var open, most atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Write([]byte("image"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			n := open.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	patterns, err := ParsePatterns("http://" + strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New(Config{Patterns: patterns, AllowLoopback: true, FetchTimeout: 10 * time.Second, IdleConns: fetches, MaxConnsPerHost: limit},
+		source.Limits{MaxBytes: 100, Budget: admission.NewBytes(1000)})
+	errs := make(chan error, fetches)
+	for range fetches {
+		go func() {
+			src, err := f.Source(srv.URL + "/a")
+			if err == nil {
+				var blob *source.Blob
+				if blob, err = src.Read(context.Background()); err == nil {
+					blob.Release()
+				}
+			}
+			errs <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // every fetch has asked for a connection
+	close(release)
+	for range fetches {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := most.Load(); n > limit {
+		t.Errorf("%d connections open at once to one host, want at most %d", n, limit)
 	}
 }
