@@ -35,7 +35,7 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"liveness on the wrong path", "base/deployment.yaml", "livenessProbe:\n            httpGet:\n              path: /health", "livenessProbe:\n            httpGet:\n              path: /ready", "livenessProbe path \"/ready\""},
 		{"latest image", "overlays/scratch/kustomization.yaml", "newTag: scratch", "newTag: latest", "never :latest"},
 		{"other flavour's image", "overlays/scratch/kustomization.yaml", "newTag: scratch", "newTag: slim", `want "thumbd:scratch"`},
-		{"env var the service does not read", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_WORKERS=4", "THUMBD_WORKERS is not a setting of the service"},
+		{"env var the service does not read", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_WORKERS=4", "THUMBD_WORKERS is not a setting of the service"},
 		{"grace period too short", "base/deployment.yaml", "terminationGracePeriodSeconds: 40", "terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds 30 s <"},
 		{"delay outgrows the grace period", "base/settings.env", "THUMBD_SHUTDOWN_DELAY=5s", "THUMBD_SHUTDOWN_DELAY=15s", "THUMBD_SHUTDOWN_DELAY 15s"},
 		{"privilege escalation", "base/deployment.yaml", "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", "allowPrivilegeEscalation: false"},
@@ -45,32 +45,54 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"writable root filesystem", "base/deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", "readOnlyRootFilesystem: true"},
 		{"host port", "base/deployment.yaml", "containerPort: 8080", "containerPort: 8080\n              hostPort: 8080", "hostPort 8080"},
 		{"container port is not PORT", "base/deployment.yaml", "containerPort: 8080", "containerPort: 9090", "no containerPort 8080"},
-		{"PORT moved without the container port", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nPORT=9000", "no containerPort 9000"},
+		{"PORT moved without the container port", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nPORT=9000", "no containerPort 9000"},
 		{"service targets another port", "base/service.yaml", "targetPort: http", "targetPort: 9090", "targets 9090"},
 		{"one replica", "base/hpa.yaml", "minReplicas: 2", "minReplicas: 1", "minReplicas must be at least 2"},
 		{"service links", "base/deployment.yaml", "enableServiceLinks: false", "enableServiceLinks: true", "enableServiceLinks must be false"},
 		{"concurrency above the CPU limit", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=4", "must equal the CPU limit"},
 		{"PDB selects nothing", "base/pdb.yaml", "    matchLabels:\n      app.kubernetes.io/name: thumbd", "    matchLabels:\n      app.kubernetes.io/name: other", "PodDisruptionBudget thumbd does not select"},
 		{"replicas fixed", "base/deployment.yaml", "  selector:\n", "  replicas: 3\n  selector:\n", "sets replicas"},
-		{"cells without their memory", "base/settings.env", "THUMBD_QUEUE=8", "THUMBD_QUEUE=8\nTHUMBD_ENGINE=cells", "cells mode: memory limit 1280Mi is below what the pod may hold"},
+		// The memory limit is the one memory knob: what the service derives
+		// from it is not written by hand.
+		{"queue by hand", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_QUEUE=8", "sets THUMBD_QUEUE: the service derives its memory settings"},
+		{"source budget by hand", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_SOURCE_BUDGET=209715200", "sets THUMBD_SOURCE_BUDGET: the service derives"},
+		{"jobs' budget by hand", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_MEMORY_BUDGET=536870912", "sets THUMBD_MEMORY_BUDGET: the service derives"},
+		{"memory limit as a setting", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_MEMORY_LIMIT=1342177280", "sets THUMBD_MEMORY_LIMIT: the service derives"},
+		{"GOMEMLIMIT by hand", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nGOMEMLIMIT=300MiB", "sets GOMEMLIMIT: the service derives"},
+		{"GOGC by hand", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nGOGC=50", "sets GOGC: the service derives"},
+		{"no memory limit", "base/deployment.yaml", "              memory: 1280Mi\n", "", "memory request and limit must both be set"},
+		{"memory request above the limit", "base/deployment.yaml", "memory: 256Mi", "memory: 2Gi", "memory request 2Gi exceeds its limit 1280Mi"},
+		// The binary's own figure: 1 GiB is below what the largest job the
+		// default limits allow needs in process.
+		{"limit below the largest job", "base/deployment.yaml", "memory: 1280Mi", "memory: 1Gi", "memory limit 1Gi does not serve the largest job the settings allow; thumbd says at start: memory limit 1024 MiB: the largest job"},
+		{"larger sources than the limit serves", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_MAX_PIXELS=100000000", "memory limit 1280Mi does not serve the largest job the settings allow"},
+		{"limit the service cannot start under", "base/deployment.yaml", "memory: 1280Mi", "memory: 32Mi", "did not start and log its memory plan"},
 	}
 	runBreakages(t, cases, "k8s/overlays/scratch", CheckKubernetes)
 }
 
 func TestBrokenCellsOverlayFails(t *testing.T) {
 	cases := []breakage{
-		{"limit below the cells", "overlays/cells/memory.yaml", "memory: 1536Mi", "memory: 1Gi", "cells mode: memory limit 1Gi is below what the pod may hold: supervisor 40 MiB + bodies 10 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 128 MiB) + spares 1 x 128 MiB = 1308 MiB"},
-		{"cells keep more", "overlays/cells/settings.env", "THUMBD_CELL_MAX_RSS=134217728", "THUMBD_CELL_MAX_RSS=536870912", "memory limit 1536Mi is below what the pod may hold: supervisor 40 MiB + bodies 10 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 512 MiB) + spares 1 x 512 MiB = 1776 MiB"},
-		{"more spares", "overlays/cells/settings.env", "THUMBD_CELL_SPARES=1", "THUMBD_CELL_SPARES=4", "+ spares 4 x 128 MiB = 1692 MiB"},
-		{"larger source budget", "base/settings.env", "THUMBD_SOURCE_BUDGET=209715200", "THUMBD_SOURCE_BUDGET=629145600", "+ bodies 30 x 20 MiB"},
-		{"source budget left to its default", "base/settings.env", "THUMBD_SOURCE_BUDGET=209715200\n", "", "+ bodies 32 x 20 MiB"},
-		{"larger sources", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nTHUMBD_MAX_PIXELS=100000000", "THUMBD_MAX_PIXELS 100000000 is above 40000000, the limit the per-job peak"},
-		{"larger outputs", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nTHUMBD_MAX_SIDE=8192", "THUMBD_MAX_SIDE 8192 is above 4096"},
-		{"request below the pod at rest", "overlays/cells/memory.yaml", "memory: 320Mi", "memory: 64Mi", "memory request 64Mi is below what the pod holds at rest: supervisor 16 MiB + cells 3 x 19 MiB = 73 MiB"},
-		{"concurrency left to the CPUs", "base/settings.env", "THUMBD_CONCURRENCY=2\n", "", "THUMBD_CONCURRENCY must be set: the memory limit is sized for that many cells"},
-		{"spares not a number", "overlays/cells/settings.env", "THUMBD_CELL_SPARES=1", "THUMBD_CELL_SPARES=one", `THUMBD_CELL_SPARES "one" is not a number`},
+		// The service counts the cells' idle memory: a limit that serves the
+		// largest job in process (above 1123 MiB) does not in cells mode.
+		{"limit that holds the job in process only", "base/deployment.yaml", "memory: 1280Mi", "memory: 1150Mi", "memory limit 1150Mi does not serve the largest job the settings allow"},
+		{"more spare cells than the limit serves", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nTHUMBD_CELL_SPARES=8", "memory limit 1280Mi does not serve the largest job the settings allow"},
+		{"GOMEMLIMIT by hand", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nGOMEMLIMIT=300MiB", "sets GOMEMLIMIT: the service derives"},
 	}
 	runBreakages(t, cases, "k8s/overlays/cells", CheckKubernetes)
+}
+
+// The limit of the cells case above serves the largest job in process: the
+// difference is the cells' memory, which the service counts.
+func TestLimitForInProcessOnly(t *testing.T) {
+	tmp := brokenCopy(t, breakage{file: "base/deployment.yaml", old: "memory: 1280Mi", new: "memory: 1150Mi"})
+	ms, err := Render(filepath.Join(tmp, "k8s/overlays/scratch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range CheckKubernetes(ms, Expect{Image: "thumbd:scratch", Settings: serviceSettings(t), Routes: routesForTest(t, tmp), Binary: thumbdBinary(t)}) {
+		t.Error(err)
+	}
 }
 
 func TestBrokenPublicOverlayFails(t *testing.T) {
@@ -111,7 +133,7 @@ func TestPublicOverlayWithPresetsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range CheckKubernetes(ms, Expect{Image: "thumbd:scratch", Settings: serviceSettings(t), Routes: routesForTest(t, tmp)}) {
+	for _, err := range CheckKubernetes(ms, Expect{Image: "thumbd:scratch", Settings: serviceSettings(t), Routes: routesForTest(t, tmp), Binary: thumbdBinary(t)}) {
 		t.Error(err)
 	}
 }
@@ -123,9 +145,9 @@ func TestBrokenKnativeServiceFails(t *testing.T) {
 		{"PORT set", "knative/service.yaml", "          env:\n", "          env:\n            - name: PORT\n              value: \"8080\"\n", "Knative rejects"},
 		{"concurrency not tied", "knative/service.yaml", "containerConcurrency: 2", "containerConcurrency: 4", "containerConcurrency must equal THUMBD_CONCURRENCY 2"},
 		{"concurrency moved alone", "knative/service.yaml", "              value: \"2\"", "              value: \"3\"", "containerConcurrency must equal THUMBD_CONCURRENCY 3"},
-		// Only containerConcurrency requests are in the pod: 2 bodies, not
-		// the 34 the service's default queue would admit.
-		{"cells without their memory", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_ENGINE\n              value: cells\n", "cells mode: memory limit 1Gi is below what the pod may hold: supervisor 40 MiB + bodies 2 x 20 MiB + busy cells 2 x max(job peak 470 MiB, THUMBD_CELL_MAX_RSS 256 MiB) + spares 1 x 256 MiB = 1276 MiB"},
+		{"limit below the largest job", "knative/service.yaml", "memory: 1280Mi", "memory: 1Gi", "memory limit 1Gi does not serve the largest job the settings allow"},
+		{"cells with many spares", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_ENGINE\n              value: cells\n            - name: THUMBD_CELL_SPARES\n              value: \"8\"\n", "memory limit 1280Mi does not serve the largest job the settings allow"},
+		{"source budget by hand", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_SOURCE_BUDGET\n              value: \"41943040\"\n", "sets THUMBD_SOURCE_BUDGET: the service derives"},
 		{"target not tied", "knative/service.yaml", `autoscaling.knative.dev/target: "2"`, `autoscaling.knative.dev/target: "10"`, "autoscaling.knative.dev/target \"10\""},
 		{"no scale to zero", "knative/service.yaml", `min-scale: "0"`, `min-scale: "1"`, "min-scale must be \"0\""},
 		{"timeout below the deadline", "knative/service.yaml", "timeoutSeconds: 30", "timeoutSeconds: 10", "timeoutSeconds must exceed THUMBD_DEADLINE 10s"},
@@ -144,7 +166,7 @@ func runBreakages(t *testing.T, cases []breakage, dir string, check func([]Manif
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := brokenCopy(t, tc)
-			want := Expect{Image: "thumbd:scratch", Settings: serviceSettings(t), Routes: routesForTest(t, tmp)}
+			want := Expect{Image: "thumbd:scratch", Settings: serviceSettings(t), Routes: routesForTest(t, tmp), Binary: thumbdBinary(t)}
 			ms, err := Render(filepath.Join(tmp, dir))
 			errs := []error{err}
 			if err == nil {

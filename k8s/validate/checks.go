@@ -25,6 +25,9 @@ type Expect struct {
 	Image    string   // the container image, e.g. "thumbd:slim"; "" accepts any tagged image
 	Settings Settings // the settings the service reads, with their defaults
 	Routes   Routes   // the service's routes; nil skips the probe-path check
+	// Binary is a thumbd binary, run to see whether the memory limit serves
+	// the largest job the settings allow; "" skips that check.
+	Binary string
 }
 
 type problems []error
@@ -78,7 +81,6 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 		p.addf("container %s declares no containerPort %d, the port the service listens on (PORT)", c.Name, port)
 	}
 	checkProbes(c, port, want.Routes, true, &p)
-	checkCellsMemory(c, env, want.Settings, 0, &p)
 
 	delay := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_DELAY", &p)
 	drain := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_TIMEOUT", &p)
@@ -252,13 +254,6 @@ func CheckKnative(ms []Manifest, want Expect) []error {
 	if target := ann["autoscaling.knative.dev/target"]; target != strconv.Itoa(conc) {
 		p.addf("Knative Service %s: autoscaling.knative.dev/target %q must equal THUMBD_CONCURRENCY %d", ksvc.Name, target, conc)
 	}
-	// The queue-proxy lets at most containerConcurrency requests into the
-	// pod: only those can hold a source in memory.
-	inPod := 0
-	if cc := tmpl.Spec.ContainerConcurrency; cc != nil {
-		inPod = int(*cc)
-	}
-	checkCellsMemory(c, env, want.Settings, inPod, &p)
 	deadline := durationSetting(env, want.Settings, "THUMBD_DEADLINE", &p)
 	if ts := tmpl.Spec.TimeoutSeconds; ts == nil || time.Duration(*ts)*time.Second <= deadline {
 		p.addf("Knative Service %s: timeoutSeconds must exceed THUMBD_DEADLINE %s so the service's own 504 comes first", ksvc.Name, deadline)
@@ -277,7 +272,8 @@ func CheckKnative(ms []Manifest, want Expect) []error {
 }
 
 // checkPod checks what Kubernetes and Knative pods share: the restricted
-// profile, one container, its image, settings and resources. It returns the
+// profile, one container, its image, settings and resources, and a memory
+// limit that is the one memory knob and serves the largest job. It returns the
 // container and its resolved environment (nil when there is no one container).
 func checkPod(spec *corev1.PodSpec, configMaps map[string]*corev1.ConfigMap, want Expect, p *problems) (*corev1.Container, map[string]string) {
 	*p = append(*p, CheckRestricted(spec)...)
@@ -291,6 +287,8 @@ func checkPod(spec *corev1.PodSpec, configMaps map[string]*corev1.ConfigMap, wan
 	checkEnvNames(env, want.Settings, p)
 	checkSecrets(c, configMaps, env, want.Settings, p)
 	checkResources(c, env, p)
+	checkDerivedMemory(c, env, p)
+	checkMemoryLimit(c, env, want.Binary, p)
 	return c, env
 }
 
@@ -420,17 +418,11 @@ func checkImage(c *corev1.Container, want Expect, p *problems) {
 	}
 }
 
-// goMemoryEnv are the Go runtime's memory knobs, which no setting names:
-// GOMEMLIMIT bounds the heap's headroom over the source budget
-// (docs/hardening.md, "Memory"). Other runtime variables stay refused
-// (GOMAXPROCS would part the Go scheduler from THUMBD_CONCURRENCY).
-var goMemoryEnv = []string{"GOMEMLIMIT", "GOGC"}
-
-// checkEnvNames requires every environment variable to be a setting or one
-// of the Go runtime's memory knobs.
+// checkEnvNames requires every environment variable to be a setting of the
+// service (the memory knobs it derives are checkDerivedMemory's).
 func checkEnvNames(env map[string]string, settings Settings, p *problems) {
 	for _, name := range slices.Sorted(maps.Keys(env)) {
-		if _, ok := settings[name]; !ok && !slices.Contains(goMemoryEnv, name) {
+		if _, ok := settings[name]; !ok && !slices.Contains(derivedMemoryEnv, name) {
 			p.addf("environment variable %s is not a setting of the service (`thumbd settings`): the service does not read it", name)
 		}
 	}

@@ -3,7 +3,8 @@
 // kustomizations render, and the rendered objects agree with the service
 // (routes in service/routes.go, the settings `thumbd settings -json` lists)
 // and with each other (ports, selectors, images, security, shutdown
-// timing). It is a module of its own so that k8s.io, Knative and kustomize stay
+// timing); and the thumbd binary, started with a pod's settings under its
+// memory limit, finds that limit serves the largest job the settings allow. It is a module of its own so that k8s.io, Knative and kustomize stay
 // out of the service's dependencies. The tests are the entry point:
 //
 //	cd k8s/validate && go test ./...

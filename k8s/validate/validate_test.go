@@ -115,23 +115,30 @@ func TestKnativeService(t *testing.T) {
 
 // serviceSettings are the settings the service reads, from its config
 // code: the `thumbd settings -json` file named by $THUMBD_SETTINGS_JSON
-// (scripts/test-k8s.sh writes it), or else `go run ./service settings
-// -json` run here.
+// (scripts/test-k8s.sh writes it), or else `thumbd settings -json` run
+// here, once, with thumbdBinary.
 func serviceSettings(t *testing.T) Settings {
 	t.Helper()
 	path := os.Getenv("THUMBD_SETTINGS_JSON")
 	if path == "" {
-		cmd := exec.Command("go", "run", "./service", "settings", "-json")
-		cmd.Dir = root
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go run ./service settings -json: %v\n%s", err, stderr.String())
-		}
+		bin := thumbdBinary(t)
+		// Kept beside the binary this test built; a $THUMBD_BIN's
+		// directory is not ours to write in.
 		path = filepath.Join(t.TempDir(), "settings.json")
-		if err := os.WriteFile(path, out, 0o644); err != nil {
-			t.Fatal(err)
+		if bin == builtBinary {
+			path = filepath.Join(filepath.Dir(bin), "settings.json")
+		}
+		if _, err := os.Stat(path); err != nil {
+			cmd := exec.Command(bin, "settings", "-json")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s settings -json: %v\n%s", bin, err, stderr.String())
+			}
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	s, err := ReadSettings(path)
@@ -141,8 +148,45 @@ func serviceSettings(t *testing.T) Settings {
 	return s
 }
 
+// builtBinary is the thumbd binary TestMain built when $THUMBD_BIN names none.
+var builtBinary string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary != "" {
+		os.RemoveAll(filepath.Dir(builtBinary))
+	}
+	os.Exit(code)
+}
+
+// thumbdBinary is the service's binary, which the memory check starts
+// under each manifest's memory limit: $THUMBD_BIN (scripts/test-k8s.sh
+// builds it), or else built here once with `go build ./service`.
+func thumbdBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("THUMBD_BIN"); bin != "" {
+		return bin
+	}
+	if builtBinary == "" {
+		dir, err := os.MkdirTemp("", "thumbd-validate-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "thumbd")
+		cmd := exec.Command("go", "build", "-o", bin, "./service")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			t.Fatalf("go build ./service: %v\n%s", err, out)
+		}
+		builtBinary = bin
+	}
+	return builtBinary
+}
+
 // expect reads what the manifests must agree with from the repository: the
-// settings the service reads and, once the service has it, service/routes.go.
+// settings the service reads, its binary and, once the service has it,
+// service/routes.go.
 func expect(t *testing.T) Expect {
 	t.Helper()
 	settings := serviceSettings(t)
@@ -154,7 +198,7 @@ func expect(t *testing.T) Expect {
 	case err != nil:
 		t.Fatal(err)
 	}
-	return Expect{Settings: settings, Routes: routes}
+	return Expect{Settings: settings, Routes: routes, Binary: thumbdBinary(t)}
 }
 
 // TestProbePathsAreServiceRoutes names the route cross-check on its own, so a
