@@ -7,7 +7,9 @@
 # certificates for https origins, the licence notices, a GET /thumbnail?url= from a loopback
 # origin (bench origin) giving the POST's thumbnail. The
 # scratch container runs read-only, with no capabilities and
-# no-new-privileges. Stops the dockerd it started.
+# no-new-privileges. Then thumbd:scratch with no settings under a 256 MiB
+# memory limit, saturated by 500 clients (memory_limit). Stops the dockerd it
+# started.
 # Usage: scripts/test-images.sh [--no-build]   (as root; --no-build tests the
 # thumbd:slim and thumbd:scratch images as they are)
 set -euo pipefail
@@ -91,6 +93,19 @@ smoke() {
   bin/thumbd-bench serve -image "thumbd:$flavour" -timeout 30s "${args[@]}" -run "checks $flavour" || FAILED=1
 }
 
+# memory_limit: thumbd:scratch with no setting under a 256 MiB limit, 500
+# clients for 7 s with the 12 MP photo, then 7 s with a 7000x5000 PNG (114 KB
+# of 105 MB of pixels): no OOM kill, never 3 failed liveness probes in a row
+# (every 250 ms, 1 s timeout), every request answered, thumbnails of both
+# (issue 19; bench memory -check).
+memory_limit() {
+  bin/thumbd-bench sources "$WORK" photo12 flat7000 >/dev/null
+  if bin/thumbd-bench memory -lock "" -image thumbd:scratch -memory 256m -clients 500 -duration 7s \
+    -source "$WORK/photo12.jpg,$WORK/flat7000.png" -check >"$WORK/memory.txt" 2>"$WORK/memory.log"; then
+    pass "scratch at 256 MiB, 500 clients: $(tr '\n' ' ' <"$WORK/memory.txt")"
+  else fail "scratch at 256 MiB, 500 clients: $(cat "$WORK/memory.txt") $(tail -5 "$WORK/memory.log")"; fi
+}
+
 main() {
   trap 'docker_down; rm -rf "$WORK"' EXIT
   docker_up
@@ -107,6 +122,7 @@ main() {
       pass "$flavour: GET /thumbnail?url= from a loopback origin: $(grep '^| small' "$WORK/origin.md")"
     else fail "$flavour: GET /thumbnail?url=: $(tail -3 "$WORK/origin.log")"; fi
   done
+  memory_limit
   if [ "$FAILED" = 1 ]; then echo "test-images: FAILED" >&2; return 1; fi
   echo "test-images: all passed" >&2
 }

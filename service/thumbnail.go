@@ -146,9 +146,14 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	start := time.Now()
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(t.cfg.Deadline))
 	defer cancel()
-	// With every place taken, refuse before reading the source: under
-	// overload most requests are turned away without their upload.
-	if t.gate.Full() {
+	// With every place taken, wait at the door a while, the source
+	// unread, then refuse before reading it: under overload most requests
+	// are turned away without their upload, and no faster than one per
+	// client per doorWait.
+	if !t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
+		if ctx.Err() != nil {
+			return t.deadlineOrGone(ctx.Err())
+		}
 		return queueFull(true)
 	}
 	blob, err := src.Read(ctx)
@@ -161,13 +166,15 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 		return nil
 	}
 	cost := t.cost(blob.Bytes, req.Options)
-	ticket, err := t.gate.Admit(cost)
+	ticket, err := t.gate.AdmitWithin(ctx, cost, t.cfg.Deadline/doorWaitFraction)
 	switch {
 	case errors.Is(err, admission.ErrTooLarge):
 		return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
 			mib(cost), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
-	case err != nil:
+	case errors.Is(err, admission.ErrFull):
 		return queueFull(false)
+	case err != nil:
+		return t.deadlineOrGone(err)
 	}
 	defer ticket.Release()
 	img, err := t.engine.thumbnail(ctx, ticket, blob, req.Options)
@@ -209,6 +216,10 @@ func costlier(a, b memcost.Job, h memcost.Header) imagefmt.Format {
 	}
 	return a.Output
 }
+
+// doorWaitFraction: a request finding every place taken waits up to this
+// fraction of the deadline for one (1 s of the default 10 s).
+const doorWaitFraction = 10
 
 func queueFull(unread bool) error {
 	return &apierr.Error{Code: apierr.QueueFull, Message: "The thumbnail queue is full; retry shortly.", CloseConnection: unread}

@@ -154,3 +154,78 @@ func TestMemoryBudget(t *testing.T) {
 		t.Fatalf("after every Release: used %d", used)
 	}
 }
+
+// WaitRoom waits at the door while every place is taken: it gives up after
+// its wait (or when ctx ends), and returns as soon as a place is released.
+func TestWaitRoom(t *testing.T) {
+	g := New(1, 0, 1<<30)
+	if !g.WaitRoom(context.Background(), time.Millisecond) {
+		t.Fatal("an empty gate has no room")
+	}
+	held, _ := g.Admit(0)
+	start := time.Now()
+	if g.WaitRoom(context.Background(), 30*time.Millisecond) || time.Since(start) < 30*time.Millisecond {
+		t.Fatal("a full gate had room, or the wait was cut short")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if g.WaitRoom(ctx, time.Minute) {
+		t.Fatal("room reported to a request that left")
+	}
+	go func() { time.Sleep(20 * time.Millisecond); held.Release() }()
+	start = time.Now()
+	if !g.WaitRoom(context.Background(), time.Minute) || time.Since(start) > 30*time.Second {
+		t.Fatal("a released place did not end the wait")
+	}
+}
+
+// Jobs waiting for memory are admitted up to memoryTurns budgets of it:
+// beyond, a newcomer would only wait out its deadline.
+func TestQueuedMemoryIsBounded(t *testing.T) {
+	g := New(1, 1000, 100)
+	var tickets []*Ticket
+	for range memoryTurns {
+		tk, err := g.Admit(100)
+		if err != nil {
+			t.Fatalf("admitting %d budgets: %v", len(tickets)+1, err)
+		}
+		tickets = append(tickets, tk)
+	}
+	if _, err := g.Admit(1); !errors.Is(err, ErrFull) {
+		t.Fatalf("past %d budgets waiting: %v, want ErrFull", memoryTurns, err)
+	}
+	// One takes its memory: it no longer counts as waiting.
+	if err := tickets[0].Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	next, err := g.Admit(100)
+	if err != nil {
+		t.Fatalf("after one took its memory: %v", err)
+	}
+	next.Release() // released before it ever ran: its queued memory is given back
+	for _, tk := range tickets {
+		tk.Release()
+	}
+	if g.queued.Load() != 0 {
+		t.Fatalf("queued memory left: %d", g.queued.Load())
+	}
+}
+
+// AdmitWithin waits for room (a place, or queued memory taken) up to its
+// wait, then refuses.
+func TestAdmitWithin(t *testing.T) {
+	g := New(1, 0, 100)
+	held, _ := g.Admit(0)
+	if _, err := g.AdmitWithin(context.Background(), 0, 20*time.Millisecond); !errors.Is(err, ErrFull) {
+		t.Fatalf("full gate after the wait: %v", err)
+	}
+	go func() { time.Sleep(20 * time.Millisecond); held.Release() }()
+	tk, err := g.AdmitWithin(context.Background(), 0, time.Minute)
+	if err != nil {
+		t.Fatalf("a place released during the wait: %v", err)
+	}
+	tk.Release()
+	if _, err := g.AdmitWithin(context.Background(), 101, time.Minute); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a job over the budget: %v, want ErrTooLarge at once", err)
+	}
+}
