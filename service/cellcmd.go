@@ -15,10 +15,11 @@ import (
 )
 
 // cellAddressSpace is how much address space a cell may map beyond what it
-// has mapped once libvips is up: the largest job at the default limits
-// (a 40 MP source) peaked under 600 MiB of address space here, and glibc
-// reserves 64 MiB per malloc arena. A runaway allocation fails there
-// instead of growing until the pod's OOM killer picks a victim.
+// has mapped once libvips is up, when the supervisor does not say
+// (cellsAddressSpace derives it from the memory budget): the largest job at
+// the default limits (a 40 MP source) peaked under 600 MiB of address space
+// here, and glibc reserves 64 MiB per malloc arena. A runaway allocation
+// fails there instead of growing until the pod's OOM killer picks a victim.
 const cellAddressSpace = 4 << 30
 
 // cellOpenFiles is RLIMIT_NOFILE in a cell: its socket, stdio, the Go
@@ -56,7 +57,11 @@ func serveCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	set.Engine.Logger = logger
 	eng := thumb.New(set.Engine)
 	eng.Start()
-	layers := sandbox.Apply(sandbox.Config{AddressSpace: cellAddressSpace, OpenFiles: cellOpenFiles})
-	w := cell.Worker{Engine: wrap(eng), MaxSource: set.MaxSource, Memory: thumb.Memory}
+	as := uint64(cellAddressSpace)
+	if set.AddressSpace > 0 {
+		as = set.AddressSpace
+	}
+	layers := sandbox.Apply(sandbox.Config{AddressSpace: as, OpenFiles: cellOpenFiles})
+	w := cell.Worker{Engine: wrap(eng), MaxSource: set.MaxSource, Memory: thumb.Memory, AfterJob: thumb.TrimHeap}
 	return w.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: thumb.Version(), Sandbox: layers})
 }

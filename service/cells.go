@@ -60,7 +60,8 @@ func cellPoolConfig(cfg config, logger *slog.Logger, logOut io.Writer) (cellpool
 	if err != nil {
 		return cellpool.Config{}, fmt.Errorf("cells: the thumbd binary: %w", err)
 	}
-	set, err := cell.Settings{Engine: engineConfig(cfg, nil), MaxSource: cfg.MaxBodyBytes, LogLevel: cfg.LogLevel}.Env()
+	set, err := cell.Settings{Engine: engineConfig(cfg, nil), MaxSource: cfg.MaxBodyBytes, LogLevel: cfg.LogLevel,
+		AddressSpace: cellsAddressSpace(cfg.MemoryBudget)}.Env()
 	if err != nil {
 		return cellpool.Config{}, err
 	}
@@ -84,4 +85,15 @@ func cellPoolConfig(cfg config, logger *slog.Logger, logOut io.Writer) (cellpool
 		IdleGrowth:  cellIdleGrowth,
 		Logger:      logger,
 	}, nil
+}
+
+// cellsAddressSpace is a cell's RLIMIT_AS beyond its start-up mappings,
+// from the jobs' memory budget: a job is admitted only when its estimated
+// peak fits the budget, so a cell never needs more than the budget plus
+// what glibc and libvips reserve without touching (arenas of 64 MiB, thread
+// stacks): 512 MiB measured enough for every job of the estimate's
+// calibration. A job that outgrows its estimate fails its allocation in
+// its cell (a 500 engine_crashed) instead of meeting the OOM killer.
+func cellsAddressSpace(budget int64) uint64 {
+	return uint64(min(max(budget, 0)+512<<20, 4<<30))
 }

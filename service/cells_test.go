@@ -644,3 +644,30 @@ func sealedCells(t *testing.T, supervisor, n int) []int {
 	})
 	return sealed
 }
+
+// Each cell's RLIMIT_AS follows the jobs' memory budget: a small budget
+// gives a small limit (the default without one is 4 GiB over the cell's
+// start-up mappings).
+func TestCellAddressSpaceFollowsTheBudget(t *testing.T) {
+	cfg := cellsConfig(t)
+	cfg.MemoryBudget = 64 << 20
+	cells := newCellsServer(t, cfg, "")
+	for _, pid := range cells.pool.Stats().PIDs {
+		limits, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var soft uint64
+		for _, line := range strings.Split(string(limits), "\n") {
+			if rest, ok := strings.CutPrefix(line, "Max address space"); ok {
+				soft, _ = strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+			}
+		}
+		if soft == 0 || soft > 3<<30 {
+			t.Errorf("cell %d: RLIMIT_AS %d with a 64 MiB budget, want at most 3 GiB (its ~1.9 GB of start-up mappings + budget + 512 MiB; the default adds 4 GiB)", pid, soft)
+		}
+	}
+	if status, _, body := postThumb(t, cells.URL, "?w=64", encodeJPEG(t, scene(400, 300), 85)); status != 200 {
+		t.Errorf("a thumbnail under the derived limit: %d %s", status, body)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -177,5 +178,32 @@ func TestFramePayloadIsReadAsItArrives(t *testing.T) {
 	// The first step of the buffer is 1 MiB.
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 2<<20 {
 		t.Errorf("reading a frame that declared 50 MiB and sent none allocated %d bytes", grew)
+	}
+}
+
+// AfterJob runs once per job, once its result is sent (the cell gives its
+// memory back between jobs).
+func TestWorkerRunsAfterJobOncePerJob(t *testing.T) {
+	ours, theirs := net.Pipe()
+	defer ours.Close()
+	ran := make(chan struct{}, 4)
+	w := Worker{Engine: echo{}, MaxSource: 10, AfterJob: func() { ran <- struct{}{} }}
+	go w.Serve(theirs, Hello{PID: 1})
+	var h Hello
+	readFrame(ours, kindHello, &h, 0)
+	for i := range 2 {
+		if len(ran) != 0 {
+			t.Fatalf("job %d: AfterJob ran before its job", i)
+		}
+		go writeFrame(ours, kindJob, thumbjob.Options{Width: 8, Height: 8, Format: "png"}, []byte("src"))
+		var meta resultMeta
+		if _, err := readFrame(ours, kindResult, &meta, 1<<20); err != nil {
+			t.Fatalf("job %d: %v", i, err)
+		}
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("job %d: AfterJob never ran", i)
+		}
 	}
 }

@@ -25,6 +25,9 @@ type Settings struct {
 	Engine    thumbjob.Config `json:"engine"` // its Logger is not sent
 	MaxSource int64           `json:"max_source"`
 	LogLevel  slog.Level      `json:"log_level"`
+	// AddressSpace is the cell's RLIMIT_AS beyond what it has mapped once
+	// libvips is up (0: the cell's default).
+	AddressSpace uint64 `json:"address_space"`
 }
 
 // Env is s as the cell's environment variable.
@@ -72,6 +75,10 @@ type Worker struct {
 	// Memory reports libvips' tracked allocations (current, peak); nil
 	// reports none.
 	Memory func() (current, peak int64)
+	// AfterJob, when set, runs once a result is sent: the cell gives its
+	// freed memory back (malloc_trim), so that between jobs it holds about
+	// its idle memory, which is what the supervisor's memory plan counts.
+	AfterJob func()
 }
 
 // Serve says hello on conn, then answers one job at a time until the
@@ -92,6 +99,9 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 		meta, img := w.run(src, job)
 		if err := writeFrame(conn, kindResult, meta, img); err != nil {
 			return err
+		}
+		if w.AfterJob != nil {
+			w.AfterJob()
 		}
 	}
 }
