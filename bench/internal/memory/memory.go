@@ -84,7 +84,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		spec := launch.Spec{Command: fs.Args(), Env: env, Stdout: stderr, Stderr: stderr}
 		name := strings.Join(fs.Args(), " ")
 		if *image != "" {
-			spec = launch.Spec{Image: *image, Docker: *docker, Network: "bridge", Env: env, DockerArgs: target.Hardened(*cpus, mem)}
+			spec = launch.Spec{Image: *image, Docker: *docker, Network: "host", Env: env, DockerArgs: target.Hardened(*cpus, mem)}
 			name = *image + " --memory " + mem
 		}
 		r := run{name: name, query: *query, clients: *clients, duration: *duration, requests: *requests, probe: *probe, after: *after}
