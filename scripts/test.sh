@@ -58,9 +58,12 @@ main() {
   step "the run command (scripts/run.sh)"
   run_command_check
   # go test above links Debian's libvips; the engine's own tests (goldens,
-  # metadata stripping, animation) also run against the images' libvips.
+  # metadata stripping, animation) and the memory estimate's calibration
+  # (measured peaks under their estimates) also run against the images'
+  # libvips.
   step "engine tests against the images' libvips"
-  (source scripts/build.sh && flavour_go slim test -count=1 ./service/internal/thumb)
+  (source scripts/build.sh && flavour_go slim test -count=1 ./service/internal/thumb &&
+    flavour_go slim test -count=1 -run '^TestEstimateCoversMeasuredPeaks$' -v ./service | grep -v '^=== RUN')
   step "Node twin"
   scripts/test-twin.sh
   step "Kubernetes manifests"
