@@ -177,7 +177,11 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 		if r.after > 0 {
 			time.Sleep(r.after)
 			if m, err := procmem.Read(pid); err == nil {
-				summary += fmt.Sprintf("; VmRSS %s after %s idle (%.2fx idle)", mib(m.VmRSS), r.after, float64(m.VmRSS)/float64(idle.VmRSS))
+				// Anonymous memory apart: file-backed pages are the binary's
+				// code the load touched (the codecs), page cache the kernel
+				// takes back under pressure, not memory thumbd holds.
+				summary += fmt.Sprintf("; VmRSS %s after %s idle (%.2fx idle), RssAnon %s (%.2fx its idle %s)",
+					mib(m.VmRSS), r.after, float64(m.VmRSS)/float64(idle.VmRSS), mib(m.RssAnon), float64(m.RssAnon)/float64(max(idle.RssAnon, 1)), mib(idle.RssAnon))
 			}
 		}
 	}
