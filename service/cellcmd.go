@@ -7,10 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
@@ -56,10 +53,6 @@ func serveCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	// (whose threads are its own); fixing GOMAXPROCS also stops the runtime
 	// from re-reading cgroup files, which the sandbox would refuse.
 	runtime.GOMAXPROCS(1)
-	// A cell is all thumbnail work: below the supervisor, which answers
-	// /health, as in-process jobs are (jobNice). Every thread so far, and
-	// so every thread started later (libvips' included), which inherit it.
-	lowerPriority(jobNice)
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: set.LogLevel})).With("cell_pid", os.Getpid())
 	set.Engine.Logger = logger
 	eng := thumb.New(set.Engine)
@@ -71,19 +64,4 @@ func serveCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	layers := sandbox.Apply(sandbox.Config{AddressSpace: as, OpenFiles: cellOpenFiles})
 	w := cell.Worker{Engine: wrap(eng), MaxSource: set.MaxSource, Memory: thumb.Memory, AfterJob: thumb.TrimHeap}
 	return w.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: thumb.Version(), Sandbox: layers})
-}
-
-// lowerPriority lowers every thread of this process by nice levels (at most
-// to 19); threads started afterwards inherit it.
-func lowerPriority(by int) {
-	tasks, _ := os.ReadDir("/proc/self/task")
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		if err != nil {
-			continue
-		}
-		if prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil {
-			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, min(20-prio+by, 19))
-		}
-	}
 }

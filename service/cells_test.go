@@ -671,23 +671,3 @@ func TestCellAddressSpaceFollowsTheBudget(t *testing.T) {
 		t.Errorf("a thumbnail under the derived limit: %d %s", status, body)
 	}
 }
-
-// Cells run below the supervisor's priority (jobNice), every thread.
-func TestCellsRunNiced(t *testing.T) {
-	cells := newCellsServer(t, cellsConfig(t), "")
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := min(20-prio+jobNice, 19)
-	for _, pid := range cells.pool.Stats().PIDs {
-		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-		for _, task := range tasks {
-			tid, _ := strconv.Atoi(task.Name())
-			p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
-			if err == nil && 20-p != want {
-				t.Errorf("cell %d thread %d at nice %d, want %d", pid, tid, 20-p, want)
-			}
-		}
-	}
-}

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -40,37 +38,6 @@ func (e inProcess) Start() error {
 }
 
 func (inProcess) Memory() (current, peak int64) { return thumb.Memory() }
-
-// jobNice is how much lower the threads that run libvips jobs are
-// scheduled than the process (nice + 10): under saturation the HTTP side, /health first, gets the CPU
-// before thumbnails do, whose latency matters less than liveness.
-const jobNice = 10
-
-// Thumbnail runs the job on an OS thread of its own at jobNice, which
-// libvips' worker threads started from it inherit. The goroutine ends
-// locked to that thread, so the thread ends with it: a lowered priority
-// cannot be raised again without CAP_SYS_NICE, and must not pass to the
-// goroutines Go would schedule on the thread next.
-func (e inProcess) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
-	type result struct {
-		img thumbjob.Image
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: see above
-		// who 0 is the calling thread on Linux, whose getpriority system
-		// call answers 20 - nice. A failure leaves the thread at the
-		// process's priority, which only costs liveness.
-		if prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
-			_ = unix.Setpriority(unix.PRIO_PROCESS, 0, min(20-prio+jobNice, 19))
-		}
-		img, err := e.Engine.Thumbnail(ctx, src, o)
-		done <- result{img, err}
-	}()
-	r := <-done
-	return r.img, r.err
-}
 
 // Collector reports the cells' metrics with no pool: every sandbox layer
 // off, so that the series exist in both modes.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -148,46 +147,5 @@ func TestNeedsMoreMemory(t *testing.T) {
 		if !strings.Contains(string(mb), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
-	}
-}
-
-// libvips jobs run at a lower priority than the HTTP side (liveness first
-// under saturation): after a thumbnail, the libvips worker threads the
-// job's thread started are at jobNice, and the threads serving HTTP are not.
-func TestJobThreadsRunNiced(t *testing.T) {
-	child := startChild(t)
-	src, err := os.ReadFile("internal/thumb/testdata/sources/small.jpg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(child.addr+"/thumbnail?w=64", "image/jpeg", bytes.NewReader(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	pid := strconv.Itoa(child.cmd.Process.Pid)
-	nice := func(task string) int {
-		stat, err := os.ReadFile("/proc/" + pid + "/task/" + task + "/stat")
-		if err != nil {
-			return -100
-		}
-		// Field 19 is nice; the command (field 2) may hold spaces, so
-		// count from after its closing parenthesis.
-		n, _ := strconv.Atoi(strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[16])
-		return n
-	}
-	base := nice(pid) // the main thread: the process's own (go test may run under nice)
-	niced, normal := 0, 0
-	tasks, _ := os.ReadDir("/proc/" + pid + "/task")
-	for _, task := range tasks {
-		switch nice(task.Name()) {
-		case min(base+jobNice, 19):
-			niced++
-		case base:
-			normal++
-		}
-	}
-	if niced == 0 || normal == 0 {
-		t.Fatalf("threads at nice %d: %d, at 0: %d; want libvips' worker niced and the HTTP side not", jobNice, niced, normal)
 	}
 }
