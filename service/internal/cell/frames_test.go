@@ -187,7 +187,7 @@ func TestWorkerRunsAfterJobOncePerJob(t *testing.T) {
 	ours, theirs := net.Pipe()
 	defer ours.Close()
 	ran := make(chan struct{}, 4)
-	w := Worker{Engine: echo{}, MaxSource: 10, AfterJob: func() { ran <- struct{}{} }}
+	w := Worker{Engine: echo{}, MaxSource: 10, AfterJob: func([]byte, thumbjob.Options) { ran <- struct{}{} }}
 	go w.Serve(theirs, Hello{PID: 1})
 	var h Hello
 	readFrame(ours, kindHello, &h, 0)

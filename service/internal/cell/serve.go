@@ -75,10 +75,11 @@ type Worker struct {
 	// Memory reports libvips' tracked allocations (current, peak); nil
 	// reports none.
 	Memory func() (current, peak int64)
-	// AfterJob, when set, runs once a result is sent: the cell gives its
+	// AfterJob, when set, runs with each job once its result is sent: the
+	// cell gives its
 	// freed memory back (malloc_trim), so that between jobs it holds about
 	// its idle memory, which is what the supervisor's memory plan counts.
-	AfterJob func()
+	AfterJob func(src []byte, job thumbjob.Options)
 }
 
 // Serve says hello on conn, then answers one job at a time until the
@@ -101,7 +102,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 			return err
 		}
 		if w.AfterJob != nil {
-			w.AfterJob()
+			w.AfterJob(src, job)
 		}
 	}
 }
