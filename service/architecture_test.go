@@ -20,7 +20,7 @@ func TestPackageImports(t *testing.T) {
 		"signing":   {"apierr"},
 		"admission": {},
 		"memlimit":  {},
-		"memcost":   {"imagefmt"},
+		"memcost":   {"imagefmt", "thumbjob"},
 		"thumb":     {"imagefmt", "thumbjob"},
 		"thumbjob":  {"apierr", "imagefmt"},
 		"cell":      {"apierr", "imagefmt", "sandbox", "thumbjob"},

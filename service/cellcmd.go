@@ -74,16 +74,17 @@ func serveCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 // give back.
 const trimLargerThan = 32 << 20
 
-// trimAfterLargeJob runs malloc_trim after a job whose estimated peak
-// (memcost: the source's header, no decoding) was large, so that between
+// trimAfterLargeJob runs malloc_trim after a large job, so that between
 // jobs a cell holds about the idle memory the supervisor's plan counts.
 func trimAfterLargeJob(src []byte, o thumbjob.Options) {
-	h, err := memcost.ReadHeader(src)
-	if err != nil {
-		return
-	}
-	job := memcost.Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated}
-	if memcost.Estimate(h, job) > trimLargerThan {
+	if largeJob(src, o) {
 		thumb.TrimHeap()
 	}
+}
+
+// largeJob reports whether the job's estimated peak (memcost: the source's
+// header, no decoding) is over trimLargerThan.
+func largeJob(src []byte, o thumbjob.Options) bool {
+	h, err := memcost.ReadHeader(src)
+	return err == nil && memcost.Estimate(h, memcost.JobOf(o)) > trimLargerThan
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/launch"
@@ -669,5 +671,23 @@ func TestCellAddressSpaceFollowsTheBudget(t *testing.T) {
 	}
 	if status, _, body := postThumb(t, cells.URL, "?w=64", encodeJPEG(t, scene(400, 300), 85)); status != 200 {
 		t.Errorf("a thumbnail under the derived limit: %d %s", status, body)
+	}
+}
+
+// A cell trims its heap only after a job estimated large: a 7000x5000 PNG
+// (whose header alone says so), not a small JPEG, nor bytes with no header.
+func TestCellTrimsAfterLargeJobsOnly(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR")
+	png = binary.BigEndian.AppendUint32(png, 7000)
+	png = binary.BigEndian.AppendUint32(png, 5000)
+	png = append(png, 8, 2, 0, 0, 0)
+	small, err := os.ReadFile("internal/thumb/testdata/sources/small.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Format: imagefmt.PNG}
+	if !largeJob(png, box) || largeJob(small, box) || largeJob([]byte("not an image"), box) {
+		t.Fatalf("large: 35 MP PNG %v, small JPEG %v, garbage %v; want true, false, false",
+			largeJob(png, box), largeJob(small, box), largeJob([]byte("not an image"), box))
 	}
 }

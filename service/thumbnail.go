@@ -190,8 +190,8 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 // the engine will refuse for its size, costs the smallest job: the engine
 // answers those from libvips' own header check, before decoding.
 func (t *thumbnails) cost(src []byte, o thumbjob.Options) int64 {
-	job := memcost.Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated,
-		QualityShrink: t.cfg.JPEGShrink == thumbjob.JPEGShrinkQuality, MaxSide: t.cfg.MaxSide, MaxPixels: t.cfg.MaxPixels}
+	job := memcost.JobOf(o)
+	job.QualityShrink, job.MaxSide, job.MaxPixels = t.cfg.JPEGShrink == thumbjob.JPEGShrinkQuality, t.cfg.MaxSide, t.cfg.MaxPixels
 	h, err := memcost.ReadHeader(src)
 	if err != nil || h.Pixels() > t.cfg.MaxPixels || h.Frames > t.cfg.MaxFrames && o.Animated {
 		h = memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Job is what sizing needs of a thumbnail's options.
@@ -17,6 +18,12 @@ type Job struct {
 	QualityShrink bool
 	MaxSide       int   // the engine's bound on a side it resolves
 	MaxPixels     int64 // the engine refuses more; sizing never counts more
+}
+
+// JobOf is the part of a job that thumbnail options give; the engine's
+// settings (QualityShrink, MaxSide, MaxPixels) are the caller's to add.
+func JobOf(o thumbjob.Options) Job {
+	return Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated}
 }
 
 // The model's constants, calibrated against peaks measured one job at a
