@@ -189,14 +189,18 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 	return fails, nil
 }
 
-// transportErrors counts the requests that got no HTTP answer: lost ones
-// (sent whole, then no answer), and those whose upload the server refused
-// unread (it answered 503 and closed while the client was still writing
-// its body, so the client saw a failed write, never the answer: a refusal,
-// not a request the server accepted).
+// transportErrors counts the requests that got no HTTP answer: lost ones,
+// and those whose upload the server refused unread. thumbd closes a
+// connection without reading its body only after a refusal's 503 (every
+// admitted request is read whole and answered), and closing with unread
+// bytes makes the kernel send a reset, which can discard the 503 before
+// the client reads it: the client then sees a failed write, or EOF or a
+// reset on a read. Those are refusals, not requests the server accepted; a
+// server that died instead is caught apart (srv.Exited, OOMKilled).
 func transportErrors(o load.Outcome) (lost, refusedUnread int) {
 	for msg, c := range o.Errors {
 		if strings.Contains(msg, "write: broken pipe") || strings.Contains(msg, "write: connection reset") ||
+			strings.HasSuffix(msg, ": EOF") || strings.HasSuffix(msg, "read: connection reset by peer") ||
 			(strings.Contains(msg, "write tcp") && strings.Contains(msg, "use of closed network connection")) {
 			refusedUnread += c
 			continue
@@ -337,11 +341,11 @@ func answers(o load.Outcome) string {
 	}
 	lost, unread := transportErrors(o)
 	if unread > 0 {
-		parts = append(parts, fmt.Sprintf("%d refused unread (a failed write of the upload)", unread))
+		parts = append(parts, fmt.Sprintf("%d refused unread (the 503 reset away: a failed write, EOF or reset)", unread))
 	}
 	if lost > 0 {
 		for msg, n := range o.Errors {
-			if !strings.Contains(msg, "write") {
+			if !strings.Contains(msg, "write") && !strings.HasSuffix(msg, ": EOF") && !strings.HasSuffix(msg, "connection reset by peer") {
 				parts = append(parts, fmt.Sprintf("%d x error %q", n, msg))
 			}
 		}
