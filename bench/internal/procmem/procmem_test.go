@@ -106,11 +106,14 @@ func TestTreeCPUTime(t *testing.T) {
 	if live < busy {
 		t.Fatalf("the child used %v of CPU in 10 s", live)
 	}
+	// Read this process's own time before the tree's (and own0 after
+	// tree0 above), so its growth between the two reads can only be
+	// under-subtracted: a race that once made the child look 10 ms short.
+	own1, _ := CPUTime(self)
 	tree1, err := TreeCPUTime(self)
 	if err != nil {
 		t.Fatal(err)
 	}
-	own1, _ := CPUTime(self)
 	if got := tree1 - tree0 - (own1 - own0); got < busy {
 		t.Errorf("running: the tree grew by %v beyond this process, want at least the child's %v", got, busy)
 	}
