@@ -40,17 +40,101 @@ type openAPI struct {
 	} `json:"components"`
 }
 
+// loadOpenAPI reads the document with its parameter $refs resolved, so the
+// tests see every operation's parameters whole.
 func loadOpenAPI(t *testing.T) openAPI {
+	t.Helper()
+	var doc openAPI
+	if err := json.Unmarshal(resolvedOpenAPI(t), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// resolvedOpenAPI is openapi.json with every local "#/components/parameters/"
+// $ref replaced by the object it names; an unknown or foreign one fails.
+func resolvedOpenAPI(t *testing.T) []byte {
 	t.Helper()
 	b, err := os.ReadFile("openapi.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc openAPI
+	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	return doc
+	components, _ := doc["components"].(map[string]any)
+	shared, _ := components["parameters"].(map[string]any)
+	var resolve func(v any) any
+	resolve = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				name, isParam := strings.CutPrefix(ref, "#/components/parameters/")
+				if !isParam {
+					return v // schema refs (Error) stay as they are
+				}
+				target, ok := shared[name]
+				if !ok {
+					t.Fatalf("openapi.json: $ref %s names no parameter", ref)
+				}
+				return target
+			}
+			for k, x := range v {
+				v[k] = resolve(x)
+			}
+		case []any:
+			for i, x := range v {
+				v[i] = resolve(x)
+			}
+		}
+		return v
+	}
+	out, err := json.Marshal(resolve(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A parameter that two operations share is written once, under
+// components/parameters, and named by $ref: no inline copy can drift.
+func TestOpenAPISharesParametersByRef(t *testing.T) {
+	b, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []json.RawMessage `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{} // inline parameter object -> where
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			for _, p := range op.Parameters {
+				var probe struct {
+					Ref  string `json:"$ref"`
+					Name string `json:"name"`
+				}
+				if err := json.Unmarshal(p, &probe); err != nil {
+					t.Fatal(err)
+				}
+				if probe.Ref != "" {
+					continue
+				}
+				key := probe.Name + " " + string(p)
+				if where, dup := seen[key]; dup {
+					t.Errorf("%s %s repeats parameter %s of %s inline; put it under components/parameters", method, path, probe.Name, where)
+				}
+				seen[key] = method + " " + path
+			}
+		}
+	}
+	loadOpenAPI(t) // and every $ref resolves
 }
 
 // The document lists exactly the routes addRoutes serves.
@@ -114,7 +198,7 @@ func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 	}
 	// The document names each code under its status: in a response of
 	// that status "(code)", or in the API's description "STATUS code".
-	raw, _ := os.ReadFile("openapi.json")
+	raw := resolvedOpenAPI(t)
 	var descs struct {
 		Info  struct{ Description string }
 		Paths map[string]map[string]struct {
