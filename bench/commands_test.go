@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/thumbd/thumbd/service/launch/launchtest"
+	"github.com/thumbd/thumbd/internal/launch/launchtest"
 )
 
 // The test binary doubles as a fake thumbd and docker client for `serve`.

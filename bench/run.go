@@ -20,13 +20,13 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/images"
 	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/bench/internal/machine"
-	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/report"
 	"github.com/thumbd/thumbd/bench/internal/results"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/startup"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // bench is one run's state.
@@ -384,9 +384,9 @@ func (b *bench) idleAndContract(ctx context.Context, t results.Target) {
 		idle := results.Idle{Target: t.Name}
 		pid, err := inst.PID(ctx)
 		if err == nil {
-			idle.Status, err = procmem.Read(pid)
-			idle.CellsRSS, _ = procmem.ChildrenRSS(pid)
-			idle.TreePss, _ = procmem.TreePss(pid)
+			idle.Status, err = procfs.Read(pid)
+			idle.CellsRSS, _ = procfs.ChildrenRSS(pid)
+			idle.TreePss, _ = procfs.TreePss(pid)
 			if a, aerr := affinity.Allowed(pid); aerr == nil {
 				b.setTarget(t.Name, func(t *results.Target) { t.Allowed = a })
 			}

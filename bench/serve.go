@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 // runServe is `bench serve`: what a shell script calls to talk to a thumbd.
-// It starts one (service/launch) on a free loopback port, waits for /ready,
+// It starts one (internal/launch) on a free loopback port, waits for /ready,
 // runs -run with THUMBD_URL (and THUMBD_PID, THUMBD_CONTAINER) set, then
 // stops the server; it fails when the command fails, when the server never
 // got ready, or when it died or did not exit 0 on SIGTERM. Without -run it

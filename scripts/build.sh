@@ -9,6 +9,9 @@
 #   static   bin/thumbd-static  fully static: the project's static libvips, glibc,
 #                               netgo/osusergo; runs FROM scratch
 # Usage: scripts/build.sh [dynamic|slim|static|all]...   (default: dynamic)
+#        scripts/build.sh go FLAVOUR GOCMD ARGS...  (`go GOCMD ARGS` as FLAVOUR builds:
+#        how `bench engine` and `bench cells` build their test binaries)
+#        scripts/build.sh vips-version FLAVOUR  (the libvips version FLAVOUR links)
 # Env: VIPS_PREFIX (default: whatever scripts/build-libvips.sh prints),
 #      THUMBD_CACHE (default /var/cache/thumbd; holds the Go caches),
 #      OUT (default bin).
@@ -25,7 +28,7 @@ vips_prefix() {
 
 # flavour_go FLAVOUR GOCMD ARGS...: runs `go GOCMD` (build, test, ...) with the
 # flavour's cgo environment, build cache, tags and link flags, then ARGS.
-# Sourced by `bench engine` for the engine benchmark's test binaries.
+# `scripts/build.sh go FLAVOUR GOCMD ARGS...` runs it from outside.
 flavour_go() {
   local flavour=$1 cmd=$2 prefix; shift 2
   local env=(GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=1)
@@ -87,6 +90,16 @@ build_static() {
 
 main() {
   [ $# -eq 0 ] && set -- dynamic
+  case "$1" in
+    go) shift; flavour_go "$@"; return ;;
+    vips-version)
+      case "${2:-}" in
+        dynamic) pkg-config --modversion vips ;;
+        slim|static) PKG_CONFIG_PATH="$(vips_prefix)/lib/pkgconfig" pkg-config --modversion vips ;;
+        *) echo "build.sh: unknown flavour: ${2:-}" >&2; return 2 ;;
+      esac
+      return ;;
+  esac
   [ "$*" = all ] && set -- dynamic slim static
   mkdir -p "$OUT"
   local flavour

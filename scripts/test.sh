@@ -62,8 +62,8 @@ main() {
   # (measured peaks under their estimates) also run against the images'
   # libvips.
   step "engine tests against the images' libvips"
-  (source scripts/build.sh && flavour_go slim test -count=1 ./service/internal/thumb &&
-    flavour_go slim test -count=1 -run '^TestEstimateCoversMeasuredPeaks$' -v ./service | grep -v '^=== RUN')
+  (scripts/build.sh go slim test -count=1 ./service/internal/thumb &&
+    scripts/build.sh go slim test -count=1 -run '^TestEstimateCoversMeasuredPeaks$' -v ./service | grep -v '^=== RUN')
   step "Node twin"
   scripts/test-twin.sh
   step "Kubernetes manifests"

@@ -29,7 +29,6 @@ func TestPackageImports(t *testing.T) {
 		"celltest":  {"cell", "imagefmt", "sandbox", "thumbjob"},
 		"imagefmt":  {},
 		"apierr":    {},
-		"hostile":   {},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {
@@ -128,4 +127,47 @@ func packageImports(t *testing.T, pkg string, tests bool) []string {
 		}
 	}
 	return out
+}
+
+// service/ holds the service: every package under it is one the thumbd
+// binary imports, or a test helper named as such (…test). The kit the bench
+// shares (launchers, image comparison, /proc, hostile inputs) lives in the
+// module root's internal/.
+func TestEveryServicePackageIsTheServices(t *testing.T) {
+	const module = "github.com/thumbd/thumbd/"
+	imports := map[string][]string{} // directory under service/ -> own imports
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		imports[dir] = append(imports[dir], "") // a package, even with no own imports
+		for _, imp := range parsed.Imports {
+			if own, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module+"service/"); ok {
+				imports[dir] = append(imports[dir], own)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{".": true}
+	for queue := []string{"."}; len(queue) > 0; queue = queue[1:] {
+		for _, next := range imports[queue[0]] {
+			if next != "" && !used[next] {
+				used[next] = true
+				queue = append(queue, next)
+			}
+		}
+	}
+	for dir := range imports {
+		if !used[dir] && !strings.HasSuffix(dir, "test") {
+			t.Errorf("service/%s: the thumbd binary does not import it, and it is no test helper (…test); shared kit goes to the module's internal/", dir)
+		}
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 // The cells' promises checked on the built binary, started as a user

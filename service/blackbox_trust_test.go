@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/service/internal/apierr"
-	"github.com/thumbd/thumbd/service/launch"
 )
 
 // The trust goals of issue 20, checked on the built binary as a new user

@@ -25,15 +25,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/sys/unix"
 
+	"github.com/thumbd/thumbd/internal/hostile"
+	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/celltest"
-	"github.com/thumbd/thumbd/service/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
-	"github.com/thumbd/thumbd/service/launch"
 )
 
 // faultEnv makes a cell started from this test binary (see TestMain) wrap

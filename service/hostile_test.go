@@ -17,7 +17,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
-	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/internal/hostile"
 )
 
 // The hostile-input suite: every answer is the documented 4xx (or a 200

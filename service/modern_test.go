@@ -10,8 +10,8 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
+	"github.com/thumbd/thumbd/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/apierr"
-	"github.com/thumbd/thumbd/service/internal/hostile"
 )
 
 // format=auto answers with the best format Accept allows, varies on

@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/service/internal/thumb"
-	"github.com/thumbd/thumbd/service/launch"
 )
 
 // child is thumbd running as a real process: this test binary re-executed
-// (see TestMain), started by service/launch on a free port.
+// (see TestMain), started by internal/launch on a free port.
 type child struct {
 	cmd  *exec.Cmd
 	srv  *launch.Server

@@ -18,8 +18,8 @@ import (
 
 	_ "golang.org/x/image/webp"
 
-	"github.com/thumbd/thumbd/service/imagediff"
-	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/internal/hostile"
+	"github.com/thumbd/thumbd/internal/imagediff"
 )
 
 func postThumb(t *testing.T, url, query string, src []byte) (int, http.Header, []byte) {

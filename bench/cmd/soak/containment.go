@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/thumbd/thumbd/bench/internal/procmem"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // containment is the cells mode's figures: what was killed, what it cost,
@@ -94,7 +94,7 @@ func containmentMode(o options, srcs, heavy [][]byte) (*result, error) {
 				return
 			case <-t.C:
 			}
-			if st, err := procmem.Read(p.pid); err == nil {
+			if st, err := procfs.Read(p.pid); err == nil {
 				c.SupervisorRSS = append(c.SupervisorRSS, st.VmRSS)
 			}
 			c.TotalRSSPeak = max(c.TotalRSSPeak, totalRSS(p.pid))
@@ -171,7 +171,7 @@ func containmentMode(o options, srcs, heavy [][]byte) (*result, error) {
 		return zombies(kids) == 0 && len(kids) == c.ExpectedCells
 	})
 	c.TotalRSSAfter = totalRSS(p.pid)
-	c.CellsRSSAfter, _ = procmem.ChildrenRSS(p.pid)
+	c.CellsRSSAfter, _ = procfs.ChildrenRSS(p.pid)
 	http.DefaultClient.CloseIdleConnections()
 	kids := children(p.pid)
 	c.CellsAfter, c.ZombiesAfter = len(kids), zombies(kids)
@@ -260,18 +260,18 @@ func checkContainedAnswers(r *result, rec *recorder, p *proc) {
 // alone: it may still be between fork and exec (a copy of the supervisor),
 // or a Go runtime that has not yet handed SIGSEGV back to the kernel.
 func pickCell(pid int) (victim int, busy bool) {
-	kids := slices.DeleteFunc(livingChildren(pid), func(k int) bool { return age(k) < 2*time.Second })
+	kids := slices.DeleteFunc(livingChildren(pid), func(k int) bool { return procfs.Age(k) < 2*time.Second })
 	if len(kids) == 0 {
 		return 0, false
 	}
 	before := map[int]time.Duration{}
 	for _, k := range kids {
-		before[k], _ = procmem.CPUTime(k)
+		before[k], _ = procfs.CPUTime(k)
 	}
 	time.Sleep(20 * time.Millisecond)
 	var moving []int
 	for _, k := range kids {
-		if t, err := procmem.CPUTime(k); err == nil && t > before[k] {
+		if t, err := procfs.CPUTime(k); err == nil && t > before[k] {
 			moving = append(moving, k)
 		}
 	}
@@ -281,30 +281,13 @@ func pickCell(pid int) (victim int, busy bool) {
 	return kids[rand.IntN(len(kids))], false
 }
 
-// age is how long pid has run.
-func age(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	up, err2 := os.ReadFile("/proc/uptime")
-	if err != nil || err2 != nil {
-		return 0
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	u := strings.Fields(string(up))
-	if len(f) < 20 || len(u) == 0 {
-		return 0
-	}
-	ticks, _ := strconv.ParseFloat(f[19], 64) // starttime, in clock ticks since boot
-	uptime, _ := strconv.ParseFloat(u[0], 64)
-	return time.Duration((uptime - ticks/100) * float64(time.Second))
-}
-
 func children(pid int) []int {
-	kids, _ := procmem.Children(pid)
+	kids, _ := procfs.Children(pid)
 	return kids
 }
 
 func livingChildren(pid int) []int {
-	return slices.DeleteFunc(children(pid), func(k int) bool { return processState(k) == "Z" })
+	return slices.DeleteFunc(children(pid), func(k int) bool { return procfs.State(k) == "Z" })
 }
 
 // zombies counts the processes of pids that have exited and wait to be
@@ -312,33 +295,20 @@ func livingChildren(pid int) []int {
 func zombies(pids []int) int {
 	n := 0
 	for _, k := range pids {
-		if processState(k) == "Z" {
+		if procfs.State(k) == "Z" {
 			n++
 		}
 	}
 	return n
 }
 
-// processState is the state letter of /proc/PID/stat ("" when gone).
-func processState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
-}
-
 // totalRSS is the supervisor's VmRSS plus its cells'.
 func totalRSS(pid int) int64 {
-	st, err := procmem.Read(pid)
+	st, err := procfs.Read(pid)
 	if err != nil {
 		return 0
 	}
-	kids, _ := procmem.ChildrenRSS(pid)
+	kids, _ := procfs.ChildrenRSS(pid)
 	return st.VmRSS + kids
 }
 

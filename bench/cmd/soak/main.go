@@ -6,7 +6,7 @@
 // connections do not stop /health or /thumbnail; in cells mode, cells
 // killed by SIGSEGV every second cost only their own jobs (containment).
 // Each mode starts its own thumbd (the binary given, through
-// service/launch) with default settings on a free port. It holds the
+// internal/launch) with default settings on a free port. It holds the
 // bench lock for the whole run.
 //
 //	go build -o bin/thumbd ./service

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/thumbd/thumbd/service/launch/launchtest"
+	"github.com/thumbd/thumbd/internal/launch/launchtest"
 )
 
 func TestMain(m *testing.M) { launchtest.Run(m) }

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/thumbd/thumbd/bench/internal/procmem"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 func loadMode(o options, srcs [][]byte, malloc string) (*result, error) {
@@ -29,18 +29,18 @@ func loadMode(o options, srcs [][]byte, malloc string) (*result, error) {
 	rssWG := sampleRSS(bg, p.pid, rss)
 	health := &healthPoller{}
 	hWG := pollHealth(ctx, p.base, health)
-	cpu0, _ := procmem.CPUTime(p.pid)
+	cpu0, _ := procfs.CPUTime(p.pid)
 	rec := &recorder{}
 	start := time.Now()
 	wg := loadClients(ctx, p.base, o.query, o.clients, srcs, o.deadline+30*time.Second, o.backoff, rec)
 	wg.Wait()
 	r.Seconds = time.Since(start).Seconds()
 	hWG.Wait()
-	cpu1, _ := procmem.CPUTime(p.pid)
+	cpu1, _ := procfs.CPUTime(p.pid)
 	r.CPUSeconds = (cpu1 - cpu0).Seconds()
 	// RSS after the soak: what the allocator keeps once the load is gone.
 	time.Sleep(10 * time.Second)
-	if st, err := procmem.Read(p.pid); err == nil {
+	if st, err := procfs.Read(p.pid); err == nil {
 		r.RSSAfter = st.VmRSS
 	}
 	bgCancel()
@@ -191,7 +191,7 @@ func slowlorisMode(o options, srcs [][]byte) (*result, error) {
 	r.note("%d slow connections re-opened after the server closed them", reopened.Load())
 	r.HealthPolls, r.HealthFails = int(health.polls.Load()), int(health.fails.Load())
 	r.HealthMaxMs = float64(time.Duration(health.maxNs.Load()).Microseconds()) / 1000
-	if st, err := procmem.Read(p.pid); err == nil {
+	if st, err := procfs.Read(p.pid); err == nil {
 		r.PeakRSS, r.HWM = st.VmHWM, st.VmHWM
 	}
 	summarise(r, rec, o, p)

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/thumbd/thumbd/bench/internal/procmem"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // healthPoller polls /health every 100 ms with a 2 s timeout.
@@ -66,7 +66,7 @@ func sampleRSS(ctx context.Context, pid int, s *rssSampler) *sync.WaitGroup {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			if st, err := procmem.Read(pid); err == nil {
+			if st, err := procfs.Read(pid); err == nil {
 				if st.VmRSS > s.peak.Load() {
 					s.peak.Store(st.VmRSS)
 				}

@@ -10,10 +10,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
-// proc is a running thumbd, started by service/launch.
+// proc is a running thumbd, started by internal/launch.
 type proc struct {
 	srv  *launch.Server
 	base string

@@ -10,7 +10,7 @@
 // warm ones) and the cell's RSS.
 //
 // The measuring side is TestArms of service/internal/cellpool, a test
-// binary built per flavour with scripts/build.sh's flavour_go (the same
+// binary built per flavour with `scripts/build.sh go` (the same
 // libvips as the thumbd binary its cells run) and run pinned to the server
 // CPUs; rounds repeat it and the figure is the median of the rounds'
 // medians.

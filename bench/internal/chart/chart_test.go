@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/thumbd/thumbd/bench/internal/load"
-	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/results"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 func TestWriteAll(t *testing.T) {
@@ -16,7 +16,7 @@ func TestWriteAll(t *testing.T) {
 		Options: results.Options{Concurrency: []int{10, 100}},
 		Routes:  []results.Route{{ID: "health", Label: "/health"}},
 		Startup: []results.Startup{{Target: "a", HealthMs: []float64{5, 6}}, {Target: "b", HealthMs: []float64{200}}},
-		Idle:    []results.Idle{{Target: "a", Status: procmem.Status{VmRSS: 1e7}}},
+		Idle:    []results.Idle{{Target: "a", Status: procfs.Status{VmRSS: 1e7}}},
 		Load: []results.LoadStep{
 			{Route: "health", Target: "a", Concurrency: 10, Outcome: load.Outcome{RPS: 100, ServerPeakRSS: 2e7}},
 			{Route: "health", Target: "a", Concurrency: 100, Outcome: load.Outcome{RPS: 120}},

@@ -32,7 +32,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 type config struct {

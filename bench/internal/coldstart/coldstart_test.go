@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/thumbd/thumbd/service/launch/launchtest"
+	"github.com/thumbd/thumbd/internal/launch/launchtest"
 )
 
 // The test binary doubles as a fake docker client and as the fake
-// container's server (service/launch/launchtest), so the whole loop runs
+// container's server (internal/launch/launchtest), so the whole loop runs
 // without Docker.
 func TestMain(m *testing.M) { launchtest.Run(m) }
 

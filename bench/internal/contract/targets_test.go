@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/bench/internal/sources"
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 // The real targets pass the checks the bench runs on them: the Node twin

@@ -15,7 +15,7 @@ import (
 	"image/jpeg"
 	"image/png"
 
-	"github.com/thumbd/thumbd/service/imagediff"
+	"github.com/thumbd/thumbd/internal/imagediff"
 	"golang.org/x/image/webp"
 )
 

@@ -8,7 +8,7 @@
 // ratio to sharp's time.
 //
 // The thumbd side is BenchmarkEngine of service/internal/thumb, a test
-// binary built per flavour with scripts/build.sh's flavour_go (dynamic:
+// binary built per flavour with `scripts/build.sh go` (dynamic:
 // Debian's libvips; slim and static: the project's) and run with
 // VIPS_CONCURRENCY=1, THUMBD_ENGINE_SOURCES, THUMBD_ENGINE_FORMATS and
 // THUMBD_ENGINE_OUT; it reports sub-benchmarks
@@ -353,10 +353,8 @@ func versions(ctx context.Context, c config) string {
 		switch e {
 		case sharp:
 			cmd = exec.CommandContext(ctx, c.sharpCmd[0], append(slices.Clone(c.sharpCmd[1:]), "--versions")...)
-		case "dynamic":
-			cmd = exec.CommandContext(ctx, "pkg-config", "--modversion", "vips")
 		default:
-			cmd = exec.CommandContext(ctx, "bash", "-c", `source scripts/build.sh && PKG_CONFIG_PATH="$(vips_prefix)/lib/pkgconfig" pkg-config --modversion vips`)
+			cmd = exec.CommandContext(ctx, "scripts/build.sh", "vips-version", e)
 		}
 		out, err := cmd.Output()
 		v := strings.TrimSpace(string(out))

@@ -12,9 +12,9 @@ import (
 
 // TestBinary builds pkg's test binary into out with flavour's cgo
 // environment, build cache, tags and link flags (scripts/build.sh's
-// flavour_go). It runs from the repository root.
+// flavour_go, run as `scripts/build.sh go`). It runs from the repository root.
 func TestBinary(ctx context.Context, flavour, pkg, out string) error {
-	cmd := exec.CommandContext(ctx, "bash", "-c", `source scripts/build.sh && flavour_go "$1" test -c -o "$2" "$3"`, "build", flavour, out, pkg)
+	cmd := exec.CommandContext(ctx, "scripts/build.sh", "go", flavour, "test", "-c", "-o", out, pkg)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Run(); err != nil {

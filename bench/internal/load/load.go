@@ -17,8 +17,8 @@ import (
 	"github.com/rakyll/hey/requester"
 	"golang.org/x/sys/unix"
 
-	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/stats"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // MaxRate bounds a step in count: at most MaxRate requests per second of
@@ -133,13 +133,13 @@ func Run(st Step) (Outcome, error) {
 	}
 	w.Init()
 
-	var sampler *procmem.Sampler
+	var sampler *procfs.Sampler
 	var srv0 time.Duration
 	if st.ServerPID > 0 {
-		sampler = procmem.StartSampler(st.ServerPID, 20*time.Millisecond)
-		srv0, _ = procmem.TreeCPUTime(st.ServerPID)
+		sampler = procfs.StartSampler(st.ServerPID, 20*time.Millisecond)
+		srv0, _ = procfs.TreeCPUTime(st.ServerPID)
 	}
-	host0, _ := procmem.ReadHostCPU()
+	host0, _ := procfs.ReadHostCPU()
 	cli0 := selfCPU()
 	t0 := time.Now()
 
@@ -149,10 +149,10 @@ func Run(st Step) (Outcome, error) {
 	var once sync.Once
 	var cliCPU, srvCPU time.Duration
 	var window time.Duration
-	var host1 procmem.HostCPU
+	var host1 procfs.HostCPU
 	srvSince := func() time.Duration { // the server's CPU time since the start
 		if st.ServerPID > 0 {
-			if s, err := procmem.TreeCPUTime(st.ServerPID); err == nil {
+			if s, err := procfs.TreeCPUTime(st.ServerPID); err == nil {
 				return s - srv0
 			}
 		}
@@ -161,7 +161,7 @@ func Run(st Step) (Outcome, error) {
 	endWindow := func() {
 		window = time.Since(t0)
 		cliCPU = selfCPU() - cli0
-		host1, _ = procmem.ReadHostCPU()
+		host1, _ = procfs.ReadHostCPU()
 		srvCPU = srvSince()
 	}
 	timer := time.AfterFunc(st.Duration, func() { once.Do(func() { endWindow(); w.Stop() }) })
@@ -179,7 +179,7 @@ func Run(st Step) (Outcome, error) {
 	summarize(&o, rep, st.Request.Status)
 	o.ClientCPU = cliCPU.Seconds() / window.Seconds()
 	o.ServerCPU = srvCPU.Seconds() / window.Seconds()
-	o.HostIdle, o.HostSteal, o.HostIRQ = procmem.Share(host0, host1)
+	o.HostIdle, o.HostSteal, o.HostIRQ = procfs.Share(host0, host1)
 	if o.OK > 0 {
 		o.CPUPerOK = o.ServerCPUTime * 1e6 / float64(o.OK)
 	}

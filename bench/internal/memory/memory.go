@@ -27,10 +27,10 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
 	"github.com/thumbd/thumbd/bench/internal/load"
-	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/target"
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // Run is the subcommand.
@@ -124,7 +124,7 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 	if err != nil {
 		return nil, err
 	}
-	idle, err := procmem.Read(pid)
+	idle, err := procfs.Read(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -171,12 +171,12 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 		fails = append(fails, fmt.Sprintf("%d failed liveness probes in a row", pr.worstRun))
 	}
 	if died == nil {
-		if arenas, err := procmem.Arenas(pid); err == nil {
+		if arenas, err := procfs.Arenas(pid); err == nil {
 			summary += fmt.Sprintf("; %d glibc arenas besides the main one", arenas)
 		}
 		if r.after > 0 {
 			time.Sleep(r.after)
-			if m, err := procmem.Read(pid); err == nil {
+			if m, err := procfs.Read(pid); err == nil {
 				// Anonymous memory apart: file-backed pages are the binary's
 				// code the load touched (the codecs), page cache the kernel
 				// takes back under pressure, not memory thumbd holds.

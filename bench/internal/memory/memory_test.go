@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/thumbd/thumbd/service/launch/launchtest"
+	"github.com/thumbd/thumbd/internal/launch/launchtest"
 )
 
 func TestMain(m *testing.M) { launchtest.Run(m) }

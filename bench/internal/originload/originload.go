@@ -44,7 +44,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
 	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/bench/internal/sources"
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 // config is the subcommand's flags.

@@ -11,10 +11,10 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/contract"
 	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/bench/internal/machine"
-	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/results"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -76,9 +76,9 @@ func fixture() *results.Results {
 			st("node", []float64{230, 240, 250}, []float64{300, 310, 320}),
 		},
 		Idle: []results.Idle{
-			{Target: "thumbd-static", Status: procmem.Status{VmRSS: 13_900_000, VmSize: 1_200_000_000, RssAnon: 6_000_000, RssFile: 7_900_000, Threads: 6}, TreePss: 13_800_000},
-			{Target: "thumbd-static-cells", Status: procmem.Status{VmRSS: 9_000_000, VmSize: 1_100_000_000, RssAnon: 2_200_000, RssFile: 6_800_000, Threads: 7}, CellsRSS: 51_000_000, TreePss: 24_000_000},
-			{Target: "node", Status: procmem.Status{VmRSS: 72_000_000, VmSize: 1_076_000_000, RssAnon: 22_000_000, RssFile: 50_000_000, Threads: 11}},
+			{Target: "thumbd-static", Status: procfs.Status{VmRSS: 13_900_000, VmSize: 1_200_000_000, RssAnon: 6_000_000, RssFile: 7_900_000, Threads: 6}, TreePss: 13_800_000},
+			{Target: "thumbd-static-cells", Status: procfs.Status{VmRSS: 9_000_000, VmSize: 1_100_000_000, RssAnon: 2_200_000, RssFile: 6_800_000, Threads: 7}, CellsRSS: 51_000_000, TreePss: 24_000_000},
+			{Target: "node", Status: procfs.Status{VmRSS: 72_000_000, VmSize: 1_076_000_000, RssAnon: 22_000_000, RssFile: 50_000_000, Threads: 11}},
 		},
 		Load: []results.LoadStep{
 			{Route: "health", Target: "thumbd-static", Concurrency: 10, Outcome: load.Outcome{RPS: 28000, P50: 0.22, P50Lo: 0.21, P50Hi: 0.23, P90: 0.5, P99: 3.9, ClientCPU: 0.7, ServerCPU: 0.7, ServerPeakRSS: 20_000_000, CPUPerOK: 25}},

@@ -13,9 +13,9 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/contract"
 	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/bench/internal/machine"
-	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/stats"
 	"github.com/thumbd/thumbd/bench/internal/target"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // Schema names this document's version; bump it when a field changes meaning.
@@ -108,7 +108,7 @@ type Startup struct {
 // Idle is one target's memory after start and the settle period.
 type Idle struct {
 	Target string `json:"target"`
-	procmem.Status
+	procfs.Status
 	// CellsRSS is the VmRSS of the target's child processes, summed: in
 	// cells mode, its cells (VmRSS is the supervisor's alone).
 	CellsRSS int64 `json:"cells_rss,omitempty"`

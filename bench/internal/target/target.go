@@ -1,6 +1,6 @@
 // Package target names the things the bench measures — a local binary as a
 // process, a container image, or an already-running URL (load figures
-// only) — and starts and stops them through service/launch, pinned to the
+// only) — and starts and stops them through internal/launch, pinned to the
 // server CPUs.
 package target
 
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 // Kind says how a target runs.
@@ -118,7 +118,7 @@ type Instance struct {
 // BaseURL is "http://" + Addr.
 func (i *Instance) BaseURL() string { return "http://" + i.Addr }
 
-// Start spawns the target (service/launch) and returns at once: the caller
+// Start spawns the target (internal/launch) and returns at once: the caller
 // polls for health.
 func Start(ctx context.Context, spec Spec, opt Options) (*Instance, error) {
 	inst := &Instance{Spec: spec}

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/thumbd/thumbd/internal/procfs"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
@@ -410,18 +411,10 @@ func (c *Cell) Crashed() bool {
 	return st.ExitCode() != 0
 }
 
-// RSS is the cell's resident memory now, from /proc/PID/statm.
+// RSS is the cell's resident memory now (VmRSS).
 func (c *Cell) RSS() (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.PID()) + "/statm")
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0, fmt.Errorf("statm: %q", b)
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize()), err
+	st, err := procfs.Read(c.PID())
+	return st.VmRSS, err
 }
 
 // Run makes one thumbnail in the cell. When ctx ends first the cell is

@@ -14,11 +14,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
-	"github.com/thumbd/thumbd/service/launch"
 )
 
 // The test binary re-executed by celltest.Spec is a fake cell: the real

@@ -5,18 +5,17 @@
 package celltest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/thumbd/thumbd/internal/procfs"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
@@ -184,26 +183,9 @@ func OpenFDs(t testing.TB) int {
 // Children lists the child processes of pid, zombies included.
 func Children(t testing.TB, pid int) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	kids, err := procfs.Children(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := strconv.Itoa(pid)
-	var out []int
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 && f[1] == parent {
-			out = append(out, p)
-		}
-	}
-	return out
+	return kids
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )

@@ -17,8 +17,8 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
-	"github.com/thumbd/thumbd/service/imagediff"
-	"github.com/thumbd/thumbd/service/internal/hostile"
+	"github.com/thumbd/thumbd/internal/hostile"
+	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )

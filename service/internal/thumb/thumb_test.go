@@ -21,7 +21,7 @@ import (
 	"testing"
 
 	"github.com/davidbyttow/govips/v2/vips"
-	"github.com/thumbd/thumbd/service/imagediff"
+	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )

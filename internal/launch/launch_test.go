@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/thumbd/thumbd/service/launch/launchtest"
+	"github.com/thumbd/thumbd/internal/launch/launchtest"
 )
 
 func TestMain(m *testing.M) { launchtest.Run(m) }

@@ -1,5 +1,5 @@
-// Package procmem reads a process's memory and CPU figures from /proc.
-package procmem
+// Package procfs reads a process's memory and CPU figures from /proc.
+package procfs
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Status holds the memory lines of /proc/PID/status, in bytes.
@@ -42,7 +44,7 @@ func ParseStatus(r io.Reader) (Status, error) {
 		if key == "Threads" {
 			n, err := strconv.Atoi(fields[0])
 			if err != nil {
-				return Status{}, fmt.Errorf("procmem: Threads %q: %w", val, err)
+				return Status{}, fmt.Errorf("procfs: Threads %q: %w", val, err)
 			}
 			st.Threads = n
 			continue
@@ -72,7 +74,7 @@ func ParseStatus(r io.Reader) (Status, error) {
 		return Status{}, err
 	}
 	if !seenRSS {
-		return Status{}, fmt.Errorf("procmem: no VmRSS line (kernel thread or exited process)")
+		return Status{}, fmt.Errorf("procfs: no VmRSS line (kernel thread or exited process)")
 	}
 	return st, nil
 }
@@ -82,14 +84,14 @@ func ParseStatus(r io.Reader) (Status, error) {
 func kibibytes(key, val string) (int64, error) {
 	fields := strings.Fields(val)
 	if len(fields) == 0 {
-		return 0, fmt.Errorf("procmem: %s: no value", key)
+		return 0, fmt.Errorf("procfs: %s: no value", key)
 	}
 	n, err := strconv.ParseInt(fields[0], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("procmem: %s %q: %w", key, val, err)
+		return 0, fmt.Errorf("procfs: %s %q: %w", key, val, err)
 	}
 	if len(fields) > 1 && fields[1] != "kB" {
-		return 0, fmt.Errorf("procmem: %s: unknown unit %q", key, fields[1])
+		return 0, fmt.Errorf("procfs: %s: unknown unit %q", key, fields[1])
 	}
 	return n * 1024, nil
 }
@@ -101,16 +103,6 @@ func Read(pid int) (Status, error) {
 		return Status{}, err
 	}
 	return ParseStatus(bytes.NewReader(b))
-}
-
-// ParseStatPPID returns the parent PID from the text of /proc/PID/stat.
-func ParseStatPPID(stat string) (int, error) {
-	i := strings.LastIndexByte(stat, ')')
-	f := strings.Fields(stat[i+1:])
-	if i < 0 || len(f) < 2 {
-		return 0, fmt.Errorf("procmem: stat %q", stat)
-	}
-	return strconv.Atoi(f[1])
 }
 
 // Children lists the processes whose parent is pid (a thumbd's cells).
@@ -136,8 +128,8 @@ func processTree() (map[int][]int, error) {
 		if err != nil {
 			continue
 		}
-		if ppid, err := ParseStatPPID(string(b)); err == nil {
-			tree[ppid] = append(tree[ppid], child)
+		if st, err := ParseStat(string(b)); err == nil {
+			tree[st.PPID] = append(tree[st.PPID], child)
 		}
 	}
 	return tree, nil
@@ -170,7 +162,7 @@ func ParsePss(r io.Reader) (int64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("procmem: smaps_rollup: no Pss line")
+	return 0, fmt.Errorf("procfs: smaps_rollup: no Pss line")
 }
 
 // TreePss is the proportional set size of pid and its children, summed:
@@ -200,39 +192,105 @@ func TreePss(pid int) (int64, error) {
 	return sum, nil
 }
 
-// clockTicks is USER_HZ, which Linux fixes at 100 for /proc on every
-// architecture Go supports here.
-const clockTicks = 100
-
-// ParseStatCPU returns utime+stime from the text of /proc/PID/stat. The
-// command name (field 2) may hold spaces and parentheses, so fields are
-// counted from the last ')'.
-func ParseStatCPU(stat string) (time.Duration, error) {
-	own, _, err := parseStatTimes(stat)
-	return own, err
+// Stat is what the project reads of /proc/PID/stat, times in clock ticks.
+type Stat struct {
+	State                        string // R, S, D, Z...
+	PPID                         int
+	UTime, STime, CUTime, CSTime int64 // CUTime, CSTime: children waited for
+	StartTime                    int64 // since boot
 }
 
-// parseStatTimes returns utime+stime and cutime+cstime (the CPU time of
-// the children pid has waited for) from the text of /proc/PID/stat.
-func parseStatTimes(stat string) (own, reaped time.Duration, err error) {
+// ParseStat parses the text of /proc/PID/stat. The command name (field 2)
+// may hold spaces and parentheses, so fields are counted from the last ')'.
+func ParseStat(stat string) (Stat, error) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("procmem: malformed stat line")
+		return Stat{}, fmt.Errorf("procfs: malformed stat line")
 	}
-	f := strings.Fields(stat[i+1:])
 	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16)
-	// cstime(17); f[0] is field 3.
-	if len(f) < 15 {
-		return 0, 0, fmt.Errorf("procmem: short stat line")
+	// cstime(17) ... starttime(22); f[0] is field 3.
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 20 {
+		return Stat{}, fmt.Errorf("procfs: short stat line")
 	}
-	var ticks [4]int64
-	for k := range ticks {
-		if ticks[k], err = strconv.ParseInt(f[11+k], 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("procmem: bad CPU time field %d %q", 14+k, f[11+k])
+	st := Stat{State: f[0]}
+	var err error
+	if st.PPID, err = strconv.Atoi(f[1]); err != nil {
+		return Stat{}, fmt.Errorf("procfs: bad ppid %q", f[1])
+	}
+	for k, dst := range map[int]*int64{14: &st.UTime, 15: &st.STime, 16: &st.CUTime, 17: &st.CSTime, 22: &st.StartTime} {
+		if *dst, err = strconv.ParseInt(f[k-3], 10, 64); err != nil {
+			return Stat{}, fmt.Errorf("procfs: bad stat field %d %q", k, f[k-3])
 		}
 	}
-	tick := time.Second / clockTicks
-	return time.Duration(ticks[0]+ticks[1]) * tick, time.Duration(ticks[2]+ticks[3]) * tick, nil
+	return st, nil
+}
+
+// ReadStat reads /proc/PID/stat.
+func ReadStat(pid int) (Stat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Stat{}, err
+	}
+	return ParseStat(string(b))
+}
+
+// State is pid's state letter ("Z" a zombie), "" when it is gone.
+func State(pid int) string {
+	st, err := ReadStat(pid)
+	if err != nil {
+		return ""
+	}
+	return st.State
+}
+
+// Age is how long pid has run (0 when it is gone).
+func Age(pid int) time.Duration {
+	st, err := ReadStat(pid)
+	up, err2 := os.ReadFile("/proc/uptime")
+	f := strings.Fields(string(up))
+	if err != nil || err2 != nil || len(f) == 0 {
+		return 0
+	}
+	uptime, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(uptime*float64(time.Second)) - ticks(st.StartTime)
+}
+
+// ticks converts clock ticks to a duration.
+func ticks(n int64) time.Duration {
+	return time.Duration(n) * (time.Second / time.Duration(ClockTicks())) // no overflow: USER_HZ divides 1e9
+}
+
+// atClktck is AT_CLKTCK of <linux/auxvec.h>: the auxiliary vector entry
+// where the kernel hands every process its USER_HZ, the unit of /proc's
+// times (proc(5), "/proc/pid/stat": "in clock ticks (divide by
+// sysconf(_SC_CLK_TCK))"; glibc's sysconf(_SC_CLK_TCK) and so `getconf
+// CLK_TCK` return this entry). golang.org/x/sys/unix has no sysconf, but
+// it exposes the auxiliary vector the runtime kept.
+const atClktck = 17
+
+// ClockTicks is the system's clock ticks a second (USER_HZ): the auxiliary
+// vector's AT_CLKTCK, or 100 (the value Linux fixes for every
+// architecture Go supports) where the vector does not say.
+func ClockTicks() int64 {
+	auxv, err := unix.Auxv()
+	if err == nil {
+		for _, kv := range auxv {
+			if kv[0] == atClktck && kv[1] > 0 {
+				return int64(kv[1])
+			}
+		}
+	}
+	return 100
+}
+
+// ParseStatCPU returns utime+stime from the text of /proc/PID/stat.
+func ParseStatCPU(stat string) (time.Duration, error) {
+	st, err := ParseStat(stat)
+	return ticks(st.UTime + st.STime), err
 }
 
 // CPUTime reads the CPU time (user + system) PID has used so far.
@@ -244,11 +302,11 @@ func CPUTime(pid int) (time.Duration, error) {
 // statTimes reads pid's own CPU time and that of the children it has
 // waited for.
 func statTimes(pid int) (own, reaped time.Duration, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := ReadStat(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	return parseStatTimes(string(b))
+	return ticks(st.UTime + st.STime), ticks(st.CUTime + st.CSTime), nil
 }
 
 // TreeCPUTime is the CPU time of pid and of every process under it, live
@@ -365,13 +423,13 @@ func ParseHostCPU(stat string) (HostCPU, error) {
 		for i := range v {
 			n, err := strconv.ParseUint(f[i+1], 10, 64)
 			if err != nil {
-				return HostCPU{}, fmt.Errorf("procmem: /proc/stat: %w", err)
+				return HostCPU{}, fmt.Errorf("procfs: /proc/stat: %w", err)
 			}
 			v[i] = n
 		}
 		return HostCPU{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]}, nil
 	}
-	return HostCPU{}, fmt.Errorf("procmem: no cpu line in /proc/stat")
+	return HostCPU{}, fmt.Errorf("procfs: no cpu line in /proc/stat")
 }
 
 // ReadHostCPU reads /proc/stat.
@@ -425,7 +483,7 @@ func ParseArenas(maps string) (int, error) {
 		a, err1 := strconv.ParseUint(lo, 16, 64)
 		b, err2 := strconv.ParseUint(hi, 16, 64)
 		if !ok || err1 != nil || err2 != nil {
-			return 0, fmt.Errorf("procmem: maps line %q", line)
+			return 0, fmt.Errorf("procfs: maps line %q", line)
 		}
 		regs = append(regs, region{a, b, f[1] == "rw-p", len(f) == 5})
 	}

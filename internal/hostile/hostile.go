@@ -2,8 +2,8 @@
 // decompression bombs of every supported format (tiny files declaring huge
 // sizes), animations with thousands of frames, minimal headers of formats
 // the service does not serve, truncations and bit flips. Pure Go, no
-// libvips, deterministic: the fuzz seeds, the hostile-input tests and the
-// soak share it.
+// libvips, deterministic: the fuzz seeds and the hostile-input tests share
+// it (at the module root, where a bench or soak mode can reach it too).
 package hostile
 
 import (

@@ -1,4 +1,4 @@
-// Package launchtest fakes what service/launch starts, so that tools built
+// Package launchtest fakes what internal/launch starts, so that tools built
 // on it are tested without Docker or thumbd. A test binary whose TestMain
 // calls Main becomes, when its environment says so, a fake thumbd
 // (ServerEnv) or a fake docker client (Docker) whose containers are fake
@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 const (
@@ -160,9 +162,8 @@ func docker(args []string) int {
 	case "run":
 		return run(args, journal)
 	case "inspect":
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid()))
-		f := strings.Fields(string(stat))
-		alive := err == nil && len(f) > 2 && f[2] != "Z"
+		state := procfs.State(pid())
+		alive := state != "" && state != "Z"
 		switch {
 		case strings.Contains(args[2], ".State.Pid"):
 			fmt.Println(pid())

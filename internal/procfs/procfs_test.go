@@ -1,9 +1,10 @@
-package procmem
+package procfs
 
 import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,62 @@ func TestReadSelf(t *testing.T) {
 	}
 	if st.VmRSS < 1<<20 {
 		t.Fatalf("VmRSS %d: too small for a Go test binary", st.VmRSS)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := "12 (a (b) c) Z 7 12 12 0 -1 4194560 1490 0 0 0 250 75 3 4 20 0 3 0 12345 1000000 500\n"
+	got, err := ParseStat(line)
+	want := Stat{State: "Z", PPID: 7, UTime: 250, STime: 75, CUTime: 3, CSTime: 4, StartTime: 12345}
+	if err != nil || got != want {
+		t.Fatalf("got %+v %v, want %+v", got, err, want)
+	}
+	for _, bad := range []string{"12 (a) S 7 12 12 0", "12 (a) S x 12 12 0 -1 4194560 1490 0 0 0 250 75 3 4 20 0 3 0 12345", "garbage"} {
+		if _, err := ParseStat(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// The clock ticks are the system's: what getconf CLK_TCK (glibc's
+// sysconf) says.
+func TestClockTicksAreGetconfs(t *testing.T) {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err != nil {
+		t.Skip("no getconf:", err)
+	}
+	if got, want := strconv.FormatInt(ClockTicks(), 10), strings.TrimSpace(string(out)); got != want {
+		t.Fatalf("ClockTicks %s, getconf CLK_TCK %s", got, want)
+	}
+}
+
+// A child's state and age are read from its stat line: alive and young,
+// then a zombie until reaped, then gone.
+func TestStateAndAge(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if s := State(pid); s != "S" && s != "R" {
+		t.Errorf("state of a sleeping child %q", s)
+	}
+	if a := Age(pid); a < 0 || a > 10*time.Second {
+		t.Errorf("age of a new child %v", a)
+	}
+	if a := Age(os.Getpid()); a <= 0 {
+		t.Errorf("own age %v", a)
+	}
+	cmd.Process.Kill()
+	for deadline := time.Now().Add(5 * time.Second); State(pid) != "Z" && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s := State(pid); s != "Z" {
+		t.Errorf("state of a killed, unreaped child %q", s)
+	}
+	cmd.Wait()
+	if s, a := State(pid), Age(pid); s != "" || a != 0 {
+		t.Errorf("a reaped child: state %q age %v", s, a)
 	}
 }
 
@@ -222,9 +279,6 @@ func TestParseArenas(t *testing.T) {
 }
 
 func TestChildren(t *testing.T) {
-	if ppid, err := ParseStatPPID("12 (a (b) c) S 7 12 12 0"); err != nil || ppid != 7 {
-		t.Fatalf("%d %v", ppid, err)
-	}
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
