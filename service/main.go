@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,6 +25,12 @@ import (
 )
 
 func main() {
+	// net/http's client reports some origin misbehaviour (bytes after a
+	// body) through the log package, a process-wide logger: main, which
+	// owns the process, routes it into the JSON logs (at info, as
+	// slog.SetDefault did); run and serve set no globals.
+	log.SetFlags(0)
+	log.SetOutput(slog.NewLogLogger(slog.NewJSONHandler(os.Stderr, nil), slog.LevelInfo).Writer())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr); err != nil {
@@ -91,9 +98,6 @@ func newEngine(cfg config, logger *slog.Logger, logOut io.Writer) (engine, error
 // use port 0).
 func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- string) error {
 	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	// net/http's client reports some origin misbehaviour (bytes after a
-	// body) through the log package: route that into the JSON logs too.
-	slog.SetDefault(logger)
 	if cfg.memory.GoLimit > 0 {
 		// The Go heap holds the sources and the answers: kept to its
 		// share of the limit, it collects sooner instead of growing into

@@ -20,8 +20,8 @@ func addRoutes(r chi.Router, d deps) {
 		r.Get("/hash", h(handleHashGet).ServeHTTP)
 		r.Post("/hash", h(uploadsOnly(d.cfg, handleHashPost(d.cfg.MaxBodyBytes))).ServeHTTP)
 	}
-	r.Post("/thumbnail", d.thumbs.handlePost().ServeHTTP)
-	r.Get("/thumbnail", d.thumbs.handleGet().ServeHTTP)
+	r.Post("/thumbnail", h(rejections(uploadsOnly(d.cfg, d.thumbs.handlePost()))).ServeHTTP)
+	r.Get("/thumbnail", h(rejections(d.thumbs.handleGet())).ServeHTTP)
 	r.Get("/metrics", metricsHandler(d.registry).ServeHTTP)
 	r.NotFound(h(func(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "No route %s.", r.URL.Path)
@@ -31,7 +31,8 @@ func addRoutes(r chi.Router, d deps) {
 	}).ServeHTTP)
 }
 
-// uploadsOnly serves next unless uploads are off (THUMBD_UPLOADS=false).
+// uploadsOnly serves next unless uploads are off (THUMBD_UPLOADS=false):
+// the one place the switch is applied, to both POST routes.
 func uploadsOnly(cfg config, next handlerFunc) handlerFunc {
 	if cfg.Uploads {
 		return next

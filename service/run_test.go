@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"image/png"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -223,5 +225,20 @@ func TestStartupWarnsOfKnownLibvipsCrash(t *testing.T) {
 	want := thumb.KnownCrash(thumb.Version())
 	if warned != want {
 		t.Fatalf("libvips %s: start-up warning %q, want %q; logs:\n%s", thumb.Version(), warned, want, c.logs)
+	}
+}
+
+// serve sets no process globals (tests run many services in one process):
+// the logger is passed down, and only main routes the log package.
+func TestServeLeavesTheDefaultLoggerAlone(t *testing.T) {
+	before := slog.Default()
+	cfg := testConfig(t)
+	cfg.SourceDir = filepath.Join(t.TempDir(), "missing") // serve stops early
+	if err := serve(context.Background(), cfg, io.Discard, nil); err == nil {
+		t.Fatal("a missing source directory: no error")
+	}
+	if slog.Default() != before {
+		slog.SetDefault(before)
+		t.Fatal("serve replaced slog's default logger")
 	}
 }

@@ -36,12 +36,10 @@ type thumbnails struct {
 	respond *responder
 }
 
-// handlePost makes a thumbnail of the request body.
-func (t *thumbnails) handlePost() http.Handler {
+// handlePost makes a thumbnail of the request body (routes.go applies
+// the uploads switch, as to POST /hash).
+func (t *thumbnails) handlePost() handlerFunc {
 	return t.handle(func(r *http.Request) (params.Thumbnail, source.Source, error) {
-		if !t.cfg.Uploads {
-			return params.Thumbnail{}, nil, uploadsDisabled(r)
-		}
 		q, err := params.UploadQuery(r.URL.RawQuery)
 		if err != nil {
 			return params.Thumbnail{}, nil, err
@@ -87,7 +85,7 @@ func uploadsDisabled(r *http.Request) error {
 // origin's image. The signature is checked right after the query's names,
 // before its values are read: an unsigned request learns nothing, and
 // reads no file, contacts no origin and takes no place.
-func (t *thumbnails) handleGet() http.Handler {
+func (t *thumbnails) handleGet() handlerFunc {
 	return t.handle(func(r *http.Request) (params.Thumbnail, source.Source, error) {
 		q, err := params.GetQuery(r.URL.RawQuery)
 		if err != nil {
@@ -121,23 +119,32 @@ func (t *thumbnails) sourceOf(req params.Thumbnail) (source.Source, error) {
 }
 
 // handle runs the pipeline after the route's parse step, which yields the
-// typed request and its source. Every error on the way is a rejection.
-func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, source.Source, error)) http.Handler {
-	return t.respond.handle(func(w http.ResponseWriter, r *http.Request) error {
+// typed request and its source.
+func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, source.Source, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		req, src, err := parse(r)
-		if err == nil {
-			if req.Negotiate(r.Header.Get("Accept")) {
-				w.Header().Add("Vary", "Accept")
-			}
-			err = t.run(w, r, req, src)
+		if err != nil {
+			return err
 		}
+		if req.Negotiate(r.Header.Get("Accept")) {
+			w.Header().Add("Vary", "Accept")
+		}
+		return t.run(w, r, req, src)
+	}
+}
+
+// rejections marks every error of a thumbnail route as a rejection, which
+// the responder counts by its code.
+func rejections(next handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		err := next(w, r)
 		if err == nil {
 			return nil
 		}
 		e := *apierr.From(err)
 		e.Rejection = true
 		return &e
-	})
+	}
 }
 
 // run is the pipeline from the source on. The deadline runs from the
