@@ -7,25 +7,21 @@ import (
 	"strings"
 
 	"github.com/thumbd/thumbd/bench/internal/contract"
+	"github.com/thumbd/thumbd/bench/internal/formats"
 	"github.com/thumbd/thumbd/bench/internal/results"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 )
 
 // thumbFormats are the output formats every photo's thumbnail route is
-// loaded in: PNG, JPEG and WebP, what users ask for (issue 11), and AVIF
-// (issue 14).
-func thumbFormats() []string { return []string{"png", "jpeg", "webp", "avif"} }
+// loaded in: every format thumbd writes (its format table, through
+// bench/internal/formats).
+func thumbFormats() []string { return formats.Names() }
 
-// thumbQuality is the q the routes ask for: 80 for JPEG and WebP, AVIF's
-// default of 58 (thumbd's and the twin's), none for PNG.
+// thumbQuality is the q the routes ask for: the format's default in
+// thumbd's table (the twin's too), none for PNG.
 func thumbQuality(format string) int {
-	switch format {
-	case "png":
-		return 0
-	case "avif":
-		return 58
-	}
-	return 80
+	q, _ := formats.Quality(format)
+	return q
 }
 
 // animatedSource is the suite's animated source. Its one route asks for

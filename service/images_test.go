@@ -161,7 +161,7 @@ func rotatedJPEG(t testing.TB, src []byte) []byte {
 func decoded(t testing.TB, b []byte) (image.Image, string) {
 	t.Helper()
 	if spec, _ := imagefmt.Identify(b); spec.Format == imagefmt.AVIF {
-		lossless, err := imagediff.AVIFToPNG(b)
+		lossless, err := imagediff.VipsToPNG(b)
 		if err != nil {
 			t.Fatalf("thumbnail does not decode: %v", err)
 		}

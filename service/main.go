@@ -50,6 +50,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return healthCheck(ctx, args[2:], getenv, stderr)
 		case "settings":
 			return printSettings(args[2:], stdout, stderr)
+		case "formats":
+			return printFormats(args[2:], stdout, stderr)
 		case "sign":
 			return signCommand(args[2:], lookupEnv, time.Now(), stdout, stderr)
 		case "cell":

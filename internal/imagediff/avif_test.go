@@ -14,8 +14,8 @@ func TestAVIFSize(t *testing.T) {
 	}
 }
 
-func TestAVIFToPNGRefusesWhatIsNotAVIF(t *testing.T) {
-	if _, err := AVIFToPNG([]byte("not an image")); err == nil {
+func TestVipsToPNGRefusesWhatIsNotAVIF(t *testing.T) {
+	if _, err := VipsToPNG([]byte("not an image")); err == nil {
 		t.Error("no error")
 	}
 }

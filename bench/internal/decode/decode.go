@@ -1,8 +1,8 @@
 // Package decode turns the thumbnails the bench gets back into pixels, so
 // that the contract check can see that they are what was asked and the
 // engine comparison can score them: PNG, JPEG and WebP with Go's decoders;
-// AVIF, which Go cannot decode, with the vips command of Debian's
-// libvips-tools; an animated WebP frame by frame, each frame with Go's WebP
+// AVIF, and any other format Go cannot decode, with the vips command of
+// Debian's libvips-tools; an animated WebP frame by frame, each frame with Go's WebP
 // decoder.
 package decode
 
@@ -14,28 +14,44 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"io"
 
+	"github.com/thumbd/thumbd/bench/internal/formats"
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"golang.org/x/image/webp"
 )
 
-// Still decodes a one-frame image in format: png, jpeg, webp or avif.
-func Still(format string, b []byte) (image.Image, error) {
+// goDecoder is Go's decoder of format, nil for none.
+func goDecoder(format string) func(io.Reader) (image.Image, error) {
 	switch format {
 	case "png":
-		return png.Decode(bytes.NewReader(b))
+		return png.Decode
 	case "jpeg":
-		return jpeg.Decode(bytes.NewReader(b))
+		return jpeg.Decode
 	case "webp":
-		return webp.Decode(bytes.NewReader(b))
-	case "avif":
-		p, err := imagediff.AVIFToPNG(b)
-		if err != nil {
-			return nil, err
-		}
-		return png.Decode(bytes.NewReader(p))
+		return webp.Decode
 	}
-	return nil, fmt.Errorf("decode: no decoder for %q", format)
+	return nil
+}
+
+// NeedsVips reports whether decoding format takes the vips command.
+func NeedsVips(format string) bool { return goDecoder(format) == nil }
+
+// Still decodes a one-frame image in format: PNG, JPEG and WebP in Go, any
+// other format thumbd writes (AVIF; thumbd's format table) through the
+// vips command.
+func Still(format string, b []byte) (image.Image, error) {
+	if dec := goDecoder(format); dec != nil {
+		return dec(bytes.NewReader(b))
+	}
+	if _, written := formats.Quality(format); !written {
+		return nil, fmt.Errorf("decode: no decoder for %q", format)
+	}
+	p, err := imagediff.VipsToPNG(b)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", format, err)
+	}
+	return png.Decode(bytes.NewReader(p))
 }
 
 // Animation is an animated WebP: its canvas, its loop count (0: forever)

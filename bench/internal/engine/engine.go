@@ -48,6 +48,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
 	"github.com/thumbd/thumbd/bench/internal/decode"
 	buildflavour "github.com/thumbd/thumbd/bench/internal/flavour"
+	"github.com/thumbd/thumbd/bench/internal/formats"
 	"github.com/thumbd/thumbd/bench/internal/quality"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/stats"
@@ -59,9 +60,16 @@ func goFlavours() []string { return []string{"dynamic", "slim", "static"} }
 const sharp = "sharp"
 
 // qualities are the output formats the comparison knows, and each one's q:
-// the service's default, which the twin shares (0: PNG, lossless, like the
-// reference SSIM is scored against).
-func qualities() map[string]int { return map[string]int{"png": 0, "jpeg": 80, "webp": 80, "avif": 58} }
+// the service's default from its format table (bench/internal/formats),
+// which the twin shares (0: PNG, lossless, like the reference SSIM is
+// scored against).
+func qualities() map[string]int {
+	qs := map[string]int{}
+	for _, f := range formats.Outputs() {
+		qs[f.Name] = f.Quality
+	}
+	return qs
+}
 
 // key names one figure: an engine's thumbnail of a source in a format.
 type key struct{ engine, source, format string }
@@ -100,13 +108,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var names, formats, engines, sharpCmd string
+	var names, formatList, engines, sharpCmd string
 	var bins []string
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds; engines take turns within each")
 	fs.IntVar(&c.samples, "samples", 20, "thumbnails per engine, source and format in a round")
 	fs.StringVar(&c.dir, "sources", "bench/results/tmp/sources", "directory of the sources (missing ones are made)")
 	fs.StringVar(&names, "names", strings.Join(sources.DefaultNames(), ","), "sources to use")
-	fs.StringVar(&formats, "formats", "png,jpeg,webp,avif", "output formats (jpeg and webp at quality 80, avif at 58)")
+	fs.StringVar(&formatList, "formats", strings.Join(formats.Names(), ","), "output formats, each at its default quality (thumbd formats)")
 	fs.StringVar(&engines, "engines", strings.Join(append(goFlavours(), sharp), ","), "engines to compare")
 	fs.Func("bin", "FLAVOUR=PATH: a BenchmarkEngine test binary already built for FLAVOUR (repeatable)", func(v string) error { bins = append(bins, v); return nil })
 	fs.StringVar(&sharpCmd, "sharp", "node bench/twins/node/engine-bench.mjs", "the sharp side's command")
@@ -117,7 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	c.names, c.formats, c.engines, c.sharpCmd = split(names), split(formats), split(engines), strings.Fields(sharpCmd)
+	c.names, c.formats, c.engines, c.sharpCmd = split(names), split(formatList), split(engines), strings.Fields(sharpCmd)
 	if c.rounds < 1 || c.samples < 1 || len(c.names) == 0 || len(c.formats) == 0 || len(c.engines) == 0 {
 		return c, errors.New("-rounds and -samples must be positive; -names, -formats and -engines not empty")
 	}
@@ -128,7 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	for _, f := range c.formats {
 		if _, ok := qualities()[f]; !ok {
-			return c, fmt.Errorf("unknown format %q (known: png, jpeg, webp, avif)", f)
+			return c, fmt.Errorf("unknown format %q (known: %s)", f, strings.Join(formats.Names(), ", "))
 		}
 	}
 	for _, n := range c.names {
@@ -138,9 +146,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return c, fmt.Errorf("source %q is an animation: the engine comparison is of photos (%s)", n, strings.Join(sources.DefaultNames(), ", "))
 		}
 	}
-	if slices.Contains(c.formats, "avif") {
+	if slices.ContainsFunc(c.formats, decode.NeedsVips) {
 		if _, err := exec.LookPath("vips"); err != nil {
-			return c, fmt.Errorf("scoring AVIF thumbnails needs the vips command to decode them (scripts/deps.sh dev installs libvips-tools): %w", err)
+			return c, fmt.Errorf("scoring AVIF (or other non-Go) thumbnails needs the vips command to decode them (scripts/deps.sh dev installs libvips-tools): %w", err)
 		}
 	}
 	c.bins = map[string]string{}

@@ -2,6 +2,7 @@
 // baseline the bench driver compares thumbd with. Plain node:http on purpose,
 // so the figures measure Node itself rather than a framework.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import path from 'node:path';
@@ -34,18 +35,18 @@ const LIMITS = Object.freeze({
   maxAnimationPixels: envInt('THUMBD_MAX_ANIMATION_PIXELS', 16_777_216),
 });
 
-const SOURCE_FORMATS = new Set(['jpeg', 'png', 'webp', 'gif']);
-// The output formats as thumbd's format table (service/internal/imagefmt)
-// has them: media type, default q (null: the encoder takes none), whether
-// alpha and frames are kept, format=auto's rank among equal q-values (higher
-// wins) and listed: auto takes the format only when Accept names it exactly,
-// since every browser sends a wildcard whatever it decodes.
-export const OUTPUTS = Object.freeze({
-  png: { type: 'image/png', quality: null, alpha: true, animated: false, rank: 1, listed: false },
-  jpeg: { type: 'image/jpeg', quality: 80, alpha: false, animated: false, rank: 2, listed: false },
-  webp: { type: 'image/webp', quality: 80, alpha: true, animated: true, rank: 3, listed: true },
-  avif: { type: 'image/avif', quality: 58, alpha: true, animated: false, rank: 4, listed: true },
-});
+// thumbd's format table (service/internal/imagefmt) as `thumbd formats -json`
+// prints it; a service test keeps this file equal to the table, so a new
+// format there is one here too. OUTPUTS holds, per format thumbd writes, the
+// media type, default q (null: the encoder takes none), whether alpha and
+// frames are kept, format=auto's rank among equal q-values (higher wins) and
+// listed: auto takes the format only when Accept names it exactly, since
+// every browser sends a wildcard whatever it decodes.
+const FORMAT_TABLE = JSON.parse(readFileSync(new URL('../../internal/formats/formats.json', import.meta.url), 'utf8'));
+const SOURCE_FORMATS = new Set(FORMAT_TABLE.filter((f) => f.input).map((f) => f.format));
+const SOURCE_LIST = [...SOURCE_FORMATS].join(', ');
+export const OUTPUTS = Object.freeze(Object.fromEntries(FORMAT_TABLE.filter((f) => f.output).map((f) => [f.format,
+  Object.freeze({ type: f.content_type, quality: f.quality || null, alpha: f.alpha, animated: f.animated, rank: f.auto, listed: f.listed })])));
 const GRAVITIES = { centre: 'centre', attention: sharp.strategy.attention, entropy: sharp.strategy.entropy };
 const FITS = new Set(['cover', 'contain', 'fill', 'inside']);
 const DEFAULT_SIDE = 256;
@@ -409,12 +410,12 @@ export async function probe(source) {
   } catch (err) {
     // libvips found no loader whose signature matches: not an image at all.
     if (/unsupported image format/.test(err.message)) {
-      throw new HttpError(415, 'unsupported_format', 'The source is not an image in a supported format (jpeg, png, webp, gif).');
+      throw new HttpError(415, 'unsupported_format', `The source is not an image in a supported format (${SOURCE_LIST}).`);
     }
     throw new HttpError(422, 'unprocessable_image', `The source image cannot be read: ${err.message.trim()}.`);
   }
   if (!SOURCE_FORMATS.has(meta.format)) {
-    throw new HttpError(415, 'unsupported_format', `The source format ${meta.format} is not supported; send jpeg, png, webp or gif.`);
+    throw new HttpError(415, 'unsupported_format', `The source format ${meta.format} is not supported; send ${SOURCE_LIST}.`);
   }
   if (meta.width * meta.height > LIMITS.maxPixels) {
     throw new HttpError(422, 'too_many_pixels', `The source has ${meta.width}x${meta.height} pixels, more than the limit of ${LIMITS.maxPixels}.`);
@@ -452,10 +453,11 @@ export function render(source, { width, height, fit, gravity, format, quality, a
   // by default already; saying it keeps the contract visible and survives a
   // change of default. Metadata is stripped because sharp keeps none unless asked.
   image = image.toColourspace('srgb');
+  // PNG and AVIF have settings of their own (above); any other format is
+  // sharp's encoder of that name at the table's q.
   if (format === 'png') image = image.png(PNG_OPTIONS);
-  else if (format === 'jpeg') image = image.jpeg({ quality });
-  else if (format === 'webp') image = image.webp({ quality });
-  else image = image.avif({ ...AVIF_OPTIONS, quality, chromaSubsampling: avifChroma(quality) });
+  else if (format === 'avif') image = image.avif({ ...AVIF_OPTIONS, quality, chromaSubsampling: avifChroma(quality) });
+  else image = image.toFormat(format, { quality });
   return image.toBuffer();
 }
 

@@ -25,32 +25,36 @@ const (
 	GIF  Format = "gif"
 )
 
-// Spec is one row of the table.
+// Spec is one row of the table. Its JSON form is what `thumbd formats
+// -json` prints for the bench and the Node twin.
 type Spec struct {
-	Format      Format
-	Name        string // as people write it: "JPEG", "WebP"
-	ContentType string
+	Format      Format `json:"format"`
+	Name        string `json:"name"` // as people write it: "JPEG", "WebP"
+	ContentType string `json:"content_type"`
 	// Input: thumbd accepts the format as a source (decided from Magic);
 	// every other format is refused before libvips sees it.
-	Input bool
+	Input bool `json:"input"`
 	// Output: thumbd writes the format.
-	Output bool
+	Output bool `json:"output"`
 	// Quality is the default for `q`; 0 when the encoder takes no quality.
-	Quality int
+	Quality int `json:"quality"`
 	// Alpha: the output keeps transparency (else it is flattened on white).
-	Alpha bool
+	Alpha bool `json:"alpha"`
 	// Animated: the output can hold every frame of an animation.
-	Animated bool
+	Animated bool `json:"animated"`
 	// Auto ranks the format for format=auto when the Accept header allows
 	// it as much as another: higher wins; 0 never chosen.
-	Auto int
+	Auto int `json:"auto"`
 	// Listed: format=auto chooses it only when Accept names it exactly
 	// ("image/webp"); a wildcard says nothing about newer formats, and
 	// every browser sends one.
-	Listed bool
+	Listed bool `json:"listed"`
 	// Magic reports whether bytes start like this format.
-	Magic func(b []byte) bool
+	Magic func(b []byte) bool `json:"-"`
 }
+
+// Table is every row, in the table's order.
+func Table() []Spec { return append([]Spec(nil), table[:]...) } // a copy: the table is fixed
 
 // table is fixed at compile time; its order is the order formats are
 // listed in (errors, docs).

@@ -144,7 +144,7 @@ func decodeAll(t *testing.T, b []byte) image.Image {
 	switch spec.Format {
 	case imagefmt.PNG, imagefmt.JPEG:
 	case imagefmt.AVIF:
-		lossless, err := imagediff.AVIFToPNG(b)
+		lossless, err := imagediff.VipsToPNG(b)
 		if err != nil {
 			t.Fatal(err)
 		}
