@@ -484,7 +484,7 @@ func checkProbes(c *corev1.Container, port int, routes Routes, needLiveness bool
 			p.addf("container %s: %s path %q, want %q", c.Name, pr.kind, get.Path, pr.path)
 		}
 		if routes != nil && !routes.Serves("GET", get.Path) {
-			p.addf("container %s: %s path %q is not a GET route in service/routes.go", c.Name, pr.kind, get.Path)
+			p.addf("container %s: %s path %q is not a GET route of the service (service/openapi.json)", c.Name, pr.kind, get.Path)
 		}
 		if get.Port.String() != "0" && get.Port.String() != "" {
 			if got, ok := resolvePort(get.Port, c); !ok || got != port {

@@ -1,7 +1,7 @@
 // Package validate checks thumbd's Kubernetes and Knative manifests without a
 // cluster: every manifest decodes strictly into the real API types, the
 // kustomizations render, and the rendered objects agree with the service
-// (routes in service/routes.go, the settings `thumbd settings -json` lists)
+// (routes in service/openapi.json, the settings `thumbd settings -json` lists)
 // and with each other (ports, selectors, images, security, shutdown
 // timing); and the thumbd binary, started with a pod's settings under its
 // memory limit, finds that limit serves the largest job the settings allow. It is a module of its own so that k8s.io, Knative and kustomize stay

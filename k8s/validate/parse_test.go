@@ -34,23 +34,12 @@ func TestDecodeStrictSkipsEmptyDocuments(t *testing.T) {
 }
 
 func TestReadRoutes(t *testing.T) {
-	src := `package main
-
-func addRoutes(r chi.Router, d deps) {
-	r.Get("/health", h)
-	r.With(mw).Post("/thumbnail", h)
-	r.Method("GET", "/metrics", h)
-	r.Handle("/any", h)
-	r.Route("/v1", func(r chi.Router) {
-		r.Get("/json", h)
-	})
-	mux.HandleFunc("GET /ready", h)
-	r.Get(dynamicPath, h)
-}
-
-func other(r chi.Router) { r.Get("/not-a-route", h) }
-`
-	path := filepath.Join(t.TempDir(), "routes.go")
+	src := `{"openapi": "3.1.0", "paths": {
+		"/health": {"get": {}},
+		"/thumbnail": {"post": {}, "parameters": []},
+		"/v1/json": {"summary": "x", "get": {}, "head": {}}
+	}}`
+	path := filepath.Join(t.TempDir(), "openapi.json")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +52,9 @@ func other(r chi.Router) { r.Get("/not-a-route", h) }
 		served       bool
 	}{
 		{"GET", "/health", true}, {"POST", "/health", false},
-		{"POST", "/thumbnail", true}, {"GET", "/thumbnail", false},
-		{"GET", "/metrics", true}, {"GET", "/any", true}, {"DELETE", "/any", true},
-		{"GET", "/v1/json", true}, {"GET", "/json", false},
-		{"GET", "/ready", true}, {"GET", "/not-a-route", false},
+		{"POST", "/thumbnail", true}, {"GET", "/thumbnail", false}, {"PARAMETERS", "/thumbnail", false},
+		{"GET", "/v1/json", true}, {"HEAD", "/v1/json", true}, {"GET", "/json", false},
+		{"GET", "/not-a-route", false},
 	} {
 		if got := routes.Serves(c.method, c.path); got != c.served {
 			t.Errorf("Serves(%s %s) = %v, want %v", c.method, c.path, got, c.served)
@@ -74,13 +62,19 @@ func other(r chi.Router) { r.Get("/not-a-route", h) }
 	}
 }
 
-func TestReadRoutesWithoutAddRoutes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "routes.go")
-	if err := os.WriteFile(path, []byte("package main\n\nfunc routes() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
+func TestReadRoutesOfNoOpenAPIDocument(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"empty.json": `{"paths": {}}`, "go.json": "package main\n"} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadRoutes(path); err == nil {
+			t.Errorf("%s: no error", name)
+		}
 	}
-	if _, err := ReadRoutes(path); err == nil || !strings.Contains(err.Error(), "no func addRoutes") {
-		t.Fatalf("err = %v", err)
+	if _, err := ReadRoutes(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing file: no error")
 	}
 }
 

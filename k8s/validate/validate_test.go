@@ -185,43 +185,35 @@ func thumbdBinary(t *testing.T) string {
 }
 
 // expect reads what the manifests must agree with from the repository: the
-// settings the service reads, its binary and, once the service has it,
-// service/routes.go.
+// settings the service reads, its binary and its routes (service/openapi.json,
+// which the service's tests hold equal to its router).
 func expect(t *testing.T) Expect {
 	t.Helper()
-	settings := serviceSettings(t)
-	routes, err := ReadRoutes(filepath.Join(root, "service/routes.go"))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		t.Log("service/routes.go does not exist yet: probe paths are not checked against the routes (TestProbePathsAreServiceRoutes skips)")
-		routes = nil
-	case err != nil:
-		t.Fatal(err)
-	}
-	return Expect{Settings: settings, Routes: routes, Binary: thumbdBinary(t)}
+	return Expect{Settings: serviceSettings(t), Routes: serviceRoutes(t), Binary: thumbdBinary(t)}
 }
 
-// TestProbePathsAreServiceRoutes names the route cross-check on its own, so a
-// skip is visible in the test output while service/routes.go is missing.
-func TestProbePathsAreServiceRoutes(t *testing.T) {
-	path := filepath.Join(root, "service/routes.go")
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		t.Skip("service/routes.go does not exist yet: probe paths cannot be checked against the service's routes")
-	}
-	routes, err := ReadRoutes(path)
+func serviceRoutes(t *testing.T) Routes {
+	t.Helper()
+	routes, err := ReadRoutes(filepath.Join(root, "service/openapi.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return routes
+}
+
+// TestProbePathsAreServiceRoutes names the route cross-check on its own.
+func TestProbePathsAreServiceRoutes(t *testing.T) {
+	routes := serviceRoutes(t)
 	for _, p := range []string{healthPath, readyPath} {
 		if !routes.Serves("GET", p) {
-			t.Errorf("service/routes.go: addRoutes serves no GET %s, which the probes use", p)
+			t.Errorf("service/openapi.json: no GET %s, which the probes use", p)
 		}
 	}
 	var paths []string
 	for p := range routes {
 		paths = append(paths, p)
 	}
-	t.Logf("routes in service/routes.go: %s", strings.Join(paths, " "))
+	t.Logf("routes in service/openapi.json: %s", strings.Join(paths, " "))
 }
 
 // TestImagesMatchDockerfiles ties each manifest's image thumbd:FLAVOUR to
