@@ -511,3 +511,12 @@ func Arenas(pid int) (int, error) {
 	}
 	return ParseArenas(string(b))
 }
+
+// Environ is pid's environment, KEY=VALUE each (/proc/PID/environ).
+func Environ(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
+}

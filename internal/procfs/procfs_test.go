@@ -340,3 +340,20 @@ func TestTreePssCountsSharedPagesOnce(t *testing.T) {
 		t.Errorf("PSS of both %d; VmRSS %d + %d (RssAnon %d)", both, me.VmRSS, kid.VmRSS, me.RssAnon)
 	}
 }
+
+func TestEnviron(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = []string{"A=1", "MALLOC_ARENA_MAX=2"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	env, err := Environ(cmd.Process.Pid)
+	if err != nil || !slices.Equal(env, cmd.Env) {
+		t.Fatalf("%q %v, want %q", env, err, cmd.Env)
+	}
+	if _, err := Environ(1 << 30); err == nil {
+		t.Fatal("no such process: no error")
+	}
+}
