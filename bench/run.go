@@ -66,13 +66,11 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// The lock first: what exists (binaries, images, Docker) is looked at
 	// when the machine is ours, not when the wait began.
-	if cfg.lock != "" {
-		unlock, err := benchlock.Acquire(ctx, cfg.lock, stdout)
-		if err != nil {
-			return err
-		}
-		defer unlock()
+	unlock, err := benchlock.Hold(ctx, cfg.lock, stdout)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	b := &bench{cfg: cfg, out: stdout, bad: map[string]map[string]bool{}}
 	if err := b.prepare(ctx); err != nil {
 		return err

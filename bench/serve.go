@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/thumbd/thumbd/bench/internal/target"
 	"github.com/thumbd/thumbd/internal/launch"
 )
 
@@ -23,12 +24,11 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var env, dockerArgs []string
-	image := fs.String("image", "", "run this container image instead of a command")
+	var tf target.Flags
+	var dockerArgs []string
+	tf.Register(fs, "run this container image instead of a command")
 	network := fs.String("network", "bridge", "container networking: bridge (published on 127.0.0.1) or host")
-	docker := fs.String("docker", "docker", "docker client to run")
 	fs.Func("docker-arg", "a docker run flag (repeatable), e.g. -docker-arg=--read-only", appendTo(&dockerArgs))
-	fs.Func("env", "KEY=VALUE for the server (repeatable)", appendTo(&env))
 	timeout := fs.Duration("timeout", time.Minute, "longest wait for /ready")
 	grace := fs.Duration("grace", 30*time.Second, "after SIGTERM, wait this long before SIGKILL")
 	logPath := fs.String("log", "", "append a process's output to this file (default: stderr)")
@@ -40,9 +40,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := tf.Parsed(fs); err != nil {
+		fs.Usage()
+		return err
+	}
 	// The server's output and this command's lines share stderr.
 	stderr = &syncWriter{w: stderr}
-	spec := launch.Spec{Command: fs.Args(), Image: *image, Network: *network, Docker: *docker, DockerArgs: dockerArgs, Env: env, Stdout: stderr, Stderr: stderr}
+	spec := tf.Spec(*network, dockerArgs, nil)
+	spec.Stdout, spec.Stderr = stderr, stderr
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

@@ -98,7 +98,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.Int64Var(&rssMB, "rss-bound-mb", 600, "peak RSS bound for default settings, MiB")
 	fs.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&env, "env", "", "extra environment for thumbd, comma-separated K=V")
-	fs.StringVar(&o.lock, "lock", benchlock.Path, "flock held for the whole run (\"\" for none)")
+	benchlock.Flag(fs, &o.lock)
 	fs.IntVar(&o.cycles, "cycles", 12, "bursts mode: bursts after the first")
 	fs.IntVar(&o.burst, "burst", 32, "bursts mode: thumbnails per burst")
 	fs.IntVar(&o.burstClients, "burst-clients", 16, "bursts mode: clients per burst")
@@ -133,13 +133,11 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.lock != "" {
-		release, err := benchlock.Acquire(context.Background(), o.lock, os.Stderr)
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := benchlock.Hold(context.Background(), o.lock, os.Stderr)
+	if err != nil {
+		return err
 	}
+	defer release()
 	var results []*result
 	for _, mode := range o.modes {
 		switch mode {

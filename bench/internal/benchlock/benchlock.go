@@ -7,6 +7,7 @@ package benchlock
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,21 @@ import (
 
 // Path is the lock file every timing takes.
 const Path = "/tmp/thumbd-bench.lock"
+
+// Flag registers the -lock flag every timing subcommand takes: the lock
+// file, Path by default, "" for none.
+func Flag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "lock", Path, "flock held while measuring (\"\" for none)")
+}
+
+// Hold is the prologue of every timing: it takes the lock at path, or none
+// when path is "" (release is then a no-op).
+func Hold(ctx context.Context, path string, w io.Writer) (release func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	return Acquire(ctx, path, w)
+}
 
 // Acquire takes an exclusive flock on path, waiting (and saying so once on
 // w) while someone else holds it; ctx ends the wait. release gives it back.

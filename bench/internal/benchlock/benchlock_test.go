@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +52,35 @@ func TestAcquireExcludesAndWaits(t *testing.T) {
 func TestAcquireReportsAnUnopenablePath(t *testing.T) {
 	if _, err := Acquire(context.Background(), filepath.Join(t.TempDir(), "no", "dir", "lock"), &bytes.Buffer{}); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// Hold with no path takes nothing; with one it is Acquire; Flag defaults
+// to the machine's lock.
+func TestHoldAndFlag(t *testing.T) {
+	release, err := Hold(context.Background(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	path := filepath.Join(t.TempDir(), "lock")
+	release, err = Hold(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := Acquire(ctx, path, io.Discard); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("while Hold holds it: %v", err)
+	}
+	release()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	var lock string
+	Flag(fs, &lock)
+	if lock != Path {
+		t.Fatalf("default %q", lock)
+	}
+	if err := fs.Parse([]string{"-lock", ""}); err != nil || lock != "" {
+		t.Fatalf("-lock \"\": %q %v", lock, err)
 	}
 }

@@ -286,7 +286,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds")
 	fs.StringVar(&cpus, "cpus", "1", "CPUs the arms run on (\"\": any)")
 	fs.StringVar(&out, "out", "", "also write cells.json and cells.md into this directory")
-	fs.StringVar(&lock, "lock", benchlock.Path, "flock held while measuring (\"\" for none)")
+	benchlock.Flag(fs, &lock)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -315,13 +315,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := Build(ctx, o.Flavour, o.TestBin); err != nil {
 		return err
 	}
-	if lock != "" {
-		release, err := benchlock.Acquire(ctx, lock, stderr)
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := benchlock.Hold(ctx, lock, stderr)
+	if err != nil {
+		return err
 	}
+	defer release()
 	t, err := Measure(ctx, o)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.cpus, "cpus", "2", "docker --cpus (the manifests' CPU limit)")
 	fs.StringVar(&cfg.memory, "memory", "1280m", "docker --memory (the manifests' memory limit)")
 	fs.StringVar(&cfg.network, "network", "bridge", "bridge (port published on 127.0.0.1) or host")
-	fs.StringVar(&cfg.lock, "lock", benchlock.Path, "flock held while measuring (\"\" for none)")
+	benchlock.Flag(fs, &cfg.lock)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench coldstart [flags] IMAGE|exec:BINARY...")
 		fs.PrintDefaults()
@@ -78,13 +78,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cfg.lock != "" {
-		release, err := benchlock.Acquire(ctx, cfg.lock, stderr)
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := benchlock.Hold(ctx, cfg.lock, stderr)
+	if err != nil {
+		return err
 	}
+	defer release()
 	fmt.Fprintf(stdout, "cold start: from docker run -d (or exec) to the first POST /thumbnail (%d-byte JPEG) that answers 200; %d runs per target; containers get --cpus %s --memory %s, %s network\n",
 		len(body), cfg.runs, cfg.cpus, cfg.memory, cfg.network)
 	width := len("target")

@@ -118,7 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&engines, "engines", strings.Join(append(goFlavours(), sharp), ","), "engines to compare")
 	fs.Func("bin", "FLAVOUR=PATH: a BenchmarkEngine test binary already built for FLAVOUR (repeatable)", func(v string) error { bins = append(bins, v); return nil })
 	fs.StringVar(&sharpCmd, "sharp", "node bench/twins/node/engine-bench.mjs", "the sharp side's command")
-	fs.StringVar(&c.lock, "lock", benchlock.Path, "flock held while measuring (\"\" for none)")
+	benchlock.Flag(fs, &c.lock)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -202,13 +202,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if c.lock != "" {
-		release, err := benchlock.Acquire(ctx, c.lock, stderr)
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := benchlock.Hold(ctx, c.lock, stderr)
+	if err != nil {
+		return err
 	}
+	defer release()
 	fmt.Fprintf(stdout, "libvips: %s; %d CPUs\n", versions(ctx, c), runtime.NumCPU())
 	// Each engine writes its thumbnails to a directory of its own, every
 	// round over the last: the encoders are deterministic.

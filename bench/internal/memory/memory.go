@@ -37,12 +37,10 @@ import (
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var env []string
-	image := fs.String("image", "", "a container image, run hardened with -cpus and -memory (else: the command after --)")
-	docker := fs.String("docker", "docker", "docker client to run")
+	var tf target.Flags
+	tf.Register(fs, "a container image, run hardened with -cpus and -memory (else: the command after --)")
 	cpus := fs.String("cpus", "2", "container --cpus")
 	mems := fs.String("memory", "1280m", "container --memory, or a comma-separated list run one after another (\"none\": no limit)")
-	fs.Func("env", "KEY=VALUE for thumbd (repeatable)", func(v string) error { env = append(env, v); return nil })
 	srcs := fs.String("source", "bench/results/tmp/sources/large.jpg", "image to POST, or a comma-separated list loaded one after another on the same server (a known source's name is made when missing)")
 	query := fs.String("query", "w=256&h=256", "thumbnail query")
 	clients := fs.Int("clients", 10, "concurrent clients")
@@ -51,7 +49,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	probe := fs.Duration("probe", 250*time.Millisecond, "GET /health this often during the load, 1 s timeout each, as a liveness probe (0: none)")
 	after := fs.Duration("after", 0, "then wait this long idle and read the resident memory again (0: don't)")
 	check := fs.Bool("check", false, "fail unless: not OOM-killed, never 3 failed probes in a row, no request lost (every accepted request answered), some 2xx for every source")
-	lock := fs.String("lock", benchlock.Path, "flock held while measuring (\"\" for none)")
+	var lock string
+	benchlock.Flag(fs, &lock)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench memory [flags] (-image IMAGE | -- CMD ARGS...)")
 		fs.PrintDefaults()
@@ -59,9 +58,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if (*image == "") == (fs.NArg() == 0) || *clients < 1 || *duration <= 0 || *requests < 0 || *probe < 0 || *after < 0 {
+	if err := tf.Parsed(fs); err != nil {
 		fs.Usage()
-		return errors.New("want -image or a command, not both; -clients and -duration positive")
+		return err
+	}
+	if *clients < 1 || *duration <= 0 || *requests < 0 || *probe < 0 || *after < 0 {
+		fs.Usage()
+		return errors.New("-clients and -duration positive")
 	}
 	var bodies [][]byte
 	names := strings.Split(*srcs, ",")
@@ -72,20 +75,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		bodies = append(bodies, body)
 	}
-	if *lock != "" {
-		release, err := benchlock.Acquire(ctx, *lock, stderr)
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := benchlock.Hold(ctx, lock, stderr)
+	if err != nil {
+		return err
 	}
+	defer release()
 	var failed []string
 	for _, mem := range strings.Split(*mems, ",") {
-		spec := launch.Spec{Command: fs.Args(), Env: env, Stdout: stderr, Stderr: stderr}
-		name := strings.Join(fs.Args(), " ")
-		if *image != "" {
-			spec = launch.Spec{Image: *image, Docker: *docker, Network: "host", Env: env, DockerArgs: target.Hardened(*cpus, mem)}
-			name = *image + " --memory " + mem
+		spec := tf.Spec("host", target.Hardened(*cpus, mem), nil)
+		spec.Stdout, spec.Stderr = stderr, stderr // a process's output
+		name := tf.Name()
+		if tf.Image != "" {
+			name += " --memory " + mem
 		}
 		r := run{name: name, query: *query, clients: *clients, duration: *duration, requests: *requests, probe: *probe, after: *after}
 		fails, err := r.measure(ctx, spec, names, bodies, stdout)

@@ -44,26 +44,26 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
 	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/bench/internal/sources"
+	"github.com/thumbd/thumbd/bench/internal/target"
 	"github.com/thumbd/thumbd/internal/launch"
 )
 
 // config is the subcommand's flags.
 type config struct {
-	image, docker, query, dir, lock string
-	command, env, sources           []string
-	clients, rounds                 int
-	signed                          bool
-	duration, warmup                time.Duration
-	serverCPUs, clientCPUs          []int
+	target.Flags
+	query, dir, lock       string
+	sources                []string
+	clients, rounds        int
+	signed                 bool
+	duration, warmup       time.Duration
+	serverCPUs, clientCPUs []int
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
 	c := config{}
 	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.image, "image", "", "a container image, on the host network (else: the command after --)")
-	fs.StringVar(&c.docker, "docker", "docker", "docker client to run")
-	fs.Func("env", "KEY=VALUE for thumbd (repeatable)", func(v string) error { c.env = append(c.env, v); return nil })
+	c.Register(fs, "a container image, on the host network (else: the command after --)")
 	names := fs.String("sources", "small,large", "the bench sources to serve and POST (comma-separated)")
 	fs.StringVar(&c.dir, "source-dir", "bench/results/tmp/sources", "where the sources are (made when missing)")
 	fs.StringVar(&c.query, "query", "w=256&h=256", "thumbnail options, the same for GET and POST")
@@ -74,7 +74,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured load before each step")
 	serverCPUs := fs.String("server-cpus", "1", "CPUs for thumbd (\"\": not pinned)")
 	clientCPUs := fs.String("client-cpus", "0", "CPUs for this driver: the load generator and the origin (\"\": not pinned)")
-	fs.StringVar(&c.lock, "lock", benchlock.Path, "flock held while measuring (\"\" for none)")
+	benchlock.Flag(fs, &c.lock)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench origin [flags] (-image IMAGE | -- CMD ARGS...)")
 		fs.PrintDefaults()
@@ -82,7 +82,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	c.command = fs.Args()
+	if err := c.Parsed(fs); err != nil {
+		fs.Usage()
+		return c, err
+	}
 	c.sources = strings.Split(*names, ",")
 	var err error
 	if c.serverCPUs, err = affinity.ParseList(*serverCPUs); err != nil {
@@ -91,9 +94,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if c.clientCPUs, err = affinity.ParseList(*clientCPUs); err != nil {
 		return c, err
 	}
-	if (c.image == "") == (len(c.command) == 0) || c.clients < 1 || c.rounds < 1 || c.duration <= 0 || c.warmup < 0 {
+	if c.clients < 1 || c.rounds < 1 || c.duration <= 0 || c.warmup < 0 {
 		fs.Usage()
-		return c, errors.New("want -image or a command, not both; -clients, -rounds and -duration positive")
+		return c, errors.New("-clients, -rounds and -duration positive")
 	}
 	return c, nil
 }
@@ -114,13 +117,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if c.lock != "" {
-		release, err := benchlock.Acquire(ctx, c.lock, stderr)
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := benchlock.Hold(ctx, c.lock, stderr)
+	if err != nil {
+		return err
 	}
+	defer release()
 	if len(c.clientCPUs) > 0 {
 		// Before the origin starts: its goroutines run on the driver's CPUs.
 		if err := affinity.PinProcess(c.clientCPUs); err != nil {
@@ -189,12 +190,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	target := c.image
-	if target == "" {
-		target = strings.Join(c.command, " ")
-	}
 	fmt.Fprintf(stdout, "%s, %s, %d clients, %d rounds of %s (+%s warm-up), thumbd on CPUs %s, driver and origin on %s\n\n",
-		target, c.query, c.clients, c.rounds, c.duration, c.warmup, affinity.Format(c.serverCPUs), affinity.Format(c.clientCPUs))
+		c.Name(), c.query, c.clients, c.rounds, c.duration, c.warmup, affinity.Format(c.serverCPUs), affinity.Format(c.clientCPUs))
 	fmt.Fprintln(stdout, "| source | bytes | POST rps | GET ?url= rps | GET / POST | p50 POST / GET ms | server CPU µs per answer, POST / GET | errors |")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
 	for i, p := range paths {
@@ -315,17 +312,15 @@ func serveDir(ctx context.Context, dir string) (string, error) {
 // THUMBD_ORIGINS_ALLOW_LOOPBACK), with the -env settings and more, and
 // waits for it to be ready.
 func start(ctx context.Context, c config, origin string, more []string) (*launch.Server, error) {
-	env := append(append([]string{"THUMBD_ORIGINS=" + origin, "THUMBD_ORIGINS_ALLOW_LOOPBACK=true"}, c.env...), more...)
-	spec := launch.Spec{Command: c.command, Env: env}
+	var dockerArgs []string
 	if len(c.serverCPUs) > 0 {
-		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.serverCPUs) }
+		dockerArgs = []string{"--cpuset-cpus", affinity.Format(c.serverCPUs)}
 	}
-	if c.image != "" {
-		// The host network: the container reaches the origin on 127.0.0.1.
-		spec = launch.Spec{Image: c.image, Docker: c.docker, Network: "host", Env: env}
-		if len(c.serverCPUs) > 0 {
-			spec.DockerArgs = []string{"--cpuset-cpus", affinity.Format(c.serverCPUs)}
-		}
+	// The host network: a container reaches the origin on 127.0.0.1.
+	spec := c.Spec("host", dockerArgs, []string{"THUMBD_ORIGINS=" + origin, "THUMBD_ORIGINS_ALLOW_LOOPBACK=true"})
+	spec.Env = append(spec.Env, more...)
+	if len(c.serverCPUs) > 0 && c.Image == "" {
+		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.serverCPUs) }
 	}
 	srv, err := launch.Start(ctx, spec)
 	if err != nil {
