@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thumbd/thumbd/internal/procfs"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
@@ -43,22 +44,32 @@ import (
 //
 // Each job is timed from the supervisor's side (for a cell: the options and
 // source sent, the image read back); a cell reports the minor page faults
-// its job took. It only runs when asked:
+// its job took. The measurement runs when asked:
 //
 //	THUMBD_ARMS=1 THUMBD_ARMS_BIN=bin/thumbd-static [THUMBD_ARMS_IMAGE=thumbd:scratch] \
 //	THUMBD_ARMS_SOURCES=a.jpg,b.jpg THUMBD_ARMS_OUT=arms.json go test -run TestArms ./service/internal/cellpool
+//
+// Otherwise it is a smoke run, so that the study cannot rot unseen: one
+// job per arm but the container's, on a small synthetic source, with this
+// test binary as a real cell (libvips, the protocol; armsCell).
 func TestArms(t *testing.T) {
-	if os.Getenv("THUMBD_ARMS") != "1" {
-		t.Skip("THUMBD_ARMS=1 runs the arms (bench cells)")
-	}
 	bin, image, out := os.Getenv("THUMBD_ARMS_BIN"), os.Getenv("THUMBD_ARMS_IMAGE"), os.Getenv("THUMBD_ARMS_OUT")
 	samples := envInt(t, "THUMBD_ARMS_SAMPLES", 30)
 	fresh := envInt(t, "THUMBD_ARMS_FRESH", 15)
+	var srcs []armSource
+	cellEnv := []string{"MALLOC_ARENA_MAX=2"}
+	if os.Getenv("THUMBD_ARMS") != "1" {
+		bin, image, out, samples, fresh = os.Args[0], "", filepath.Join(t.TempDir(), "arms.json"), 1, 1
+		srcs = []armSource{{"smoke", warmup(t)}}
+		cellEnv = append(cellEnv, armsCellEnv+"=1")
+	}
 	if bin == "" || out == "" {
 		t.Fatal("THUMBD_ARMS_BIN and THUMBD_ARMS_OUT are required")
 	}
-	var srcs []armSource
 	for _, p := range strings.Split(os.Getenv("THUMBD_ARMS_SOURCES"), ",") {
+		if len(srcs) > 0 && srcs[0].name == "smoke" {
+			break
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +83,7 @@ func TestArms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	native := &cell.Spec{Path: bin, Args: []string{"cell"}, Env: []string{settings, "MALLOC_ARENA_MAX=2"}, Stderr: os.Stderr,
+	native := &cell.Spec{Path: bin, Args: []string{"cell"}, Env: append([]string{settings}, cellEnv...), Stderr: os.Stderr,
 		MaxSource: 64 << 20, MaxSide: 4096, MaxAnimationPixels: 1 << 24}
 	inproc := thumb.New(engCfg)
 	inproc.Start()
@@ -88,10 +99,38 @@ func TestArms(t *testing.T) {
 			results = append(results, reusedArm(t, "containerised cell, reused", spec, src, samples, rss))
 		}
 	}
+	for _, r := range results {
+		if r.OutBytes == 0 || len(r.Ms) == 0 {
+			t.Errorf("%s on %s: no thumbnail timed: %+v", r.Arm, r.Source, r)
+		}
+	}
 	b, _ := json.MarshalIndent(results, "", "  ")
 	if err := os.WriteFile(out, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// armsCellEnv, set to 1, makes this test binary a real cell (armsCell).
+const armsCellEnv = "THUMBD_ARMS_CELL"
+
+// armsCell is `thumbd cell` without the sandbox: libvips and the protocol,
+// which is what the arms time.
+func armsCell() int {
+	conn, err := cell.Socket(os.Getenv)
+	if err != nil {
+		return 9
+	}
+	set, err := cell.ReadSettings(os.Getenv)
+	if err != nil {
+		return 8
+	}
+	eng := thumb.New(set.Engine)
+	eng.Start()
+	w := cell.Worker{Engine: eng, MaxSource: set.MaxSource, Memory: thumb.Memory}
+	if err := w.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: thumb.Version()}); err != nil {
+		return 2
+	}
+	return 0
 }
 
 type armSource struct {
@@ -257,13 +296,9 @@ func containerSpec(t *testing.T, image, settings string) (*cell.Spec, func() int
 		if err != nil {
 			return 0
 		}
-		b, err := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/statm")
-		if err != nil {
-			return 0
-		}
-		f := strings.Fields(string(b))
-		pages, _ := strconv.ParseInt(f[1], 10, 64)
-		return pages * int64(os.Getpagesize())
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+		st, _ := procfs.Read(pid)
+		return st.VmRSS
 	}
 	return spec, rss
 }

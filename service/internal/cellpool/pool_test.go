@@ -21,6 +21,9 @@ import (
 // The test binary re-executed by celltest.Spec is a fake cell whose engine
 // the job's width commands.
 func TestMain(m *testing.M) {
+	if os.Getenv(armsCellEnv) == "1" {
+		os.Exit(armsCell())
+	}
 	celltest.Main()
 	os.Exit(m.Run())
 }
