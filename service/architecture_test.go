@@ -171,3 +171,49 @@ func TestEveryServicePackageIsTheServices(t *testing.T) {
 		}
 	}
 }
+
+// The images' docker build context (.dockerignore) holds every package of
+// the module's internal/ that the binary imports: a missing one fails only
+// in a docker build, minutes into CI.
+func TestDockerContextHoldsTheBinarysPackages(t *testing.T) {
+	const shared = "github.com/thumbd/thumbd/internal/"
+	ignore, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := map[string]bool{}
+	var visit func(dir string)
+	visit = func(dir string) {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range parsed.Imports {
+				if pkg, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), shared); ok && !needed[pkg] {
+					needed[pkg] = true
+					visit(filepath.Join("..", "internal", pkg))
+				}
+			}
+		}
+	}
+	filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && !strings.HasSuffix(path, "test") {
+			visit(path)
+		}
+		return err
+	})
+	lines := strings.Split(string(ignore), "\n")
+	for pkg := range needed {
+		if !slices.Contains(lines, "!internal/"+pkg) && !slices.Contains(lines, "!internal") {
+			t.Errorf("the thumbd binary imports internal/%s, which .dockerignore leaves out of the images' build context: add !internal/%s", pkg, pkg)
+		}
+	}
+	if !needed["procfs"] {
+		t.Error("the walk found no internal/procfs, which cells import: the test is broken")
+	}
+}

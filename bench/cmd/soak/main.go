@@ -14,8 +14,8 @@
 //	go run ./bench/cmd/soak -modes load -malloc jemalloc -duration 60s -clients 500
 //
 // The files: thumbd.go starts thumbd and reads its log, clients.go is the
-// load, monitor.go the /health poller and RSS sampler, modes.go the load,
-// shutdown and slowloris modes, bursts.go and containment.go a mode each,
+// load, monitor.go the /health poller and RSS sampler, a file per mode
+// (load.go, shutdown.go, slowloris.go, bursts.go, containment.go),
 // checks.go what a mode must show, summary.go the report.
 // Everything is bounded: the load runs for -duration with -clients
 // workers, each request has a client timeout, each mode has a hard stop.
