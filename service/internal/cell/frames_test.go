@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,6 +24,19 @@ type echo struct{}
 
 func (echo) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thumbjob.Image, error) {
 	return thumbjob.Image{Bytes: pngBytes, Format: o.Format, Width: o.Width, Height: o.Width}, nil
+}
+
+// Info describes every source as a 40x30 JPEG, with a ThumbHash when asked.
+func (echo) Info(_ context.Context, _ []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
+	return echoInfo(job), nil
+}
+
+func echoInfo(job thumbjob.InfoJob) thumbjob.Info {
+	i := thumbjob.Info{Format: imagefmt.JPEG, Width: 40, Height: 30, StoredWidth: 40, StoredHeight: 30, Orientation: 1, Frames: 1, Space: "srgb"}
+	if job.ThumbHash {
+		i.ThumbHash = "nxcOLZpgd3dReYeGd3h3d+PxC/eH"
+	}
+	return i
 }
 
 func job(w int) thumbjob.Options {
@@ -119,6 +133,10 @@ func (f failing) Thumbnail(context.Context, []byte, thumbjob.Options) (thumbjob.
 	return thumbjob.Image{}, fmt.Errorf("%w: the detail", f.err)
 }
 
+func (f failing) Info(context.Context, []byte, thumbjob.InfoJob) (thumbjob.Info, error) {
+	return thumbjob.Info{}, fmt.Errorf("%w: the detail", f.err)
+}
+
 // Every typed engine error reaches the supervisor as itself (its HTTP
 // status depends on it), with its message.
 func TestEngineErrorsCrossTheWire(t *testing.T) {
@@ -127,6 +145,12 @@ func TestEngineErrorsCrossTheWire(t *testing.T) {
 		meta, payload := Worker{Engine: failing{want}}.run(nil, job(8))
 		if _, err := c.result(job(8), meta, payload); !errors.Is(err, want) || !strings.Contains(err.Error(), "the detail") {
 			t.Errorf("%v came back as %v", want, err)
+		}
+	}
+	for _, want := range thumbjob.Errors() {
+		meta := Worker{Engine: failing{want}}.info(nil, thumbjob.InfoJob{ThumbHash: true})
+		if _, err := infoResult(thumbjob.InfoJob{ThumbHash: true}, meta); !errors.Is(err, want) || !strings.Contains(err.Error(), "the detail") {
+			t.Errorf("info: %v came back as %v", want, err)
 		}
 	}
 	meta, payload := Worker{Engine: failing{errors.New("no exporter")}}.run(nil, job(8))
@@ -204,6 +228,75 @@ func TestWorkerRunsAfterJobOncePerJob(t *testing.T) {
 		case <-ran:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("job %d: AfterJob never ran", i)
+		}
+	}
+}
+
+// An info job's result is checked as a thumbnail's is: a description no
+// image could have, or a ThumbHash not asked for or malformed, is a
+// protocol violation.
+func TestInfoResultsAreChecked(t *testing.T) {
+	with, without := thumbjob.InfoJob{ThumbHash: true}, thumbjob.InfoJob{}
+	edit := func(job thumbjob.InfoJob, f func(*thumbjob.Info)) resultMeta {
+		i := echoInfo(job)
+		f(&i)
+		return resultMeta{Info: &i}
+	}
+	for _, tc := range []struct {
+		name string
+		job  thumbjob.InfoJob
+		meta resultMeta
+		ok   bool
+	}{
+		{"ok", with, edit(with, func(*thumbjob.Info) {}), true},
+		{"ok without hash", without, edit(without, func(*thumbjob.Info) {}), true},
+		{"no info", with, resultMeta{}, false},
+		{"output-only format", with, edit(with, func(i *thumbjob.Info) { i.Format = imagefmt.AVIF }), false},
+		{"no width", with, edit(with, func(i *thumbjob.Info) { i.Width = 0 }), false},
+		{"orientation 9", with, edit(with, func(i *thumbjob.Info) { i.Orientation = 9 }), false},
+		{"more delays than frames", with, edit(with, func(i *thumbjob.Info) { i.DelaysMS = []int{1, 2} }), false},
+		{"long space", with, edit(with, func(i *thumbjob.Info) { i.Space = strings.Repeat("s", 33) }), false},
+		{"hash not asked", without, edit(with, func(*thumbjob.Info) {}), false},
+		{"hash missing", with, edit(without, func(*thumbjob.Info) {}), false},
+		{"hash not base64", with, edit(with, func(i *thumbjob.Info) { i.ThumbHash = "<script>" }), false},
+		{"hash too long", with, edit(with, func(i *thumbjob.Info) { i.ThumbHash = strings.Repeat("AAAA", 13) }), false},
+		{"hash too short", with, edit(with, func(i *thumbjob.Info) { i.ThumbHash = "AAAA" }), false},
+	} {
+		info, err := infoResult(tc.job, tc.meta)
+		if tc.ok && (err != nil || !reflect.DeepEqual(info, echoInfo(tc.job))) || !tc.ok && !isProtocol(err) {
+			t.Errorf("%s: %+v %v", tc.name, info, err)
+		}
+	}
+}
+
+// A worker answers info jobs and thumbnail jobs on the same socket, in
+// any order.
+func TestWorkerServesInfoJobs(t *testing.T) {
+	ours, theirs := net.Pipe()
+	defer ours.Close()
+	go Worker{Engine: echo{}, MaxSource: 10}.Serve(theirs, Hello{PID: 1})
+	var h Hello
+	readFrame(ours, kindHello, &h, 0)
+	for _, kind := range []byte{kindInfo, kindJob, kindInfo} {
+		var err error
+		if kind == kindInfo {
+			go writeFrame(ours, kindInfo, thumbjob.InfoJob{ThumbHash: true}, []byte("src"))
+		} else {
+			go writeFrame(ours, kindJob, job(8), []byte("src"))
+		}
+		var meta resultMeta
+		payload, err := readFrame(ours, kindResult, &meta, 1<<20)
+		switch {
+		case err != nil:
+			t.Fatalf("%c: %v", kind, err)
+		case kind == kindInfo:
+			if info, err := infoResult(thumbjob.InfoJob{ThumbHash: true}, meta); err != nil || len(payload) != 0 {
+				t.Errorf("info: %+v %v, %d bytes", info, err, len(payload))
+			}
+		default:
+			if _, err := (&Cell{spec: &Spec{MaxSide: 100}}).result(job(8), meta, payload); err != nil {
+				t.Errorf("thumbnail: %v", err)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cell
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -423,47 +424,78 @@ func (c *Cell) RSS() (int64, error) {
 // protocol, gives a *CrashError; the caller must not use the cell again
 // after any error but a typed engine error.
 func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, Stats, error) {
+	var img thumbjob.Image
+	stats, err := c.exchange(ctx, kindJob, o, src, c.spec.resultBound(o), func(meta resultMeta, payload []byte) (err error) {
+		img, err = c.result(o, meta, payload)
+		return err
+	})
+	return img, stats, err
+}
+
+// Info describes a source in the cell (an info job), as Run makes a
+// thumbnail; the source's byte size is left to the caller.
+func (c *Cell) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, Stats, error) {
+	var info thumbjob.Info
+	stats, err := c.exchange(ctx, kindInfo, job, src, 0, func(meta resultMeta, _ []byte) (err error) {
+		info, err = infoResult(job, meta)
+		return err
+	})
+	return info, stats, err
+}
+
+// exchange sends one job frame and reads its result frame (a payload of
+// at most bound bytes), which check turns into the job's answer, as Run
+// says.
+func (c *Cell) exchange(ctx context.Context, kind byte, job any, src []byte, bound int64, check func(resultMeta, []byte) error) (Stats, error) {
 	if int64(len(src)) > c.spec.MaxSource {
-		return thumbjob.Image{}, Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
+		return Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 	var meta resultMeta
 	var payload []byte
-	err := writeFrame(c.conn, kindJob, o, src)
+	err := writeFrame(c.conn, kind, job, src)
 	if err == nil {
-		payload, err = readFrame(c.conn, kindResult, &meta, c.spec.resultBound(o))
+		payload, err = readFrame(c.conn, kindResult, &meta, bound)
 	}
 	if !stop() {
 		// ctx ended during the job: the answer would be late, and the
 		// socket's deadline is spent.
 		c.Kill()
 		<-c.exited
-		return thumbjob.Image{}, Stats{}, ctx.Err()
+		return Stats{}, ctx.Err()
 	}
 	if err == nil {
-		var img thumbjob.Image
-		if img, err = c.result(o, meta, payload); err == nil || !errors.Is(err, ErrProtocol) {
-			return img, meta.Stats, err
+		if err = check(meta, payload); err == nil || !errors.Is(err, ErrProtocol) {
+			return meta.Stats, err
 		}
 	}
-	return thumbjob.Image{}, Stats{}, c.crashed(err)
+	return Stats{}, c.crashed(err)
+}
+
+// engineError is the engine error a result reports (nil for none), or a
+// protocol error for a kind of error the protocol does not know.
+func engineError(meta resultMeta) error {
+	if meta.Error == "" {
+		return nil
+	}
+	msg := meta.Message
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage]
+	}
+	if kind, ok := thumbjob.ForCode(apierr.Code(meta.Error)); ok {
+		return &remoteError{msg: msg, kind: kind}
+	}
+	if meta.Error == kindInternal {
+		return &remoteError{msg: msg}
+	}
+	return fmt.Errorf("%w: error kind %q", ErrProtocol, meta.Error)
 }
 
 // result checks a result frame against the job and turns it into an image
 // or the engine's typed error.
 func (c *Cell) result(o thumbjob.Options, meta resultMeta, payload []byte) (thumbjob.Image, error) {
-	if meta.Error != "" {
-		msg := meta.Message
-		if len(msg) > maxMessage {
-			msg = msg[:maxMessage]
-		}
-		if kind, ok := thumbjob.ForCode(apierr.Code(meta.Error)); ok {
-			return thumbjob.Image{}, &remoteError{msg: msg, kind: kind}
-		}
-		if meta.Error == kindInternal {
-			return thumbjob.Image{}, &remoteError{msg: msg}
-		}
-		return thumbjob.Image{}, fmt.Errorf("%w: error kind %q", ErrProtocol, meta.Error)
+	if err := engineError(meta); err != nil {
+		return thumbjob.Image{}, err
 	}
 	// The bytes must be the format asked for: o.Format, or o.AlphaFormat
 	// for a source with transparency (format=auto). Identify, not Sniff:
@@ -477,6 +509,34 @@ func (c *Cell) result(o thumbjob.Options, meta resultMeta, payload []byte) (thum
 		return thumbjob.Image{}, fmt.Errorf("%w: a %dx%d image", ErrProtocol, meta.Width, meta.Height)
 	}
 	return thumbjob.Image{Bytes: payload, Format: spec.Format, Width: meta.Width, Height: meta.Height}, nil
+}
+
+// maxThumbHash bounds a ThumbHash's base64 text: the format's longest hash
+// is 25 bytes (36 characters).
+const maxThumbHash = 48
+
+// infoResult checks an info job's result: a description that could be
+// true of some input image, and a ThumbHash only when one was asked.
+func infoResult(job thumbjob.InfoJob, meta resultMeta) (thumbjob.Info, error) {
+	if err := engineError(meta); err != nil {
+		return thumbjob.Info{}, err
+	}
+	i := meta.Info
+	if i == nil {
+		return thumbjob.Info{}, fmt.Errorf("%w: an info result without its info", ErrProtocol)
+	}
+	hash, hashErr := base64.StdEncoding.DecodeString(i.ThumbHash)
+	switch {
+	case !slices.Contains(imagefmt.Inputs(), i.Format):
+		return thumbjob.Info{}, fmt.Errorf("%w: an info result for format %q", ErrProtocol, i.Format)
+	case i.Width < 1 || i.Height < 1 || i.StoredWidth < 1 || i.StoredHeight < 1 || i.Orientation < 1 || i.Orientation > 8 || i.Frames < 1:
+		return thumbjob.Info{}, fmt.Errorf("%w: an info result of %dx%d (%dx%d stored), orientation %d, %d frames", ErrProtocol, i.Width, i.Height, i.StoredWidth, i.StoredHeight, i.Orientation, i.Frames)
+	case len(i.DelaysMS) > i.Frames || len(i.Space) > 32:
+		return thumbjob.Info{}, fmt.Errorf("%w: an info result with %d delays for %d frames, space %d bytes", ErrProtocol, len(i.DelaysMS), i.Frames, len(i.Space))
+	case job.ThumbHash == (i.ThumbHash == "") || len(i.ThumbHash) > maxThumbHash || hashErr != nil || (job.ThumbHash && len(hash) < 5):
+		return thumbjob.Info{}, fmt.Errorf("%w: an info result with ThumbHash %.64q (asked: %t)", ErrProtocol, i.ThumbHash, job.ThumbHash)
+	}
+	return *i, nil
 }
 
 // crashed ends the cell after a failed exchange and says how it ended. A

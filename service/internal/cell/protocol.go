@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/thumbd/thumbd/service/internal/sandbox"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Frame kinds.
@@ -26,6 +28,9 @@ const (
 	kindHello  byte = 'H' // cell → supervisor, once: ready
 	kindJob    byte = 'J' // supervisor → cell: options, then the source bytes
 	kindResult byte = 'R' // cell → supervisor: outcome, then the image bytes
+	// kindInfo: supervisor → cell: a thumbjob.InfoJob, then the source
+	// bytes; its result carries a thumbjob.Info and no payload.
+	kindInfo byte = 'I'
 )
 
 // headerSize is a frame's fixed header: kind, three zero bytes, the length
@@ -73,7 +78,9 @@ type resultMeta struct {
 	Format  string `json:"format,omitempty"`
 	Width   int    `json:"w,omitempty"`
 	Height  int    `json:"h,omitempty"`
-	Stats   Stats  `json:"stats"`
+	// Info answers an info job.
+	Info  *thumbjob.Info `json:"info,omitempty"`
+	Stats Stats          `json:"stats"`
 }
 
 // maxMessage bounds an error message a cell sends; it reaches clients.
@@ -101,27 +108,35 @@ func writeFrame(w io.Writer, kind byte, meta any, payload []byte) error {
 // its payload (at most maxPayload bytes) into a new slice. io.EOF means the
 // peer closed the socket before a frame began.
 func readFrame(r io.Reader, want byte, meta any, maxPayload int64) ([]byte, error) {
+	_, payload, err := readFrameOf(r, string(want), func(byte) any { return meta }, maxPayload)
+	return payload, err
+}
+
+// readFrameOf reads one frame of any of the kinds, its metadata into what
+// meta gives for its kind, and says which kind it was.
+func readFrameOf(r io.Reader, kinds string, meta func(kind byte) any, maxPayload int64) (byte, []byte, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	metaLen, payloadLen := binary.LittleEndian.Uint32(h[4:]), binary.LittleEndian.Uint32(h[8:])
 	switch {
-	case h[0] != want || h[1] != 0 || h[2] != 0 || h[3] != 0:
-		return nil, fmt.Errorf("%w: frame kind %q, want %q", ErrProtocol, h[0], want)
+	case strings.IndexByte(kinds, h[0]) < 0 || h[1] != 0 || h[2] != 0 || h[3] != 0:
+		return 0, nil, fmt.Errorf("%w: frame kind %q, want one of %q", ErrProtocol, h[0], kinds)
 	case metaLen > maxMeta:
-		return nil, fmt.Errorf("%w: %d bytes of metadata", ErrProtocol, metaLen)
+		return 0, nil, fmt.Errorf("%w: %d bytes of metadata", ErrProtocol, metaLen)
 	case int64(payloadLen) > maxPayload:
-		return nil, fmt.Errorf("%w: a %d-byte payload, more than the %d allowed", ErrProtocol, payloadLen, maxPayload)
+		return 0, nil, fmt.Errorf("%w: a %d-byte payload, more than the %d allowed", ErrProtocol, payloadLen, maxPayload)
 	}
 	m := make([]byte, metaLen)
 	if _, err := io.ReadFull(r, m); err != nil {
-		return nil, unexpectedEOF(err)
+		return 0, nil, unexpectedEOF(err)
 	}
-	if err := json.Unmarshal(m, meta); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	if err := json.Unmarshal(m, meta(h[0])); err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
-	return readPayload(r, int(payloadLen))
+	payload, err := readPayload(r, int(payloadLen))
+	return h[0], payload, err
 }
 
 // readPayload reads n bytes into a buffer that grows as they arrive

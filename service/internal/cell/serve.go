@@ -66,6 +66,7 @@ func Socket(getenv func(string) string) (io.ReadWriter, error) {
 // Engine is what a cell runs its jobs on: a started thumb.Engine.
 type Engine interface {
 	Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error)
+	Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error)
 }
 
 // Worker is the cell's side of the protocol.
@@ -90,14 +91,27 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 	}
 	for {
 		var job thumbjob.Options
-		src, err := readFrame(conn, kindJob, &job, w.MaxSource)
+		var info thumbjob.InfoJob
+		kind, src, err := readFrameOf(conn, string([]byte{kindJob, kindInfo}), func(kind byte) any {
+			if kind == kindInfo {
+				return &info
+			}
+			return &job
+		}, w.MaxSource)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		meta, img := w.run(src, job)
+		var meta resultMeta
+		var img []byte
+		if kind == kindInfo {
+			meta = w.info(src, info)
+			job = info.AsThumbnail() // what its decode cost, for AfterJob
+		} else {
+			meta, img = w.run(src, job)
+		}
 		if err := writeFrame(conn, kindResult, meta, img); err != nil {
 			return err
 		}
@@ -109,8 +123,36 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 
 // run makes one thumbnail and measures what it cost the process.
 func (w Worker) run(src []byte, job thumbjob.Options) (resultMeta, []byte) {
+	var img thumbjob.Image
+	meta := w.measure(func() (err error) {
+		img, err = w.Engine.Thumbnail(context.Background(), src, job)
+		return err
+	})
+	if meta.Error != "" {
+		return meta, nil
+	}
+	meta.Format, meta.Width, meta.Height = string(img.Format), img.Width, img.Height
+	return meta, img.Bytes
+}
+
+// info describes one source and measures what it cost the process.
+func (w Worker) info(src []byte, job thumbjob.InfoJob) resultMeta {
+	var info thumbjob.Info
+	meta := w.measure(func() (err error) {
+		info, err = w.Engine.Info(context.Background(), src, job)
+		return err
+	})
+	if meta.Error == "" {
+		meta.Info = &info
+	}
+	return meta
+}
+
+// measure runs one job and gives its result's stats, and its error as
+// the wire carries it.
+func (w Worker) measure(job func() error) resultMeta {
 	before := minorFaults()
-	img, err := w.Engine.Thumbnail(context.Background(), src, job)
+	err := job()
 	var meta resultMeta
 	meta.Stats.MinorFaults = minorFaults() - before
 	if w.Memory != nil {
@@ -125,10 +167,8 @@ func (w Worker) run(src []byte, job thumbjob.Options) (resultMeta, []byte) {
 		if len(meta.Message) > maxMessage {
 			meta.Message = meta.Message[:maxMessage]
 		}
-		return meta, nil
 	}
-	meta.Format, meta.Width, meta.Height = string(img.Format), img.Width, img.Height
-	return meta, img.Bytes
+	return meta
 }
 
 // minorFaults is the process's minor page faults so far (getrusage needs no

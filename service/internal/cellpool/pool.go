@@ -135,11 +135,32 @@ func (p *Pool) Start() error {
 
 // Thumbnail runs one job on an idle cell, waiting for one within ctx.
 func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
+	var img thumbjob.Image
+	err := p.run(ctx, func(m *member) (s cell.Stats, err error) {
+		img, s, err = m.Run(ctx, src, o)
+		return s, err
+	})
+	return img, err
+}
+
+// Info describes a source on an idle cell, as Thumbnail makes a thumbnail.
+func (p *Pool) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
+	var info thumbjob.Info
+	err := p.run(ctx, func(m *member) (s cell.Stats, err error) {
+		info, s, err = m.Info(ctx, src, job)
+		return s, err
+	})
+	return info, err
+}
+
+// run runs one job on an idle cell, waiting for one within ctx, and keeps
+// the cell, retires it or lets it go after what the job did.
+func (p *Pool) run(ctx context.Context, job func(m *member) (cell.Stats, error)) error {
 	m, err := p.take(ctx)
 	if err != nil {
-		return thumbjob.Image{}, err
+		return err
 	}
-	img, stats, err := m.Run(ctx, src, o)
+	stats, err := job(m)
 	switch {
 	case errors.Is(err, cell.ErrCrashed):
 		p.mu.Lock()
@@ -160,7 +181,7 @@ func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (t
 		// limit: the cell answered within the protocol, so it stays.
 		p.done(m, stats)
 	}
-	return img, err
+	return err
 }
 
 // take hands out the oldest idle cell, skipping any that died while idle.

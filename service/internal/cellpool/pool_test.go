@@ -16,6 +16,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/celltest"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The test binary re-executed by celltest.Spec is a fake cell whose engine
@@ -353,4 +354,24 @@ func TestCellsDyingAtStartAreReplacedWithBackOff(t *testing.T) {
 	if s.StartBackOff <= 0 {
 		t.Error("no back-off reported")
 	}
+}
+
+// An info job runs on a cell as a thumbnail does, and counts among its
+// jobs: the cell's bounds hold whatever its jobs were.
+func TestInfoJobsRunOnCells(t *testing.T) {
+	p := startPool(t, 1, 0, 2, 1<<30)
+	first := p.Stats().PIDs
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	info, err := p.Info(ctx, []byte("source"), thumbjob.InfoJob{ThumbHash: true})
+	if err != nil || info.Width != 1 || info.ThumbHash == "" {
+		t.Fatalf("info: %+v %v", info, err)
+	}
+	if err := thumbnail(p, ok, waitLong); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cell's replacement after two jobs", func() bool {
+		s := p.Stats()
+		return s.Exits[ExitJobs] == 1 && len(s.PIDs) == 1 && !slices.Contains(first, s.PIDs[0])
+	})
 }

@@ -114,6 +114,16 @@ func (e engine) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thum
 	return thumbjob.Image{Bytes: PNG, Format: o.Format, Width: o.Width, Height: o.Width}, nil
 }
 
+// Info describes every source as a 1x1 PNG; with a ThumbHash when asked
+// (a one-pixel image's, as the published encoder gives it).
+func (engine) Info(_ context.Context, _ []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
+	i := thumbjob.Info{Format: imagefmt.PNG, Width: 1, Height: 1, StoredWidth: 1, StoredHeight: 1, Orientation: 1, Frames: 1, Space: "srgb"}
+	if job.ThumbHash {
+		i.ThumbHash = "AAgCBwAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	}
+	return i, nil
+}
+
 // hang blocks for good. Not select{}: in a binary without cgo the runtime
 // would see every goroutine asleep and exit with status 2, where a cell
 // that hangs must stay until it is killed.

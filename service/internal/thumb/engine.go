@@ -93,24 +93,15 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Image{}, err
 	}
-	if _, ok := imagefmt.Sniff(src); !ok {
-		return thumbjob.Image{}, fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
-	}
-	// libvips' GIF loader ignores a logical screen larger than the frames
-	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
-	// bytes would be decoded; the limit holds for what the header declares.
-	if w, h, ok := imagefmt.GIFScreen(src); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
-		return thumbjob.Image{}, fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
+	if err := e.checkSource(src); err != nil {
+		return thumbjob.Image{}, err
 	}
 	h, err := probe(src)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
-	if px := int64(h.width) * int64(h.height); h.width <= 0 || h.height <= 0 || px > e.cfg.MaxPixels {
-		return thumbjob.Image{}, fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
-	}
-	if h.pages > e.cfg.MaxFrames {
-		return thumbjob.Image{}, fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
+	if err := e.checkHeader(h); err != nil {
+		return thumbjob.Image{}, err
 	}
 	out := output(o, h.alpha)
 	export, ok := exporters[out.Format]
@@ -151,6 +142,32 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight()}, nil
+}
+
+// checkSource refuses, before libvips reads it, a source that is no input
+// format or a GIF whose screen is over the pixel limit.
+func (e *Engine) checkSource(src []byte) error {
+	if _, ok := imagefmt.Sniff(src); !ok {
+		return fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
+	}
+	// libvips' GIF loader ignores a logical screen larger than the frames
+	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
+	// bytes would be decoded; the limit holds for what the header declares.
+	if w, h, ok := imagefmt.GIFScreen(src); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
+		return fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
+	}
+	return nil
+}
+
+// checkHeader holds the header to the pixel and frame limits.
+func (e *Engine) checkHeader(h header) error {
+	if px := int64(h.width) * int64(h.height); h.width <= 0 || h.height <= 0 || px > e.cfg.MaxPixels {
+		return fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
+	}
+	if h.pages > e.cfg.MaxFrames {
+		return fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
+	}
+	return nil
 }
 
 // vipsMessage is libvips' message without the Go stack trace govips

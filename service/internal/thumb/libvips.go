@@ -28,6 +28,18 @@ static void thumbd_harden(void) {
 	vips_operation_block_set("VipsForeignLoadGif", FALSE);
 }
 
+static void thumbd_read_header(VipsImage *im, thumbd_header *h) {
+	h->width = vips_image_get_width(im);
+	h->height = vips_image_get_height(im);
+	h->pages = vips_image_get_n_pages(im);
+	h->alpha = vips_image_hasalpha(im);
+	h->orientation = 1;
+	if (vips_image_get_typeof(im, VIPS_META_ORIENTATION)) {
+		int o;
+		if (vips_image_get_int(im, VIPS_META_ORIENTATION, &o) == 0) h->orientation = o;
+	}
+}
+
 // thumbd_probe reads only the header: libvips loads lazily, so no pixel is
 // decoded here. Returns -1 with the libvips error in *err (caller frees).
 static int thumbd_probe(const void *buf, size_t len, thumbd_header *h, char **err) {
@@ -37,14 +49,36 @@ static int thumbd_probe(const void *buf, size_t len, thumbd_header *h, char **er
 		vips_error_clear();
 		return -1;
 	}
-	h->width = vips_image_get_width(im);
-	h->height = vips_image_get_height(im);
-	h->pages = vips_image_get_n_pages(im);
-	h->alpha = vips_image_hasalpha(im);
-	h->orientation = 1;
-	if (vips_image_get_typeof(im, VIPS_META_ORIENTATION)) {
-		int o;
-		if (vips_image_get_int(im, VIPS_META_ORIENTATION, &o) == 0) h->orientation = o;
+	thumbd_read_header(im, h);
+	g_object_unref(im);
+	return 0;
+}
+
+typedef struct {
+	int interpretation_ok, icc, has_loop, loop, ndelays;
+	char space[32];
+	int *delays; // g_malloc'd copy; the caller frees it
+} thumbd_details;
+
+// thumbd_describe is the probe plus what /info tells beyond it, from the
+// header alone: the interpretation's name, whether an ICC profile is
+// embedded, and an animation's loop count and frame delays.
+static int thumbd_describe(const void *buf, size_t len, thumbd_header *h, thumbd_details *d, char **err) {
+	VipsImage *im = vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+	if (im == NULL) {
+		*err = g_strdup(vips_error_buffer());
+		vips_error_clear();
+		return -1;
+	}
+	thumbd_read_header(im, h);
+	const char *nick = vips_enum_nick(VIPS_TYPE_INTERPRETATION, vips_image_get_interpretation(im));
+	g_strlcpy(d->space, nick ? nick : "", sizeof(d->space));
+	d->icc = vips_image_get_typeof(im, VIPS_META_ICC_NAME) != 0;
+	d->has_loop = vips_image_get_typeof(im, "loop") != 0 && vips_image_get_int(im, "loop", &d->loop) == 0;
+	int *delays, n;
+	if (vips_image_get_typeof(im, "delay") && vips_image_get_array_int(im, "delay", &delays, &n) == 0 && n > 0) {
+		d->delays = g_memdup2(delays, n * sizeof(int));
+		d->ndelays = n;
 	}
 	g_object_unref(im);
 	return 0;
@@ -60,6 +94,41 @@ import (
 )
 
 func harden() { C.thumbd_harden() }
+
+// details is what describe learns from the header beyond the probe.
+type details struct {
+	space  string // libvips' interpretation: srgb, b-w, cmyk...
+	icc    bool
+	loop   *int // nil when the source says nothing
+	delays []int
+}
+
+// describe is probe and details in one header read.
+func describe(buf []byte) (header, details, error) {
+	if len(buf) == 0 {
+		return header{}, details{}, errors.New("empty image")
+	}
+	var h C.thumbd_header
+	var d C.thumbd_details
+	var cerr *C.char
+	rc := C.thumbd_describe(unsafe.Pointer(&buf[0]), C.size_t(len(buf)), &h, &d, &cerr)
+	runtime.KeepAlive(buf)
+	if rc != 0 {
+		return header{}, details{}, cError(cerr)
+	}
+	out := details{space: C.GoString(&d.space[0]), icc: d.icc != 0}
+	if d.has_loop != 0 {
+		loop := int(d.loop)
+		out.loop = &loop
+	}
+	if d.delays != nil {
+		for _, v := range unsafe.Slice(d.delays, int(d.ndelays)) {
+			out.delays = append(out.delays, int(v))
+		}
+		C.g_free(C.gpointer(d.delays))
+	}
+	return headerOf(h), out, nil
+}
 
 // header is what the probe learns before any pixel is decoded.
 type header struct {
@@ -87,11 +156,20 @@ func probe(buf []byte) (header, error) {
 	rc := C.thumbd_probe(unsafe.Pointer(&buf[0]), C.size_t(len(buf)), &h, &cerr)
 	runtime.KeepAlive(buf)
 	if rc != 0 {
-		msg := C.GoString(cerr)
-		C.g_free(C.gpointer(cerr))
-		return header{}, errors.New(strings.TrimSpace(msg))
+		return header{}, cError(cerr)
 	}
-	return header{width: int(h.width), height: int(h.height), pages: int(h.pages), orientation: int(h.orientation), alpha: h.alpha != 0}, nil
+	return headerOf(h), nil
+}
+
+func headerOf(h C.thumbd_header) header {
+	return header{width: int(h.width), height: int(h.height), pages: int(h.pages), orientation: int(h.orientation), alpha: h.alpha != 0}
+}
+
+// cError is a libvips message the C side copied, freed.
+func cError(cerr *C.char) error {
+	msg := C.GoString(cerr)
+	C.g_free(C.gpointer(cerr))
+	return errors.New(strings.TrimSpace(msg))
 }
 
 // TrimHeap gives the C heap's free memory back to the system (glibc's

@@ -1,0 +1,48 @@
+package thumbjob
+
+import "github.com/thumbd/thumbd/service/internal/imagefmt"
+
+// InfoJob asks the engine to describe a source (GET and POST /info).
+type InfoJob struct {
+	// ThumbHash also makes the source's ThumbHash, from a decode of at
+	// most ThumbHashSide pixels a side; without it only the header is read.
+	ThumbHash bool `json:"thumbhash"`
+}
+
+// ThumbHashSide bounds the image a ThumbHash is made from: the format's
+// own limit, reached with shrink-on-load.
+const ThumbHashSide = 100
+
+// Info describes a source, from its header (and a small decode for the
+// ThumbHash). It is the body of /info's answer.
+type Info struct {
+	Format imagefmt.Format `json:"format"`
+	// Width and Height are as displayed, after EXIF orientation: the
+	// sides fx/fy, w and h refer to.
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	// StoredWidth and StoredHeight are as stored, before orientation.
+	StoredWidth  int `json:"stored_width"`
+	StoredHeight int `json:"stored_height"`
+	Orientation  int `json:"orientation"` // EXIF 1..8; 1 when there is none
+	Frames       int `json:"frames"`      // 1 unless animated
+	// DelaysMS is each frame's display time, and Loop how many times the
+	// animation plays (0: forever); both only for an animation.
+	DelaysMS []int `json:"delays_ms,omitempty"`
+	Loop     *int  `json:"loop,omitempty"`
+	Alpha    bool  `json:"alpha"`
+	// Space is libvips' interpretation of the pixels: srgb, b-w, cmyk,
+	// rgb16, grey16...
+	Space string `json:"space"`
+	ICC   bool   `json:"icc"` // an ICC profile is embedded
+	Bytes int64  `json:"bytes"`
+	// ThumbHash is the placeholder, base64 (standard, padded); absent when
+	// not asked for.
+	ThumbHash string `json:"thumbhash,omitempty"`
+}
+
+// AsThumbnail is the thumbnail job an info job's decode resembles, for its
+// memory estimate: the ThumbHash's box, fit inside, in a format with alpha.
+func (InfoJob) AsThumbnail() Options {
+	return Options{Width: ThumbHashSide, Height: ThumbHashSide, Fit: FitInside, Format: imagefmt.PNG}
+}
