@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,8 @@ import (
 type engine interface {
 	Start() error
 	Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error)
+	// Info describes a source (/info); its Bytes is left to the caller.
+	Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error)
 	Stop()
 	// Memory is libvips' tracked allocations, current and peak; called
 	// only once Start has returned.
@@ -54,28 +57,50 @@ type engineStage struct {
 
 func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, blob *source.Blob, o thumbjob.Options) (thumbjob.Image, error) {
 	s.metrics.sourceBytes.Observe(float64(len(blob.Bytes)))
+	var img thumbjob.Image
+	err := s.run(ctx, ticket, s.metrics.processing, func() (err error) {
+		img, err = s.engine.Thumbnail(ctx, blob.Bytes, o)
+		return err
+	})
+	return img, err
+}
+
+// info describes an admitted source (/info).
+func (s *engineStage) info(ctx context.Context, ticket *admission.Ticket, blob *source.Blob, job thumbjob.InfoJob) (thumbjob.Info, error) {
+	var info thumbjob.Info
+	err := s.run(ctx, ticket, s.metrics.infoProcessing.WithLabelValues(strconv.FormatBool(job.ThumbHash)), func() (err error) {
+		info, err = s.engine.Info(ctx, blob.Bytes, job)
+		return err
+	})
+	info.Bytes = int64(len(blob.Bytes))
+	return info, err
+}
+
+// run runs an admitted job once the engine is up and the job holds a
+// slot, within ctx, and times it into processing.
+func (s *engineStage) run(ctx context.Context, ticket *admission.Ticket, processing prometheus.Observer, job func() error) error {
 	admitted := time.Now()
 	select {
 	case <-s.life.engineReady:
 	case <-ctx.Done():
-		return thumbjob.Image{}, ctx.Err()
+		return ctx.Err()
 	}
 	if err := ticket.Run(ctx); err != nil {
-		return thumbjob.Image{}, err
+		return err
 	}
 	s.metrics.queueWait.Observe(time.Since(admitted).Seconds())
 	began := time.Now()
-	img, err := s.engine.Thumbnail(ctx, blob.Bytes, o)
+	err := job()
 	ticket.Finish()
-	s.metrics.processing.Observe(time.Since(began).Seconds())
+	processing.Observe(time.Since(began).Seconds())
 	if err != nil {
-		return thumbjob.Image{}, engineError(err)
+		return engineError(err)
 	}
-	// A thumbnail finished after the deadline is not sent late.
+	// An answer finished after the deadline is not sent late.
 	if deadline, ok := ctx.Deadline(); ok && time.Now().After(deadline) {
-		return thumbjob.Image{}, context.DeadlineExceeded
+		return context.DeadlineExceeded
 	}
-	return img, nil
+	return nil
 }
 
 // engineError gives the engine's typed errors their API codes; anything

@@ -23,16 +23,19 @@ var version = "dev"
 // metrics are the service's own instruments, registered on an explicit
 // registry that is passed in.
 type metrics struct {
-	requests    *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	inFlight    prometheus.Gauge
-	queueWait   prometheus.Histogram
-	processing  prometheus.Histogram
-	sourceBytes prometheus.Histogram
-	rejections  *prometheus.CounterVec
-	fetchTime   prometheus.Histogram
-	fetchBytes  prometheus.Histogram
-	fetchErrors *prometheus.CounterVec
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
+	queueWait  prometheus.Histogram
+	processing prometheus.Histogram
+	// infoProcessing is processing's twin for /info, by whether the job
+	// made a ThumbHash (a decode) or read only the header.
+	infoProcessing *prometheus.HistogramVec
+	sourceBytes    prometheus.Histogram
+	rejections     *prometheus.CounterVec
+	fetchTime      prometheus.Histogram
+	fetchBytes     prometheus.Histogram
+	fetchErrors    *prometheus.CounterVec
 }
 
 // newMetrics registers the service's metrics; signingKeys is how many keys
@@ -50,19 +53,23 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 			Name: "thumbd_http_requests_in_flight", Help: "HTTP requests being served.",
 		}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "thumbd_thumbnail_queue_wait_seconds", Help: "Time admitted thumbnails waited for libvips and a processing slot.",
+			Name: "thumbd_thumbnail_queue_wait_seconds", Help: "Time admitted jobs (thumbnails and /info) waited for libvips and a processing slot.",
 			Buckets: []float64{.0001, .001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
 		processing: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "thumbd_thumbnail_processing_seconds", Help: "Time libvips spent on one thumbnail, decode to encode.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
+		infoProcessing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "thumbd_info_processing_seconds", Help: "Time the engine spent describing one source for /info, by whether it made a ThumbHash.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"thumbhash"}),
 		sourceBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "thumbd_thumbnail_source_bytes", Help: "Size of the source images admitted.",
 			Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
 		}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "thumbd_thumbnail_rejections_total", Help: "Thumbnail requests refused or failed, by reason.",
+			Name: "thumbd_thumbnail_rejections_total", Help: "Thumbnail and /info requests refused or failed, by reason.",
 		}, []string{"reason"}),
 		fetchTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "thumbd_origin_fetch_duration_seconds", Help: "Time to fetch a source from an origin (GET /thumbnail?url=), failed fetches included.",
@@ -75,6 +82,9 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "thumbd_origin_fetch_errors_total", Help: "Origin fetches that failed, by the error code they were answered with.",
 		}, []string{"code"}),
+	}
+	for _, hash := range []string{"true", "false"} {
+		m.infoProcessing.WithLabelValues(hash) // both series exist from the start
 	}
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "thumbd_build_info", Help: "Build of the running thumbd: always 1.",
@@ -89,7 +99,7 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		Name: "thumbd_signing_keys", Help: "Keys that verify signed URLs (THUMBD_SIGNING_KEYS); 0: signed URLs are off, thumbnail URLs are served unsigned.",
 	})
 	signing.Set(float64(signingKeys))
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.sourceBytes, m.rejections, buildInfo, engineInfo, signing, eng.Collector(),
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.infoProcessing, m.sourceBytes, m.rejections, buildInfo, engineInfo, signing, eng.Collector(),
 		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",

@@ -22,6 +22,8 @@ func addRoutes(r chi.Router, d deps) {
 	}
 	r.Post("/thumbnail", h(rejections(uploadsOnly(d.cfg, d.thumbs.handlePost()))).ServeHTTP)
 	r.Get("/thumbnail", h(rejections(d.thumbs.handleGet())).ServeHTTP)
+	r.Post("/info", h(rejections(uploadsOnly(d.cfg, d.thumbs.handleInfoPost()))).ServeHTTP)
+	r.Get("/info", h(rejections(d.thumbs.handleInfoGet())).ServeHTTP)
 	r.Get("/metrics", metricsHandler(d.registry).ServeHTTP)
 	r.NotFound(h(func(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "No route %s.", r.URL.Path)

@@ -98,24 +98,25 @@ func (t *thumbnails) handleGet() handlerFunc {
 		if err != nil {
 			return req, nil, err
 		}
-		src, err := t.sourceOf(req)
+		src, err := t.sourceOf(r.URL.Path, req.Src, req.URL)
 		return req, src, err
 	})
 }
 
-// sourceOf is the source a GET names. An origin URL is checked here,
-// before any connection is made.
-func (t *thumbnails) sourceOf(req params.Thumbnail) (source.Source, error) {
-	if req.URL != "" {
+// sourceOf is the source a GET of route names: an origin's URL u, else a
+// file src of the source directory. An origin URL is checked here, before
+// any connection is made.
+func (t *thumbnails) sourceOf(route, src, u string) (source.Source, error) {
+	if u != "" {
 		if t.origins == nil {
-			return nil, apierr.New(apierr.OriginsDisabled, "GET /thumbnail?url= is off: no origin is allowed (THUMBD_ORIGINS).")
+			return nil, apierr.New(apierr.OriginsDisabled, "GET %s?url= is off: no origin is allowed (THUMBD_ORIGINS).", route)
 		}
-		return t.origins.Source(req.URL)
+		return t.origins.Source(u)
 	}
 	if t.dir == nil {
-		return nil, apierr.New(apierr.SourcesDisabled, "GET /thumbnail?src= is off: no source directory is configured (THUMBD_SOURCE_DIR).")
+		return nil, apierr.New(apierr.SourcesDisabled, "GET %s?src= is off: no source directory is configured (THUMBD_SOURCE_DIR).", route)
 	}
-	return t.dir.File(req.Src), nil
+	return t.dir.File(src), nil
 }
 
 // handle runs the pipeline after the route's parse step, which yields the
@@ -133,8 +134,8 @@ func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, sourc
 	}
 }
 
-// rejections marks every error of a thumbnail route as a rejection, which
-// the responder counts by its code.
+// rejections marks every error of an engine route (/thumbnail, /info) as
+// a rejection, which the responder counts by its code.
 func rejections(next handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		err := next(w, r)
@@ -150,39 +151,20 @@ func rejections(next handlerFunc) handlerFunc {
 // run is the pipeline from the source on. The deadline runs from the
 // request's arrival and covers reading the source, the queue and libvips.
 func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thumbnail, src source.Source) error {
-	start := time.Now()
-	ctx, cancel := context.WithDeadline(r.Context(), start.Add(t.cfg.Deadline))
+	ctx, cancel := context.WithDeadline(r.Context(), time.Now().Add(t.cfg.Deadline))
 	defer cancel()
-	// With every place taken, wait at the door a while, the source
-	// unread, then refuse before reading it: under overload most requests
-	// are turned away without their upload, and no faster than one per
-	// client per doorWait.
-	if !t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
-		if ctx.Err() != nil {
-			return t.deadlineOrGone(ctx.Err())
+	var tag string
+	blob, ticket, err := t.admit(ctx, src, func(blob *source.Blob) (int64, bool) {
+		tag = etag(blob.ID, req.Options.Normalised())
+		if t.respond.notModified(w, r, tag) {
+			return 0, false
 		}
-		return queueFull(true)
-	}
-	blob, err := src.Read(ctx)
-	if err != nil {
-		return t.deadlineOrGone(err) // an origin fetch ends with the request
+		return t.cost(blob.Bytes, req.Options), true
+	})
+	if blob == nil {
+		return err
 	}
 	defer blob.Release()
-	tag := etag(blob.ID, req.Options)
-	if t.respond.notModified(w, r, tag) {
-		return nil
-	}
-	cost := t.cost(blob.Bytes, req.Options)
-	ticket, err := t.gate.AdmitWithin(ctx, cost, t.cfg.Deadline/doorWaitFraction)
-	switch {
-	case errors.Is(err, admission.ErrTooLarge):
-		return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
-			mib(cost), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
-	case errors.Is(err, admission.ErrFull):
-		return queueFull(false)
-	case err != nil:
-		return t.deadlineOrGone(err)
-	}
 	defer ticket.Release()
 	img, err := t.engine.thumbnail(ctx, ticket, blob, req.Options)
 	if err != nil {
@@ -190,6 +172,48 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	}
 	t.respond.image(w, img, tag)
 	return nil
+}
+
+// admit reads the source and admits its job, within ctx: the stages both
+// engine routes share. cost answers whether the job is still to run (not
+// when a 304 answered it) and its estimated peak memory. It returns the
+// source and the job's ticket, both to release; or no source, and the
+// error to answer with (nil when cost answered).
+func (t *thumbnails) admit(ctx context.Context, src source.Source, cost func(*source.Blob) (int64, bool)) (*source.Blob, *admission.Ticket, error) {
+	// With every place taken, wait at the door a while, the source
+	// unread, then refuse before reading it: under overload most requests
+	// are turned away without their upload, and no faster than one per
+	// client per doorWait.
+	if !t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
+		if ctx.Err() != nil {
+			return nil, nil, t.deadlineOrGone(ctx.Err())
+		}
+		return nil, nil, queueFull(true)
+	}
+	blob, err := src.Read(ctx)
+	if err != nil {
+		return nil, nil, t.deadlineOrGone(err) // an origin fetch ends with the request
+	}
+	bytes, run := cost(blob)
+	if !run {
+		blob.Release()
+		return nil, nil, nil
+	}
+	ticket, err := t.gate.AdmitWithin(ctx, bytes, t.cfg.Deadline/doorWaitFraction)
+	switch {
+	case errors.Is(err, admission.ErrTooLarge):
+		err = apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
+			mib(bytes), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
+	case errors.Is(err, admission.ErrFull):
+		err = queueFull(false)
+	case err != nil:
+		err = t.deadlineOrGone(err)
+	}
+	if err != nil {
+		blob.Release()
+		return nil, nil, err
+	}
+	return blob, ticket, nil
 }
 
 // cost is the job's estimated peak memory, from the source's header (read
@@ -201,8 +225,7 @@ func (t *thumbnails) cost(src []byte, o thumbjob.Options) int64 {
 	job.QualityShrink, job.MaxSide, job.MaxPixels = t.cfg.JPEGShrink == thumbjob.JPEGShrinkQuality, t.cfg.MaxSide, t.cfg.MaxPixels
 	h, err := memcost.ReadHeader(src)
 	if err != nil || h.Pixels() > t.cfg.MaxPixels || h.Frames > t.cfg.MaxFrames && o.Animated {
-		h = memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1}
-		job.Width, job.Height = 1, 1
+		h, job = smallestJob(job)
 	}
 	if o.AlphaFormat != "" {
 		// format=auto: the costlier of the two formats it may write.
@@ -210,9 +233,19 @@ func (t *thumbnails) cost(src []byte, o thumbjob.Options) int64 {
 		alpha.Output = o.AlphaFormat
 		job.Output = costlier(job, alpha, h)
 	}
-	cost := memcost.Estimate(h, job)
+	return t.withSource(memcost.Estimate(h, job), src)
+}
+
+// smallestJob is the smallest job and source there are: a 1x1 PNG.
+func smallestJob(job memcost.Job) (memcost.Header, memcost.Job) {
+	job.Width, job.Height = 1, 1
+	return memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1}, job
+}
+
+// withSource adds to a job's cost the copy of its source a cell holds.
+func (t *thumbnails) withSource(cost int64, src []byte) int64 {
 	if t.cfg.Engine == engineCells {
-		cost += int64(len(src)) // the cell holds its own copy of the source
+		cost += int64(len(src))
 	}
 	return cost
 }
@@ -247,9 +280,10 @@ func (t *thumbnails) deadlineOrGone(err error) error {
 	return err
 }
 
-// etag is strong and derived from the source bytes and normalised options:
-// the same source with the same options always gives the same bytes.
-func etag(sourceID string, opts thumbjob.Options) string {
-	sum := sha256.Sum256([]byte(sourceID + "\x00" + opts.Normalised()))
+// etag is strong and derived from the source bytes and the normalised
+// job (thumbjob.Options or InfoJob's Normalised): the same source with the
+// same job always gives the same bytes.
+func etag(sourceID, normalised string) string {
+	sum := sha256.Sum256([]byte(sourceID + "\x00" + normalised))
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }

@@ -147,18 +147,28 @@ func GetQuery(raw string) (map[string]string, error) { return Query(raw, getName
 // file of the source directory (src) or an origin's image (url): exactly
 // one of them.
 func (r Rules) Get(q map[string]string) (Thumbnail, error) {
+	src, u, err := getSource(q, "/thumbnail")
+	if err != nil {
+		return Thumbnail{}, err
+	}
+	o, err := r.options(q)
+	return Thumbnail{Options: o, Src: src, URL: u}, err
+}
+
+// getSource reads a GET's source: a file of the source directory (src)
+// or an origin's image (url), exactly one of them.
+func getSource(q map[string]string, route string) (src, u string, err error) {
 	src, hasSrc := q["src"]
 	u, hasURL := q["url"]
 	switch {
 	case hasSrc && hasURL:
-		return Thumbnail{}, apierr.New(apierr.BadParameter, "Give \"src\" or \"url\", not both.")
+		return "", "", apierr.New(apierr.BadParameter, "Give \"src\" or \"url\", not both.")
 	case !hasSrc && !hasURL:
-		return Thumbnail{}, apierr.New(apierr.BadParameter, "GET /thumbnail needs a source: \"src\" (a file name) or \"url\" (an origin URL).")
+		return "", "", apierr.New(apierr.BadParameter, "GET %s needs a source: \"src\" (a file name) or \"url\" (an origin URL).", route)
 	case hasURL && u == "":
-		return Thumbnail{}, apierr.New(apierr.BadURL, "Parameter \"url\" is empty.")
+		return "", "", apierr.New(apierr.BadURL, "Parameter \"url\" is empty.")
 	}
-	o, err := r.options(q)
-	return Thumbnail{Options: o, Src: src, URL: u}, err
+	return src, u, nil
 }
 
 // options reads the thumbnail options; maxSide bounds w and h.

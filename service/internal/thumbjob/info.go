@@ -46,3 +46,11 @@ type Info struct {
 func (InfoJob) AsThumbnail() Options {
 	return Options{Width: ThumbHashSide, Height: ThumbHashSide, Fit: FitInside, Format: imagefmt.PNG}
 }
+
+// Normalised is a canonical text of the job, for ETags.
+func (j InfoJob) Normalised() string {
+	if j.ThumbHash {
+		return "info,thumbhash=true"
+	}
+	return "info,thumbhash=false"
+}
