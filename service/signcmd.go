@@ -14,13 +14,13 @@ import (
 	"github.com/thumbd/thumbd/service/internal/signing"
 )
 
-const signUsage = "usage: thumbd sign [-exp DURATION] [-upload] '/thumbnail?url=...&w=...'"
+const signUsage = "usage: thumbd sign [-exp DURATION] [-upload] '/thumbnail?url=...&w=...' (or '/info?url=...')"
 
 // signCommand is `thumbd sign`: it prints the path with its query in
 // canonical order and a sig= made with the first key of
-// THUMBD_SIGNING_KEYS. The query is checked as GET /thumbnail (or, with
-// -upload, POST /thumbnail) checks it, with the same environment, so a
-// typo is caught here rather than signed.
+// THUMBD_SIGNING_KEYS. The query is checked as GET /thumbnail or /info
+// (or, with -upload, their POST) checks it, with the same environment, so
+// a typo is caught here rather than signed.
 func signCommand(args []string, lookupEnv func(string) (string, bool), now time.Time, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd sign", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -44,13 +44,10 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 		return errors.New("THUMBD_SIGNING_KEYS is not set: there is no key to sign with")
 	}
 	u, err := url.Parse(fs.Arg(0))
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Path != "/thumbnail" {
-		return fmt.Errorf("%q: want the path and query of a GET /thumbnail, such as /thumbnail?src=a.jpg&w=200", fs.Arg(0))
+	if err != nil || u.Scheme != "" || u.Host != "" || (u.Path != "/thumbnail" && u.Path != "/info") {
+		return fmt.Errorf("%q: want the path and query of a GET /thumbnail or /info, such as /thumbnail?src=a.jpg&w=200", fs.Arg(0))
 	}
-	parseQuery, read := params.GetQuery, cfg.rules().Get
-	if *upload {
-		parseQuery, read = params.UploadQuery, cfg.rules().Upload
-	}
+	parseQuery, read := queryRules(cfg, u.Path, *upload)
 	q, err := parseQuery(u.RawQuery)
 	if err != nil {
 		return err
@@ -67,7 +64,7 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 		}
 		q["exp"] = strconv.FormatInt(now.Add(*exp).Unix(), 10)
 	}
-	if _, err := read(q); err != nil {
+	if err := read(q); err != nil {
 		return err
 	}
 	// The URL made is checked as the service will check it: an exp= that
@@ -86,4 +83,23 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 	}
 	_, err = fmt.Fprintln(stdout, signed)
 	return err
+}
+
+// queryRules are how the route at path (with upload, its POST) decodes and
+// reads its query.
+func queryRules(cfg config, path string, upload bool) (func(string) (map[string]string, error), func(map[string]string) error) {
+	switch {
+	case path == "/info" && upload:
+		return params.InfoUploadQuery, checkOnly(params.InfoUpload)
+	case path == "/info":
+		return params.InfoGetQuery, checkOnly(params.InfoGet)
+	case upload:
+		return params.UploadQuery, checkOnly(cfg.rules().Upload)
+	}
+	return params.GetQuery, checkOnly(cfg.rules().Get)
+}
+
+// checkOnly keeps a query reader's error and drops what it read.
+func checkOnly[T any](read func(map[string]string) (T, error)) func(map[string]string) error {
+	return func(q map[string]string) error { _, err := read(q); return err }
 }

@@ -233,6 +233,8 @@ func TestSignCommandRoundTrips(t *testing.T) {
 		{"-exp", "1h", "/thumbnail?src=a.jpg&fit=inside&w=30&h=30"},
 		{"-upload", "/thumbnail?w=20&format=webp"},
 		{"-upload", "-exp", "1h", "/thumbnail?w=30&h=30"},
+		{"/info?src=a.jpg"},
+		{"-upload", "/info?thumbhash=false"},
 	} {
 		path, err := runSign(t, env, args...)
 		if err != nil {
@@ -262,6 +264,9 @@ func TestSignCommandRoundTrips(t *testing.T) {
 		"no source":       {"/thumbnail?w=10"},
 		"upload a source": {"-upload", "/thumbnail?src=a.jpg&w=10"},
 		"upload a typo":   {"-upload", "/thumbnail?widht=10"},
+		"info option":     {"/info?src=a.jpg&w=10"},
+		"info no source":  {"/info?thumbhash=true"},
+		"upload info src": {"-upload", "/info?src=a.jpg"},
 		"exp twice":       {"-exp", "1h", "/thumbnail?src=a.jpg&exp=1"},
 		"exp negative":    {"-exp", "-1h", "/thumbnail?src=a.jpg"},
 		"exp not a time":  {"/thumbnail?src=a.jpg&exp=soon"},

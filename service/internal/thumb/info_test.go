@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -129,5 +130,24 @@ func TestInfoLimits(t *testing.T) {
 	cancel()
 	if _, err := testEngine.Info(ctx, source(t, "small.jpg"), thumbjob.InfoJob{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("ended context: %v", err)
+	}
+}
+
+// BenchmarkInfo is /info's engine time on each source: the header alone,
+// and with the ThumbHash (issue 22's goals on the 12 MP photo: 1 ms and
+// 10 ms).
+//
+//	go run ./bench sources DIR
+//	THUMBD_ENGINE_SOURCES=DIR go test -run '^$' -bench Info -benchtime 100x ./service/internal/thumb
+func BenchmarkInfo(b *testing.B) {
+	for _, s := range engineSources(b) {
+		for _, hash := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/thumbhash=%t", s.name, hash), func(b *testing.B) {
+				timeMedian(b, func() error {
+					_, err := testEngine.Info(context.Background(), s.src, thumbjob.InfoJob{ThumbHash: hash})
+					return err
+				})
+			})
+		}
 	}
 }
