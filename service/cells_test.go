@@ -191,6 +191,9 @@ func TestCellsAnswerLikeInProcess(t *testing.T) {
 		{"?w=64&format=avif", jpeg, ""},
 		{"?w=64&format=auto", alphaPNG(t, 120, 90), ""},
 		{"?w=48&format=webp&animated=true", animatedGIF(t, 60, 40, 3), ""},
+		// Focal crops: the point travels in the job's options.
+		{"?w=60&h=60&gravity=focal&fx=0.85&fy=0.2", jpeg, ""},
+		{"?w=30&h=30&gravity=focal&fx=0.1&fy=0.9&format=webp&animated=true", animatedGIF(t, 60, 40, 3), ""},
 		// One row per engine error.
 		{"", []byte("not an image"), apierr.UnsupportedFormat},
 		{"", jpeg[:len(jpeg)/2], apierr.UnprocessableImage},

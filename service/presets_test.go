@@ -26,7 +26,7 @@ func presetServer(t *testing.T, only bool) (string, []byte) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t)
-	presets, err := params.ParsePresets("small:w=64&h=48&format=jpeg; wide:w=120&h=40&fit=contain")
+	presets, err := params.ParsePresets("small:w=64&h=48&format=jpeg; wide:w=120&h=40&fit=contain; corner:w=40&h=40&gravity=focal&fx=0.9&fy=0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +58,13 @@ func TestPresetsOverHTTP(t *testing.T) {
 		t.Fatalf("size %v", img.Bounds())
 	}
 	getError(t, base+"/thumbnail?src=a.jpg&preset=huge", 400, apierr.BadParameter)
+	// A preset carries a focal point: the same bytes as writing it out.
+	_, focal, fb := do(t, "GET", base+"/thumbnail?src=a.jpg&preset=corner", nil)
+	_, written, wb := do(t, "GET", base+"/thumbnail?src=a.jpg&w=40&h=40&gravity=focal&fx=0.9&fy=0.1", nil)
+	_, centre, _ := do(t, "GET", base+"/thumbnail?src=a.jpg&w=40&h=40", nil)
+	if focal.Get("ETag") != written.Get("ETag") || !bytes.Equal(fb, wb) || focal.Get("ETag") == centre.Get("ETag") {
+		t.Errorf("focal preset: ETag %s, written out %s, centre %s", focal.Get("ETag"), written.Get("ETag"), centre.Get("ETag"))
+	}
 }
 
 func TestPresetsOnly(t *testing.T) {

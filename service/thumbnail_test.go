@@ -259,7 +259,8 @@ func TestThumbnailErrors(t *testing.T) {
 		{"body too large", "", bytes.Repeat([]byte{0xFF}, 1<<20+1), 413, apierr.BodyTooLarge},
 	}
 	for _, q := range []string{"?w=0", "?w=-5", "?w=abc", "?w=4097", "?h=99999999999999999999", "?fit=stretch",
-		"?gravity=north", "?format=gif", "?format=jpeg&q=0", "?format=jpeg&q=101", "?w=%zz", "?w=5&w=5", "?src=a.jpg"} {
+		"?gravity=north", "?format=gif", "?format=jpeg&q=0", "?format=jpeg&q=101", "?w=%zz", "?w=5&w=5", "?src=a.jpg",
+		"?gravity=focal", "?gravity=focal&fx=0.5", "?fx=0.5&fy=0.5", "?gravity=focal&fx=2&fy=0.5", "?gravity=focal&fx=0.5&fy=half"} {
 		tests = append(tests, struct {
 			name, query string
 			src         []byte

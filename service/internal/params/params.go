@@ -102,7 +102,7 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 }
 
 // optionNames are the parameters of every thumbnail request.
-var optionNames = []string{"w", "h", "fit", "gravity", "format", "q", "dpr", "animated"}
+var optionNames = []string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated"}
 
 // Rules are the settings a thumbnail query is read with.
 type Rules struct {
@@ -192,6 +192,9 @@ func options(q map[string]string, maxSide int) (thumbjob.Options, error) {
 	if o.Gravity, err = oneOf(q, "gravity", thumbjob.Gravities()); err != nil {
 		return thumbjob.Options{}, err
 	}
+	if o.FocalX, o.FocalY, err = focal(q, o.Gravity); err != nil {
+		return thumbjob.Options{}, err
+	}
 	if o.Format, err = oneOf(q, "format", append(imagefmt.Outputs(), imagefmt.Auto)); err != nil {
 		return thumbjob.Options{}, err
 	}
@@ -225,10 +228,8 @@ func scale(q map[string]string, w, h, maxSide int) (int, int, error) {
 	if !ok {
 		return w, h, nil
 	}
-	// Plain decimals only: ParseFloat alone would take "0x1p1" or "1e0".
-	digits := strings.Trim(strings.Replace(v, ".", "", 1), "0123456789")
-	dpr, err := strconv.ParseFloat(v, 64)
-	if err != nil || digits != "" || !(dpr >= 1 && dpr <= 4) {
+	dpr, ok := decimal(v)
+	if !ok || !(dpr >= 1 && dpr <= 4) {
 		return 0, 0, bad("dpr", "must be a number from 1 to 4, such as 2 or 1.5")
 	}
 	times := func(side int) int {
@@ -238,6 +239,46 @@ func scale(q map[string]string, w, h, maxSide int) (int, int, error) {
 		return min(int(math.Round(float64(side)*dpr)), maxSide)
 	}
 	return times(w), times(h), nil
+}
+
+// focal reads gravity=focal's point, fx and fy: both given with it, and
+// neither without it.
+func focal(q map[string]string, g thumbjob.Gravity) (x, y float64, err error) {
+	fx, hasX := q["fx"]
+	fy, hasY := q["fy"]
+	switch {
+	case g != thumbjob.GravityFocal && (hasX || hasY):
+		name := "fx"
+		if !hasX {
+			name = "fy"
+		}
+		return 0, 0, bad(name, "is gravity=focal's point: give it with gravity=focal")
+	case g == thumbjob.GravityFocal && (!hasX || !hasY):
+		return 0, 0, apierr.New(apierr.BadParameter, "Parameter \"gravity\" is focal: give its point as fx and fy, fractions 0 to 1 of the source's width and height.")
+	case g != thumbjob.GravityFocal:
+		return 0, 0, nil
+	}
+	if x, err = fraction("fx", fx); err == nil {
+		y, err = fraction("fy", fy)
+	}
+	return x, y, err
+}
+
+// fraction reads a plain decimal from 0 to 1, such as 0.3 or 1.
+func fraction(name, v string) (float64, error) {
+	f, ok := decimal(v)
+	if !ok || f < 0 || f > 1 {
+		return 0, bad(name, "must be a number from 0 to 1, such as 0.3")
+	}
+	return f, nil
+}
+
+// decimal reads plain decimals only: ParseFloat alone would take "0x1p1",
+// "1e0", "NaN" or "Inf".
+func decimal(v string) (float64, bool) {
+	digits := strings.Trim(strings.Replace(v, ".", "", 1), "0123456789")
+	f, err := strconv.ParseFloat(v, 64)
+	return f, err == nil && digits == "" && v != "" && v != "."
 }
 
 // boolean reads q[name] as true or false; false when absent.

@@ -320,3 +320,58 @@ func TestPresets(t *testing.T) {
 		t.Errorf("GET with a preset: %+v %v", got, err)
 	}
 }
+
+// gravity=focal takes its point as fx and fy, fractions 0..1; both or
+// neither, and only with it.
+func TestFocalPoint(t *testing.T) {
+	focal := func(x, y float64) thumbjob.Options {
+		return thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityFocal, FocalX: x, FocalY: y, Format: imagefmt.PNG}
+	}
+	for _, tc := range []struct {
+		raw  string
+		want thumbjob.Options
+		bad  string
+	}{
+		{"gravity=focal&fx=0.3&fy=0.7", focal(0.3, 0.7), ""},
+		{"gravity=focal&fx=0&fy=1", focal(0, 1), ""},
+		{"gravity=focal&fx=.25&fy=1.0", focal(0.25, 1), ""},
+		{"gravity=focal&fx=0.3", thumbjob.Options{}, "gravity"},
+		{"gravity=focal&fy=0.3", thumbjob.Options{}, "gravity"},
+		{"gravity=focal", thumbjob.Options{}, "gravity"},
+		{"fx=0.3&fy=0.3", thumbjob.Options{}, "fx"},
+		{"gravity=centre&fy=0.3", thumbjob.Options{}, "fy"},
+		{"gravity=focal&fx=1.01&fy=0.5", thumbjob.Options{}, "fx"},
+		{"gravity=focal&fx=-0.1&fy=0.5", thumbjob.Options{}, "fx"},
+		{"gravity=focal&fx=0.5&fy=NaN", thumbjob.Options{}, "fy"},
+		{"gravity=focal&fx=0.5&fy=1e-1", thumbjob.Options{}, "fy"},
+		{"gravity=focal&fx=0.5&fy=", thumbjob.Options{}, "fy"},
+		{"gravity=focal&fx=.&fy=0.5", thumbjob.Options{}, "fx"},
+		{"gravity=focal&fx=0.5&fx=0.5&fy=0.5", thumbjob.Options{}, "fx"},
+	} {
+		got, err := upload(Rules{MaxSide: 4096}, tc.raw)
+		switch {
+		case tc.bad == "" && (err != nil || got.Options != tc.want):
+			t.Errorf("%q: %+v %v", tc.raw, got.Options, err)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), strconv.Quote(tc.bad))):
+			t.Errorf("%q: error %v, want one about %q", tc.raw, err, tc.bad)
+		}
+	}
+	// The point is in the ETag's text; without focal, it is not.
+	if a, b := focal(0.3, 0.7).Normalised(), focal(0.3, 0.71).Normalised(); a == b || !strings.Contains(a, "gravity=focal:0.3:0.7") {
+		t.Errorf("normalised: %s, %s", a, b)
+	}
+	// A preset carries a focal point; a request naming another gravity
+	// drops it, one naming focal may move it.
+	rules := Rules{MaxSide: 4096, Presets: Presets{"face": {"w": "100", "h": "100", "gravity": "focal", "fx": "0.2", "fy": "0.8"}}}
+	for raw, want := range map[string]string{
+		"preset=face":                      "focal 0.2 0.8",
+		"preset=face&gravity=attention":    "attention 0 0",
+		"preset=face&fx=0.9":               "focal 0.9 0.8",
+		"preset=face&gravity=focal&fy=0.1": "focal 0.2 0.1",
+	} {
+		got, err := upload(rules, raw)
+		if o := got.Options; err != nil || fmt.Sprintf("%s %g %g", o.Gravity, o.FocalX, o.FocalY) != want {
+			t.Errorf("%q: %+v %v, want %s", raw, o, err, want)
+		}
+	}
+}

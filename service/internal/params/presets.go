@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Presets are named option sets (THUMBD_PRESETS), used as preset=NAME.
@@ -114,6 +115,12 @@ func (r Rules) withPreset(q map[string]string) (map[string]string, error) {
 		return nil, bad("preset", "names no preset; there are %s", r.presetNames())
 	}
 	merged := maps.Clone(preset)
+	if g, ok := q["gravity"]; ok && g != string(thumbjob.GravityFocal) {
+		// A preset's focal point belongs to its gravity=focal: a request
+		// that names another gravity drops it.
+		delete(merged, "fx")
+		delete(merged, "fy")
+	}
 	for _, opt := range optionNames {
 		if v, ok := q[opt]; ok {
 			merged[opt] = v

@@ -205,6 +205,9 @@ func coverPixels(o thumbjob.Options, h header) float64 {
 // load decodes and resizes in one libvips thumbnail operation: the first
 // frame, or every frame (each resized) when frames > 1.
 func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, error) {
+	if o.Fit == thumbjob.FitCover && (frames > 1 || o.Gravity == thumbjob.GravityFocal) {
+		return e.coverAndCut(src, o, h, frames)
+	}
 	crop, size := vips.InterestingNone, vips.SizeBoth
 	switch o.Fit {
 	case thumbjob.FitCover:
@@ -236,26 +239,42 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
 	}
 	params.NumPages.Set(-1)
-	if o.Fit != thumbjob.FitCover {
-		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
-	}
-	// libvips before 8.15 crops an animation as one tall image (every
-	// frame but the first lost): scale each frame to cover the box, then
-	// cut the box from the centre of each. Smart crops (attention,
-	// entropy) would pick a different window per frame; an animation
-	// keeps one, centred.
+	return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+}
+
+// coverAndCut makes a cover thumbnail in two steps: the source scaled to
+// cover the box (every frame of an animation), then the box cut from it,
+// centred on the focal point as far as the scaled image allows, or on
+// its centre. libvips before 8.15 crops an animation as one tall image
+// (every frame but the first lost); and its thumbnail operation has no
+// focal point. Smart crops (attention, entropy) would pick a different
+// window per frame; an animation keeps one, centred.
+func (e *Engine) coverAndCut(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, error) {
 	dw, dh := h.displayed()
 	scale := max(float64(o.Width)/float64(dw), float64(o.Height)/float64(dh))
 	cw, ch := max(int(math.Ceil(float64(dw)*scale)), o.Width), max(int(math.Ceil(float64(dh)*scale)), o.Height)
-	img, err := vips.LoadThumbnailFromBuffer(src, cw, ch, vips.InterestingNone, vips.SizeForce, params)
+	scaled := o
+	scaled.Width, scaled.Height, scaled.Fit = cw, ch, thumbjob.FitFill
+	img, err := e.load(src, scaled, h, frames)
 	if err != nil {
 		return nil, err
 	}
-	if err := img.ExtractArea((cw-o.Width)/2, (ch-o.Height)/2, o.Width, o.Height); err != nil {
+	left, top := (cw-o.Width)/2, (ch-o.Height)/2
+	if o.Gravity == thumbjob.GravityFocal {
+		left, top = cutAt(o.FocalX, cw, o.Width), cutAt(o.FocalY, ch, o.Height)
+	}
+	if err := img.ExtractArea(left, top, o.Width, o.Height); err != nil {
 		img.Close()
 		return nil, err
 	}
 	return img, nil
+}
+
+// cutAt is where a window of size n starts along a side of size total so
+// that the fraction f of the side is as near the window's centre as the
+// side allows.
+func cutAt(f float64, total, n int) int {
+	return min(max(int(math.Round(f*float64(total)-float64(n)/2)), 0), total-n)
 }
 
 // jpegShrink is the largest JPEG shrink-on-load (8, 4, 2, else 1) whose

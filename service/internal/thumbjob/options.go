@@ -27,10 +27,15 @@ const (
 	GravityCentre    Gravity = "centre"
 	GravityAttention Gravity = "attention"
 	GravityEntropy   Gravity = "entropy"
+	// GravityFocal centres the crop on Options.FocalX, FocalY as far as
+	// the crop allows.
+	GravityFocal Gravity = "focal"
 )
 
 // Gravities lists every gravity, in the order the API documents them.
-func Gravities() []Gravity { return []Gravity{GravityCentre, GravityAttention, GravityEntropy} }
+func Gravities() []Gravity {
+	return []Gravity{GravityCentre, GravityAttention, GravityEntropy, GravityFocal}
+}
 
 // Options describe one thumbnail. Width or Height may be 0, meaning "follow
 // the source's aspect ratio"; the engine resolves it once it knows the
@@ -39,7 +44,10 @@ type Options struct {
 	Width, Height int
 	Fit           Fit
 	Gravity       Gravity
-	Format        imagefmt.Format // an output format of the table
+	// FocalX and FocalY are GravityFocal's point, as fractions (0..1) of
+	// the source's width and height after EXIF orientation.
+	FocalX, FocalY float64
+	Format         imagefmt.Format // an output format of the table
 	// AlphaFormat, when set, replaces Format for a thumbnail that has
 	// transparency (format=auto: JPEG for opaque results, PNG for others).
 	AlphaFormat imagefmt.Format
@@ -60,9 +68,12 @@ func (o Options) Normalised() string {
 	if spec.Quality == 0 && alpha.Quality == 0 {
 		q = 0 // the encoders ignore it
 	}
-	g := o.Gravity
-	if o.Fit != FitCover {
+	g := string(o.Gravity)
+	switch {
+	case o.Fit != FitCover:
 		g = "" // only cover uses gravity
+	case o.Gravity == GravityFocal:
+		g += fmt.Sprintf(":%g:%g", o.FocalX, o.FocalY)
 	}
 	formats := string(o.Format)
 	if o.AlphaFormat != "" && o.AlphaFormat != o.Format {
