@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestParseConfigQuick(t *testing.T) {
 		t.Fatalf("pinning %v %v", c.serverCPUs, c.clientCPUs)
 	}
 	// Quick: each route kind, source and format once, not the matrix.
-	if !slices.Equal(c.routes, []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp", "thumb-small-avif", "thumb-animated-webp"}) {
+	if !slices.Equal(c.routes, []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp", "thumb-small-avif", "thumb-animated-webp", "info-photo12"}) {
 		t.Fatalf("quick routes %v", c.routes)
 	}
 	if c, _ := parseConfig([]string{"-root", "/r", "-quick", "-routes", "thumb-large-webp"}, io.Discard); !slices.Equal(c.routes, []string{"thumb-large-webp"}) {
@@ -37,8 +38,8 @@ func TestTheDefaultSuiteLoadsEverySourceInEveryFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.routes) != 4+3*4+1 || c.routes[4] != "thumb-small" || c.routes[14] != "thumb-photo12-webp" || c.routes[15] != "thumb-photo12-avif" ||
-		c.routes[16] != "thumb-animated-webp" {
+	if len(c.routes) != 4+3*4+1+2 || c.routes[4] != "thumb-small" || c.routes[14] != "thumb-photo12-webp" || c.routes[15] != "thumb-photo12-avif" ||
+		c.routes[16] != "thumb-animated-webp" || c.routes[17] != "info-photo12" || c.routes[18] != "info-photo12-header" {
 		t.Fatalf("routes %v", c.routes)
 	}
 	r := routeFor("thumb-photo12-webp", map[string]int{"photo12": 3_724_857})
@@ -60,6 +61,27 @@ func TestTheDefaultSuiteLoadsEverySourceInEveryFormat(t *testing.T) {
 	}
 	if r := routeFor("thumb-animated", nil); r.Source != "" {
 		t.Fatalf("the animation as a still PNG is no route: %+v", r)
+	}
+}
+
+// The /info routes POST the 12 MP photo, with and without the ThumbHash;
+// their checks are /info's, not a thumbnail's.
+func TestInfoRoutes(t *testing.T) {
+	r := routeFor("info-photo12", map[string]int{"photo12": 3_724_857})
+	h := routeFor("info-photo12-header", map[string]int{"photo12": 3_724_857})
+	if r.Path != "/info" || !r.Info || r.HeaderOnly || r.Source != "photo12" || r.BodyBytes != 3_724_857 || !strings.Contains(r.Label, "sharp has none") {
+		t.Fatalf("%+v", r)
+	}
+	if h.Path != "/info?thumbhash=false" || !h.Info || !h.HeaderOnly {
+		t.Fatalf("%+v", h)
+	}
+	srcs := map[string][]byte{"photo12": []byte("jpeg")}
+	if ts := thumbChecks([]results.Route{r, h}, srcs); len(ts) != 0 {
+		t.Errorf("thumbnail checks of /info routes: %+v", ts)
+	}
+	is := infoChecks([]results.Route{routeFor("thumb-small", nil), r, h}, srcs)
+	if len(is) != 2 || is[0].Width != 4032 || is[0].Height != 3024 || is[0].Format != "jpeg" || string(is[1].Body) != "jpeg" || is[1].Path != h.Path {
+		t.Fatalf("%+v", is)
 	}
 }
 

@@ -40,7 +40,7 @@ func thumbRouteID(source, format string) string {
 }
 
 // allRoutes are the default suite's routes: the four small ones, every
-// photo (sources.DefaultNames) in every format, then the animation.
+// photo (sources.DefaultNames) in every format, the animation, then /info.
 func allRoutes() []string {
 	ids := []string{"health", "json", "compute", "hash"}
 	for _, s := range sources.DefaultNames() {
@@ -48,13 +48,23 @@ func allRoutes() []string {
 			ids = append(ids, thumbRouteID(s, f))
 		}
 	}
-	return append(ids, thumbRouteID(animatedSource, "webp"))
+	return append(append(ids, thumbRouteID(animatedSource, "webp")), infoRoutes()...)
 }
+
+// infoSource is the /info routes' source: the 12 MP photo, where reading
+// the header alone matters most.
+const infoSource = "photo12"
+
+// infoRoutes are POST /info of infoSource: thumbd's default, with the
+// ThumbHash (the Node twin has none: sharp cannot make one, so it answers
+// without, and the route's label says so), and thumbhash=false, the same
+// work on both.
+func infoRoutes() []string { return []string{"info-" + infoSource, "info-" + infoSource + "-header"} }
 
 // quickRoutes keep -quick short: every route kind, each source and each
 // format once, not the whole matrix.
 func quickRoutes() []string {
-	return []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp", "thumb-small-avif", "thumb-animated-webp"}
+	return []string{"health", "json", "compute", "hash", "thumb-small", "thumb-large-jpeg", "thumb-photo12-webp", "thumb-small-avif", "thumb-animated-webp", "info-" + infoSource}
 }
 
 // thumbPath is the query of a 256x256 cover in format; animated asks for
@@ -96,6 +106,17 @@ func routeFor(id string, sizes map[string]int) results.Route {
 		}
 		return fmt.Sprintf("POST /thumbnail, %s: %.1f KB %s to 256x256 cover %s", s, float64(sizes[s])/1000, in, out)
 	}
+	if ids := infoRoutes(); id == ids[0] || id == ids[1] {
+		header := id == ids[1]
+		r, _ := sources.Lookup(infoSource)
+		label := fmt.Sprintf("POST /info, %s: %.1f KB JPEG %dx%d, with the ThumbHash (thumbd; the Node twin answers without: sharp has none)", infoSource, float64(sizes[infoSource])/1000, r.Width, r.Height)
+		path := "/info"
+		if header {
+			label = fmt.Sprintf("POST /info?thumbhash=false, %s: %.1f KB JPEG %dx%d, the header alone", infoSource, float64(sizes[infoSource])/1000, r.Width, r.Height)
+			path += "?thumbhash=false"
+		}
+		return results.Route{ID: id, Method: "POST", Path: path, BodyBytes: sizes[infoSource], Source: infoSource, Info: true, HeaderOnly: header, Label: label}
+	}
 	if id == thumbRouteID(animatedSource, "webp") {
 		return results.Route{ID: id, Method: "POST", Path: thumbPath("webp", true), BodyBytes: sizes[animatedSource], Source: animatedSource,
 			Format: "webp", Animated: true, Label: label(animatedSource, "webp", true)}
@@ -136,11 +157,24 @@ func readSources(dir string, routes []string) (map[string][]byte, error) {
 func thumbChecks(routes []results.Route, srcs map[string][]byte) []contract.Thumb {
 	var ts []contract.Thumb
 	for _, r := range routes {
-		if r.Source != "" {
+		if r.Source != "" && !r.Info {
 			ts = append(ts, contract.Thumb{Route: r.ID, Path: r.Path, Format: r.Format, Animated: r.Animated, Body: srcs[r.Source]})
 		}
 	}
 	return ts
+}
+
+// infoChecks are the contract checks of the /info routes: the source's
+// format and size.
+func infoChecks(routes []results.Route, srcs map[string][]byte) []contract.Info {
+	var is []contract.Info
+	for _, r := range routes {
+		if r.Info {
+			rec, _ := sources.Lookup(r.Source)
+			is = append(is, contract.Info{Route: r.ID, Path: r.Path, Body: srcs[r.Source], Format: "jpeg", Width: rec.Width, Height: rec.Height})
+		}
+	}
+	return is
 }
 
 // sourcesDir is where the bench keeps its sources unless told otherwise.

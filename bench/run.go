@@ -135,7 +135,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	for _, r := range cfg.routes {
 		b.res.Routes = append(b.res.Routes, routeFor(r, sizes))
 	}
-	b.in = contract.Inputs{JSONFixture: fixture, Thumbs: thumbChecks(b.res.Routes, b.srcs)}
+	b.in = contract.Inputs{JSONFixture: fixture, Thumbs: thumbChecks(b.res.Routes, b.srcs), Infos: infoChecks(b.res.Routes, b.srcs)}
 	if cfg.cells {
 		b.prepareCellArms(ctx)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"image/gif"
 	"io"
@@ -32,10 +33,21 @@ type Check struct {
 	Bytes  int    `json:"bytes,omitempty"` // body size
 }
 
-// Inputs are the expected bytes and the thumbnails to check.
+// Inputs are the expected bytes and the thumbnails and /info answers to
+// check.
 type Inputs struct {
 	JSONFixture []byte
 	Thumbs      []Thumb
+	Infos       []Info
+}
+
+// Info is one /info route: Body POSTed to Path must answer JSON naming
+// Format and the displayed Width x Height. Its thumbhash is not checked:
+// the Node twin has none.
+type Info struct {
+	Route, Path, Format string
+	Width, Height       int
+	Body                []byte
 }
 
 // Thumb is one thumbnail route: Body POSTed to Path must answer a 256x256
@@ -76,17 +88,21 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 		want                []byte // exact body; nil: a 256x256 image in format
 		format, wantCT      string
 		animated            bool
+		info                *Info // an /info answer to check
 	}
 	checks := []check{
-		{"health", "GET", "/health", nil, []byte(`{"status":"ok"}`), "", "application/json", false},
-		{"json", "GET", "/json", nil, in.JSONFixture, "", "application/json", false},
-		{"compute", "GET", "/compute", nil, fmt.Appendf(nil, `{"n":100000,"result":%d}`, ComputeResult(100000)), "", "application/json", false},
-		{"compute", "GET", fmt.Sprintf("/compute?n=%d", n), nil, fmt.Appendf(nil, `{"n":%d,"result":%d}`, n, ComputeResult(n)), "", "application/json", false},
-		{"hash", "GET", "/hash", nil, []byte(hashBody(defaultHashPayload())), "", "application/json", false},
-		{"hash", "GET", "/hash?data=h%C3%A9llo%20w%2Brld+x", nil, []byte(hashBody([]byte("héllo w+rld x"))), "", "application/json", false},
+		{"health", "GET", "/health", nil, []byte(`{"status":"ok"}`), "", "application/json", false, nil},
+		{"json", "GET", "/json", nil, in.JSONFixture, "", "application/json", false, nil},
+		{"compute", "GET", "/compute", nil, fmt.Appendf(nil, `{"n":100000,"result":%d}`, ComputeResult(100000)), "", "application/json", false, nil},
+		{"compute", "GET", fmt.Sprintf("/compute?n=%d", n), nil, fmt.Appendf(nil, `{"n":%d,"result":%d}`, n, ComputeResult(n)), "", "application/json", false, nil},
+		{"hash", "GET", "/hash", nil, []byte(hashBody(defaultHashPayload())), "", "application/json", false, nil},
+		{"hash", "GET", "/hash?data=h%C3%A9llo%20w%2Brld+x", nil, []byte(hashBody([]byte("héllo w+rld x"))), "", "application/json", false, nil},
 	}
 	for _, t := range in.Thumbs {
-		checks = append(checks, check{t.Route, "POST", t.Path, t.Body, nil, t.Format, "image/" + t.Format, t.Animated})
+		checks = append(checks, check{t.Route, "POST", t.Path, t.Body, nil, t.Format, "image/" + t.Format, t.Animated, nil})
+	}
+	for _, i := range in.Infos {
+		checks = append(checks, check{route: i.Route, method: "POST", path: i.Path, body: i.Body, wantCT: "application/json", info: &i})
 	}
 	var out []Check
 	for _, ck := range checks {
@@ -99,6 +115,8 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 			res.Detail = fmt.Sprintf("status %d: %.120s", status, strings.Join(strings.Fields(string(body)), " "))
 		case ck.want != nil && !bytes.Equal(body, ck.want):
 			res.Detail = fmt.Sprintf("body differs: got %.80q, want %.80q", body, ck.want)
+		case ck.info != nil:
+			res.OK, res.Detail = checkInfo(body, *ck.info)
 		case ck.want == nil && ck.animated:
 			res.OK, res.Detail = checkAnimation(body, ck.body, 256, 256)
 		case ck.want == nil:
@@ -116,6 +134,26 @@ func Run(ctx context.Context, base string, in Inputs) []Check {
 		out = append(out, res)
 	}
 	return out
+}
+
+// checkInfo reads an /info answer: the source's format and displayed size.
+func checkInfo(b []byte, want Info) (bool, string) {
+	var got struct {
+		Format        string `json:"format"`
+		Width, Height int
+		ThumbHash     string `json:"thumbhash"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		return false, fmt.Sprintf("not JSON: %v", err)
+	}
+	if got.Format != want.Format || got.Width != want.Width || got.Height != want.Height {
+		return false, fmt.Sprintf("%s %dx%d, want %s %dx%d", got.Format, got.Width, got.Height, want.Format, want.Width, want.Height)
+	}
+	hash := "no thumbhash"
+	if got.ThumbHash != "" {
+		hash = "thumbhash " + got.ThumbHash
+	}
+	return true, fmt.Sprintf("%s %dx%d, %s", got.Format, got.Width, got.Height, hash)
 }
 
 func contentTypeIs(got, want string) bool {

@@ -104,6 +104,16 @@ func fake(t *testing.T, bug string) http.Handler {
 		s := sha256.Sum256(data)
 		js(w, `{"algorithm":"sha256","hex":"`+hex.EncodeToString(s[:])+`"}`)
 	})
+	mux.HandleFunc("POST /info", func(w http.ResponseWriter, r *http.Request) {
+		switch bug {
+		case "info-size":
+			js(w, `{"format":"jpeg","width":300,"height":400}`)
+		case "info-not-json":
+			js(w, `format=jpeg`)
+		default:
+			js(w, `{"format":"jpeg","width":400,"height":300,"thumbhash":"AAgCBwAAAAAAAAAAAAAAAAAAAAAAAAAA"}`)
+		}
+	})
 	mux.HandleFunc("POST /thumbnail", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		format := cmp.Or(r.URL.Query().Get("format"), "png")
@@ -154,7 +164,7 @@ func TestRun(t *testing.T) {
 		{Route: "thumb-large-jpeg", Path: "/thumbnail?format=jpeg&q=80", Format: "jpeg", Body: []byte("l")},
 		{Route: "thumb-large-avif", Path: "/thumbnail?format=avif&q=58", Format: "avif", Body: []byte("l")},
 		{Route: "thumb-animated-webp", Path: "/thumbnail?format=webp&animated=true", Format: "webp", Animated: true, Body: animation(t, 3, 4, 0)},
-	}}
+	}, Infos: []Info{{Route: "info-small", Path: "/info", Format: "jpeg", Width: 400, Height: 300, Body: []byte("s")}}}
 	good := httptest.NewServer(fake(t, ""))
 	defer good.Close()
 	for _, c := range Run(context.Background(), good.URL, in) {
@@ -173,12 +183,14 @@ func TestRun(t *testing.T) {
 		t.Fatalf("libvips %q", v)
 	}
 	for bug, want := range map[string]string{
-		"hash":         "body differs",
-		"avif-size":    "avif is 255x256, want 256x256",
-		"first-frame":  "not an animated WebP: webp: not animated",
-		"fewer-frames": "2 frames, want the source's 3",
-		"other-loop":   "loop count 6, want the source's 0",
-		"other-delays": "frame 0 shows 70 ms, want the source's 40 ms",
+		"hash":          "body differs",
+		"avif-size":     "avif is 255x256, want 256x256",
+		"first-frame":   "not an animated WebP: webp: not animated",
+		"fewer-frames":  "2 frames, want the source's 3",
+		"other-loop":    "loop count 6, want the source's 0",
+		"other-delays":  "frame 0 shows 70 ms, want the source's 40 ms",
+		"info-size":     "jpeg 300x400, want jpeg 400x300",
+		"info-not-json": "not JSON",
 	} {
 		bad := httptest.NewServer(fake(t, bug))
 		checks := Run(context.Background(), bad.URL, in)
@@ -194,6 +206,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	// A WebP that does not decode, a format nothing decodes.
+	in.Infos = nil
 	in.Thumbs = []Thumb{
 		{Route: "thumb-small-webp", Path: "/thumbnail?format=webp", Format: "webp"},
 		{Route: "thumb-small-gif", Path: "/thumbnail?format=gif", Format: "gif"},

@@ -32,6 +32,9 @@ func TestRealTargetsPassTheThumbnailChecks(t *testing.T) {
 		{Route: "thumb-small-webp", Path: "/thumbnail?w=256&h=256&fit=cover&format=webp&q=80", Format: "webp", Body: small},
 		{Route: "thumb-small-avif", Path: "/thumbnail?w=256&h=256&fit=cover&format=avif&q=58", Format: "avif", Body: small},
 		{Route: "thumb-animated-webp", Path: "/thumbnail?w=256&h=256&fit=cover&format=webp&q=80&animated=true", Format: "webp", Animated: true, Body: animated},
+	}, Infos: []Info{
+		{Route: "info-small", Path: "/info", Format: "jpeg", Width: 400, Height: 300, Body: small},
+		{Route: "info-small-header", Path: "/info?thumbhash=false", Format: "jpeg", Width: 400, Height: 300, Body: small},
 	}}
 	check := func(t *testing.T, spec launch.Spec) {
 		srv, err := launch.Start(context.Background(), spec)
@@ -42,7 +45,7 @@ func TestRealTargetsPassTheThumbnailChecks(t *testing.T) {
 		if err := srv.WaitReady(context.Background(), 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range Run(context.Background(), srv.URL(), in)[6:] { // the thumbnails
+		for _, c := range Run(context.Background(), srv.URL(), in)[6:] { // the thumbnails and /info
 			if !c.OK {
 				t.Errorf("%s: %s", c.Route, c.Detail)
 			} else {

@@ -243,7 +243,12 @@ func routeNames(rts []results.Route) []string {
 	names := make([]string, len(rts))
 	for i, rt := range rts {
 		names[i] = rt.ID
-		if rt.Source != "" {
+		switch {
+		case rt.Info && rt.HeaderOnly:
+			names[i] = rt.Source + " info header"
+		case rt.Info:
+			names[i] = rt.Source + " info"
+		case rt.Source != "":
 			names[i] = rt.Source + " " + rt.Format
 		}
 	}

@@ -84,6 +84,10 @@ type Route struct {
 	// Animated: the route asks for every frame of its animated source
 	// (animated=true).
 	Animated bool `json:"animated,omitempty"`
+	// Info: a POST /info route of Source (Format empty); HeaderOnly asks
+	// thumbhash=false.
+	Info       bool `json:"info,omitempty"`
+	HeaderOnly bool `json:"header_only,omitempty"`
 }
 
 // Contract is one target's contract check.

@@ -47,7 +47,8 @@ const SOURCE_FORMATS = new Set(FORMAT_TABLE.filter((f) => f.input).map((f) => f.
 const SOURCE_LIST = [...SOURCE_FORMATS].join(', ');
 export const OUTPUTS = Object.freeze(Object.fromEntries(FORMAT_TABLE.filter((f) => f.output).map((f) => [f.format,
   Object.freeze({ type: f.content_type, quality: f.quality || null, alpha: f.alpha, animated: f.animated, rank: f.auto, listed: f.listed })])));
-const GRAVITIES = { centre: 'centre', attention: sharp.strategy.attention, entropy: sharp.strategy.entropy };
+// focal is no sharp position: render cuts its window itself (focalCut).
+const GRAVITIES = { centre: 'centre', attention: sharp.strategy.attention, entropy: sharp.strategy.entropy, focal: null };
 const FITS = new Set(['cover', 'contain', 'fill', 'inside']);
 const DEFAULT_SIDE = 256;
 const MAX_COMPUTE_N = 100_000_000;
@@ -261,6 +262,7 @@ function thumbnailOptions(query) {
   if (width === null && height === null) width = height = DEFAULT_SIDE;
   const fit = choiceParam(query, 'fit', [...FITS], 'cover');
   const gravity = choiceParam(query, 'gravity', Object.keys(GRAVITIES), 'centre');
+  const focal = focalParams(query, gravity);
   const format = choiceParam(query, 'format', [...Object.keys(OUTPUTS), 'auto'], 'png');
   const dpr = dprParam(query);
   // An absent side stays absent: it follows the source's aspect ratio.
@@ -277,10 +279,43 @@ function thumbnailOptions(query) {
   return {
     width, height, fit, animated,
     gravity: fit === 'cover' ? gravity : 'centre', // contain would place the image by it
+    focal: fit === 'cover' ? focal : null,
     format, // auto until negotiated
     alphaFormat: format, // what a source with transparency gets: auto may choose another
     quality: format === 'png' ? null : quality,
   };
+}
+
+// gravity=focal's point, fx and fy: plain decimals from 0 to 1 (fractions
+// of the displayed source), both given with focal and neither without it,
+// as thumbd's params.focal.
+function focalParams(query, gravity) {
+  const given = ['fx', 'fy'].filter((n) => query.has(n));
+  if (gravity !== 'focal') {
+    if (given.length) throw new HttpError(400, 'bad_parameter', `Parameter "${given[0]}" is gravity=focal's point: give it with gravity=focal.`);
+    return null;
+  }
+  if (given.length < 2) {
+    throw new HttpError(400, 'bad_parameter', 'Parameter "gravity" is focal: give its point as fx and fy, fractions 0 to 1 of the source\'s width and height.');
+  }
+  const fraction = (name) => {
+    const text = query.get(name).toString();
+    const f = /^(\d+\.?\d*|\.\d+)$/.test(text) ? Number(text) : NaN;
+    if (!(f >= 0 && f <= 1)) throw new HttpError(400, 'bad_parameter', `Parameter "${name}" must be a number from 0 to 1, such as 0.3.`);
+    return f;
+  };
+  return { x: fraction('fx'), y: fraction('fy') };
+}
+
+// focalCut is thumbd's coverAndCut: the size the source is scaled to
+// cover the box (w x h), and the window's corner, as near centred on the
+// focal point as that image allows. dw x dh is the displayed source.
+export function focalCut(w, h, dw, dh, focal) {
+  const scale = Math.max(w / dw, h / dh);
+  const cw = Math.max(Math.ceil(dw * scale), w);
+  const ch = Math.max(Math.ceil(dh * scale), h);
+  const at = (f, total, n) => Math.min(Math.max(Math.round(f * total - n / 2), 0), total - n);
+  return { cw, ch, left: at(focal.x, cw, w), top: at(focal.y, ch, h) };
 }
 
 // dpr, the device pixel ratio, as CSS writes it ("2", "1.5"): a plain
@@ -382,7 +417,7 @@ export function negotiate(accept, animated) {
 function normalised(o) {
   const [opaque, alpha] = [OUTPUTS[o.format], OUTPUTS[o.alphaFormat]];
   return {
-    width: o.width, height: o.height, fit: o.fit, gravity: o.gravity,
+    width: o.width, height: o.height, fit: o.fit, gravity: o.gravity, focal: o.focal,
     formats: [o.format, o.alphaFormat],
     quality: opaque.quality === null && alpha.quality === null ? null : o.quality,
     animated: o.animated && (opaque.animated || alpha.animated),
@@ -431,23 +466,32 @@ export async function probe(source) {
 // resolved), quality its q; animated keeps every frame of an animated source,
 // each resized, with its delays and loop count (sharp keeps them unless told
 // otherwise), else the first frame is used.
-export function render(source, { width, height, fit, gravity, format, quality, animated = false }) {
+// focal, with gravity=focal, is the point and cut its focalCut (the box
+// resolved against the source).
+export function render(source, { width, height, fit, gravity, format, quality, animated = false, cut = null }) {
   const opaque = !OUTPUTS[format].alpha;
   let image = sharp(source, {
     autoOrient: true, // apply EXIF orientation (the tag goes with the metadata)
     pages: animated ? -1 : 1, // every frame, or an animation gives its first
     failOn: 'error', // truncated or corrupt pixel data is a 422, not a grey half image
     limitInputPixels: LIMITS.maxPixels,
-  }).resize({
-    width: width ?? undefined,
-    height: height ?? undefined,
-    fit,
-    // Smart crops would pick another window per frame (sharp refuses them on
-    // animations): an animation keeps one, centred, as in thumbd.
-    position: animated ? 'centre' : GRAVITIES[gravity],
-    // contain pads with transparency where the output keeps alpha, white where it cannot
-    background: opaque ? { r: 255, g: 255, b: 255, alpha: 1 } : { r: 0, g: 0, b: 0, alpha: 0 },
   });
+  if (cut) {
+    // sharp has no focal position: scale to cover, then cut the window
+    // (extract after resize applies to the resized image, every frame).
+    image = image.resize({ width: cut.cw, height: cut.ch, fit: 'fill' }).extract({ left: cut.left, top: cut.top, width, height });
+  } else {
+    image = image.resize({
+      width: width ?? undefined,
+      height: height ?? undefined,
+      fit,
+      // Smart crops would pick another window per frame (sharp refuses them on
+      // animations): an animation keeps one, centred, as in thumbd.
+      position: animated ? 'centre' : GRAVITIES[gravity],
+      // contain pads with transparency where the output keeps alpha, white where it cannot
+      background: opaque ? { r: 255, g: 255, b: 255, alpha: 1 } : { r: 0, g: 0, b: 0, alpha: 0 },
+    });
+  }
   if (opaque) image = image.flatten({ background: { r: 255, g: 255, b: 255 } });
   // 8-bit sRGB whatever the source (16-bit, greyscale, CMYK). sharp does this
   // by default already; saying it keeps the contract visible and survives a
@@ -524,9 +568,17 @@ async function handleThumbnail(req, res, query) {
   const format = meta.hasAlpha ? options.alphaFormat : options.format;
   const animated = options.animated && OUTPUTS[format].animated && (meta.pages ?? 1) > 1;
   if (animated) checkAnimation(options, meta);
+  let cut = null;
+  if (options.gravity === 'focal' && options.fit === 'cover') {
+    const [w, h] = box(options, meta);
+    const { width: dw, height: dh } = meta.autoOrient ?? meta;
+    cut = focalCut(w, h, dw, meta.pages > 1 && animated ? meta.pageHeight ?? dh : dh, options.focal);
+    options.width = w;
+    options.height = h;
+  }
   let image;
   try {
-    image = await render(source, { ...options, format, quality: options.quality ?? OUTPUTS[format].quality, animated });
+    image = await render(source, { ...options, format, quality: options.quality ?? OUTPUTS[format].quality, animated, cut });
   } catch (err) {
     throw new HttpError(422, 'unprocessable_image', `The source image cannot be processed: ${err.message.split('\n')[0].trim()}.`);
   }
@@ -560,8 +612,43 @@ function ifNoneMatch(header, etag) {
   });
 }
 
+// handleInfo is /info as far as sharp's metadata() goes: every field of
+// thumbd's answer but the ThumbHash, which sharp cannot make (thumbd's is
+// the published ThumbHash encoder; the twin answers without the field,
+// and the bench report says so). thumbhash is taken, as thumbd takes it,
+// and changes nothing here.
+async function handleInfo(req, res, query) {
+  choiceParam(query, 'thumbhash', ['false', 'true'], 'true');
+  let source;
+  if (req.method === 'POST') {
+    const chunks = [];
+    await readBody(req, (chunk) => chunks.push(chunk));
+    source = Buffer.concat(chunks);
+  } else {
+    source = await readSource(query);
+  }
+  const meta = await probe(source);
+  const displayed = meta.autoOrient ?? meta;
+  const frames = meta.pages ?? 1;
+  const info = {
+    format: meta.format,
+    width: displayed.width,
+    height: frames > 1 ? meta.pageHeight ?? displayed.height : displayed.height,
+    stored_width: meta.width,
+    stored_height: frames > 1 ? meta.pageHeight ?? meta.height : meta.height,
+    orientation: meta.orientation ?? 1,
+    frames,
+  };
+  if (frames > 1) {
+    info.delays_ms = meta.delay ?? [];
+    info.loop = meta.loop ?? 0;
+  }
+  Object.assign(info, { alpha: Boolean(meta.hasAlpha), space: meta.space, icc: Boolean(meta.icc), bytes: source.length });
+  sendJSON(res, 200, info);
+}
+
 // The thumbnail options every /thumbnail request may give.
-const THUMBNAIL_PARAMS = ['w', 'h', 'fit', 'gravity', 'format', 'q', 'dpr', 'animated'];
+const THUMBNAIL_PARAMS = ['w', 'h', 'fit', 'gravity', 'fx', 'fy', 'format', 'q', 'dpr', 'animated'];
 
 // Each route's handler per method, with the query parameters it knows
 // (null: the query is ignored, as POST /hash does).
@@ -574,6 +661,7 @@ const ROUTES = {
   '/compute': { GET: [['n'], handleCompute] },
   '/hash': { GET: [['data'], handleHash], POST: [null, handleHash] },
   '/thumbnail': { GET: [[...THUMBNAIL_PARAMS, 'src'], handleThumbnail], POST: [THUMBNAIL_PARAMS, handleThumbnail] },
+  '/info': { GET: [['src', 'thumbhash'], handleInfo], POST: [['thumbhash'], handleInfo] },
 };
 
 export async function handle(req, res) {

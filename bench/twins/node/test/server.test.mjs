@@ -212,7 +212,7 @@ describe('node twin', () => {
 
     it('names the first offending parameter in name order, as thumbd does', async () => {
       const { body } = await getJSON(server.base, '/thumbnail?zoom=2&alpha=1', { method: 'POST', body: photo });
-      assert.equal(body.error, 'Parameter "alpha" is not known here; this route takes "w", "h", "fit", "gravity", "format", "q", "dpr", "animated".');
+      assert.equal(body.error, 'Parameter "alpha" is not known here; this route takes "w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated".');
     });
 
     it('a route without parameters says so', async () => {
