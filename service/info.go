@@ -67,14 +67,7 @@ func (t *thumbnails) handleInfo(parse func(r *http.Request) (params.Info, source
 func (t *thumbnails) runInfo(w http.ResponseWriter, r *http.Request, req params.Info, src source.Source) error {
 	ctx, cancel := context.WithDeadline(r.Context(), time.Now().Add(t.cfg.Deadline))
 	defer cancel()
-	var tag string
-	blob, ticket, err := t.admit(ctx, src, func(blob *source.Blob) (int64, bool) {
-		tag = etag(blob.ID, req.Job.Normalised())
-		if t.respond.notModified(w, r, tag) {
-			return 0, false
-		}
-		return t.infoCost(blob.Bytes, req.Job), true
-	})
+	blob, ticket, tag, err := t.admit(ctx, w, r, src, req.Job.Normalised(), func(b []byte) int64 { return t.infoCost(b, req.Job) })
 	if blob == nil {
 		return err
 	}

@@ -153,14 +153,7 @@ func rejections(next handlerFunc) handlerFunc {
 func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thumbnail, src source.Source) error {
 	ctx, cancel := context.WithDeadline(r.Context(), time.Now().Add(t.cfg.Deadline))
 	defer cancel()
-	var tag string
-	blob, ticket, err := t.admit(ctx, src, func(blob *source.Blob) (int64, bool) {
-		tag = etag(blob.ID, req.Options.Normalised())
-		if t.respond.notModified(w, r, tag) {
-			return 0, false
-		}
-		return t.cost(blob.Bytes, req.Options), true
-	})
+	blob, ticket, tag, err := t.admit(ctx, w, r, src, req.Options.Normalised(), func(b []byte) int64 { return t.cost(b, req.Options) })
 	if blob == nil {
 		return err
 	}
@@ -175,30 +168,32 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 }
 
 // admit reads the source and admits its job, within ctx: the stages both
-// engine routes share. cost answers whether the job is still to run (not
-// when a 304 answered it) and its estimated peak memory. It returns the
-// source and the job's ticket, both to release; or no source, and the
-// error to answer with (nil when cost answered).
-func (t *thumbnails) admit(ctx context.Context, src source.Source, cost func(*source.Blob) (int64, bool)) (*source.Blob, *admission.Ticket, error) {
+// engine routes share. The job's ETag comes from the source and the
+// normalised job; a GET that has it already gets its 304 here. cost is
+// the job's estimated peak memory. admit returns the source and the job's
+// ticket, both to release, and the ETag; or no source, and the error to
+// answer with (nil after a 304).
+func (t *thumbnails) admit(ctx context.Context, w http.ResponseWriter, r *http.Request, src source.Source, normalised string, cost func([]byte) int64) (*source.Blob, *admission.Ticket, string, error) {
 	// With every place taken, wait at the door a while, the source
 	// unread, then refuse before reading it: under overload most requests
 	// are turned away without their upload, and no faster than one per
 	// client per doorWait.
 	if !t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
 		if ctx.Err() != nil {
-			return nil, nil, t.deadlineOrGone(ctx.Err())
+			return nil, nil, "", t.deadlineOrGone(ctx.Err())
 		}
-		return nil, nil, queueFull(true)
+		return nil, nil, "", queueFull(true)
 	}
 	blob, err := src.Read(ctx)
 	if err != nil {
-		return nil, nil, t.deadlineOrGone(err) // an origin fetch ends with the request
+		return nil, nil, "", t.deadlineOrGone(err) // an origin fetch ends with the request
 	}
-	bytes, run := cost(blob)
-	if !run {
+	tag := etag(blob.ID, normalised)
+	if t.respond.notModified(w, r, tag) {
 		blob.Release()
-		return nil, nil, nil
+		return nil, nil, "", nil
 	}
+	bytes := cost(blob.Bytes)
 	ticket, err := t.gate.AdmitWithin(ctx, bytes, t.cfg.Deadline/doorWaitFraction)
 	switch {
 	case errors.Is(err, admission.ErrTooLarge):
@@ -211,9 +206,9 @@ func (t *thumbnails) admit(ctx context.Context, src source.Source, cost func(*so
 	}
 	if err != nil {
 		blob.Release()
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return blob, ticket, nil
+	return blob, ticket, tag, nil
 }
 
 // cost is the job's estimated peak memory, from the source's header (read

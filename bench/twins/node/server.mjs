@@ -535,6 +535,14 @@ async function readSource(query) {
   return readFile(file);
 }
 
+// The source of an image route: the POST body, or GET's src file.
+async function requestSource(req, query) {
+  if (req.method !== 'POST') return readSource(query);
+  const chunks = [];
+  await readBody(req, (chunk) => chunks.push(chunk));
+  return Buffer.concat(chunks);
+}
+
 async function handleThumbnail(req, res, query) {
   const options = thumbnailOptions(query);
   if (options.format === 'auto') {
@@ -545,14 +553,7 @@ async function handleThumbnail(req, res, query) {
     // Every answer from here on, errors and 304s included, depends on Accept.
     res.setHeader('Vary', 'Accept');
   }
-  let source;
-  if (req.method === 'POST') {
-    const chunks = [];
-    await readBody(req, (chunk) => chunks.push(chunk));
-    source = Buffer.concat(chunks);
-  } else {
-    source = await readSource(query);
-  }
+  const source = await requestSource(req, query);
   // Strong ETag: the same source bytes and normalised options always give the
   // same image; for format=auto it follows the formats Accept chose.
   const etag = '"' + createHash('sha256').update(source).update(JSON.stringify(normalised(options))).digest('hex').slice(0, 32) + '"';
@@ -619,14 +620,7 @@ function ifNoneMatch(header, etag) {
 // and changes nothing here.
 async function handleInfo(req, res, query) {
   choiceParam(query, 'thumbhash', ['false', 'true'], 'true');
-  let source;
-  if (req.method === 'POST') {
-    const chunks = [];
-    await readBody(req, (chunk) => chunks.push(chunk));
-    source = Buffer.concat(chunks);
-  } else {
-    source = await readSource(query);
-  }
+  const source = await requestSource(req, query);
   const meta = await probe(source);
   const displayed = meta.autoOrient ?? meta;
   const frames = meta.pages ?? 1;
