@@ -122,3 +122,64 @@ func TestFocalCropFollowsOrientation(t *testing.T) {
 		t.Errorf("%d red pixels centred at (%.1f, %.1f), want (25, 25)", n, x, y)
 	}
 }
+
+// An animation keeps one window, on the point, for every frame: its first
+// frame is nearer the still focal crop of the same source than the still
+// centre crop (WebP, lossy with 4:2:0 chroma, blurs the stripes' edges).
+func TestFocalCropOfAnAnimation(t *testing.T) {
+	src := animation(t, 120, 40, 4, 0)
+	o := thumbjob.Options{Width: 30, Height: 30, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityFocal, FocalX: 0.9, FocalY: 0.5, Format: imagefmt.PNG}
+	focal, err := testEngine.Thumbnail(context.Background(), src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	centreOpts := o
+	centreOpts.Gravity = thumbjob.GravityCentre
+	centre, err := testEngine.Thumbnail(context.Background(), src, centreOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Format, o.Quality, o.Animated = imagefmt.WebP, 100, true
+	anim, err := testEngine.Thumbnail(context.Background(), src, o)
+	if err != nil || anim.Frames != 4 || anim.Width != 30 || anim.Height != 30 {
+		t.Fatalf("%d frames of %dx%d: %v", anim.Frames, anim.Width, anim.Height, err)
+	}
+	first := pixels(t, anim.Bytes) // page 0
+	toFocal, toCentre := meanDiff(t, first, pixels(t, focal.Bytes)), meanDiff(t, first, pixels(t, centre.Bytes))
+	t.Logf("first frame against the focal crop %.1f, against the centre crop %.1f", toFocal, toCentre)
+	if toFocal*2 > toCentre {
+		t.Errorf("the animation's first frame differs from the still focal crop by %.1f levels, from the centre crop by %.1f", toFocal, toCentre)
+	}
+}
+
+// pixels are an image's first frame, as 8-bit sRGB without alpha.
+func pixels(t *testing.T, b []byte) []byte {
+	t.Helper()
+	img, err := vips.LoadImageFromBuffer(b, vips.NewImportParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	if img.HasAlpha() {
+		if err := img.Flatten(&vips.Color{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	px, err := img.ToBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return px
+}
+
+func meanDiff(t *testing.T, a, b []byte) float64 {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d and %d bytes of pixels", len(a), len(b))
+	}
+	var d float64
+	for i := range a {
+		d += math.Abs(float64(a[i]) - float64(b[i]))
+	}
+	return d / float64(len(a))
+}
