@@ -46,7 +46,7 @@ func TestInfoDescribesTheSource(t *testing.T) {
 	srv, _ := newTestServer(t, cfg)
 
 	status, h, body := do(t, "GET", srv.URL+"/info?src=r.jpg", nil)
-	if status != 200 || h.Get("Content-Type") != "application/json" || h.Get("ETag") == "" {
+	if status != 200 || h.Get("Content-Type") != "application/json" || h.Get("ETag") == "" || h.Get("Cache-Control") != cacheControl {
 		t.Fatalf("GET: %d %v %s", status, h, body)
 	}
 	info := readInfo(t, body)
