@@ -14,6 +14,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -34,6 +35,9 @@ type thumbnails struct {
 	origins *origin.Fetcher   // nil when GET /thumbnail?url= is off
 	signer  *signing.Verifier // checks GET /thumbnail's sig= (when keys are set)
 	respond *responder
+	cache   *results.Cache // nil: off (THUMBD_CACHE_SIZE=0)
+	flights *flights       // identical jobs in flight
+	metrics *metrics
 }
 
 // handlePost makes a thumbnail of the request body (routes.go applies
@@ -149,47 +153,101 @@ func rejections(next handlerFunc) handlerFunc {
 
 // run is the pipeline from the source on. The deadline runs from the
 // request's arrival and covers reading the source, the queue and libvips.
+//
+// Before the source is read, a request whose source identity is known
+// (GET src=: the file's name, size and modification time; GET url=: the
+// origin URL) is answered from the result cache, or joins the identical
+// job in flight, or starts it; an upload does the same once its body is
+// read, keyed by the body's hash (results.go).
 func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thumbnail, src source.Source) error {
 	start := time.Now()
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(t.cfg.Deadline))
 	defer cancel()
+	opts := "\x00" + req.Options.Normalised()
+	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
+		return t.shared(ctx, w, r, start, keyed.Key()+opts, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+			return t.make(ctx, src, nil, req.Options, stale, inm)
+		})
+	}
 	// With every place taken, wait at the door a while, the source
 	// unread, then refuse before reading it: under overload most requests
 	// are turned away without their upload, and no faster than one per
 	// client per doorWait.
-	if !t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
-		if ctx.Err() != nil {
-			return t.deadlineOrGone(ctx.Err())
-		}
-		return queueFull(true)
+	if err := t.door(ctx); err != nil {
+		return err
 	}
 	blob, err := src.Read(ctx)
 	if err != nil {
 		return t.deadlineOrGone(err) // an origin fetch ends with the request
 	}
-	defer blob.Release()
-	tag := etag(blob.ID, req.Options)
-	if t.respond.notModified(w, r, tag) {
+	if _, upload := src.(source.Upload); upload && t.cfg.CacheUploads {
+		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // keyed by its bytes: never stale
+	}
+	return t.shared(ctx, w, r, start, "sha256\x00"+blob.ID+opts, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		return t.make(ctx, nil, blob, req.Options, nil, inm)
+	})
+}
+
+// door waits, with every place taken, up to doorWaitFraction of the
+// deadline for one: nil when there is room.
+func (t *thumbnails) door(ctx context.Context) error {
+	if t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
 		return nil
 	}
-	cost := t.cost(blob.Bytes, req.Options)
+	if ctx.Err() != nil {
+		return t.deadlineOrGone(ctx.Err())
+	}
+	return queueFull(true)
+}
+
+// make is one job: the source read (a conditional read when stale can be
+// revalidated), the ETag (a 304 for a matching inm, before admission),
+// admission and the engine (an entry without an image: inm matched).
+// blob, when given, is the source already read,
+// released here. The entry's freshness is the source's.
+func (t *thumbnails) make(ctx context.Context, src source.Source, blob *source.Blob, o thumbjob.Options, stale *results.Entry, inm string) (*results.Entry, error) {
+	if blob == nil {
+		if err := t.door(ctx); err != nil {
+			return nil, err
+		}
+		var err error
+		if cond, ok := src.(source.Conditional); ok && stale != nil && stale.Fresh.Revalidable() {
+			blob, err = cond.ReadSince(ctx, stale.Fresh)
+		} else {
+			blob, err = src.Read(ctx)
+		}
+		if err != nil {
+			return nil, t.deadlineOrGone(err) // an origin fetch ends with the request
+		}
+		if blob.NotModified {
+			t.metrics.cacheRevalidated.Inc()
+			renewed := *stale
+			renewed.Fresh = blob.Fresh
+			return &renewed, nil
+		}
+	}
+	defer blob.Release()
+	tag := etag(blob.ID, o)
+	if inm != "" && matchesETag(inm, tag) {
+		return &results.Entry{ETag: tag}, nil // the respond stage answers 304; nothing to keep
+	}
+	cost := t.cost(blob.Bytes, o)
 	ticket, err := t.gate.AdmitWithin(ctx, cost, t.cfg.Deadline/doorWaitFraction)
 	switch {
 	case errors.Is(err, admission.ErrTooLarge):
-		return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
+		return nil, apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
 			mib(cost), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
 	case errors.Is(err, admission.ErrFull):
-		return queueFull(false)
+		return nil, queueFull(false)
 	case err != nil:
-		return t.deadlineOrGone(err)
+		return nil, t.deadlineOrGone(err)
 	}
 	defer ticket.Release()
-	img, err := t.engine.thumbnail(ctx, ticket, blob, req.Options)
+	img, err := t.engine.thumbnail(ctx, ticket, blob, o)
 	if err != nil {
-		return t.deadlineOrGone(err)
+		return nil, t.deadlineOrGone(err)
 	}
-	t.respond.image(w, img, tag)
-	return nil
+	return &results.Entry{Image: img, ETag: tag, Fresh: blob.Fresh}, nil
 }
 
 // cost is the job's estimated peak memory, from the source's header (read
