@@ -96,7 +96,9 @@ func TestIdenticalRequestsShareOneJob(t *testing.T) {
 	release := holdSlot(t, d)
 	const n = 20
 	done := make(chan []answer)
-	go func() { done <- concurrently(t, n, base+"/thumbnail?src=photo.jpg&w=200&h=200&format=auto", "Accept", "image/webp") }()
+	go func() {
+		done <- concurrently(t, n, base+"/thumbnail?src=photo.jpg&w=200&h=200&format=auto", "Accept", "image/webp")
+	}()
 	waitFor(t, "every request to join", func() bool { return testutil.ToFloat64(d.metrics.merged) == n-1 })
 	release()
 	answers := <-done

@@ -78,6 +78,21 @@ func (c *Cache) Put(key string, e *Entry) {
 	c.c.Set(key, e)
 }
 
+// Bytes is the cache's weight now; CleanUp first settles pending work.
+func (c *Cache) Bytes() int64 {
+	if c == nil {
+		return 0
+	}
+	return int64(c.c.WeightedSize())
+}
+
+// CleanUp runs the cache's pending maintenance (evictions) now.
+func (c *Cache) CleanUp() {
+	if c != nil {
+		c.c.CleanUp()
+	}
+}
+
 // Collector is the cache's Prometheus metrics (zeros when it is off, so
 // that the series exist either way). Hits and misses are counted by the
 // service, which knows whether an entry served.
