@@ -51,7 +51,7 @@ func (t *thumbnails) handlePost() handlerFunc {
 		if err := t.checkUpload(r.URL.Path, q); err != nil {
 			return params.Thumbnail{}, nil, err
 		}
-		req, err := t.cfg.rules().Upload(q)
+		req, err := t.rules(r).Upload(q)
 		return req, source.Upload{Limits: t.limits, Body: r.Body, Length: r.ContentLength}, err
 	})
 }
@@ -98,13 +98,29 @@ func (t *thumbnails) handleGet() handlerFunc {
 		if err := t.signer.Check(r.URL.Path, q); err != nil {
 			return params.Thumbnail{}, nil, err
 		}
-		req, err := t.cfg.rules().Get(q)
+		req, err := t.rules(r).Get(q)
 		if err != nil {
 			return req, nil, err
 		}
 		src, err := t.sourceOf(req)
 		return req, src, err
 	})
+}
+
+// rules are the parse rules for r: the settings', with r's client hints
+// when they are on.
+func (t *thumbnails) rules(r *http.Request) params.Rules {
+	rules := t.cfg.rules()
+	rules.Hints = t.hints(r)
+	return rules
+}
+
+// hints are r's client hints, nil when THUMBD_CLIENT_HINTS is off.
+func (t *thumbnails) hints(r *http.Request) *params.Hints {
+	if !t.cfg.ClientHints {
+		return nil
+	}
+	return &params.Hints{DPR: r.Header.Values(params.HintDPR), Width: r.Header.Values(params.HintWidth), SaveData: r.Header.Values(params.HintSaveData)}
 }
 
 // sourceOf is the source a GET names. An origin URL is checked here,
@@ -126,12 +142,21 @@ func (t *thumbnails) sourceOf(req params.Thumbnail) (source.Source, error) {
 // typed request and its source.
 func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, source.Source, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		if t.cfg.ClientHints {
+			w.Header().Set("Accept-CH", params.HintDPR+", "+params.HintWidth)
+		}
 		req, src, err := parse(r)
 		if err != nil {
 			return err
 		}
 		if req.Negotiate(r.Header.Get("Accept")) {
 			w.Header().Add("Vary", "Accept")
+		}
+		for _, name := range req.Vary {
+			w.Header().Add("Vary", name)
+		}
+		if req.SaveData(t.hints(r)) {
+			w.Header().Add("Vary", params.HintSaveData)
 		}
 		return t.run(w, r, req, src)
 	}
