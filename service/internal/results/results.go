@@ -2,7 +2,7 @@
 // thumbnails, keyed like merged requests (source identity, normalised
 // options, chosen format), weighed in bytes.
 //
-// It uses github.com/maypok86/otter/v2 (docs/adr/0004-result-cache.md):
+// It uses github.com/maypok86/otter/v2 (docs/adr/0002-result-cache.md):
 // a weigher bounds the cache by bytes, not entries; its W-TinyLFU
 // admission keeps one-off thumbnails from evicting popular ones; eviction
 // is synchronous with the write that passes the bound, so the bound holds
