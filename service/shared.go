@@ -38,7 +38,11 @@ func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.
 	if ok {
 		stale = cached
 	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && r.Method == http.MethodGet {
+	inm := r.Header.Get("If-None-Match")
+	if r.Method != http.MethodGet {
+		inm = ""
+	}
+	if inm != "" || !t.cfg.Merge {
 		// A conditional request is not merged: it reads the source to
 		// compare ETags, and a match is a 304 that takes no place and
 		// runs no engine job, which a shared job would.

@@ -277,3 +277,21 @@ func TestIdenticalUploadsShareOneJob(t *testing.T) {
 		t.Errorf("%d source bytes still held", used)
 	}
 }
+
+func TestMergeOffRunsEveryRequest(t *testing.T) {
+	photo := encodeJPEG(t, scene(800, 600), 90)
+	base, d := dirServer(t, map[string][]byte{"photo.jpg": photo}, func(c *config) { c.Concurrency, c.Merge = 1, false })
+	release := holdSlot(t, d)
+	done := make(chan []answer)
+	go func() { done <- concurrently(t, 5, base+"/thumbnail?src=photo.jpg&w=100") }()
+	waitFor(t, "every request to queue", func() bool { return d.thumbs.gate.Waiting() == 5 })
+	release()
+	for i, a := range <-done {
+		if a.status != 200 {
+			t.Fatalf("answer %d: %d", i, a.status)
+		}
+	}
+	if jobs, merged := engineJobs(t, d), testutil.ToFloat64(d.metrics.merged); jobs != 5 || merged != 0 {
+		t.Errorf("THUMBD_MERGE=false: %d engine jobs, %v merged; want 5 and 0", jobs, merged)
+	}
+}
