@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,7 @@ import (
 )
 
 type config struct {
-	command, baseline             []string
+	command, baseline, env        []string
 	dir, lock, query              string
 	clients, herd, rounds         int
 	streamKeys                    int
@@ -62,6 +63,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("hotkey", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	baseline := fs.String("baseline", "", "another thumbd command (space-separated) to run the merge step against, such as today's main")
+	fs.Func("env", "KEY=VALUE for every thumbd started (repeatable), such as THUMBD_MEMORY_LIMIT=201326592 to measure the memory step under a limit", func(v string) error { c.env = append(c.env, v); return nil })
 	fs.StringVar(&c.dir, "source-dir", "bench/results/tmp/sources", "where the sources are (made when missing)")
 	fs.StringVar(&c.query, "query", "h=200&fit=cover&format=jpeg&q=80", "options of the hot thumbnail, beside w (each merge round uses another w: uncached)")
 	fs.IntVar(&c.herd, "herd", 100, "merge: clients asking at once")
@@ -124,7 +126,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "thumbd: %s; thumbd on CPUs %s, driver on %s\n\n", strings.Join(c.command, " "), affinity.Format(c.serverCPUs), affinity.Format(c.clientCPUs))
+	fmt.Fprintf(stdout, "thumbd: %s; thumbd on CPUs %s, driver on %s\n\n", strings.TrimSpace(strings.Join(c.env, " ")+" "+strings.Join(c.command, " ")), affinity.Format(c.serverCPUs), affinity.Format(c.clientCPUs))
 	if !c.skipMerge {
 		fmt.Fprintf(stdout, "## Merge: %d clients at once, the same uncached %s thumbnail (%s), %d rounds\n\n", c.herd, photo, c.query, c.rounds)
 		fmt.Fprintln(stdout, "| build | all answered, median s (range) | one alone, ms | engine jobs per herd | merged per herd | identical bytes |")
@@ -169,7 +171,7 @@ func start(ctx context.Context, c config, command []string, env ...string) (*lau
 	if err != nil {
 		return nil, 0, err
 	}
-	spec := launch.Spec{Command: command, Env: append([]string{"THUMBD_SOURCE_DIR=" + abs, "THUMBD_LOG_LEVEL=warn"}, env...)}
+	spec := launch.Spec{Command: command, Env: append(append([]string{"THUMBD_SOURCE_DIR=" + abs, "THUMBD_LOG_LEVEL=warn"}, c.env...), env...)}
 	if len(c.serverCPUs) > 0 {
 		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.serverCPUs) }
 	}
@@ -189,8 +191,9 @@ func start(ctx context.Context, c config, command []string, env ...string) (*lau
 	return srv, pid, nil
 }
 
-// metric reads one unlabelled sample of /metrics (0 when absent: an older
-// build has no merged counter).
+// metric reads one unlabelled sample of /metrics: NaN when absent (the
+// twin has no such series, an older build no merged counter), which the
+// report shows as n/a.
 func metric(ctx context.Context, base, name string) (float64, error) {
 	_, body, err := get(ctx, http.DefaultClient, base+"/metrics")
 	if err != nil {
@@ -201,7 +204,7 @@ func metric(ctx context.Context, base, name string) (float64, error) {
 			return strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}
 	}
-	return 0, nil
+	return math.NaN(), nil
 }
 
 func get(ctx context.Context, client *http.Client, u string) (int, []byte, error) {
@@ -485,6 +488,9 @@ func list(xs []float64) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
 		parts[i] = strconv.FormatFloat(x, 'f', -1, 64)
+		if math.IsNaN(x) {
+			parts[i] = "n/a"
+		}
 	}
 	return strings.Join(parts, ", ")
 }
