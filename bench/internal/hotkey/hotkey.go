@@ -42,9 +42,9 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
-	"github.com/thumbd/thumbd/bench/internal/procmem"
 	"github.com/thumbd/thumbd/bench/internal/sources"
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 type config struct {
@@ -77,7 +77,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.skipMem, "no-memory", false, "skip the memory step")
 	serverCPUs := fs.String("server-cpus", "1", "CPUs for thumbd (\"\": not pinned)")
 	clientCPUs := fs.String("client-cpus", "0", "CPUs for this driver (\"\": not pinned)")
-	fs.StringVar(&c.lock, "lock", benchlock.Path, "flock held while measuring (\"\" for none)")
+	benchlock.Flag(fs, &c.lock)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench hotkey [flags] -- CMD ARGS...")
 		fs.PrintDefaults()
@@ -114,13 +114,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	photo, large := filepath.Base(paths[0]), filepath.Base(paths[1])
-	if c.lock != "" {
-		release, err := benchlock.Acquire(ctx, c.lock, stderr)
-		if err != nil {
-			return err
-		}
-		defer release()
+	release, err := benchlock.Hold(ctx, c.lock, stderr)
+	if err != nil {
+		return err
 	}
+	defer release()
 	if len(c.clientCPUs) > 0 {
 		if err := affinity.PinProcess(c.clientCPUs); err != nil {
 			return err
@@ -406,7 +404,7 @@ func memoryStep(ctx context.Context, c config, large string, stderr io.Writer) (
 			return fmt.Sprintf("%s/thumbnail?src=%s&w=%d&h=%d&format=png", base, large, 200+k%400, 200+k/400)
 		}
 		get(ctx, http.DefaultClient, u(c.streamKeys+1)) // warm
-		st, err := procmem.Read(pid)
+		st, err := procfs.Read(pid)
 		if err != nil {
 			srv.Stop(0)
 			return "", err
@@ -421,7 +419,7 @@ func memoryStep(ctx context.Context, c config, large string, stderr io.Writer) (
 		go func() {
 			defer close(sampler)
 			for {
-				if st, err := procmem.Read(pid); err == nil && st.VmRSS > peak.Load() {
+				if st, err := procfs.Read(pid); err == nil && st.VmRSS > peak.Load() {
 					peak.Store(st.VmRSS)
 				}
 				if v, err := metric(ctx, base, "thumbd_cache_bytes"); err == nil && int64(v) > cacheMax.Load() {
@@ -447,7 +445,7 @@ func memoryStep(ctx context.Context, c config, large string, stderr io.Writer) (
 		wg.Wait()
 		close(stop)
 		<-sampler
-		st, _ = procmem.Read(pid)
+		st, _ = procfs.Read(pid)
 		a.rssEnd, a.rssPeak = st.VmRSS, max(peak.Load(), st.VmRSS)
 		a.cacheMax = float64(cacheMax.Load())
 		a.cacheEnd, _ = metric(ctx, base, "thumbd_cache_bytes")
