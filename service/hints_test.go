@@ -144,3 +144,28 @@ func TestClientHints(t *testing.T) {
 		}
 	})
 }
+
+// Hints are outside the signature: a signed URL that leaves w open takes
+// the width hint (within the max side), one that signs w keeps it.
+func TestClientHintsWithSignedURLs(t *testing.T) {
+	key := hexKey(t, "000102030405060708090a0b0c0d0e0f")
+	photo := encodeJPEG(t, scene(600, 400), 90)
+	base, _ := dirServer(t, map[string][]byte{"a.jpg": photo}, func(c *config) {
+		c.ClientHints, c.SigningKeys, c.MaxSide = true, [][]byte{key}, 1000
+	})
+	for _, c := range []struct {
+		query string
+		width int
+	}{
+		{"src=a.jpg&format=jpeg", 1000},     // open: the hint, bounded by the max side
+		{"src=a.jpg&format=jpeg&w=80", 160}, // signed w: the DPR hint scales it, the width hint is not used
+	} {
+		a := hintsGet(t, base+signedPath(t, key, c.query), [][2]string{{"Sec-CH-Width", "5000"}, {"Sec-CH-DPR", "2"}})
+		if a.status != 200 {
+			t.Fatalf("%s: %d %s", c.query, a.status, a.body)
+		}
+		if img, _ := decoded(t, a.body); img.Bounds().Dx() != c.width {
+			t.Errorf("%s: width %d, want %d", c.query, img.Bounds().Dx(), c.width)
+		}
+	}
+}
