@@ -14,6 +14,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/cellarms"
 	"github.com/thumbd/thumbd/bench/internal/coldstart"
 	"github.com/thumbd/thumbd/bench/internal/engine"
+	"github.com/thumbd/thumbd/bench/internal/hotkey"
 	"github.com/thumbd/thumbd/bench/internal/memory"
 	"github.com/thumbd/thumbd/bench/internal/originload"
 	"github.com/thumbd/thumbd/bench/internal/sources"
@@ -38,6 +39,7 @@ func commands() []command {
 		{"coldstart", "[flags] IMAGE|exec:BINARY...", "scale from zero: hardened containers from docker run to the first thumbnail", coldstart.Run},
 		{"memory", "[flags] (-image IMAGE | -- CMD ARGS...)", "memory of one thumbd under thumbnail load: idle and peak RSS, cgroup peak, glibc arenas", memory.Run},
 		{"origin", "[flags] (-image IMAGE | -- CMD ARGS...)", "GET /thumbnail?url= from a loopback origin against POST of the same bytes, and signed against unsigned (200 and 304): requests/s at 10 clients", originload.Run},
+		{"hotkey", "[flags] -- CMD ARGS...", "the same thumbnail from many clients: a herd on one uncached 12 MP thumbnail (engine jobs, time), cache hit against miss, cache memory under distinct keys", hotkey.Run},
 		{"sources", "DIR [NAME...]", "make the test sources (small, large, photo12; huge on demand) that DIR lacks", runSources},
 		{"serve", "[flags] (-image IMAGE | -- CMD ARGS...)", "start a thumbd on a free port, wait for /ready, run -run with THUMBD_URL, stop it", runServe},
 		{"lock", "[-path FILE] -- CMD ARGS...", "run CMD holding the bench lock (" + benchlock.Path + ")", runLock},

@@ -17,7 +17,11 @@ import (
 // the operator is derived from the limit, so that with no setting at all
 // the process stays under it (docs/hardening.md, "Memory"):
 //
-//	limit = base + slack + sources + outputs + cells' idle + jobs
+//	limit = base + slack + cache + sources + outputs + cells' idle + jobs
+//
+// The result cache (THUMBD_CACHE_SIZE, off by default) is taken first, so
+// the derived budgets shrink to make room for it; it may take at most half
+// of what the process and the slack leave.
 //
 // Go's heap holds the sources and the answers being written; libvips' C
 // heap (in this process or in the cells) holds the jobs, each admitted
@@ -26,6 +30,7 @@ type memoryPlan struct {
 	Limit   memlimit.Limit
 	Sources int64 // THUMBD_SOURCE_BUDGET: bytes of sources held at once
 	Outputs int64 // the Go heap's share for answers and requests in flight
+	Cache   int64 // THUMBD_CACHE_SIZE: the result cache, in the Go heap
 	Cells   int64 // idle memory of the cells (cells mode)
 	Jobs    int64 // THUMBD_MEMORY_BUDGET: libvips' memory for jobs in the works
 	Queue   int   // THUMBD_QUEUE
@@ -66,6 +71,10 @@ func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMe
 	p := memoryPlan{Limit: l}
 	slack := l.Bytes / 10 // allocator fragmentation, the estimate's error
 	avail := l.Bytes - baseMemory - slack
+	if p.Cache = c.CacheSize; p.Cache > max(avail/2, 0) {
+		return p, errMemory("THUMBD_CACHE_SIZE", p.Cache, l, fmt.Sprintf("at most %d (half of what the process leaves) fits beside the budgets", max(avail/2, 0)))
+	}
+	avail -= p.Cache
 	p.Outputs = max(avail/8, 0)
 	if c.Engine == engineCells {
 		p.Cells = int64(c.Concurrency+c.CellSpares) * cellIdleMemory
@@ -89,7 +98,7 @@ func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMe
 		p.Jobs = avail - p.Outputs - p.Cells - p.Sources
 	}
 	if p.Jobs < minJob {
-		need := (baseMemory + p.Outputs + p.Cells + p.Sources + minJob) * 10 / 9
+		need := (baseMemory + p.Cache + p.Outputs + p.Cells + p.Sources + minJob) * 10 / 9
 		return p, fmt.Errorf("the memory limit of %s (%s, %s) leaves %s for thumbnails, less than the smallest job's %s: give thumbd at least %s (THUMBD_MEMORY_LIMIT or the container's limit)",
 			mib(l.Bytes), l.Source, l.Path, mib(max(p.Jobs, 0)), mib(minJob), mib(need))
 	}
@@ -98,7 +107,7 @@ func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMe
 		p.Queue = int(min(max(l.Bytes/queueBytesPerEntry, 8), 1024))
 	}
 	if goMemLimit == "" {
-		p.GoLimit = goRuntimeMemory + p.Sources + p.Outputs + slack/2
+		p.GoLimit = goRuntimeMemory + p.Sources + p.Outputs + p.Cache + slack/2
 	}
 	p.Largest = memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: int(c.MaxPixels), Height: 1, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1},
 		memcost.Job{Width: c.MaxSide, Height: c.MaxSide, Fit: "fill", Output: imagefmt.AVIF, MaxSide: c.MaxSide, MaxPixels: c.MaxPixels})
@@ -133,7 +142,7 @@ func (p memoryPlan) log(logger *slog.Logger, c config) {
 		goLimit = mib(p.GoLimit)
 	}
 	logger.Info("memory", "limit", p.Limit.Bytes, "limit_from", p.Limit.Source+" "+p.Limit.Path,
-		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cells_idle", p.Cells,
+		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cache", p.Cache, "cells_idle", p.Cells,
 		"queue", p.Queue, "go_memory_limit", goLimit)
 	if p.Largest > p.Jobs {
 		logger.Warn(fmt.Sprintf("memory limit %s: the largest job the limits allow (a %s source to %s) needs about %s, more than the %s budget for jobs; such jobs answer 422 needs_more_memory. About %s would serve them",

@@ -36,6 +36,8 @@ type metrics struct {
 	fetchTime      prometheus.Histogram
 	fetchBytes     prometheus.Histogram
 	fetchErrors    *prometheus.CounterVec
+	// Shared results (shared.go).
+	merged, cacheHits, cacheMisses, cacheRevalidated prometheus.Counter
 }
 
 // newMetrics registers the service's metrics; signingKeys is how many keys
@@ -86,6 +88,18 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 	for _, hash := range []string{"true", "false"} {
 		m.infoProcessing.WithLabelValues(hash) // both series exist from the start
 	}
+	m.merged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "thumbd_thumbnail_merged_total", Help: "Thumbnail requests that joined an identical job in flight instead of starting one.",
+	})
+	m.cacheHits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "thumbd_cache_hits_total", Help: "Thumbnail requests answered from the result cache without asking the source.",
+	})
+	m.cacheMisses = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "thumbd_cache_misses_total", Help: "Thumbnail requests the result cache (when on) had no fresh answer for.",
+	})
+	m.cacheRevalidated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "thumbd_cache_revalidations_total", Help: "Stale cached thumbnails kept because their origin answered 304 Not Modified.",
+	})
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "thumbd_build_info", Help: "Build of the running thumbd: always 1.",
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "libvips": thumb.Version()},
@@ -100,7 +114,7 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 	})
 	signing.Set(float64(signingKeys))
 	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.infoProcessing, m.sourceBytes, m.rejections, buildInfo, engineInfo, signing, eng.Collector(),
-		m.fetchTime, m.fetchBytes, m.fetchErrors,
+		m.fetchTime, m.fetchBytes, m.fetchErrors, m.merged, m.cacheHits, m.cacheMisses, m.cacheRevalidated,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
 		}, func() float64 { return float64(gate.Waiting()) }),

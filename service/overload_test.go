@@ -69,7 +69,9 @@ func TestSIGTERMUnderLoadLosesNothing(t *testing.T) {
 			defer wg.Done()
 			for !stop.Load() {
 				r := loadResult{id: fmt.Sprintf("term-%d", seq.Add(1)), sent: time.Now()}
-				req, _ := http.NewRequest("POST", c.addr+"/thumbnail?w=256&h=256", bytes.NewReader(src))
+				// Each client its own height: identical uploads in flight
+				// would share one job, and this test needs many.
+				req, _ := http.NewRequest("POST", fmt.Sprintf("%s/thumbnail?w=256&h=%d", c.addr, 200+w), bytes.NewReader(src))
 				req.Header.Set("X-Request-Id", r.id)
 				resp, err := client.Do(req)
 				if err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -148,6 +149,15 @@ func matchesETag(header, tag string) bool {
 		}
 	}
 	return false
+}
+
+// entry answers with a finished job: a 304 for a GET whose If-None-Match
+// matches, else the image. A cached entry and a merged job's answer are
+// written by the same lines as a fresh one, so their headers are the same.
+func (rs *responder) entry(w http.ResponseWriter, r *http.Request, e *results.Entry) {
+	if !rs.notModified(w, r, e.ETag) {
+		rs.image(w, e.Image, e.ETag)
+	}
 }
 
 // image writes a thumbnail with its caching headers.

@@ -14,6 +14,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/origin"
+	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
@@ -45,9 +46,12 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	if sources != nil {
 		dir = &source.Dir{Limits: limits, Root: sources}
 	}
+	cache := results.New(cfg.CacheSize)
+	reg.MustRegister(cache.Collector())
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs,
 		thumbs: &thumbnails{cfg: cfg, gate: gate, limits: limits, dir: dir, respond: rs,
+			cache: cache, flights: newFlights(), metrics: m,
 			origins: newOrigins(cfg, limits, m, nil),
 			signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
 			engine:  &engineStage{engine: eng, life: life, metrics: m}},

@@ -14,6 +14,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -34,6 +35,9 @@ type thumbnails struct {
 	origins *origin.Fetcher   // nil when GET /thumbnail?url= is off
 	signer  *signing.Verifier // checks GET /thumbnail's sig= (when keys are set)
 	respond *responder
+	cache   *results.Cache // nil: off (THUMBD_CACHE_SIZE=0)
+	flights *flights       // identical jobs in flight
+	metrics *metrics
 }
 
 // handlePost makes a thumbnail of the request body (routes.go applies
@@ -47,7 +51,7 @@ func (t *thumbnails) handlePost() handlerFunc {
 		if err := t.checkUpload(r.URL.Path, q); err != nil {
 			return params.Thumbnail{}, nil, err
 		}
-		req, err := t.cfg.rules().Upload(q)
+		req, err := t.rules(r).Upload(q)
 		return req, source.Upload{Limits: t.limits, Body: r.Body, Length: r.ContentLength}, err
 	})
 }
@@ -94,13 +98,29 @@ func (t *thumbnails) handleGet() handlerFunc {
 		if err := t.signer.Check(r.URL.Path, q); err != nil {
 			return params.Thumbnail{}, nil, err
 		}
-		req, err := t.cfg.rules().Get(q)
+		req, err := t.rules(r).Get(q)
 		if err != nil {
 			return req, nil, err
 		}
 		src, err := t.sourceOf(r.URL.Path, req.Src, req.URL)
 		return req, src, err
 	})
+}
+
+// rules are the parse rules for r: the settings', with r's client hints
+// when they are on.
+func (t *thumbnails) rules(r *http.Request) params.Rules {
+	rules := t.cfg.rules()
+	rules.Hints = t.hints(r)
+	return rules
+}
+
+// hints are r's client hints, nil when THUMBD_CLIENT_HINTS is off.
+func (t *thumbnails) hints(r *http.Request) *params.Hints {
+	if !t.cfg.ClientHints {
+		return nil
+	}
+	return &params.Hints{DPR: r.Header.Values(params.HintDPR), Width: r.Header.Values(params.HintWidth), SaveData: r.Header.Values(params.HintSaveData)}
 }
 
 // sourceOf is the source a GET of route names: an origin's URL u, else a
@@ -123,12 +143,21 @@ func (t *thumbnails) sourceOf(route, src, u string) (source.Source, error) {
 // typed request and its source.
 func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, source.Source, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		if t.cfg.ClientHints {
+			w.Header().Set("Accept-CH", params.HintDPR+", "+params.HintWidth)
+		}
 		req, src, err := parse(r)
 		if err != nil {
 			return err
 		}
 		if req.Negotiate(r.Header.Get("Accept")) {
 			w.Header().Add("Vary", "Accept")
+		}
+		for _, name := range req.Vary {
+			w.Header().Add("Vary", name)
+		}
+		if req.SaveData(t.hints(r)) {
+			w.Header().Add("Vary", params.HintSaveData)
 		}
 		return t.run(w, r, req, src)
 	}
@@ -150,39 +179,105 @@ func rejections(next handlerFunc) handlerFunc {
 
 // run is the pipeline from the source on. The deadline runs from the
 // request's arrival and covers reading the source, the queue and libvips.
+//
+// Before the source is read, a request whose source identity is known
+// (GET src=: the file's name, size and modification time; GET url=: the
+// origin URL) is answered from the result cache, or joins the identical
+// job in flight, or starts it; an upload does the same once its body is
+// read, keyed by the body's hash (results.go).
 func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thumbnail, src source.Source) error {
-	ctx, cancel := context.WithDeadline(r.Context(), time.Now().Add(t.cfg.Deadline))
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(t.cfg.Deadline))
 	defer cancel()
-	blob, ticket, tag, err := t.admit(ctx, w, r, src, req.Options.Normalised(), func(b []byte) int64 { return t.cost(b, req.Options) })
-	if blob == nil {
-		return err
+	opts := "\x00" + req.Options.Normalised()
+	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
+		return t.shared(ctx, w, r, start, keyed.Key()+opts, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+			return t.make(ctx, src, nil, req.Options, stale, inm)
+		})
 	}
-	defer blob.Release()
-	defer ticket.Release()
-	img, err := t.engine.thumbnail(ctx, ticket, blob, req.Options)
-	if err != nil {
-		return t.deadlineOrGone(err)
-	}
-	t.respond.image(w, img, tag)
-	return nil
-}
-
-// admit reads the source and admits its job, within ctx: the stages both
-// engine routes share. The job's ETag comes from the source and the
-// normalised job; a GET that has it already gets its 304 here. cost is
-// the job's estimated peak memory. admit returns the source and the job's
-// ticket, both to release, and the ETag; or no source, and the error to
-// answer with (nil after a 304).
-func (t *thumbnails) admit(ctx context.Context, w http.ResponseWriter, r *http.Request, src source.Source, normalised string, cost func([]byte) int64) (*source.Blob, *admission.Ticket, string, error) {
 	// With every place taken, wait at the door a while, the source
 	// unread, then refuse before reading it: under overload most requests
 	// are turned away without their upload, and no faster than one per
 	// client per doorWait.
-	if !t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
-		if ctx.Err() != nil {
-			return nil, nil, "", t.deadlineOrGone(ctx.Err())
+	if err := t.door(ctx); err != nil {
+		return err
+	}
+	blob, err := src.Read(ctx)
+	if err != nil {
+		return t.deadlineOrGone(err) // an origin fetch ends with the request
+	}
+	if _, upload := src.(source.Upload); upload && t.cfg.CacheUploads {
+		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // keyed by its bytes: never stale
+	}
+	return t.shared(ctx, w, r, start, "sha256\x00"+blob.ID+opts, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		return t.make(ctx, nil, blob, req.Options, nil, inm)
+	})
+}
+
+// door waits, with every place taken, up to doorWaitFraction of the
+// deadline for one: nil when there is room.
+func (t *thumbnails) door(ctx context.Context) error {
+	if t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return t.deadlineOrGone(ctx.Err())
+	}
+	return queueFull(true)
+}
+
+// make is one job: the source read (a conditional read when stale can be
+// revalidated), the ETag (a 304 for a matching inm, before admission),
+// admission and the engine (an entry without an image: inm matched).
+// blob, when given, is the source already read,
+// released here. The entry's freshness is the source's.
+func (t *thumbnails) make(ctx context.Context, src source.Source, blob *source.Blob, o thumbjob.Options, stale *results.Entry, inm string) (*results.Entry, error) {
+	if blob == nil {
+		if err := t.door(ctx); err != nil {
+			return nil, err
 		}
-		return nil, nil, "", queueFull(true)
+		var err error
+		if cond, ok := src.(source.Conditional); ok && stale != nil && stale.Fresh.Revalidable() {
+			blob, err = cond.ReadSince(ctx, stale.Fresh)
+		} else {
+			blob, err = src.Read(ctx)
+		}
+		if err != nil {
+			return nil, t.deadlineOrGone(err) // an origin fetch ends with the request
+		}
+		if blob.NotModified {
+			t.metrics.cacheRevalidated.Inc()
+			renewed := *stale
+			renewed.Fresh = blob.Fresh
+			return &renewed, nil
+		}
+	}
+	defer blob.Release()
+	tag := etag(blob.ID, o.Normalised())
+	if inm != "" && matchesETag(inm, tag) {
+		return &results.Entry{ETag: tag}, nil // the respond stage answers 304; nothing to keep
+	}
+	ticket, err := t.ticket(ctx, t.cost(blob.Bytes, o))
+	if err != nil {
+		return nil, err
+	}
+	defer ticket.Release()
+	img, err := t.engine.thumbnail(ctx, ticket, blob, o)
+	if err != nil {
+		return nil, t.deadlineOrGone(err)
+	}
+	return &results.Entry{Image: img, ETag: tag, Fresh: blob.Fresh}, nil
+}
+
+// admit reads the source and admits its job, within ctx: /info's stages
+// (a thumbnail's are make's, which shares results). The job's ETag comes
+// from the source and the normalised job; a GET that has it already gets
+// its 304 here. cost is the job's estimated peak memory. admit returns the
+// source and the job's ticket, both to release, and the ETag; or no
+// source, and the error to answer with (nil after a 304).
+func (t *thumbnails) admit(ctx context.Context, w http.ResponseWriter, r *http.Request, src source.Source, normalised string, cost func([]byte) int64) (*source.Blob, *admission.Ticket, string, error) {
+	if err := t.door(ctx); err != nil {
+		return nil, nil, "", err
 	}
 	blob, err := src.Read(ctx)
 	if err != nil {
@@ -193,22 +288,28 @@ func (t *thumbnails) admit(ctx context.Context, w http.ResponseWriter, r *http.R
 		blob.Release()
 		return nil, nil, "", nil
 	}
-	bytes := cost(blob.Bytes)
-	ticket, err := t.gate.AdmitWithin(ctx, bytes, t.cfg.Deadline/doorWaitFraction)
-	switch {
-	case errors.Is(err, admission.ErrTooLarge):
-		err = apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
-			mib(bytes), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
-	case errors.Is(err, admission.ErrFull):
-		err = queueFull(false)
-	case err != nil:
-		err = t.deadlineOrGone(err)
-	}
+	ticket, err := t.ticket(ctx, cost(blob.Bytes))
 	if err != nil {
 		blob.Release()
 		return nil, nil, "", err
 	}
 	return blob, ticket, tag, nil
+}
+
+// ticket admits a job of the given estimated peak memory, or answers why
+// not: more than the whole budget, a full queue, or the deadline.
+func (t *thumbnails) ticket(ctx context.Context, bytes int64) (*admission.Ticket, error) {
+	ticket, err := t.gate.AdmitWithin(ctx, bytes, t.cfg.Deadline/doorWaitFraction)
+	switch {
+	case errors.Is(err, admission.ErrTooLarge):
+		return nil, apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
+			mib(bytes), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
+	case errors.Is(err, admission.ErrFull):
+		return nil, queueFull(false)
+	case err != nil:
+		return nil, t.deadlineOrGone(err)
+	}
+	return ticket, nil
 }
 
 // cost is the job's estimated peak memory, from the source's header (read

@@ -110,7 +110,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 
 // Source checks rawURL (before any connection is made) and returns the
 // source that fetches it.
-func (f *Fetcher) Source(rawURL string) (source.Source, error) {
+func (f *Fetcher) Source(rawURL string) (source.Keyed, error) {
 	u, err := Check(rawURL, f.cfg.Patterns)
 	if err != nil {
 		return nil, err
@@ -124,13 +124,29 @@ type remote struct {
 	u *url.URL
 }
 
+// Key is the checked URL: the signature's sig= and exp= are parameters of
+// thumbd's URL, not of this one, so rotating keys keeps the key.
+func (s remote) Key() string { return "url\x00" + s.u.String() }
+
+// ReadSince fetches the URL with prior's validators (If-None-Match,
+// If-Modified-Since): a 304 gives a blob with NotModified set and no
+// bytes, its freshness renewed from the 304's headers.
+func (s remote) ReadSince(ctx context.Context, prior source.Freshness) (*source.Blob, error) {
+	return s.observed(ctx, func(ctx context.Context) (*source.Blob, error) { return s.fetch(ctx, &prior) })
+}
+
 // Read fetches the URL within the fetch timeout (inside ctx, the request's
 // deadline), and reads its body through the byte budget and the size
 // limit: a Content-Length over the limit is refused before the body is
 // read, and a body that turns out longer is cut off at the limit.
 func (s remote) Read(ctx context.Context) (*source.Blob, error) {
+	return s.observed(ctx, func(ctx context.Context) (*source.Blob, error) { return s.fetch(ctx, nil) })
+}
+
+// observed runs fetch and tells Observe of it.
+func (s remote) observed(ctx context.Context, fetch func(context.Context) (*source.Blob, error)) (*source.Blob, error) {
 	start := time.Now()
-	blob, err := s.fetch(ctx)
+	blob, err := fetch(ctx)
 	if s.f.cfg.Observe != nil {
 		n, code := 0, apierr.Code("")
 		if blob != nil {
@@ -149,7 +165,8 @@ func (s remote) Read(ctx context.Context) (*source.Blob, error) {
 	return blob, err
 }
 
-func (s remote) fetch(ctx context.Context) (*source.Blob, error) {
+// fetch is a GET of the URL; with prior, a conditional one.
+func (s remote) fetch(ctx context.Context, prior *source.Freshness) (*source.Blob, error) {
 	fetchCtx, cancel := context.WithTimeout(ctx, s.f.cfg.FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(fetchCtx, http.MethodGet, s.u.String(), nil)
@@ -158,14 +175,25 @@ func (s remote) fetch(ctx context.Context) (*source.Blob, error) {
 	}
 	req.Header.Set("User-Agent", s.f.cfg.UserAgent)
 	req.Header.Set("Accept", s.f.cfg.Accept)
+	if prior != nil {
+		if prior.ETag != "" {
+			req.Header.Set("If-None-Match", prior.ETag)
+		}
+		if prior.LastModified != "" {
+			req.Header.Set("If-Modified-Since", prior.LastModified)
+		}
+	}
 	resp, err := s.f.client.Do(req)
 	if err != nil {
 		return nil, s.fetchError(ctx, fetchCtx, err)
 	}
 	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound, http.StatusGone:
+	now := time.Now()
+	switch {
+	case resp.StatusCode == http.StatusNotModified && prior != nil:
+		return &source.Blob{NotModified: true, Fresh: Renewed(*prior, resp.Header, now)}, nil
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		return nil, apierr.New(apierr.SourceNotFound, "The origin has no such image (it answered %d).", resp.StatusCode)
 	default:
 		return nil, apierr.New(apierr.OriginError, "The origin answered %d; thumbd needs a 200.", resp.StatusCode)
@@ -179,6 +207,9 @@ func (s remote) fetch(ctx context.Context) (*source.Blob, error) {
 	blob, err := s.f.limits.Read(resp.Body, tooLarge)
 	if err != nil && apierr.From(err).Code == apierr.Internal {
 		return nil, s.fetchError(ctx, fetchCtx, err)
+	}
+	if err == nil {
+		blob.Fresh = Freshness(resp.Header, now)
 	}
 	return blob, err
 }

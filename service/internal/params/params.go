@@ -88,6 +88,9 @@ type Thumbnail struct {
 	// URL is the origin URL (GET /thumbnail?url=), not yet checked; when
 	// both are empty the source is the request body.
 	URL string
+	// Vary names the client hints the answer varies with (Rules.Hints).
+	Vary         []string
+	qualityGiven bool // the query (or its preset) gave q
 }
 
 // Negotiate resolves format=auto with the request's Accept header and
@@ -109,6 +112,9 @@ type Rules struct {
 	MaxSide     int     // bounds w and h
 	Presets     Presets // what preset=NAME may name
 	PresetsOnly bool    // no option but a preset is taken
+	// Hints are the request's client hints; nil when they are off
+	// (THUMBD_CLIENT_HINTS=false).
+	Hints *Hints
 }
 
 // uploadNames are the parameters of POST /thumbnail: its signature and
@@ -121,17 +127,23 @@ func UploadQuery(raw string) (map[string]string, error) { return Query(raw, uplo
 
 // Upload reads a POST /thumbnail query decoded by UploadQuery.
 func (r Rules) Upload(q map[string]string) (Thumbnail, error) {
-	o, err := r.options(q)
-	return Thumbnail{Options: o}, err
+	return r.thumbnail(q)
 }
 
-// options reads the options of q, its preset's first.
-func (r Rules) options(q map[string]string) (thumbjob.Options, error) {
+// thumbnail reads the options of q, its preset's first, then the client
+// hints for what they leave open.
+func (r Rules) thumbnail(q map[string]string) (Thumbnail, error) {
 	q, err := r.withPreset(q)
 	if err != nil {
-		return thumbjob.Options{}, err
+		return Thumbnail{}, err
 	}
-	return options(q, r.MaxSide)
+	q, vary, err := r.Hints.apply(q, r.MaxSide)
+	if err != nil {
+		return Thumbnail{}, err
+	}
+	o, err := options(q, r.MaxSide)
+	_, given := q["q"]
+	return Thumbnail{Options: o, Vary: vary, qualityGiven: given}, err
 }
 
 // getNames are the parameters of GET /thumbnail: its source, its
@@ -151,8 +163,9 @@ func (r Rules) Get(q map[string]string) (Thumbnail, error) {
 	if err != nil {
 		return Thumbnail{}, err
 	}
-	o, err := r.options(q)
-	return Thumbnail{Options: o, Src: src, URL: u}, err
+	t, err := r.thumbnail(q)
+	t.Src, t.URL = src, u
+	return t, err
 }
 
 // getSource reads a GET's source: a file of the source directory (src)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 )
@@ -18,11 +20,38 @@ type Dir struct {
 }
 
 // File is one named file of the directory.
-func (d *Dir) File(name string) Source { return file{d, name} }
+func (d *Dir) File(name string) Keyed {
+	f := file{dir: d, name: name}
+	if validName(name) {
+		// Stat before reading: the key names this version of the file, and
+		// Read keeps a thumbnail only of the very version it names.
+		if info, err := d.Root.Stat(name); err == nil && info.Mode().IsRegular() {
+			f.version = versionOf(info)
+		}
+	}
+	return f
+}
 
 type file struct {
-	dir  *Dir
-	name string
+	dir     *Dir
+	name    string
+	version string // size and modification time when File was called; "" unknown
+}
+
+// versionOf is a file's size and modification time: a file written since
+// has another version (a same-size rewrite within the file system's
+// timestamp granularity aside).
+func versionOf(info fs.FileInfo) string {
+	return strconv.FormatInt(info.Size(), 10) + "\x00" + strconv.FormatInt(info.ModTime().UnixNano(), 10)
+}
+
+// Key is the file's name and version: a file changed since is another key,
+// so a cached thumbnail of it is never served stale.
+func (f file) Key() string {
+	if f.version == "" {
+		return ""
+	}
+	return "src\x00" + f.name + "\x00" + f.version
 }
 
 // validName applies the contract's rules before the file system is asked.
@@ -59,6 +88,13 @@ func (f file) Read(ctx context.Context) (*Blob, error) {
 	blob, err := f.dir.Limits.ReadSized(ctx, fh, info.Size(), tooLarge)
 	if err != nil && apierr.From(err).Code == apierr.Internal {
 		return nil, &apierr.Error{Code: apierr.Internal, Message: "The source could not be read.", Cause: err}
+	}
+	if err == nil && f.version != "" && versionOf(info) == f.version {
+		// The bytes read are the version the key names, unless the file
+		// was written while being read: then nothing is kept.
+		if after, err := fh.Stat(); err == nil && versionOf(after) == f.version {
+			blob.Fresh = Freshness{Store: true, Until: time.Unix(1<<62, 0)} // the key holds the version: never stale
+		}
 	}
 	return blob, err
 }

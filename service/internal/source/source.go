@@ -29,14 +29,53 @@ type Blob struct {
 	Bytes []byte
 	// ID is the hex SHA-256 of Bytes: the same bytes always have the same
 	// identity, whatever kind of source they came from.
-	ID      string
-	release func()
+	ID string
+	// Fresh says how a thumbnail of these bytes may be reused (the
+	// result cache): set by the source kind that knows (a file's identity,
+	// an origin's caching headers).
+	Fresh Freshness
+	// NotModified: a conditional read (Conditional.ReadSince) found the
+	// bytes unchanged; Bytes is then empty and Fresh renewed.
+	NotModified bool
+	release     func()
+}
+
+// Freshness is how long a thumbnail made from a source may be reused
+// without asking the source again, and how to ask it then.
+type Freshness struct {
+	Store bool      // may a thumbnail of it be kept at all
+	Until time.Time // reusable without asking until then (zero: ask every time)
+	// The source's validators, for a conditional read once Until passed.
+	ETag, LastModified string
+}
+
+// Fresh reports whether a thumbnail may be reused at now without asking.
+func (f Freshness) Fresh(now time.Time) bool { return f.Store && now.Before(f.Until) }
+
+// Revalidable reports whether the source can be asked if it changed.
+func (f Freshness) Revalidable() bool { return f.ETag != "" || f.LastModified != "" }
+
+// Keyed is a source whose identity is known before its bytes are read
+// (a file: name, size and modification time; an origin: its URL), so that
+// identical requests can share one job and one cached answer.
+type Keyed interface {
+	Source
+	// Key is the identity, "" when it cannot be known (the read then
+	// answers the error).
+	Key() string
+}
+
+// Conditional is a source that can be asked whether its bytes changed
+// since a read that gave prior (an origin's If-None-Match and
+// If-Modified-Since).
+type Conditional interface {
+	ReadSince(ctx context.Context, prior Freshness) (*Blob, error)
 }
 
 // Release gives the blob's bytes back to the budget. Call it once the
 // bytes are no longer used.
 func (b *Blob) Release() {
-	if b.release != nil {
+	if b != nil && b.release != nil {
 		b.release()
 		b.release = nil
 	}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/source"
+)
+
+// Shared results: identical requests (same source identity, normalised
+// options and chosen format) are answered from the result cache, or share
+// one job in flight: one fetch, one decode, one encode, one admission
+// place, the same bytes and headers for every waiter.
+
+// jobFunc makes key's answer: stale is the cached entry past its
+// freshness (revalidated when its source can be asked), inm the request's
+// If-None-Match ("" for a shared job).
+type jobFunc func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error)
+
+// shared answers the request for key. blob is the source when already read
+// (an upload): handed to the job when this request starts it, released
+// otherwise. start is the request's arrival, from which the deadline runs.
+func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, key string, blob *source.Blob, job jobFunc) error {
+	cached, ok := t.cache.Get(key)
+	if ok && cached.Fresh.Fresh(time.Now()) {
+		blob.Release()
+		t.metrics.cacheHits.Inc()
+		t.respond.entry(w, r, cached)
+		return nil
+	}
+	if t.cache != nil {
+		t.metrics.cacheMisses.Inc()
+	}
+	var stale *results.Entry
+	if ok {
+		stale = cached
+	}
+	inm := r.Header.Get("If-None-Match")
+	if r.Method != http.MethodGet {
+		inm = ""
+	}
+	if inm != "" || !t.cfg.Merge {
+		// A conditional request is not merged: it reads the source to
+		// compare ETags, and a match is a 304 that takes no place and
+		// runs no engine job, which a shared job would.
+		e, err := job(ctx, stale, inm)
+		if err != nil {
+			return err
+		}
+		if e.Image.Bytes != nil {
+			t.cache.Put(key, e)
+		}
+		t.respond.entry(w, r, e)
+		return nil
+	}
+	fl, leader := t.flights.join(key, func() (*results.Entry, error) {
+		// The job is every waiter's: no one client's leaving cancels it;
+		// the deadline of the request that started it bounds it.
+		jobCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(t.cfg.Deadline))
+		defer cancel()
+		e, err := job(jobCtx, stale, "")
+		if err == nil {
+			t.cache.Put(key, e) // errors are shared by the waiters, never kept
+		}
+		return e, err
+	})
+	if !leader {
+		t.metrics.merged.Inc()
+		blob.Release()
+	}
+	select {
+	case <-fl.done:
+	case <-ctx.Done():
+		return t.deadlineOrGone(ctx.Err()) // this waiter's own deadline or departure
+	}
+	if fl.err != nil {
+		return t.deadlineOrGone(fl.err)
+	}
+	t.respond.entry(w, r, fl.entry)
+	return nil
+}
+
+// flights are the shared jobs in flight, by key. It is
+// golang.org/x/sync/singleflight's DoChan but for one thing: join tells
+// its caller at once whether it started the job, which an upload must
+// know to hand its body to the job or give its bytes back to the budget.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+// flight is one shared job; entry and err are set before done is closed.
+type flight struct {
+	done  chan struct{}
+	entry *results.Entry
+	err   error
+}
+
+func newFlights() *flights { return &flights{m: map[string]*flight{}} }
+
+// join returns key's flight, started with job in a goroutine of its own
+// when none is in flight (leader: this call started it). A finished
+// flight is forgotten before its waiters are told, so an error is never
+// reused by a later request.
+func (f *flights) join(key string, job func() (*results.Entry, error)) (fl *flight, leader bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl, ok := f.m[key]; ok {
+		return fl, false
+	}
+	fl = &flight{done: make(chan struct{})}
+	f.m[key] = fl
+	go func() {
+		fl.entry, fl.err = job()
+		f.mu.Lock()
+		delete(f.m, key)
+		f.mu.Unlock()
+		close(fl.done)
+	}()
+	return fl, true
+}
