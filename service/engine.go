@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -50,27 +52,38 @@ type engineStage struct {
 	engine  engine
 	life    *lifecycle
 	metrics *metrics
+	tracer  trace.Tracer
 }
 
-func (s *engineStage) thumbnail(ctx context.Context, ticket *admission.Ticket, blob *source.Blob, o thumbjob.Options) (thumbjob.Image, error) {
+// thumbnail runs the job; admit is the admission stage's span, which ends
+// once the job holds a processing slot.
+func (s *engineStage) thumbnail(ctx context.Context, admit trace.Span, ticket *admission.Ticket, blob *source.Blob, o thumbjob.Options) (thumbjob.Image, error) {
 	s.metrics.sourceBytes.Observe(float64(len(blob.Bytes)))
 	admitted := time.Now()
 	select {
 	case <-s.life.engineReady:
 	case <-ctx.Done():
+		endSpan(admit, ctx.Err())
 		return thumbjob.Image{}, ctx.Err()
 	}
 	if err := ticket.Run(ctx); err != nil {
+		endSpan(admit, err)
 		return thumbjob.Image{}, err
 	}
+	admit.End()
 	s.metrics.queueWait.Observe(time.Since(admitted).Seconds())
+	ctx, span := s.tracer.Start(ctx, "engine")
 	began := time.Now()
 	img, err := s.engine.Thumbnail(ctx, blob.Bytes, o)
 	ticket.Finish()
 	s.metrics.processing.Observe(time.Since(began).Seconds())
 	if err != nil {
-		return thumbjob.Image{}, engineError(err)
+		err = engineError(err)
+		endSpan(span, err)
+		return thumbjob.Image{}, err
 	}
+	s.traceJob(ctx, span, img)
+	span.End()
 	// A thumbnail finished after the deadline is not sent late.
 	if deadline, ok := ctx.Deadline(); ok && time.Now().After(deadline) {
 		return thumbjob.Image{}, context.DeadlineExceeded
@@ -94,4 +107,38 @@ func engineError(err error) error {
 		return err
 	}
 	return &apierr.Error{Code: apierr.Internal, Message: "The thumbnail could not be made.", Cause: err}
+}
+
+// traceJob describes the engine span with what explains its time, and
+// records the job's own stages as its children at the times they ran (in
+// cells mode as the cell measured them, beside the hand-off to and from
+// the cell).
+func (s *engineStage) traceJob(ctx context.Context, span trace.Span, img thumbjob.Image) {
+	if !span.IsRecording() {
+		return
+	}
+	t := img.Trace
+	span.SetAttributes(
+		attribute.String("thumbd.source.format", string(t.SourceFormat)),
+		attribute.Int64("thumbd.source.pixels", int64(t.SourceWidth)*int64(t.SourceHeight)),
+		attribute.Int("thumbd.source.width", t.SourceWidth), attribute.Int("thumbd.source.height", t.SourceHeight),
+		attribute.Int("thumbd.shrink_on_load", t.Shrink),
+		attribute.String("thumbd.output.format", string(img.Format)),
+		attribute.Int("thumbd.output.bytes", len(img.Bytes)),
+		attribute.Int("thumbd.output.frames", max(img.Frames, 1)),
+	)
+	stage := func(name string, st thumbjob.Stage) {
+		_, child := s.tracer.Start(ctx, name, trace.WithTimestamp(st.Start))
+		child.End(trace.WithTimestamp(st.End))
+	}
+	if !t.Exchange.Start.IsZero() {
+		span.SetAttributes(attribute.Int64("thumbd.cell.handoff_us", (t.Exchange.End.Sub(t.Exchange.Start) - t.Job.End.Sub(t.Job.Start)).Microseconds()))
+		if !t.Job.Start.IsZero() {
+			stage("cell.send", thumbjob.Stage{Start: t.Exchange.Start, End: t.Job.Start})
+			defer stage("cell.return", thumbjob.Stage{Start: t.Job.End, End: t.Exchange.End})
+		}
+	}
+	for _, st := range t.Stages {
+		stage(st.Name, st)
+	}
 }

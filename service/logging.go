@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type loggerKey struct{}
@@ -68,6 +69,10 @@ func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.
 			}
 			w.Header().Set("X-Request-Id", id)
 			logger := base.With("request_id", id)
+			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+				// The server span's IDs: a log line leads to its trace.
+				logger = logger.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+			}
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			start := time.Now()
 			next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), loggerKey{}, logger)))

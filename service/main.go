@@ -158,7 +158,15 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		}
 	}()
 
-	d := newDeps(cfg, logger, engine, life, sources)
+	tr, err := newTracing(ctx, os.Getenv, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if tr.on {
+		logger.Info("tracing: on (OTLP/HTTP)")
+	}
+	d := newDeps(cfg, logger, engine, life, sources, tr)
 	idleCtx, stopIdle := context.WithCancel(context.Background())
 	defer stopIdle()
 	startIdleRelease(idleCtx, d)
@@ -199,6 +207,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
+	// The last requests' spans go out within what is left of the timeout.
+	if terr := tr.shutdown(shutdownCtx); terr != nil {
+		logger.Warn("tracing: spans not flushed at shutdown", "err", terr)
+	}
 	<-engineUp
 	if err != nil {
 		// Requests are still running on libvips: stopping it now would

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -34,6 +37,7 @@ type thumbnails struct {
 	origins *origin.Fetcher   // nil when GET /thumbnail?url= is off
 	signer  *signing.Verifier // checks GET /thumbnail's sig= (when keys are set)
 	respond *responder
+	tracer  trace.Tracer // a span per stage, children of the request's
 }
 
 // handlePost makes a thumbnail of the request body (routes.go applies
@@ -122,7 +126,9 @@ func (t *thumbnails) sourceOf(req params.Thumbnail) (source.Source, error) {
 // typed request and its source.
 func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, source.Source, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		_, span := t.tracer.Start(r.Context(), "parse")
 		req, src, err := parse(r)
+		endSpan(span, err)
 		if err != nil {
 			return err
 		}
@@ -157,15 +163,18 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	// unread, then refuse before reading it: under overload most requests
 	// are turned away without their upload, and no faster than one per
 	// client per doorWait.
-	if !t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
+	_, span := t.tracer.Start(ctx, "admit.door")
+	room := t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction)
+	span.End()
+	if !room {
 		if ctx.Err() != nil {
 			return t.deadlineOrGone(ctx.Err())
 		}
 		return queueFull(true)
 	}
-	blob, err := src.Read(ctx)
+	blob, err := t.read(ctx, src)
 	if err != nil {
-		return t.deadlineOrGone(err) // an origin fetch ends with the request
+		return err
 	}
 	defer blob.Release()
 	tag := etag(blob.ID, req.Options)
@@ -173,23 +182,46 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 		return nil
 	}
 	cost := t.cost(blob.Bytes, req.Options)
-	ticket, err := t.gate.AdmitWithin(ctx, cost, t.cfg.Deadline/doorWaitFraction)
+	actx, admit := t.tracer.Start(ctx, "admit")
+	admit.SetAttributes(attribute.Int64("thumbd.cost_bytes", cost))
+	ticket, err := t.gate.AdmitWithin(actx, cost, t.cfg.Deadline/doorWaitFraction)
 	switch {
 	case errors.Is(err, admission.ErrTooLarge):
-		return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
+		err = apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
 			mib(cost), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
 	case errors.Is(err, admission.ErrFull):
-		return queueFull(false)
+		err = queueFull(false)
 	case err != nil:
-		return t.deadlineOrGone(err)
+		err = t.deadlineOrGone(err)
+	}
+	if err != nil {
+		endSpan(admit, err)
+		return err
 	}
 	defer ticket.Release()
-	img, err := t.engine.thumbnail(ctx, ticket, blob, req.Options)
+	img, err := t.engine.thumbnail(ctx, admit, ticket, blob, req.Options)
 	if err != nil {
 		return t.deadlineOrGone(err)
 	}
+	_, span = t.tracer.Start(ctx, "respond")
 	t.respond.image(w, img, tag)
+	span.End()
 	return nil
+}
+
+// read is the source stage: the upload's body, the file, or the origin
+// fetch (whose HTTP request is a client span of this one).
+func (t *thumbnails) read(ctx context.Context, src source.Source) (*source.Blob, error) {
+	ctx, span := t.tracer.Start(ctx, "source")
+	blob, err := src.Read(ctx)
+	if err != nil {
+		err = t.deadlineOrGone(err) // an origin fetch ends with the request
+		endSpan(span, err)
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("thumbd.source.bytes", len(blob.Bytes)))
+	span.End()
+	return blob, nil
 }
 
 // cost is the job's estimated peak memory, from the source's header (read

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 
 	"github.com/thumbd/thumbd/internal/procfs"
@@ -429,10 +431,13 @@ func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjo
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 	var meta resultMeta
 	var payload []byte
-	err := writeFrame(c.conn, kindJob, o, src)
+	job := jobMeta{Options: o, Traceparent: traceparent(ctx)}
+	sent := time.Now()
+	err := writeFrame(c.conn, kindJob, job, src)
 	if err == nil {
 		payload, err = readFrame(c.conn, kindResult, &meta, c.spec.resultBound(o))
 	}
+	received := time.Now()
 	if !stop() {
 		// ctx ended during the job: the answer would be late, and the
 		// socket's deadline is spent.
@@ -443,6 +448,9 @@ func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjo
 	if err == nil {
 		var img thumbjob.Image
 		if img, err = c.result(o, meta, payload); err == nil || !errors.Is(err, ErrProtocol) {
+			if job.Traceparent != "" {
+				img.Trace = cellTrace(job.Traceparent, meta, thumbjob.Stage{Start: sent, End: received})
+			}
 			return img, meta.Stats, err
 		}
 	}
@@ -510,4 +518,46 @@ func (e *remoteError) Unwrap() error {
 		return nil // not a typed nil: errors.As would find it
 	}
 	return e.kind
+}
+
+// traceparent is ctx's span context as a W3C traceparent, "" when the
+// request is not traced (or not sampled: no span would be recorded).
+func traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier.Get("traceparent")
+}
+
+// cellTrace is the timings a cell reported for the job sent as
+// traceparent, checked as everything a cell sends: a result that echoes
+// another job's traceparent, or times outside the exchange, or a stage
+// thumbd does not know, gives no timings (the image itself is still
+// good). exchange is the supervisor's round trip.
+func cellTrace(traceparent string, meta resultMeta, exchange thumbjob.Stage) thumbjob.Trace {
+	within := func(s thumbjob.Stage) bool {
+		return !s.Start.Before(exchange.Start) && !s.End.After(exchange.End) && !s.End.Before(s.Start)
+	}
+	job := thumbjob.Stage{Start: meta.JobStart, End: meta.JobEnd}
+	if meta.Traceparent != traceparent || !within(job) {
+		return thumbjob.Trace{Exchange: exchange}
+	}
+	var t thumbjob.Trace
+	if meta.Trace != nil && len(meta.Trace.Stages) <= 3 {
+		t = *meta.Trace
+		if _, ok := imagefmt.Lookup(t.SourceFormat); !ok && t.SourceFormat != "" {
+			t.SourceFormat = "unknown"
+		}
+		for _, s := range t.Stages {
+			known := s.Name == thumbjob.StageDecode || s.Name == thumbjob.StageResize || s.Name == thumbjob.StageEncode
+			if !known || !within(s) {
+				t.Stages = nil
+				break
+			}
+		}
+	}
+	t.Job, t.Exchange = job, exchange
+	return t
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -89,7 +90,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 		return err
 	}
 	for {
-		var job thumbjob.Options
+		var job jobMeta
 		src, err := readFrame(conn, kindJob, &job, w.MaxSource)
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -102,16 +103,25 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 			return err
 		}
 		if w.AfterJob != nil {
-			w.AfterJob(src, job)
+			w.AfterJob(src, job.Options)
 		}
 	}
 }
 
 // run makes one thumbnail and measures what it cost the process.
-func (w Worker) run(src []byte, job thumbjob.Options) (resultMeta, []byte) {
+func (w Worker) run(src []byte, job jobMeta) (resultMeta, []byte) {
 	before := minorFaults()
-	img, err := w.Engine.Thumbnail(context.Background(), src, job)
+	began := time.Now()
+	img, err := w.Engine.Thumbnail(context.Background(), src, job.Options)
 	var meta resultMeta
+	if job.Traceparent != "" {
+		// Timings only for a traced job: an untraced one sends what it
+		// always did.
+		meta.Traceparent, meta.JobStart, meta.JobEnd = job.Traceparent, began, time.Now()
+		if err == nil {
+			meta.Trace = &img.Trace
+		}
+	}
 	meta.Stats.MinorFaults = minorFaults() - before
 	if w.Memory != nil {
 		meta.Stats.LibvipsMemory, meta.Stats.LibvipsPeak = w.Memory()

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
 
@@ -93,7 +94,9 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Image{}, err
 	}
-	if _, ok := imagefmt.Sniff(src); !ok {
+	began := time.Now()
+	spec, ok := imagefmt.Sniff(src)
+	if !ok {
 		return thumbjob.Image{}, fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
@@ -135,14 +138,18 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
 	}
 
-	img, err := e.load(src, o, h, frames)
+	tr := thumbjob.Trace{SourceFormat: spec.Format, SourceWidth: h.width, SourceHeight: h.height, Shrink: 1}
+	img, shrink, err := e.load(src, o, h, frames)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
+	tr.Shrink = shrink
+	t := tr.Add(thumbjob.StageDecode, began)
 	if err := e.finish(img, o, out); err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
+	t = tr.Add(thumbjob.StageResize, t)
 	if o.Quality == 0 {
 		o.Quality = out.Quality
 	}
@@ -150,7 +157,8 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
-	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight()}, nil
+	tr.Add(thumbjob.StageEncode, t)
+	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight(), Trace: tr}, nil
 }
 
 // vipsMessage is libvips' message without the Go stack trace govips
@@ -186,8 +194,9 @@ func coverPixels(o thumbjob.Options, h header) float64 {
 }
 
 // load decodes and resizes in one libvips thumbnail operation: the first
-// frame, or every frame (each resized) when frames > 1.
-func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, error) {
+// frame, or every frame (each resized) when frames > 1. It also returns
+// the JPEG shrink-on-load factor it chose (1: none of its own).
+func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, int, error) {
 	crop, size := vips.InterestingNone, vips.SizeBoth
 	switch o.Fit {
 	case thumbjob.FitCover:
@@ -206,22 +215,23 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 			params.JpegShrinkFactor.Set(shrink)
 			img, err := vips.LoadImageFromBuffer(src, params)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
 				img.Close()
-				return nil, err
+				return nil, 0, err
 			}
-			return img, nil
+			return img, shrink, nil
 		}
 	}
-	if frames == 1 {
-		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+	if frames == 1 || o.Fit != thumbjob.FitCover {
+		if frames > 1 {
+			params.NumPages.Set(-1)
+		}
+		img, err := vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+		return img, 1, err
 	}
 	params.NumPages.Set(-1)
-	if o.Fit != thumbjob.FitCover {
-		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
-	}
 	// libvips before 8.15 crops an animation as one tall image (every
 	// frame but the first lost): scale each frame to cover the box, then
 	// cut the box from the centre of each. Smart crops (attention,
@@ -232,13 +242,13 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 	cw, ch := max(int(math.Ceil(float64(dw)*scale)), o.Width), max(int(math.Ceil(float64(dh)*scale)), o.Height)
 	img, err := vips.LoadThumbnailFromBuffer(src, cw, ch, vips.InterestingNone, vips.SizeForce, params)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := img.ExtractArea((cw-o.Width)/2, (ch-o.Height)/2, o.Width, o.Height); err != nil {
 		img.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return img, nil
+	return img, 1, nil
 }
 
 // jpegShrink is the largest JPEG shrink-on-load (8, 4, 2, else 1) whose
