@@ -29,6 +29,7 @@ func TestPackageImports(t *testing.T) {
 		"celltest":  {"cell", "imagefmt", "sandbox", "thumbjob"},
 		"imagefmt":  {},
 		"apierr":    {},
+		"otlphttp":  {},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {

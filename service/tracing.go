@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/otlphttp"
 )
 
 // tracingEnv lists the OpenTelemetry variables thumbd reads. They are the
@@ -27,6 +28,8 @@ import (
 var tracingEnv = []struct{ name, meaning string }{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/HTTP base URL (`/v1/traces` is appended), e.g. `http://jaeger:4318`. Unset (and no traces endpoint): tracing is off."},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP/HTTP URL for traces, used as it is; wins over the base URL."},
+	{"OTEL_EXPORTER_OTLP_HEADERS", "headers sent with every export, `key=value,...` (values percent-encoded; a hosted collector's API key); `OTEL_EXPORTER_OTLP_TRACES_HEADERS` wins over it."},
+	{"OTEL_EXPORTER_OTLP_TIMEOUT", "time for one export, in milliseconds (default `10000`); `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` wins over it."},
 	{"OTEL_SERVICE_NAME", "`service.name` of the spans (default `thumbd`)."},
 	{"OTEL_RESOURCE_ATTRIBUTES", "more resource attributes, `key=value,...` (e.g. `deployment.environment=prod`)."},
 	{"OTEL_TRACES_SAMPLER", "the SDK's sampler: `parentbased_always_on` (default), `parentbased_traceidratio`, `traceidratio`, `always_on`, `always_off`, ..."},
@@ -56,14 +59,18 @@ func tracingOff() *tracing {
 
 // newTracing builds tracing from the standard OTEL_* variables. Tracing is
 // on only when an OTLP endpoint is set: the exporter speaks OTLP over HTTP
-// (protobuf), batches spans in the background and is flushed by shutdown.
+// (protobuf, through otlphttp: see there why not otlptracehttp), batches
+// spans in the background and is flushed by shutdown.
 // The sampler (OTEL_TRACES_SAMPLER, default parent-based always-on) and the
 // resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) are the SDK's own
 // reading of the same variables.
 func newTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (*tracing, error) {
-	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" ||
-		strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+	ocfg, on, err := otlphttp.FromEnv(getenv)
+	if !on || strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return tracingOff(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
 	}
 	// The SDK reports export failures (a collector down) through its one
 	// global error handler, which otherwise prints plain text to stderr:
@@ -71,7 +78,7 @@ func newTracing(ctx context.Context, getenv func(string) string, logger *slog.Lo
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("tracing", "err", err)
 	}))
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := otlptrace.New(ctx, otlphttp.New(ocfg))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}

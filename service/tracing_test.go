@@ -142,6 +142,52 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 	tr.shutdown(context.Background())
 }
 
+// The SDK reads the sampler and the resource from the standard variables;
+// a bad endpoint stops start-up.
+func TestTracingReadsStandardVariables(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "thumbd-eu")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
+	t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0")
+	getenv := func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}[k]
+	}
+	tr, err := newTracing(context.Background(), getenv, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.shutdown(context.Background())
+	rec := tracetest.NewSpanRecorder()
+	tr.provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
+	if _, span := tr.tracer.Start(context.Background(), "x"); span.IsRecording() {
+		t.Error("ratio 0 sampled a span")
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	tr2, err := newTracing(context.Background(), getenv, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.shutdown(context.Background())
+	tr2.provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
+	_, span := tr2.tracer.Start(context.Background(), "x")
+	span.End()
+	if len(rec.Ended()) != 1 {
+		t.Fatal("always_on: no span")
+	}
+	res := map[string]string{}
+	for _, kv := range rec.Ended()[0].Resource().Attributes() {
+		res[string(kv.Key)] = kv.Value.Emit()
+	}
+	if res["service.name"] != "thumbd-eu" || res["deployment.environment"] != "test" || res["service.version"] != version {
+		t.Errorf("resource %v", res)
+	}
+	if _, err := newTracing(context.Background(), func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}[k]
+	}, slog.Default()); err == nil || !strings.Contains(err.Error(), "not an http(s) URL") {
+		t.Errorf("endpoint without a scheme: %v", err)
+	}
+}
+
 // One thumbnail's trace: the server span joins the caller's trace, each
 // pipeline stage is its child, the engine's own stages are the engine
 // span's, and the engine span says what explains its time.
@@ -398,5 +444,22 @@ func TestSpansFlushedOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(c.logs.String(), "tracing: on") {
 		t.Errorf("no start-up line says tracing is on:\n%s", c.logs)
+	}
+}
+
+// An unreachable collector costs a warning, never a request.
+func TestUnreachableCollectorOnlyWarns(t *testing.T) {
+	c := startChild(t, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TIMEOUT=500", "THUMBD_SHUTDOWN_DELAY=0s")
+	for range 3 {
+		if status, _, _ := postThumb(t, c.addr, "?w=32", encodeJPEG(t, scene(64, 64), 80)); status != 200 {
+			t.Fatal(status)
+		}
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if code := c.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, c.logs)
+	}
+	if !strings.Contains(c.logs.String(), `"level":"WARN","msg":"tracing`) {
+		t.Errorf("no tracing warning:\n%s", c.logs)
 	}
 }
