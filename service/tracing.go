@@ -108,7 +108,19 @@ func (t *tracing) handler(next http.Handler) http.Handler {
 		return next
 	}
 	return otelhttp.NewHandler(next, "http", otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
+		otelhttp.WithFilter(traced))
+}
+
+// traced leaves out the probes and the scrapes: a kubelet's /health every
+// few seconds would be most of the traces, and each costs a span's export
+// (on /health, tracing tripled the CPU a request took).
+func traced(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/health", "/ready", "/metrics":
+		return false
+	}
+	return true
 }
 
 // transport wraps an HTTP client's transport so that each request is a

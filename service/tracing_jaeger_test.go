@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"os"
@@ -316,9 +317,14 @@ func TestTracesInJaeger(t *testing.T) {
 	})
 }
 
-// logTrace prints the trace as an indented tree (the README's example).
-func logTrace(t *testing.T, spans map[string]jaegerSpan, title string) {
-	t.Helper()
+// row is a span in tree order, at its depth.
+type row struct {
+	span  jaegerSpan
+	depth int
+}
+
+// treeOrder lists the spans depth first, children by start time.
+func treeOrder(spans map[string]jaegerSpan) []row {
 	children := map[string][]jaegerSpan{}
 	byID := map[string]bool{}
 	for _, s := range spans {
@@ -332,19 +338,103 @@ func logTrace(t *testing.T, spans map[string]jaegerSpan, title string) {
 			roots = append(roots, s)
 		}
 	}
-	var b strings.Builder
-	var walk func(s jaegerSpan, depth int, start int64)
-	walk = func(s jaegerSpan, depth int, start int64) {
-		fmt.Fprintf(&b, "%s%-*s +%6.2f ms %7.2f ms\n", strings.Repeat("  ", depth), 24-2*depth, s.OperationName,
-			float64(s.StartTime-start)/1000, float64(s.Duration)/1000)
+	var rows []row
+	var walk func(s jaegerSpan, depth int)
+	walk = func(s jaegerSpan, depth int) {
+		rows = append(rows, row{s, depth})
 		kids := children[s.SpanID]
 		slices.SortFunc(kids, func(a, b jaegerSpan) int { return cmp.Compare(a.StartTime, b.StartTime) })
 		for _, k := range kids {
-			walk(k, depth+1, start)
+			walk(k, depth+1)
 		}
 	}
 	for _, r := range roots {
-		walk(r, 0, r.StartTime)
+		walk(r, 0)
+	}
+	return rows
+}
+
+// logTrace prints the trace as an indented tree (the README's example);
+// with THUMBD_TRACE_HTML=DIR it also writes it as a waterfall page,
+// DIR/NAME.html (docs/trace-jaeger.png is a screenshot of one: the Jaeger
+// binary built from the module proxy has no UI assets).
+func logTrace(t *testing.T, spans map[string]jaegerSpan, title string) {
+	t.Helper()
+	rows := treeOrder(spans)
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s%-*s +%6.2f ms %7.2f ms\n", strings.Repeat("  ", r.depth), 24-2*r.depth, r.span.OperationName,
+			float64(r.span.StartTime-rows[0].span.StartTime)/1000, float64(r.span.Duration)/1000)
 	}
 	t.Logf("%s trace:\n%s", title, b.String())
+	if dir := os.Getenv("THUMBD_TRACE_HTML"); dir != "" {
+		path := filepath.Join(dir, strings.ReplaceAll(title, " ", "-")+".html")
+		if err := os.WriteFile(path, []byte(waterfall(rows, title)), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// number prints a JSON number with thousands separators.
+func number(v any) string {
+	f, ok := v.(float64)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	digits := fmt.Sprintf("%.0f", f)
+	var b strings.Builder
+	for i, c := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// waterfall is a trace as a page: one bar per span, placed on the trace's
+// time line, as a tracing UI draws it.
+func waterfall(rows []row, title string) string {
+	root := rows[0].span
+	total := float64(max(root.Duration, 1))
+	var b strings.Builder
+	fmt.Fprintf(&b, `<!doctype html><meta charset="utf-8"><style>
+body{font:14px system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:17px;margin:0 0 4px} p{margin:0 0 12px;color:#555}
+.r{display:flex;align-items:center;height:26px;border-bottom:1px solid #eee}
+.n{width:260px;white-space:nowrap;overflow:hidden} .t{position:relative;flex:1;height:16px}
+.b{position:absolute;height:16px;border-radius:2px;background:#3a78c2}
+.b.cell{background:#e08a1e} .b.io{background:#4aa564}
+.d{position:absolute;font-size:12px;color:#333;white-space:nowrap;top:0}
+.k{font-size:12px;color:#777;margin-top:10px}
+</style><h1>thumbd · %s · %s</h1><p>trace %s · %.2f ms · %d spans (read back from Jaeger's query API)</p>`,
+		html.EscapeString(root.OperationName), html.EscapeString(title), root.TraceID, total/1000, len(rows))
+	for _, r := range rows {
+		s := r.span
+		class := "b"
+		switch s.OperationName {
+		case "cell.send", "decode", "resize", "encode", "cell.return":
+			class += " cell"
+		case "source", "origin GET":
+			class += " io"
+		}
+		left := float64(s.StartTime-root.StartTime) / total * 100
+		width := max(float64(s.Duration)/total*100, 0.3)
+		label := fmt.Sprintf("%.2f ms", float64(s.Duration)/1000)
+		if v := s.tag("thumbd.source.format"); v != nil && s.OperationName == "engine" {
+			label += fmt.Sprintf(" · %v, %s px → %v, %s bytes · shrink-on-load %v", v, number(s.tag("thumbd.source.pixels")),
+				s.tag("thumbd.output.format"), number(s.tag("thumbd.output.bytes")), s.tag("thumbd.shrink_on_load"))
+		}
+		pos := fmt.Sprintf("left:calc(%.2f%% + %.2f%% + 6px)", left, width)
+		switch {
+		case width > 40: // inside the bar
+			pos = fmt.Sprintf("left:calc(%.2f%% + 6px);color:#fff", left)
+		case left+width > 60:
+			pos = fmt.Sprintf("right:calc(%.2f%% + 6px)", 100-left)
+		}
+		fmt.Fprintf(&b, `<div class="r"><div class="n" style="padding-left:%dpx">%s</div><div class="t"><div class="%s" style="left:%.2f%%;width:%.2f%%"></div><div class="d" style="%s">%s</div></div></div>`,
+			r.depth*16, html.EscapeString(s.OperationName), class, left, width, pos, html.EscapeString(label))
+	}
+	b.WriteString(`<div class="k">blue: the HTTP process · green: the source · orange: measured inside the cell (or the hand-off to and from it)</div>`)
+	return b.String()
 }

@@ -194,7 +194,7 @@ func TestTracingReadsStandardVariables(t *testing.T) {
 func TestTraceOfAThumbnail(t *testing.T) {
 	srv, rec, logs := tracedServer(t, testConfig(t))
 	src := encodeJPEG(t, scene(1600, 1200), 85)
-	status, _, body := do(t, "POST", srv.URL+"/thumbnail?w=100&h=100&format=webp", bytes.NewReader(src), "traceparent", callerTraceparen)
+	status, _, body := do(t, "POST", srv.URL+"/thumbnail?w=100&h=100&format=webp", bytes.NewReader(src), "traceparent", callerTraceparen, "tracestate", "cdn=edge7")
 	if status != 200 {
 		t.Fatalf("status %d: %s", status, body)
 	}
@@ -205,6 +205,9 @@ func TestTraceOfAThumbnail(t *testing.T) {
 	}
 	if got := server.Parent().SpanID().String(); got != callerSpanID || !server.Parent().IsRemote() {
 		t.Errorf("server span's parent %s, want the caller's %s", got, callerSpanID)
+	}
+	if got := server.SpanContext().TraceState().String(); got != "cdn=edge7" {
+		t.Errorf("tracestate %q, the caller's is cdn=edge7", got)
 	}
 	for _, stage := range []string{"parse", "admit.door", "source", "admit", "engine", "respond"} {
 		tree.childOf(t, stage, "POST /thumbnail")
@@ -461,5 +464,59 @@ func TestUnreachableCollectorOnlyWarns(t *testing.T) {
 	}
 	if !strings.Contains(c.logs.String(), `"level":"WARN","msg":"tracing`) {
 		t.Errorf("no tracing warning:\n%s", c.logs)
+	}
+}
+
+// Probes and scrapes make no trace.
+func TestProbesAreNotTraced(t *testing.T) {
+	srv, rec, _ := tracedServer(t, testConfig(t))
+	for _, path := range []string{"/health", "/ready", "/metrics"} {
+		do(t, "GET", srv.URL+path, nil)
+	}
+	do(t, "GET", srv.URL+"/nowhere", nil)
+	tree := waitSpans(t, rec, "GET unmatched")
+	if len(tree) != 1 {
+		t.Errorf("spans %v, want only the unknown path's", tree.names())
+	}
+}
+
+// The CPU tracing adds to a small thumbnail, in process (go test -bench
+// Tracing -run X ./service): the spans, their export to a loopback sink
+// that discards them, the log and exemplar fields.
+func BenchmarkTracing(b *testing.B) {
+	src := encodeJPEG(b, scene(400, 300), 70)
+	for _, on := range []bool{false, true} {
+		name := map[bool]string{false: "off", true: "on"}[on]
+		b.Run(name, func(b *testing.B) {
+			cfg, err := loadConfig(nil, envOf(nil), io.Discard)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var tr *tracing
+			if on {
+				sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+				defer sink.Close()
+				tr, err = newTracing(context.Background(), func(k string) string {
+					return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL}[k]
+				}, slog.Default())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.shutdown(context.Background())
+			}
+			life := newLifecycle()
+			life.engineStarted()
+			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+			h := newServer(newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, nil, tr))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest("POST", "/thumbnail?w=256&h=256", bytes.NewReader(src)))
+				if w.Code != 200 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
 	}
 }

@@ -136,9 +136,10 @@ type Trace struct {
 	Job, Exchange Stage `json:"-"`
 }
 
-// Stage names, in the order a job runs them. libvips evaluates lazily: the
-// pixels of a thumbnail made in one libvips operation are mostly computed
-// while it is encoded, so "encode" holds much of the decoding's time.
+// Stage names, in the order a job runs them. libvips evaluates lazily:
+// "resize" only joins its operations to the pipeline, and the pixels of a
+// thumbnail made in one libvips operation are mostly computed while it is
+// encoded, so "encode" holds much of the decoding's time.
 const (
 	StageDecode = "decode" // header checks, then the load (with shrink-on-load)
 	StageResize = "resize" // the resize, colour conversion, alpha and padding
