@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
@@ -31,6 +33,11 @@ func main() {
 	// slog.SetDefault did); run and serve set no globals.
 	log.SetFlags(0)
 	log.SetOutput(slog.NewLogLogger(slog.NewJSONHandler(os.Stderr, nil), slog.LevelInfo).Writer())
+	// The OpenTelemetry SDK reports export failures (a collector down)
+	// through its process-wide error handler, plain text by default: into
+	// the JSON logs too, as warnings.
+	otelLog := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { otelLog.Warn("tracing: export failed", "err", err) }))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr); err != nil {
@@ -158,7 +165,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		}
 	}()
 
-	tr, err := newTracing(ctx, os.Getenv, logger)
+	tr, err := newTracing(ctx, os.Getenv)
 	if err != nil {
 		ln.Close()
 		return err

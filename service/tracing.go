@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -38,8 +36,8 @@ var tracingEnv = []struct{ name, meaning string }{
 }
 
 // tracing is the service's tracer provider and W3C propagator, made in
-// serve and passed down: nothing is set globally but the SDK's error
-// handler (see newTracing).
+// serve and passed down: nothing is set globally (main routes the SDK's
+// process-wide error handler into the JSON logs).
 type tracing struct {
 	provider trace.TracerProvider
 	tracer   trace.Tracer
@@ -64,7 +62,7 @@ func tracingOff() *tracing {
 // The sampler (OTEL_TRACES_SAMPLER, default parent-based always-on) and the
 // resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) are the SDK's own
 // reading of the same variables.
-func newTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (*tracing, error) {
+func newTracing(ctx context.Context, getenv func(string) string) (*tracing, error) {
 	ocfg, on, err := otlphttp.FromEnv(getenv)
 	if !on || strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return tracingOff(), nil
@@ -72,12 +70,6 @@ func newTracing(ctx context.Context, getenv func(string) string, logger *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
-	// The SDK reports export failures (a collector down) through its one
-	// global error handler, which otherwise prints plain text to stderr:
-	// route them into the JSON log. This is the only global thumbd sets.
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		logger.Warn("tracing", "err", err)
-	}))
 	exp, err := otlptrace.New(ctx, otlphttp.New(ocfg))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)

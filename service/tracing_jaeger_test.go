@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/thumbd/thumbd/service/launch"
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 // jaegerConfig is a Jaeger v2 that listens on loopback only: OTLP/HTTP in,

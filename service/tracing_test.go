@@ -117,7 +117,7 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 		{"OTEL_SERVICE_NAME": "x", "OTEL_TRACES_SAMPLER": "always_on"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "true"},
 	} {
-		tr, err := newTracing(context.Background(), func(k string) string { return env[k] }, slog.Default())
+		tr, err := newTracing(context.Background(), func(k string) string { return env[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 	}
 	tr, err := newTracing(context.Background(), func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}[k]
-	}, slog.Default())
+	})
 	if err != nil || !tr.on {
 		t.Fatalf("endpoint set: on=%v, %v", tr != nil && tr.on, err)
 	}
@@ -152,7 +152,7 @@ func TestTracingReadsStandardVariables(t *testing.T) {
 	getenv := func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}[k]
 	}
-	tr, err := newTracing(context.Background(), getenv, slog.Default())
+	tr, err := newTracing(context.Background(), getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestTracingReadsStandardVariables(t *testing.T) {
 		t.Error("ratio 0 sampled a span")
 	}
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-	tr2, err := newTracing(context.Background(), getenv, slog.Default())
+	tr2, err := newTracing(context.Background(), getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestTracingReadsStandardVariables(t *testing.T) {
 	}
 	if _, err := newTracing(context.Background(), func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}[k]
-	}, slog.Default()); err == nil || !strings.Contains(err.Error(), "not an http(s) URL") {
+	}); err == nil || !strings.Contains(err.Error(), "not an http(s) URL") {
 		t.Errorf("endpoint without a scheme: %v", err)
 	}
 }
@@ -452,7 +452,7 @@ func TestSpansFlushedOnSIGTERM(t *testing.T) {
 
 // An unreachable collector costs a warning, never a request.
 func TestUnreachableCollectorOnlyWarns(t *testing.T) {
-	c := startChild(t, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TIMEOUT=500", "THUMBD_SHUTDOWN_DELAY=0s")
+	c := startChild(t, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TIMEOUT=500", "OTEL_BSP_SCHEDULE_DELAY=10", "THUMBD_SHUTDOWN_DELAY=0s")
 	for range 3 {
 		if status, _, _ := postThumb(t, c.addr, "?w=32", encodeJPEG(t, scene(64, 64), 80)); status != 200 {
 			t.Fatal(status)
@@ -462,7 +462,7 @@ func TestUnreachableCollectorOnlyWarns(t *testing.T) {
 	if code := c.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, c.logs)
 	}
-	if !strings.Contains(c.logs.String(), `"level":"WARN","msg":"tracing`) {
+	if !strings.Contains(c.logs.String(), `"level":"WARN","msg":"tracing: export failed"`) {
 		t.Errorf("no tracing warning:\n%s", c.logs)
 	}
 }
@@ -498,7 +498,7 @@ func BenchmarkTracing(b *testing.B) {
 				defer sink.Close()
 				tr, err = newTracing(context.Background(), func(k string) string {
 					return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL}[k]
-				}, slog.Default())
+				})
 				if err != nil {
 					b.Fatal(err)
 				}
