@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second line; CI runs it through
 # .ci/run). Installs what the tests need, then runs every suite:
-#   go vet, go mod tidy -diff, go test -race (service, bench), promtool on a live /metrics,
+#   go vet, go mod tidy -diff, go test -race (service, bench; the tracing
+#   test against a real Jaeger, built once by scripts/build-jaeger.sh), promtool on a live /metrics,
 #   the README's run command (builds the images' libvips on the host once),
 #   the Node twin's contract tests, the manifest validation, both container
 #   images with smoke tests, and the bench driver end to end in --quick mode
@@ -49,6 +50,11 @@ main() {
   step "go vet, go mod tidy"
   go vet ./...
   go mod tidy -diff
+  # The tracing test's collector (service/tracing_jaeger_test.go): the
+  # first run builds it (minutes, under the build lock), later ones reuse it.
+  step "Jaeger for the tracing test (scripts/build-jaeger.sh)"
+  THUMBD_JAEGER=$(scripts/build-jaeger.sh | tail -1)
+  export THUMBD_JAEGER
   step "go test -race"
   go test -race -count=1 ./...
   step "promtool"

@@ -31,6 +31,7 @@ func TestPackageImports(t *testing.T) {
 		"celltest":  {"cell", "imagefmt", "sandbox", "thumbjob"},
 		"imagefmt":  {},
 		"apierr":    {},
+		"otlphttp":  {},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {

@@ -121,6 +121,12 @@ type cellsServer struct {
 
 func newCellsServer(t *testing.T, cfg config, faults string) *cellsServer {
 	t.Helper()
+	return newCellsServerTraced(t, cfg, faults, nil)
+}
+
+// newCellsServerTraced is newCellsServer with tracing tr (nil: off).
+func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing) *cellsServer {
+	t.Helper()
 	cfg.Engine = engineCells
 	logs := &launch.Log{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
@@ -142,7 +148,7 @@ func newCellsServer(t *testing.T, cfg config, faults string) *cellsServer {
 	})
 	life := newLifecycle()
 	life.engineStarted()
-	d := newDeps(cfg, logger, cellsEngine{pool}, life, nil)
+	d := newDeps(cfg, logger, cellsEngine{pool}, life, nil, tr)
 	return &cellsServer{Server: newTestServerFrom(t, d), deps: d, pool: pool, logs: logs}
 }
 

@@ -259,7 +259,8 @@ func (c config) validate() []error {
 func printSettings(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd settings", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}")
+	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}, the OpenTelemetry variables included (flag \"\")")
+	tracingVars := fs.Bool("tracing", false, "print the OpenTelemetry variables thumbd's tracing reads (the README's Traces table)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -267,7 +268,22 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 	for i := range rows {
 		rows[i].Flag = "-" + rows[i].Flag
 	}
+	var otel []setting
+	for _, v := range tracingEnv {
+		otel = append(otel, setting{Env: v.name, Meaning: v.meaning})
+	}
+	if *tracingVars && !*asJSON {
+		var b strings.Builder
+		b.WriteString("| env | meaning |\n|---|---|\n")
+		for _, s := range otel {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", s.Env, s.Meaning)
+		}
+		_, err := io.WriteString(stdout, b.String())
+		return err
+	}
 	if *asJSON {
+		// Tools (k8s/validate) get every variable thumbd reads.
+		rows = append(rows, otel...)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)

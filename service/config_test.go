@@ -97,6 +97,22 @@ func TestREADMESettingsTableIsGenerated(t *testing.T) {
 	}
 }
 
+// The README's Traces section lists the OpenTelemetry variables as
+// `thumbd settings -tracing` prints them.
+func TestREADMEListsTracingVariables(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"thumbd", "settings", "-tracing"}, envOf(nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "OTEL_EXPORTER_OTLP_ENDPOINT") || !strings.Contains(string(readme), out.String()) {
+		t.Fatalf("README.md's tracing table differs from `thumbd settings -tracing`; paste this in:\n%s", out.String())
+	}
+}
+
 func TestSettingsJSON(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"thumbd", "settings", "-json"}, envOf(nil), &out, io.Discard); err != nil {
@@ -105,6 +121,15 @@ func TestSettingsJSON(t *testing.T) {
 	var rows []struct{ Env, Flag, Default, Meaning string }
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
+	}
+	// The OpenTelemetry variables come last, without a flag: the SDK reads
+	// them (TestREADMEListsTracingVariables).
+	otel := rows[len(rows)-len(tracingEnv):]
+	rows = rows[:len(rows)-len(tracingEnv)]
+	for i, r := range otel {
+		if r.Env != tracingEnv[i].name || r.Flag != "" || r.Default != "" || r.Meaning == "" {
+			t.Errorf("tracing row %+v", r)
+		}
 	}
 	env := map[string]string{}
 	for _, r := range rows {

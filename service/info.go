@@ -55,7 +55,9 @@ func (t *thumbnails) handleInfoPost() handlerFunc {
 
 func (t *thumbnails) handleInfo(parse func(r *http.Request) (params.Info, source.Source, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		_, span := t.tracer.Start(r.Context(), "parse")
 		req, src, err := parse(r)
+		endSpan(span, err)
 		if err != nil {
 			return err
 		}
@@ -67,16 +69,18 @@ func (t *thumbnails) handleInfo(parse func(r *http.Request) (params.Info, source
 func (t *thumbnails) runInfo(w http.ResponseWriter, r *http.Request, req params.Info, src source.Source) error {
 	ctx, cancel := context.WithDeadline(r.Context(), time.Now().Add(t.cfg.Deadline))
 	defer cancel()
-	blob, ticket, tag, err := t.admit(ctx, w, r, src, req.Job.Normalised(), func(b []byte) int64 { return t.infoCost(b, req.Job) })
+	blob, ticket, admit, tag, err := t.admit(ctx, w, r, src, req.Job.Normalised(), func(b []byte) int64 { return t.infoCost(b, req.Job) })
 	if blob == nil {
 		return err
 	}
 	defer blob.Release()
 	defer ticket.Release()
-	info, err := t.engine.info(ctx, ticket, blob, req.Job)
+	info, err := t.engine.info(ctx, admit, ticket, blob, req.Job)
 	if err != nil {
 		return t.deadlineOrGone(err)
 	}
+	_, span := t.tracer.Start(ctx, "respond")
+	defer span.End()
 	h := w.Header()
 	h.Set("ETag", tag)
 	h.Set("Cache-Control", cacheControl)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type loggerKey struct{}
@@ -67,7 +68,13 @@ func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.
 				id = ids.new()
 			}
 			w.Header().Set("X-Request-Id", id)
-			logger := base.With("request_id", id)
+			var logger *slog.Logger
+			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+				// The server span's IDs: a log line leads to its trace.
+				logger = base.With("request_id", id, "trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+			} else {
+				logger = base.With("request_id", id)
+			}
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			start := time.Now()
 			next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), loggerKey{}, logger)))

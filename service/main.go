@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
@@ -31,6 +33,11 @@ func main() {
 	// slog.SetDefault did); run and serve set no globals.
 	log.SetFlags(0)
 	log.SetOutput(slog.NewLogLogger(slog.NewJSONHandler(os.Stderr, nil), slog.LevelInfo).Writer())
+	// The OpenTelemetry SDK reports export failures (a collector down)
+	// through its process-wide error handler, plain text by default: into
+	// the JSON logs too, as warnings.
+	otelLog := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { otelLog.Warn("tracing: export failed", "err", err) }))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr); err != nil {
@@ -158,7 +165,15 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		}
 	}()
 
-	d := newDeps(cfg, logger, engine, life, sources)
+	tr, err := newTracing(ctx, os.Getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if tr.on {
+		logger.Info("tracing: on (OTLP/HTTP)")
+	}
+	d := newDeps(cfg, logger, engine, life, sources, tr)
 	idleCtx, stopIdle := context.WithCancel(context.Background())
 	defer stopIdle()
 	startIdleRelease(idleCtx, d)
@@ -199,6 +214,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
+	// The last requests' spans go out within what is left of the timeout.
+	if terr := tr.shutdown(shutdownCtx); terr != nil {
+		logger.Warn("tracing: spans not flushed at shutdown", "err", terr)
+	}
 	<-engineUp
 	if err != nil {
 		// Requests are still running on libvips: stopping it now would

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -183,12 +184,28 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		}
 		code := strconv.Itoa(ww.Status())
 		m.requests.WithLabelValues(route, methodLabel(r.Method), code).Inc()
-		m.duration.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
+		observe(m.duration.WithLabelValues(route, code), time.Since(start).Seconds(), trace.SpanFromContext(r.Context()))
+		// The server span is named by the same bounded route, known only now.
+		trace.SpanFromContext(r.Context()).SetName(methodLabel(r.Method) + " " + route)
 	})
 }
 
+// observe records v, with the trace ID as its exemplar when the request
+// is traced and sampled: a slow bucket in the OpenMetrics exposition leads
+// to a trace that fell in it.
+func observe(o prometheus.Observer, v float64, span trace.Span) {
+	sc := span.SpanContext()
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
+		eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+		return
+	}
+	o.Observe(v)
+}
+
+// metricsHandler serves the registry; a scraper that asks for OpenMetrics
+// gets it, with the exemplars.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 }
 
 // methodLabel keeps the label set bounded whatever methods clients invent.

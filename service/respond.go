@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/results"
@@ -47,6 +48,7 @@ type errorBody struct {
 // the request's ID. A client that left gets nothing written.
 func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
 	e := apierr.From(err)
+	failSpan(trace.SpanFromContext(r.Context()), e)
 	if e.Rejection {
 		rs.rejections.WithLabelValues(string(e.Code)).Inc()
 	}

@@ -28,10 +28,15 @@ type deps struct {
 	life     *lifecycle
 	respond  *responder
 	thumbs   *thumbnails
+	tracing  *tracing
 }
 
-// newDeps wires the service's parts. sources may be nil (GET /thumbnail off).
-func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sources *os.Root) deps {
+// newDeps wires the service's parts. sources may be nil (GET /thumbnail
+// off); tr may be nil (tracing off).
+func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sources *os.Root, tr *tracing) deps {
+	if tr == nil {
+		tr = tracingOff()
+	}
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
 	m := newMetrics(reg, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
@@ -49,18 +54,19 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	cache := results.New(cfg.CacheSize)
 	reg.MustRegister(cache.Collector())
 	return deps{
-		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs,
-		thumbs: &thumbnails{cfg: cfg, gate: gate, limits: limits, dir: dir, respond: rs,
+		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr,
+		thumbs: &thumbnails{cfg: cfg, gate: gate, limits: limits, dir: dir, respond: rs, tracer: tr.tracer,
 			cache: cache, flights: newFlights(), metrics: m,
-			origins: newOrigins(cfg, limits, m, nil),
+			origins: newOrigins(cfg, limits, m, nil, tr),
 			signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
-			engine:  &engineStage{engine: eng, life: life, metrics: m}},
+			engine:  &engineStage{engine: eng, life: life, metrics: m, tracer: tr.tracer}},
 	}
 }
 
 // newOrigins is the source of GET /thumbnail?url=, nil when no origin is
-// allowed. resolver resolves origin names (nil: the system's).
-func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Resolver) *origin.Fetcher {
+// allowed. resolver resolves origin names (nil: the system's); tr traces
+// the fetches.
+func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Resolver, tr *tracing) *origin.Fetcher {
 	if len(cfg.Origins) == 0 {
 		return nil
 	}
@@ -73,17 +79,18 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 		// Every connection the cap allows can be kept.
 		IdleConns: cfg.OriginMaxConns, MaxConnsPerHost: cfg.OriginMaxConns,
 		Resolver: resolver, UserAgent: "thumbd/" + version, Accept: strings.Join(accept, ", "),
-		Observe: m.observeFetch,
+		Observe: m.observeFetch, Transport: tr.transport,
 	}, limits)
 }
 
-// newServer returns the service's handler: request IDs and logs, metrics,
-// then the routes.
+// newServer returns the service's handler: the request's server span
+// (tracing on), request IDs and logs (which name the trace), metrics, then
+// the routes.
 func newServer(d deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(nosniff, withRequestLog(d.logger, newRequestIDs()), d.metrics.instrument)
 	addRoutes(r, d)
-	return r
+	return d.tracing.handler(r)
 }
 
 // nosniff marks every answer, before any handler writes: no browser may

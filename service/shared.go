@@ -28,7 +28,7 @@ func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.
 	if ok && cached.Fresh.Fresh(time.Now()) {
 		blob.Release()
 		t.metrics.cacheHits.Inc()
-		t.respond.entry(w, r, cached)
+		t.answer(ctx, w, r, cached)
 		return nil
 	}
 	if t.cache != nil {
@@ -53,7 +53,7 @@ func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.
 		if e.Image.Bytes != nil {
 			t.cache.Put(key, e)
 		}
-		t.respond.entry(w, r, e)
+		t.answer(ctx, w, r, e)
 		return nil
 	}
 	fl, leader := t.flights.join(key, func() (*results.Entry, error) {
@@ -79,7 +79,7 @@ func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.
 	if fl.err != nil {
 		return t.deadlineOrGone(fl.err)
 	}
-	t.respond.entry(w, r, fl.entry)
+	t.answer(ctx, w, r, fl.entry)
 	return nil
 }
 
@@ -121,4 +121,12 @@ func (f *flights) join(key string, job func() (*results.Entry, error)) (fl *flig
 		close(fl.done)
 	}()
 	return fl, true
+}
+
+// answer is the respond stage: e written as the request's answer (its
+// image, or a 304 for a matching If-None-Match).
+func (t *thumbnails) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, e *results.Entry) {
+	_, span := t.tracer.Start(ctx, "respond")
+	t.respond.entry(w, r, e)
+	span.End()
 }

@@ -367,7 +367,7 @@ func BenchmarkCachedGET(b *testing.B) {
 		cfg.SourceDir, cfg.SigningKeys = dir, keys
 		life := newLifecycle()
 		life.engineStarted()
-		v := &variant{h: newServer(newDeps(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), inProcess{testEngine}, life, root)),
+		v := &variant{h: newServer(newDeps(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), inProcess{testEngine}, life, root, nil)),
 			target: "/thumbnail?src=photo.jpg&w=320&h=240&format=webp&q=75"}
 		if keys != nil {
 			v.target = signing.SignedPath(key, "/thumbnail", q)

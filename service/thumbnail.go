@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -35,6 +38,7 @@ type thumbnails struct {
 	origins *origin.Fetcher   // nil when GET /thumbnail?url= is off
 	signer  *signing.Verifier // checks GET /thumbnail's sig= (when keys are set)
 	respond *responder
+	tracer  trace.Tracer   // a span per stage, children of the request's
 	cache   *results.Cache // nil: off (THUMBD_CACHE_SIZE=0)
 	flights *flights       // identical jobs in flight
 	metrics *metrics
@@ -146,7 +150,9 @@ func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, sourc
 		if t.cfg.ClientHints {
 			w.Header().Set("Accept-CH", params.HintDPR+", "+params.HintWidth)
 		}
+		_, span := t.tracer.Start(r.Context(), "parse")
 		req, src, err := parse(r)
+		endSpan(span, err)
 		if err != nil {
 			return err
 		}
@@ -202,9 +208,9 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	if err := t.door(ctx); err != nil {
 		return err
 	}
-	blob, err := src.Read(ctx)
+	blob, err := t.read(ctx, src, nil)
 	if err != nil {
-		return t.deadlineOrGone(err) // an origin fetch ends with the request
+		return err
 	}
 	if _, upload := src.(source.Upload); upload && t.cfg.CacheUploads {
 		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // keyed by its bytes: never stale
@@ -217,7 +223,10 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 // door waits, with every place taken, up to doorWaitFraction of the
 // deadline for one: nil when there is room.
 func (t *thumbnails) door(ctx context.Context) error {
-	if t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction) {
+	_, span := t.tracer.Start(ctx, "admit.door")
+	room := t.gate.WaitRoom(ctx, t.cfg.Deadline/doorWaitFraction)
+	span.End()
+	if room {
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -236,14 +245,13 @@ func (t *thumbnails) make(ctx context.Context, src source.Source, blob *source.B
 		if err := t.door(ctx); err != nil {
 			return nil, err
 		}
-		var err error
-		if cond, ok := src.(source.Conditional); ok && stale != nil && stale.Fresh.Revalidable() {
-			blob, err = cond.ReadSince(ctx, stale.Fresh)
-		} else {
-			blob, err = src.Read(ctx)
+		var since *source.Freshness
+		if stale != nil && stale.Fresh.Revalidable() {
+			since = &stale.Fresh
 		}
-		if err != nil {
-			return nil, t.deadlineOrGone(err) // an origin fetch ends with the request
+		var err error
+		if blob, err = t.read(ctx, src, since); err != nil {
+			return nil, err
 		}
 		if blob.NotModified {
 			t.metrics.cacheRevalidated.Inc()
@@ -257,12 +265,12 @@ func (t *thumbnails) make(ctx context.Context, src source.Source, blob *source.B
 	if inm != "" && matchesETag(inm, tag) {
 		return &results.Entry{ETag: tag}, nil // the respond stage answers 304; nothing to keep
 	}
-	ticket, err := t.ticket(ctx, t.cost(blob.Bytes, o))
+	ticket, admit, err := t.ticket(ctx, t.cost(blob.Bytes, o))
 	if err != nil {
 		return nil, err
 	}
 	defer ticket.Release()
-	img, err := t.engine.thumbnail(ctx, ticket, blob, o)
+	img, err := t.engine.thumbnail(ctx, admit, ticket, blob, o)
 	if err != nil {
 		return nil, t.deadlineOrGone(err)
 	}
@@ -273,43 +281,75 @@ func (t *thumbnails) make(ctx context.Context, src source.Source, blob *source.B
 // (a thumbnail's are make's, which shares results). The job's ETag comes
 // from the source and the normalised job; a GET that has it already gets
 // its 304 here. cost is the job's estimated peak memory. admit returns the
-// source and the job's ticket, both to release, and the ETag; or no
-// source, and the error to answer with (nil after a 304).
-func (t *thumbnails) admit(ctx context.Context, w http.ResponseWriter, r *http.Request, src source.Source, normalised string, cost func([]byte) int64) (*source.Blob, *admission.Ticket, string, error) {
+// source and the job's ticket, both to release, the admission span (which
+// the engine stage ends) and the ETag; or no source, and the error to
+// answer with (nil after a 304).
+func (t *thumbnails) admit(ctx context.Context, w http.ResponseWriter, r *http.Request, src source.Source, normalised string, cost func([]byte) int64) (*source.Blob, *admission.Ticket, trace.Span, string, error) {
 	if err := t.door(ctx); err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, "", err
 	}
-	blob, err := src.Read(ctx)
+	blob, err := t.read(ctx, src, nil)
 	if err != nil {
-		return nil, nil, "", t.deadlineOrGone(err) // an origin fetch ends with the request
+		return nil, nil, nil, "", err
 	}
 	tag := etag(blob.ID, normalised)
 	if t.respond.notModified(w, r, tag) {
 		blob.Release()
-		return nil, nil, "", nil
+		return nil, nil, nil, "", nil
 	}
-	ticket, err := t.ticket(ctx, cost(blob.Bytes))
+	ticket, span, err := t.ticket(ctx, cost(blob.Bytes))
 	if err != nil {
 		blob.Release()
-		return nil, nil, "", err
+		return nil, nil, nil, "", err
 	}
-	return blob, ticket, tag, nil
+	return blob, ticket, span, tag, nil
+}
+
+// read is the source stage: the upload's body, the file, or the origin
+// fetch (whose HTTP request is a client span of this one); a conditional
+// read of an origin's image when since is given and the source can.
+func (t *thumbnails) read(ctx context.Context, src source.Source, since *source.Freshness) (*source.Blob, error) {
+	ctx, span := t.tracer.Start(ctx, "source")
+	var blob *source.Blob
+	var err error
+	if cond, ok := src.(source.Conditional); ok && since != nil {
+		blob, err = cond.ReadSince(ctx, *since)
+	} else {
+		blob, err = src.Read(ctx)
+	}
+	if err != nil {
+		err = t.deadlineOrGone(err) // an origin fetch ends with the request
+		endSpan(span, err)
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("thumbd.source.bytes", len(blob.Bytes)))
+	span.End()
+	return blob, nil
 }
 
 // ticket admits a job of the given estimated peak memory, or answers why
-// not: more than the whole budget, a full queue, or the deadline.
-func (t *thumbnails) ticket(ctx context.Context, bytes int64) (*admission.Ticket, error) {
-	ticket, err := t.gate.AdmitWithin(ctx, bytes, t.cfg.Deadline/doorWaitFraction)
+// not: more than the whole budget, a full queue, or the deadline. The
+// admission span it starts is ended by the engine stage, once the job
+// holds a processing slot (here on a refusal).
+func (t *thumbnails) ticket(ctx context.Context, bytes int64) (ticket *admission.Ticket, span trace.Span, err error) {
+	ctx, span = t.tracer.Start(ctx, "admit")
+	span.SetAttributes(attribute.Int64("thumbd.cost_bytes", bytes))
+	defer func() {
+		if err != nil {
+			endSpan(span, err)
+		}
+	}()
+	ticket, err = t.gate.AdmitWithin(ctx, bytes, t.cfg.Deadline/doorWaitFraction)
 	switch {
 	case errors.Is(err, admission.ErrTooLarge):
-		return nil, apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
+		return nil, span, apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
 			mib(bytes), mib(t.cfg.MemoryBudget), mib(t.cfg.memory.Limit.Bytes))
 	case errors.Is(err, admission.ErrFull):
-		return nil, queueFull(false)
+		return nil, span, queueFull(false)
 	case err != nil:
-		return nil, t.deadlineOrGone(err)
+		return nil, span, t.deadlineOrGone(err)
 	}
-	return ticket, nil
+	return ticket, span, nil
 }
 
 // cost is the job's estimated peak memory, from the source's header (read

@@ -75,6 +75,15 @@ func TestBrokenCellsOverlayFails(t *testing.T) {
 	runBreakages(t, cases, "k8s/overlays/cells", CheckKubernetes)
 }
 
+// A misspelt OpenTelemetry variable is caught like a thumbd setting's: the
+// SDK would ignore it, and tracing would silently stay off.
+func TestBrokenTracedOverlayFails(t *testing.T) {
+	cases := []breakage{
+		{"misspelt endpoint", "overlays/traced/settings.env", "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_ENDPIONT=", "OTEL_EXPORTER_OTLP_ENDPIONT is not a setting of the service"},
+	}
+	runBreakages(t, cases, "k8s/overlays/traced", CheckKubernetes)
+}
+
 // The limit of the cells case above serves the largest job in process: the
 // difference is the cells' memory, which the service counts.
 func TestLimitForInProcessOnly(t *testing.T) {

@@ -24,6 +24,7 @@ var kubernetesOverlays = map[string]string{
 	"k8s/overlays/scratch": "thumbd:scratch",
 	"k8s/overlays/public":  "thumbd:scratch",
 	"k8s/overlays/cells":   "thumbd:scratch",
+	"k8s/overlays/traced":  "thumbd:scratch",
 }
 
 func TestEveryManifestDecodesStrictly(t *testing.T) {

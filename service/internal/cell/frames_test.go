@@ -142,7 +142,7 @@ func (f failing) Info(context.Context, []byte, thumbjob.InfoJob) (thumbjob.Info,
 func TestEngineErrorsCrossTheWire(t *testing.T) {
 	c := &Cell{spec: &Spec{MaxSide: 100}}
 	for _, want := range thumbjob.Errors() {
-		meta, payload := Worker{Engine: failing{want}}.run(nil, job(8))
+		meta, payload := Worker{Engine: failing{want}}.run(nil, jobMeta{Options: job(8)})
 		if _, err := c.result(job(8), meta, payload); !errors.Is(err, want) || !strings.Contains(err.Error(), "the detail") {
 			t.Errorf("%v came back as %v", want, err)
 		}
@@ -153,7 +153,7 @@ func TestEngineErrorsCrossTheWire(t *testing.T) {
 			t.Errorf("info: %v came back as %v", want, err)
 		}
 	}
-	meta, payload := Worker{Engine: failing{errors.New("no exporter")}}.run(nil, job(8))
+	meta, payload := Worker{Engine: failing{errors.New("no exporter")}}.run(nil, jobMeta{Options: job(8)})
 	_, err := c.result(job(8), meta, payload)
 	var typed *thumbjob.Error
 	if err == nil || isProtocol(err) || errors.As(err, &typed) {

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 
 	"github.com/thumbd/thumbd/internal/procfs"
@@ -425,8 +427,12 @@ func (c *Cell) RSS() (int64, error) {
 // after any error but a typed engine error.
 func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, Stats, error) {
 	var img thumbjob.Image
-	stats, err := c.exchange(ctx, kindJob, o, src, c.spec.resultBound(o), func(meta resultMeta, payload []byte) (err error) {
+	job := jobMeta{Options: o, Traceparent: traceparent(ctx)}
+	stats, err := c.exchange(ctx, kindJob, job, src, c.spec.resultBound(o), func(meta resultMeta, payload []byte, hop thumbjob.Stage) (err error) {
 		img, err = c.result(o, meta, payload)
+		if err == nil && job.Traceparent != "" {
+			img.Trace = cellTrace(job.Traceparent, meta, hop)
+		}
 		return err
 	})
 	return img, stats, err
@@ -436,7 +442,7 @@ func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjo
 // thumbnail; the source's byte size is left to the caller.
 func (c *Cell) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, Stats, error) {
 	var info thumbjob.Info
-	stats, err := c.exchange(ctx, kindInfo, job, src, 0, func(meta resultMeta, _ []byte) (err error) {
+	stats, err := c.exchange(ctx, kindInfo, job, src, 0, func(meta resultMeta, _ []byte, _ thumbjob.Stage) (err error) {
 		info, err = infoResult(job, meta)
 		return err
 	})
@@ -445,18 +451,20 @@ func (c *Cell) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thum
 
 // exchange sends one job frame and reads its result frame (a payload of
 // at most bound bytes), which check turns into the job's answer, as Run
-// says.
-func (c *Cell) exchange(ctx context.Context, kind byte, job any, src []byte, bound int64, check func(resultMeta, []byte) error) (Stats, error) {
+// says; check is also given when the job was sent and its result read.
+func (c *Cell) exchange(ctx context.Context, kind byte, job any, src []byte, bound int64, check func(meta resultMeta, payload []byte, hop thumbjob.Stage) error) (Stats, error) {
 	if int64(len(src)) > c.spec.MaxSource {
 		return Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 	var meta resultMeta
 	var payload []byte
+	sent := time.Now()
 	err := writeFrame(c.conn, kind, job, src)
 	if err == nil {
 		payload, err = readFrame(c.conn, kindResult, &meta, bound)
 	}
+	received := time.Now()
 	if !stop() {
 		// ctx ended during the job: the answer would be late, and the
 		// socket's deadline is spent.
@@ -465,7 +473,7 @@ func (c *Cell) exchange(ctx context.Context, kind byte, job any, src []byte, bou
 		return Stats{}, ctx.Err()
 	}
 	if err == nil {
-		if err = check(meta, payload); err == nil || !errors.Is(err, ErrProtocol) {
+		if err = check(meta, payload, thumbjob.Stage{Start: sent, End: received}); err == nil || !errors.Is(err, ErrProtocol) {
 			return meta.Stats, err
 		}
 	}
@@ -570,4 +578,46 @@ func (e *remoteError) Unwrap() error {
 		return nil // not a typed nil: errors.As would find it
 	}
 	return e.kind
+}
+
+// traceparent is ctx's span context as a W3C traceparent, "" when the
+// request is not traced (or not sampled: no span would be recorded).
+func traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier.Get("traceparent")
+}
+
+// cellTrace is the timings a cell reported for the job sent as
+// traceparent, checked as everything a cell sends: a result that echoes
+// another job's traceparent, or times outside the exchange, or a stage
+// thumbd does not know, gives no timings (the image itself is still
+// good). exchange is the supervisor's round trip.
+func cellTrace(traceparent string, meta resultMeta, exchange thumbjob.Stage) thumbjob.Trace {
+	within := func(s thumbjob.Stage) bool {
+		return !s.Start.Before(exchange.Start) && !s.End.After(exchange.End) && !s.End.Before(s.Start)
+	}
+	job := thumbjob.Stage{Start: meta.JobStart, End: meta.JobEnd}
+	if meta.Traceparent != traceparent || !within(job) {
+		return thumbjob.Trace{Exchange: exchange}
+	}
+	var t thumbjob.Trace
+	if meta.Trace != nil && len(meta.Trace.Stages) <= 3 {
+		t = *meta.Trace
+		if _, ok := imagefmt.Lookup(t.SourceFormat); !ok && t.SourceFormat != "" {
+			t.SourceFormat = "unknown"
+		}
+		for _, s := range t.Stages {
+			known := s.Name == thumbjob.StageDecode || s.Name == thumbjob.StageResize || s.Name == thumbjob.StageEncode
+			if !known || !within(s) {
+				t.Stages = nil
+				break
+			}
+		}
+	}
+	t.Job, t.Exchange = job, exchange
+	return t
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -51,10 +52,18 @@ type Hello struct {
 	Sandbox []sandbox.Layer `json:"sandbox"`
 }
 
-// A job's options travel as thumbjob.Options itself (JSON, the Go field
-// names): supervisor and cell are the same binary, and a wire struct of its
-// own once dropped options added later (format=auto's alpha format,
-// animated) without any test noticing.
+// jobMeta is a job on the wire; the source bytes follow. Its options
+// travel as thumbjob.Options itself, embedded so that its fields stay at
+// the top level (JSON, the Go field names): supervisor and cell are the
+// same binary, and a wire struct of its own once dropped options added
+// later (format=auto's alpha format, animated) without any test noticing.
+type jobMeta struct {
+	thumbjob.Options
+	// Traceparent is the job's span context (W3C), when the request is
+	// traced: the cell echoes it with its stage timings, which the
+	// supervisor records only for the job it asked for.
+	Traceparent string `json:"traceparent,omitempty"`
+}
 
 // kindInternal is the error of a result for an error the engine did not
 // type; a typed one travels as its API code (thumbjob.Error.Code).
@@ -81,6 +90,12 @@ type resultMeta struct {
 	// Info answers an info job.
 	Info  *thumbjob.Info `json:"info,omitempty"`
 	Stats Stats          `json:"stats"`
+	// Trace is the job's own timings, sent only for a traced job, with the
+	// job's traceparent echoed.
+	Trace       *thumbjob.Trace `json:"trace,omitempty"`
+	JobStart    time.Time       `json:"job_start,omitzero"`
+	JobEnd      time.Time       `json:"job_end,omitzero"`
+	Traceparent string          `json:"traceparent,omitempty"`
 }
 
 // maxMessage bounds an error message a cell sends; it reaches clients.

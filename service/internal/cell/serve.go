@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -90,7 +91,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 		return err
 	}
 	for {
-		var job thumbjob.Options
+		var job jobMeta
 		var info thumbjob.InfoJob
 		kind, src, err := readFrameOf(conn, string([]byte{kindJob, kindInfo}), func(kind byte) any {
 			if kind == kindInfo {
@@ -108,7 +109,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 		var img []byte
 		if kind == kindInfo {
 			meta = w.info(src, info)
-			job = info.AsThumbnail() // what its decode cost, for AfterJob
+			job.Options = info.AsThumbnail() // what its decode cost, for AfterJob
 		} else {
 			meta, img = w.run(src, job)
 		}
@@ -116,18 +117,27 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 			return err
 		}
 		if w.AfterJob != nil {
-			w.AfterJob(src, job)
+			w.AfterJob(src, job.Options)
 		}
 	}
 }
 
 // run makes one thumbnail and measures what it cost the process.
-func (w Worker) run(src []byte, job thumbjob.Options) (resultMeta, []byte) {
+func (w Worker) run(src []byte, job jobMeta) (resultMeta, []byte) {
 	var img thumbjob.Image
+	began := time.Now()
 	meta := w.measure(func() (err error) {
-		img, err = w.Engine.Thumbnail(context.Background(), src, job)
+		img, err = w.Engine.Thumbnail(context.Background(), src, job.Options)
 		return err
 	})
+	if job.Traceparent != "" {
+		// Timings only for a traced job: an untraced one sends what it
+		// always did.
+		meta.Traceparent, meta.JobStart, meta.JobEnd = job.Traceparent, began, time.Now()
+		if meta.Error == "" {
+			meta.Trace = &img.Trace
+		}
+	}
 	if meta.Error != "" {
 		return meta, nil
 	}
@@ -135,7 +145,9 @@ func (w Worker) run(src []byte, job thumbjob.Options) (resultMeta, []byte) {
 	return meta, img.Bytes
 }
 
-// info describes one source and measures what it cost the process.
+// info describes one source and measures what it cost the process (info
+// jobs are not traced stage by stage: the supervisor's engine span holds
+// them whole).
 func (w Worker) info(src []byte, job thumbjob.InfoJob) resultMeta {
 	var info thumbjob.Info
 	meta := w.measure(func() (err error) {

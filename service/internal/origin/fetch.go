@@ -47,6 +47,10 @@ type Config struct {
 	// Observe, if set, is told of every fetch: how long it took, how many
 	// bytes it read and the code it failed with ("" on success).
 	Observe func(d time.Duration, bytes int, code apierr.Code)
+	// Transport, if set, wraps the guarded transport (tracing: a client
+	// span and traceparent on every request, redirects included). It sits
+	// above the dialer, so the guard still judges every address dialed.
+	Transport func(http.RoundTripper) http.RoundTripper
 }
 
 // Fetcher makes origin sources.
@@ -90,7 +94,11 @@ func New(cfg Config, limits source.Limits) *Fetcher {
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
-	f.client = &http.Client{Transport: transport, CheckRedirect: f.checkRedirect}
+	var rt http.RoundTripper = transport
+	if cfg.Transport != nil {
+		rt = cfg.Transport(transport)
+	}
+	f.client = &http.Client{Transport: rt, CheckRedirect: f.checkRedirect}
 	return f
 }
 

@@ -204,7 +204,7 @@ func BenchmarkAnimationStages(b *testing.B) {
 			for _, frames := range []int{1, 50} {
 				o := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: frames > 1}
 				pixels := func() (*vips.ImageRef, error) {
-					img, err := testEngine.load(src, o, h, frames)
+					img, _, err := testEngine.load(src, o, h, frames)
 					if err != nil {
 						return nil, err
 					}

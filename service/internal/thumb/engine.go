@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
 
@@ -93,6 +94,7 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Image{}, err
 	}
+	began := time.Now()
 	if err := e.checkSource(src); err != nil {
 		return thumbjob.Image{}, err
 	}
@@ -126,14 +128,19 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
 	}
 
-	img, err := e.load(src, o, h, frames)
+	spec, _ := imagefmt.Sniff(src)
+	tr := thumbjob.Trace{SourceFormat: spec.Format, SourceWidth: h.width, SourceHeight: h.height, Shrink: 1}
+	img, shrink, err := e.load(src, o, h, frames)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
+	tr.Shrink = shrink
+	t := tr.Add(thumbjob.StageDecode, began)
 	if err := e.finish(img, o, out); err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
+	t = tr.Add(thumbjob.StageResize, t)
 	if o.Quality == 0 {
 		o.Quality = out.Quality
 	}
@@ -141,7 +148,8 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
-	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight()}, nil
+	tr.Add(thumbjob.StageEncode, t)
+	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight(), Trace: tr}, nil
 }
 
 // checkSource refuses, before libvips reads it, a source that is no input
@@ -203,8 +211,9 @@ func coverPixels(o thumbjob.Options, h header) float64 {
 }
 
 // load decodes and resizes in one libvips thumbnail operation: the first
-// frame, or every frame (each resized) when frames > 1.
-func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, error) {
+// frame, or every frame (each resized) when frames > 1. It also returns
+// the JPEG shrink-on-load factor it chose (1: none of its own).
+func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, int, error) {
 	if o.Fit == thumbjob.FitCover && (frames > 1 || o.Gravity == thumbjob.GravityFocal) {
 		return e.coverAndCut(src, o, h, frames)
 	}
@@ -226,20 +235,20 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 			params.JpegShrinkFactor.Set(shrink)
 			img, err := vips.LoadImageFromBuffer(src, params)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
 				img.Close()
-				return nil, err
+				return nil, 0, err
 			}
-			return img, nil
+			return img, shrink, nil
 		}
 	}
-	if frames == 1 {
-		return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+	if frames > 1 {
+		params.NumPages.Set(-1)
 	}
-	params.NumPages.Set(-1)
-	return vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+	img, err := vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
+	return img, 1, err
 }
 
 // coverAndCut makes a cover thumbnail in two steps: the source scaled to
@@ -249,15 +258,15 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 // (every frame but the first lost); and its thumbnail operation has no
 // focal point. Smart crops (attention, entropy) would pick a different
 // window per frame; an animation keeps one, centred.
-func (e *Engine) coverAndCut(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, error) {
+func (e *Engine) coverAndCut(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, int, error) {
 	dw, dh := h.displayed()
 	scale := max(float64(o.Width)/float64(dw), float64(o.Height)/float64(dh))
 	cw, ch := max(int(math.Ceil(float64(dw)*scale)), o.Width), max(int(math.Ceil(float64(dh)*scale)), o.Height)
 	scaled := o
 	scaled.Width, scaled.Height, scaled.Fit = cw, ch, thumbjob.FitFill
-	img, err := e.load(src, scaled, h, frames)
+	img, shrink, err := e.load(src, scaled, h, frames)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	left, top := (cw-o.Width)/2, (ch-o.Height)/2
 	if o.Gravity == thumbjob.GravityFocal {
@@ -265,9 +274,9 @@ func (e *Engine) coverAndCut(src []byte, o thumbjob.Options, h header, frames in
 	}
 	if err := img.ExtractArea(left, top, o.Width, o.Height); err != nil {
 		img.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return img, nil
+	return img, shrink, nil
 }
 
 // cutAt is where a window of size n starts along a side of size total so

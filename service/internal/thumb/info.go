@@ -55,7 +55,7 @@ func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (th
 func (e *Engine) thumbHash(src []byte, h header) (string, error) {
 	dw, dh := h.displayed()
 	o := thumbjob.Options{Width: min(dw, thumbjob.ThumbHashSide), Height: min(dh, thumbjob.ThumbHashSide), Fit: thumbjob.FitInside}
-	img, err := e.load(src, o, h, 1)
+	img, _, err := e.load(src, o, h, 1)
 	if err != nil {
 		return "", err
 	}

@@ -159,7 +159,7 @@ func BenchmarkInfo(b *testing.B) {
 			dw, dh := h.displayed()
 			o := thumbjob.Options{Width: min(dw, thumbjob.ThumbHashSide), Height: min(dh, thumbjob.ThumbHashSide), Fit: thumbjob.FitInside}
 			timeMedian(b, func() error {
-				img, err := testEngine.load(s.src, o, h, 1)
+				img, _, err := testEngine.load(s.src, o, h, 1)
 				if err != nil {
 					return err
 				}

@@ -113,7 +113,7 @@ func thumbnailPNG(src []byte, o thumbjob.Options, params *vips.PngExportParams) 
 		return nil, err
 	}
 	o = testEngine.resolveBox(o, h)
-	img, err := testEngine.load(src, o, h, 1)
+	img, _, err := testEngine.load(src, o, h, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package thumbjob
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
@@ -125,4 +126,46 @@ type Image struct {
 	Format        imagefmt.Format
 	Width, Height int // of one frame
 	Frames        int
+	Trace         Trace
+}
+
+// Trace is what a job measured of itself, for the request's trace: what
+// explains its time, and when each stage ran. A cell sends it in its
+// result (a cell cannot export spans: its sandbox has no network), and the
+// supervisor records it as child spans.
+type Trace struct {
+	SourceFormat imagefmt.Format `json:"src_format,omitempty"`
+	SourceWidth  int             `json:"src_w,omitempty"`
+	SourceHeight int             `json:"src_h,omitempty"`
+	// Shrink is the JPEG shrink-on-load factor (2, 4, 8); 1 is none, or
+	// libvips' own choice inside its thumbnail operation.
+	Shrink int     `json:"shrink,omitempty"`
+	Stages []Stage `json:"stages,omitempty"`
+	// Job is the engine call inside a cell, and Exchange the supervisor's
+	// round trip to it (job sent to result read): cells mode only; the
+	// difference is the hand-off cost.
+	Job, Exchange Stage `json:"-"`
+}
+
+// Stage names, in the order a job runs them. libvips evaluates lazily:
+// "resize" only joins its operations to the pipeline, and the pixels of a
+// thumbnail made in one libvips operation are mostly computed while it is
+// encoded, so "encode" holds much of the decoding's time.
+const (
+	StageDecode = "decode" // header checks, then the load (with shrink-on-load)
+	StageResize = "resize" // the resize, colour conversion, alpha and padding
+	StageEncode = "encode" // the output format's encoder
+)
+
+// Stage is one timed step.
+type Stage struct {
+	Name       string    `json:"name,omitempty"`
+	Start, End time.Time `json:",omitzero"`
+}
+
+// Add appends a stage that began at start and ends now; it returns now.
+func (t *Trace) Add(name string, start time.Time) time.Time {
+	now := time.Now()
+	t.Stages = append(t.Stages, Stage{Name: name, Start: start, End: now})
+	return now
 }

@@ -1,0 +1,522 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/thumb"
+)
+
+// The caller's trace, as a CDN or an instrumented client would send it.
+const (
+	callerTraceID    = "4bf92f3577b34da6a3ce929d0e0e4736"
+	callerSpanID     = "00f067aa0ba902b7"
+	callerTraceparen = "00-" + callerTraceID + "-" + callerSpanID + "-01"
+)
+
+// recorded is tracing through the real SDK, its spans kept in memory.
+func recorded() (*tracing, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	return tracingWith(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))), rec
+}
+
+// tracedServer is the in-process service with tracing on; logs holds its
+// JSON log lines (debug level: successes are logged too).
+func tracedServer(t *testing.T, cfg config) (*httptest.Server, *tracetest.SpanRecorder, *launch.Log) {
+	t.Helper()
+	tr, rec := recorded()
+	logs := &launch.Log{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	life := newLifecycle()
+	life.engineStarted()
+	d := newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, nil, tr)
+	return newTestServerFrom(t, d), rec, logs
+}
+
+// spanTree indexes ended spans by name (each name once per trace here).
+type spanTree map[string]sdktrace.ReadOnlySpan
+
+// waitSpans waits until the server span of a request has ended (otelhttp
+// ends it after the answer is written) and returns the trace's spans.
+func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, server string) spanTree {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tree := spanTree{}
+		for _, s := range rec.Ended() {
+			tree[s.Name()] = s
+		}
+		if _, ok := tree[server]; ok {
+			return tree
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span %q among %v", server, tree.names())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (tree spanTree) names() []string {
+	var n []string
+	for k := range tree {
+		n = append(n, k)
+	}
+	slices.Sort(n)
+	return n
+}
+
+// childOf checks that child's parent is parent, in the same trace.
+func (tree spanTree) childOf(t *testing.T, child, parent string) {
+	t.Helper()
+	c, p := tree[child], tree[parent]
+	if c == nil || p == nil {
+		t.Fatalf("%s or %s missing among %v", child, parent, tree.names())
+	}
+	if c.Parent().SpanID() != p.SpanContext().SpanID() || c.SpanContext().TraceID() != p.SpanContext().TraceID() {
+		t.Errorf("%s's parent is %s, not %s (%s)", child, c.Parent().SpanID(), parent, p.SpanContext().SpanID())
+	}
+}
+
+func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// Tracing is off without an endpoint: the no-op tracer, the handler and
+// the origin transport left as they are, and no goroutine started.
+func TestTracingOffWithoutEndpoint(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, env := range []map[string]string{
+		{},
+		{"OTEL_SERVICE_NAME": "x", "OTEL_TRACES_SAMPLER": "always_on"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "true"},
+	} {
+		tr, err := newTracing(context.Background(), func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h http.Handler = &struct{ http.Handler }{http.NotFoundHandler()}
+		rt := http.DefaultTransport
+		if tr.on || tr.transport(rt) != rt || tr.handler(h) != h {
+			t.Errorf("%v: tracing on, or the handler or transport wrapped", env)
+		}
+		if _, span := tr.tracer.Start(context.Background(), "x"); span.IsRecording() {
+			t.Errorf("%v: a span records", env)
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines, %d before", after, before)
+	}
+	tr, err := newTracing(context.Background(), func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}[k]
+	})
+	if err != nil || !tr.on {
+		t.Fatalf("endpoint set: on=%v, %v", tr != nil && tr.on, err)
+	}
+	tr.shutdown(context.Background())
+}
+
+// The SDK reads the sampler and the resource from the standard variables;
+// a bad endpoint stops start-up.
+func TestTracingReadsStandardVariables(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "thumbd-eu")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
+	t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0")
+	getenv := func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}[k]
+	}
+	tr, err := newTracing(context.Background(), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.shutdown(context.Background())
+	rec := tracetest.NewSpanRecorder()
+	tr.provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
+	if _, span := tr.tracer.Start(context.Background(), "x"); span.IsRecording() {
+		t.Error("ratio 0 sampled a span")
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	tr2, err := newTracing(context.Background(), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.shutdown(context.Background())
+	tr2.provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
+	_, span := tr2.tracer.Start(context.Background(), "x")
+	span.End()
+	if len(rec.Ended()) != 1 {
+		t.Fatal("always_on: no span")
+	}
+	res := map[string]string{}
+	for _, kv := range rec.Ended()[0].Resource().Attributes() {
+		res[string(kv.Key)] = kv.Value.Emit()
+	}
+	if res["service.name"] != "thumbd-eu" || res["deployment.environment"] != "test" || res["service.version"] != version {
+		t.Errorf("resource %v", res)
+	}
+	if _, err := newTracing(context.Background(), func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}[k]
+	}); err == nil || !strings.Contains(err.Error(), "not an http(s) URL") {
+		t.Errorf("endpoint without a scheme: %v", err)
+	}
+}
+
+// One thumbnail's trace: the server span joins the caller's trace, each
+// pipeline stage is its child, the engine's own stages are the engine
+// span's, and the engine span says what explains its time.
+func TestTraceOfAThumbnail(t *testing.T) {
+	srv, rec, logs := tracedServer(t, testConfig(t))
+	src := encodeJPEG(t, scene(1600, 1200), 85)
+	status, _, body := do(t, "POST", srv.URL+"/thumbnail?w=100&h=100&format=webp", bytes.NewReader(src), "traceparent", callerTraceparen, "tracestate", "cdn=edge7")
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	tree := waitSpans(t, rec, "POST /thumbnail")
+	server := tree["POST /thumbnail"]
+	if got := server.SpanContext().TraceID().String(); got != callerTraceID {
+		t.Errorf("trace ID %s, the caller's is %s", got, callerTraceID)
+	}
+	if got := server.Parent().SpanID().String(); got != callerSpanID || !server.Parent().IsRemote() {
+		t.Errorf("server span's parent %s, want the caller's %s", got, callerSpanID)
+	}
+	if got := server.SpanContext().TraceState().String(); got != "cdn=edge7" {
+		t.Errorf("tracestate %q, the caller's is cdn=edge7", got)
+	}
+	for _, stage := range []string{"parse", "admit.door", "source", "admit", "engine", "respond"} {
+		tree.childOf(t, stage, "POST /thumbnail")
+	}
+	for _, stage := range []string{"decode", "resize", "encode"} {
+		tree.childOf(t, stage, "engine")
+	}
+	// Stages follow one another in time.
+	order := []string{"parse", "source", "admit", "engine", "respond"}
+	for i := 1; i < len(order); i++ {
+		if tree[order[i]].StartTime().Before(tree[order[i-1]].EndTime()) {
+			t.Errorf("%s starts before %s ends", order[i], order[i-1])
+		}
+	}
+	engine := tree["engine"]
+	for key, want := range map[string]any{
+		"thumbd.source.format": "jpeg", "thumbd.source.pixels": int64(1600 * 1200), "thumbd.shrink_on_load": int64(8),
+		"thumbd.output.format": "webp", "thumbd.output.bytes": int64(len(body)), "thumbd.output.frames": int64(1),
+	} {
+		if v, ok := attr(engine, key); !ok || v.AsInterface() != want {
+			t.Errorf("engine span %s = %v, want %v", key, v.AsInterface(), want)
+		}
+	}
+	// The request's log line names the trace and the server span.
+	line := logLine(t, logs, `"msg":"request"`)
+	if line["trace_id"] != callerTraceID || line["span_id"] != server.SpanContext().SpanID().String() {
+		t.Errorf("log line %v: want trace_id %s span_id %s", line, callerTraceID, server.SpanContext().SpanID())
+	}
+}
+
+// logLine waits for the log line containing marker (the request line is
+// written once the answer is).
+func logLine(t *testing.T, logs *launch.Log, marker string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	waitFor(t, "a log line with "+marker, func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, marker) {
+				return json.Unmarshal([]byte(l), &m) == nil
+			}
+		}
+		return false
+	})
+	return m
+}
+
+// An error marks the stage that failed and the server span, with its API
+// code; an untraced request starts a trace of its own.
+func TestTraceOfAnError(t *testing.T) {
+	srv, rec, _ := tracedServer(t, testConfig(t))
+	status, _, _ := do(t, "POST", srv.URL+"/thumbnail", strings.NewReader("not an image"))
+	if status != 415 {
+		t.Fatalf("status %d", status)
+	}
+	tree := waitSpans(t, rec, "POST /thumbnail")
+	if tree["POST /thumbnail"].Parent().IsValid() {
+		t.Error("an untraced request's server span has a parent")
+	}
+	for _, name := range []string{"engine", "POST /thumbnail"} {
+		s := tree[name]
+		if code, _ := attr(s, "thumbd.error.code"); s.Status().Code != codes.Error || code.AsString() != string(apierr.UnsupportedFormat) {
+			t.Errorf("%s: status %v, code %q", name, s.Status(), code.AsString())
+		}
+	}
+	if _, ok := tree["respond"]; ok {
+		t.Error("a respond span for an error (the error writer is the server span's)")
+	}
+	status, _, _ = do(t, "POST", srv.URL+"/thumbnail?widht=1", strings.NewReader("x"))
+	if status != 400 {
+		t.Fatalf("status %d", status)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var parse sdktrace.ReadOnlySpan
+		for _, s := range rec.Ended() {
+			if s.Name() == "parse" && s.Status().Code == codes.Error {
+				parse = s
+			}
+		}
+		if parse != nil {
+			if code, _ := attr(parse, "thumbd.error.code"); code.AsString() != string(apierr.BadParameter) {
+				t.Errorf("parse span code %q", code.AsString())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no failed parse span")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// An origin fetch is a client span under the source stage, and the origin
+// receives its traceparent: the origin's own traces join thumbd's.
+func TestTraceOfAnOriginFetch(t *testing.T) {
+	src := encodeJPEG(t, scene(400, 300), 90)
+	var mu sync.Mutex
+	var got []string
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("traceparent"))
+		mu.Unlock()
+		serveBytes(src)(w, r)
+	})
+	cfg := originConfig(t, true, "http://"+o.hostPort())
+	srv, rec, _ := tracedServer(t, cfg)
+	status, _, body := do(t, "GET", thumbURL(srv.URL, o.URL+"/a.jpg", "w=64"), nil, "traceparent", callerTraceparen)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	tree := waitSpans(t, rec, "GET /thumbnail")
+	tree.childOf(t, "origin GET", "source")
+	client := tree["origin GET"]
+	want := "00-" + callerTraceID + "-" + client.SpanContext().SpanID().String() + "-01"
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("the origin received traceparent %q, want %q", got, want)
+	}
+}
+
+// In cells mode the cell's stages come back with the result and are
+// recorded as the engine span's children at the times the cell measured,
+// between the hand-off to the cell and back.
+func TestTraceOfACellsJob(t *testing.T) {
+	tr, rec := recorded()
+	cs := newCellsServerTraced(t, cellsConfig(t), "", tr)
+	src := encodeJPEG(t, scene(400, 300), 90)
+	status, _, body := postThumb(t, cs.URL, "?w=64&h=64", src)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	tree := waitSpans(t, rec, "POST /thumbnail")
+	order := []string{"cell.send", "decode", "resize", "encode", "cell.return"}
+	for i, name := range order {
+		tree.childOf(t, name, "engine")
+		if i > 0 && tree[name].StartTime().Before(tree[order[i-1]].EndTime()) {
+			t.Errorf("%s starts before %s ends", name, order[i-1])
+		}
+	}
+	engine := tree["engine"]
+	if !tree["cell.send"].StartTime().After(engine.StartTime()) && !tree["cell.send"].StartTime().Equal(engine.StartTime()) ||
+		tree["cell.return"].EndTime().After(engine.EndTime()) {
+		t.Error("the cell's spans are outside the engine span")
+	}
+	if v, ok := attr(engine, "thumbd.cell.handoff_us"); !ok || v.AsInt64() < 0 {
+		t.Errorf("handoff %v", v.AsInterface())
+	}
+	if v, _ := attr(engine, "thumbd.source.pixels"); v.AsInt64() != 400*300 {
+		t.Errorf("source pixels %v", v.AsInterface())
+	}
+}
+
+var exemplar = regexp.MustCompile(`thumbd_http_request_duration_seconds_bucket\{code="200",route="/thumbnail",le="[^"]+"\} \d+ # \{trace_id="([0-9a-f]{32})"\}`)
+
+// The request latency histogram carries the trace ID as an exemplar, in
+// the OpenMetrics exposition.
+func TestLatencyExemplarsNameTheTrace(t *testing.T) {
+	srv, rec, _ := tracedServer(t, testConfig(t))
+	status, _, _ := postThumb(t, srv.URL, "?w=32", encodeJPEG(t, scene(64, 64), 80))
+	if status != 200 {
+		t.Fatal(status)
+	}
+	waitSpans(t, rec, "POST /thumbnail")
+	_, h, body := do(t, "GET", srv.URL+"/metrics", nil, "Accept", "application/openmetrics-text; version=1.0.0")
+	if !strings.HasPrefix(h.Get("Content-Type"), "application/openmetrics-text") {
+		t.Fatalf("Content-Type %q", h.Get("Content-Type"))
+	}
+	m := exemplar.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no exemplar on the thumbnail's latency:\n%s", grepLines(body, "duration_seconds_bucket"))
+	}
+	if string(m[1]) != tree(rec)["POST /thumbnail"].SpanContext().TraceID().String() {
+		t.Errorf("exemplar trace %s", m[1])
+	}
+}
+
+func tree(rec *tracetest.SpanRecorder) spanTree {
+	tree := spanTree{}
+	for _, s := range rec.Ended() {
+		tree[s.Name()] = s
+	}
+	return tree
+}
+
+func grepLines(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// SIGTERM flushes the spans still in the batch: the real process, with
+// the batch's delay far beyond the test, exports to a loopback OTLP/HTTP
+// receiver before it exits.
+func TestSpansFlushedOnSIGTERM(t *testing.T) {
+	var mu sync.Mutex
+	var spans []string
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req collectortrace.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || proto.Unmarshal(b, &req) != nil {
+			http.Error(w, "bad export", 400)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans = append(spans, s.Name)
+				}
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer sink.Close()
+	c := startChild(t, "OTEL_EXPORTER_OTLP_ENDPOINT="+sink.URL, "OTEL_BSP_SCHEDULE_DELAY=600000", "THUMBD_SHUTDOWN_DELAY=0s")
+	status, _, _ := postThumb(t, c.addr, "?w=32", encodeJPEG(t, scene(64, 64), 80))
+	if status != 200 {
+		t.Fatal(status)
+	}
+	mu.Lock()
+	early := len(spans)
+	mu.Unlock()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if code := c.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, c.logs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if early != 0 || !slices.Contains(spans, "POST /thumbnail") || !slices.Contains(spans, "engine") {
+		t.Errorf("exported before SIGTERM: %d spans; after: %v\n%s", early, spans, c.logs)
+	}
+	if !strings.Contains(c.logs.String(), "tracing: on") {
+		t.Errorf("no start-up line says tracing is on:\n%s", c.logs)
+	}
+}
+
+// An unreachable collector costs a warning, never a request.
+func TestUnreachableCollectorOnlyWarns(t *testing.T) {
+	c := startChild(t, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TIMEOUT=500", "OTEL_BSP_SCHEDULE_DELAY=10", "THUMBD_SHUTDOWN_DELAY=0s")
+	for range 3 {
+		if status, _, _ := postThumb(t, c.addr, "?w=32", encodeJPEG(t, scene(64, 64), 80)); status != 200 {
+			t.Fatal(status)
+		}
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if code := c.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, c.logs)
+	}
+	if !strings.Contains(c.logs.String(), `"level":"WARN","msg":"tracing: export failed"`) {
+		t.Errorf("no tracing warning:\n%s", c.logs)
+	}
+}
+
+// Probes and scrapes make no trace.
+func TestProbesAreNotTraced(t *testing.T) {
+	srv, rec, _ := tracedServer(t, testConfig(t))
+	for _, path := range []string{"/health", "/ready", "/metrics"} {
+		do(t, "GET", srv.URL+path, nil)
+	}
+	do(t, "GET", srv.URL+"/nowhere", nil)
+	tree := waitSpans(t, rec, "GET unmatched")
+	if len(tree) != 1 {
+		t.Errorf("spans %v, want only the unknown path's", tree.names())
+	}
+}
+
+// The CPU tracing adds to a small thumbnail, in process (go test -bench
+// Tracing -run X ./service): the spans, their export to a loopback sink
+// that discards them, the log and exemplar fields.
+func BenchmarkTracing(b *testing.B) {
+	src := encodeJPEG(b, scene(400, 300), 70)
+	for _, on := range []bool{false, true} {
+		name := map[bool]string{false: "off", true: "on"}[on]
+		b.Run(name, func(b *testing.B) {
+			cfg, err := loadConfig(nil, envOf(nil), io.Discard)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var tr *tracing
+			if on {
+				sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+				defer sink.Close()
+				tr, err = newTracing(context.Background(), func(k string) string {
+					return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL}[k]
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.shutdown(context.Background())
+			}
+			life := newLifecycle()
+			life.engineStarted()
+			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+			h := newServer(newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, nil, tr))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest("POST", "/thumbnail?w=256&h=256", bytes.NewReader(src)))
+				if w.Code != 200 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
+	}
+}
