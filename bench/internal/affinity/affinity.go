@@ -8,6 +8,7 @@
 package affinity
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -118,4 +119,36 @@ func Allowed(pid int) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("affinity: no Cpus_allowed_list for %d", pid)
+}
+
+// Split is a subcommand's CPU split: the server under test on Server, the
+// driver (its load generator, an origin it serves) on Client; an empty
+// list: not pinned.
+type Split struct {
+	Server, Client []int
+	server, client string
+}
+
+// Register adds -server-cpus and -client-cpus to fs; driver says what runs
+// on the client CPUs.
+func (s *Split) Register(fs *flag.FlagSet, driver string) {
+	fs.StringVar(&s.server, "server-cpus", "1", "CPUs for thumbd (\"\": not pinned)")
+	fs.StringVar(&s.client, "client-cpus", "0", "CPUs for "+driver+" (\"\": not pinned)")
+}
+
+// Parsed reads the two lists once fs is parsed.
+func (s *Split) Parsed() (err error) {
+	if s.Server, err = ParseList(s.server); err != nil {
+		return err
+	}
+	s.Client, err = ParseList(s.client)
+	return err
+}
+
+// PinDriver pins this process to the client CPUs, when there are any.
+func (s *Split) PinDriver() error {
+	if len(s.Client) == 0 {
+		return nil
+	}
+	return PinProcess(s.Client)
 }

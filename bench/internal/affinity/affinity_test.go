@@ -1,6 +1,7 @@
 package affinity
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"runtime"
@@ -47,5 +48,26 @@ func TestStartPinsChild(t *testing.T) {
 	self, _ := Allowed(os.Getpid())
 	if self == "1" {
 		t.Fatalf("the driver's own mask leaked: %q", self)
+	}
+}
+
+// A Split reads both lists from its flags; an empty one pins nothing, and
+// a malformed one is an error.
+func TestSplit(t *testing.T) {
+	var s Split
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	s.Register(fs, "the driver")
+	if err := fs.Parse([]string{"-server-cpus", "0-1", "-client-cpus", ""}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Parsed(); err != nil || len(s.Server) != 2 || s.Server[1] != 1 || len(s.Client) != 0 {
+		t.Fatalf("split %+v, err %v", s, err)
+	}
+	if err := s.PinDriver(); err != nil {
+		t.Fatalf("no client CPUs, yet pinning failed: %v", err)
+	}
+	bad := Split{client: "x"}
+	if err := bad.Parsed(); err == nil {
+		t.Fatal("a malformed -client-cpus was taken")
 	}
 }

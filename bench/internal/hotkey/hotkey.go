@@ -54,7 +54,7 @@ type config struct {
 	streamKeys                    int
 	cacheBound                    int64
 	duration                      time.Duration
-	serverCPUs, clientCPUs        []int
+	cpus                          affinity.Split
 	skipMerge, skipCache, skipMem bool
 }
 
@@ -75,8 +75,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.skipMerge, "no-merge", false, "skip the merge step")
 	fs.BoolVar(&c.skipCache, "no-cache", false, "skip the cache step")
 	fs.BoolVar(&c.skipMem, "no-memory", false, "skip the memory step")
-	serverCPUs := fs.String("server-cpus", "1", "CPUs for thumbd (\"\": not pinned)")
-	clientCPUs := fs.String("client-cpus", "0", "CPUs for this driver (\"\": not pinned)")
+	c.cpus.Register(fs, "this driver")
 	benchlock.Flag(fs, &c.lock)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench hotkey [flags] -- CMD ARGS...")
@@ -89,11 +88,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if *baseline != "" {
 		c.baseline = strings.Fields(*baseline)
 	}
-	var err error
-	if c.serverCPUs, err = affinity.ParseList(*serverCPUs); err != nil {
-		return c, err
-	}
-	if c.clientCPUs, err = affinity.ParseList(*clientCPUs); err != nil {
+	if err := c.cpus.Parsed(); err != nil {
 		return c, err
 	}
 	if len(c.command) == 0 || c.herd < 1 || c.rounds < 1 || c.clients < 1 || c.duration <= 0 || c.cacheBound < 1 || c.streamKeys < 1 {
@@ -119,12 +114,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer release()
-	if len(c.clientCPUs) > 0 {
-		if err := affinity.PinProcess(c.clientCPUs); err != nil {
-			return err
-		}
+	if err := c.cpus.PinDriver(); err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "thumbd: %s; thumbd on CPUs %s, driver on %s\n\n", strings.TrimSpace(strings.Join(c.env, " ")+" "+strings.Join(c.command, " ")), affinity.Format(c.serverCPUs), affinity.Format(c.clientCPUs))
+	fmt.Fprintf(stdout, "thumbd: %s; thumbd on CPUs %s, driver on %s\n\n", strings.TrimSpace(strings.Join(c.env, " ")+" "+strings.Join(c.command, " ")), affinity.Format(c.cpus.Server), affinity.Format(c.cpus.Client))
 	if !c.skipMerge {
 		fmt.Fprintf(stdout, "## Merge: %d clients at once, the same uncached %s thumbnail (%s), %d rounds\n\n", c.herd, photo, c.query, c.rounds)
 		fmt.Fprintln(stdout, "| build | all answered, median s (range) | one alone, ms | engine jobs per herd | merged per herd | identical bytes |")
@@ -170,8 +163,8 @@ func start(ctx context.Context, c config, command []string, env ...string) (*lau
 		return nil, 0, err
 	}
 	spec := launch.Spec{Command: command, Env: append(append([]string{"THUMBD_SOURCE_DIR=" + abs, "THUMBD_LOG_LEVEL=warn"}, c.env...), env...)}
-	if len(c.serverCPUs) > 0 {
-		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.serverCPUs) }
+	if len(c.cpus.Server) > 0 {
+		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.cpus.Server) }
 	}
 	srv, err := launch.Start(ctx, spec)
 	if err != nil {

@@ -51,12 +51,12 @@ import (
 // config is the subcommand's flags.
 type config struct {
 	target.Flags
-	query, dir, lock       string
-	sources                []string
-	clients, rounds        int
-	signed                 bool
-	duration, warmup       time.Duration
-	serverCPUs, clientCPUs []int
+	query, dir, lock string
+	sources          []string
+	clients, rounds  int
+	signed           bool
+	duration, warmup time.Duration
+	cpus             affinity.Split
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -72,8 +72,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.signed, "signed", true, "also GET signed against unsigned, as a thumbnail and as a 304 revalidation (a second thumbd, with a signing key)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time per step")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured load before each step")
-	serverCPUs := fs.String("server-cpus", "1", "CPUs for thumbd (\"\": not pinned)")
-	clientCPUs := fs.String("client-cpus", "0", "CPUs for this driver: the load generator and the origin (\"\": not pinned)")
+	c.cpus.Register(fs, "this driver: the load generator and the origin")
 	benchlock.Flag(fs, &c.lock)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench origin [flags] (-image IMAGE | -- CMD ARGS...)")
@@ -88,10 +87,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	}
 	c.sources = strings.Split(*names, ",")
 	var err error
-	if c.serverCPUs, err = affinity.ParseList(*serverCPUs); err != nil {
-		return c, err
-	}
-	if c.clientCPUs, err = affinity.ParseList(*clientCPUs); err != nil {
+	if err = c.cpus.Parsed(); err != nil {
 		return c, err
 	}
 	if c.clients < 1 || c.rounds < 1 || c.duration <= 0 || c.warmup < 0 {
@@ -122,11 +118,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer release()
-	if len(c.clientCPUs) > 0 {
-		// Before the origin starts: its goroutines run on the driver's CPUs.
-		if err := affinity.PinProcess(c.clientCPUs); err != nil {
-			return err
-		}
+	// Before the origin starts: its goroutines run on the driver's CPUs.
+	if err := c.cpus.PinDriver(); err != nil {
+		return err
 	}
 	origin, err := serveDir(ctx, c.dir)
 	if err != nil {
@@ -191,7 +185,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "%s, %s, %d clients, %d rounds of %s (+%s warm-up), thumbd on CPUs %s, driver and origin on %s\n\n",
-		c.Name(), c.query, c.clients, c.rounds, c.duration, c.warmup, affinity.Format(c.serverCPUs), affinity.Format(c.clientCPUs))
+		c.Name(), c.query, c.clients, c.rounds, c.duration, c.warmup, affinity.Format(c.cpus.Server), affinity.Format(c.cpus.Client))
 	fmt.Fprintln(stdout, "| source | bytes | POST rps | GET ?url= rps | GET / POST | p50 POST / GET ms | server CPU µs per answer, POST / GET | errors |")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
 	for i, p := range paths {
@@ -313,14 +307,14 @@ func serveDir(ctx context.Context, dir string) (string, error) {
 // waits for it to be ready.
 func start(ctx context.Context, c config, origin string, more []string) (*launch.Server, error) {
 	var dockerArgs []string
-	if len(c.serverCPUs) > 0 {
-		dockerArgs = []string{"--cpuset-cpus", affinity.Format(c.serverCPUs)}
+	if len(c.cpus.Server) > 0 {
+		dockerArgs = []string{"--cpuset-cpus", affinity.Format(c.cpus.Server)}
 	}
 	// The host network: a container reaches the origin on 127.0.0.1.
 	spec := c.Spec("host", dockerArgs, []string{"THUMBD_ORIGINS=" + origin, "THUMBD_ORIGINS_ALLOW_LOOPBACK=true"})
 	spec.Env = append(spec.Env, more...)
-	if len(c.serverCPUs) > 0 && c.Image == "" {
-		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.serverCPUs) }
+	if len(c.cpus.Server) > 0 && c.Image == "" {
+		spec.StartProcess = func(cmd *exec.Cmd) error { return affinity.Start(cmd, c.cpus.Server) }
 	}
 	srv, err := launch.Start(ctx, spec)
 	if err != nil {

@@ -80,7 +80,7 @@ func TestParseRefuses(t *testing.T) {
 		}
 	}
 	c, err := parse([]string{"-sources", "small,photo12", "--", "bin/thumbd", "-queue", "4"}, &bytes.Buffer{})
-	if err != nil || len(c.sources) != 2 || len(c.Command) != 3 || c.serverCPUs[0] != 1 || c.clientCPUs[0] != 0 {
+	if err != nil || len(c.sources) != 2 || len(c.Command) != 3 || c.cpus.Server[0] != 1 || c.cpus.Client[0] != 0 {
 		t.Errorf("%+v %v", c, err)
 	}
 }
