@@ -162,7 +162,7 @@ func (t *thumbnails) handle(parse func(r *http.Request) (params.Thumbnail, sourc
 		for _, name := range req.Vary {
 			w.Header().Add("Vary", name)
 		}
-		if req.SaveData(t.hints(r)) {
+		if req.SaveData() {
 			w.Header().Add("Vary", params.HintSaveData)
 		}
 		return t.run(w, r, req, src)

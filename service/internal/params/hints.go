@@ -105,12 +105,14 @@ func badHeader(name, format string, args ...any) error {
 	return apierr.New(apierr.BadParameter, "Header %s %s.", name, fmt.Sprintf(format, args...))
 }
 
-// SaveData lowers the quality by SaveDataStep when the request says
-// Save-Data: on and the query gave no q; called once the format is
-// chosen (format=auto negotiated). It reports whether the answer varies
-// with Save-Data (the query left the quality open and the format has
-// one). Values other than "on" mean nothing (as the header's spec says).
-func (t *Thumbnail) SaveData(h *Hints) bool {
+// SaveData lowers the quality by SaveDataStep when the request's hints
+// (those it was read with) say Save-Data: on and the query gave no q;
+// called once the format is chosen (format=auto negotiated). It reports
+// whether the answer varies with Save-Data (the query left the quality
+// open and the format has one). Values other than "on" mean nothing (as
+// the header's spec says).
+func (t *Thumbnail) SaveData() bool {
+	h := t.hints
 	if h == nil || t.qualityGiven {
 		return false
 	}

@@ -90,7 +90,8 @@ type Thumbnail struct {
 	URL string
 	// Vary names the client hints the answer varies with (Rules.Hints).
 	Vary         []string
-	qualityGiven bool // the query (or its preset) gave q
+	qualityGiven bool   // the query (or its preset) gave q
+	hints        *Hints // the request's client hints (nil: off), for SaveData
 }
 
 // Negotiate resolves format=auto with the request's Accept header and
@@ -143,7 +144,7 @@ func (r Rules) thumbnail(q map[string]string) (Thumbnail, error) {
 	}
 	o, err := options(q, r.MaxSide)
 	_, given := q["q"]
-	return Thumbnail{Options: o, Vary: vary, qualityGiven: given}, err
+	return Thumbnail{Options: o, Vary: vary, qualityGiven: given, hints: r.Hints}, err
 }
 
 // getNames are the parameters of GET /thumbnail: its source, its
