@@ -15,20 +15,12 @@ import (
 // hintsGet sends GET u with header lines (a name may repeat).
 func hintsGet(t *testing.T, u string, header [][2]string) answer {
 	t.Helper()
-	req, _ := http.NewRequest("GET", u, nil)
+	var pairs []string
 	for _, h := range header {
-		req.Header.Add(h[0], h[1])
+		pairs = append(pairs, h[0], h[1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{resp.StatusCode, resp.Header, b}
+	code, h, b := do(t, "GET", u, nil, pairs...)
+	return answer{code, h, b}
 }
 
 func varyOf(h http.Header) []string {

@@ -87,7 +87,8 @@ func newTestServerFrom(t *testing.T, d deps) *httptest.Server {
 	return srv
 }
 
-// do sends a request and returns the status, headers and body.
+// do sends a request with header name, value pairs (a name may repeat)
+// and returns the status, headers and body.
 func do(t *testing.T, method, url string, body io.Reader, header ...string) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
@@ -95,7 +96,7 @@ func do(t *testing.T, method, url string, body io.Reader, header ...string) (int
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		req.Header.Add(header[i], header[i+1])
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
