@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -477,4 +479,96 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestDocsLinksResolve: every relative link of the README, docs/ and the
+// other guides names a file that exists and, with a #fragment, a heading
+// in it (GitHub's anchors), so that moving a section breaks no link.
+func TestDocsLinksResolve(t *testing.T) {
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md", "../CONTRIBUTING.md", "../k8s/README.md", "../bench/README.md")
+	adrs, _ := filepath.Glob("../docs/adr/*.md")
+	files = append(files, adrs...)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	fence := regexp.MustCompile("(?ms)^```.*?^```")
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		b, _ := os.ReadFile(path)
+		seen := map[string]int{}
+		for _, line := range strings.Split(fence.ReplaceAllString(string(b), ""), "\n") {
+			h, ok := strings.CutPrefix(line, "#")
+			if !ok {
+				continue
+			}
+			slug := githubAnchor(strings.TrimLeft(h, "#"))
+			if n := seen[slug]; n > 0 {
+				a[slug+"-"+strconv.Itoa(n)] = true
+			} else {
+				a[slug] = true
+			}
+			seen[slug]++
+		}
+		anchors[path] = a
+		return a
+	}
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(fence.ReplaceAllString(string(b), ""), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			file, frag, _ := strings.Cut(target, "#")
+			path := f
+			if file != "" {
+				path = filepath.Join(filepath.Dir(f), file)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Errorf("%s: link %s: no such file", f, target)
+				continue
+			}
+			if frag != "" && !st.IsDir() && strings.HasSuffix(path, ".md") && !anchorsOf(path)[frag] {
+				t.Errorf("%s: link %s: %s has no heading with that anchor", f, target, path)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("%d links checked: the test is broken", checked)
+	}
+	// docs/README.md is the index: every page of docs/ is in it.
+	index, err := os.ReadFile("../docs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(adrs, files...) {
+		rel, ok := strings.CutPrefix(filepath.ToSlash(f), "../docs/")
+		if ok && rel != "README.md" && !strings.Contains(string(index), "]("+rel+")") {
+			t.Errorf("docs/README.md, the index, has no link to %s: add a row for it", rel)
+		}
+	}
+}
+
+// githubAnchor is the anchor GitHub gives a heading: lower case, spaces to
+// hyphens, punctuation other than hyphens and underscores dropped.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -52,4 +52,3 @@ func TestOnlyProcfsReadsProc(t *testing.T) {
 		t.Errorf("%s\n\treads /proc outside internal/procfs: add a reader or parser to procfs and call it", f)
 	}
 }
-
