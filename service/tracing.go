@@ -26,7 +26,7 @@ import (
 var tracingEnv = []struct{ name, meaning string }{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/HTTP base URL (`/v1/traces` is appended), e.g. `http://jaeger:4318`. Unset (and no traces endpoint): tracing is off."},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP/HTTP URL for traces, used as it is; wins over the base URL."},
-	{"OTEL_EXPORTER_OTLP_HEADERS", "headers sent with every export, `key=value,...` (values percent-encoded; a hosted collector's API key); `OTEL_EXPORTER_OTLP_TRACES_HEADERS` wins over it."},
+	{"OTEL_EXPORTER_OTLP_HEADERS", "headers sent with every export, `key=value,...` (values percent-encoded; a hosted collector's API key); `OTEL_EXPORTER_OTLP_TRACES_HEADERS` wins over it. A collector's redirect is not followed (it is an export error, logged), so the headers go to the endpoint set and nowhere else."},
 	{"OTEL_EXPORTER_OTLP_TIMEOUT", "time for one export, in milliseconds (default `10000`); `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` wins over it."},
 	{"OTEL_SERVICE_NAME", "`service.name` of the spans (default `thumbd`)."},
 	{"OTEL_RESOURCE_ATTRIBUTES", "more resource attributes, `key=value,...` (e.g. `deployment.environment=prod`)."},
