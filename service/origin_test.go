@@ -626,3 +626,37 @@ func TestOriginIPLiteralWithTrailingDot(t *testing.T) {
 		t.Errorf("the resolver was asked %d times", q)
 	}
 }
+
+// A zoned IPv6 host ends in a wildcard entry's domain but is dialed as the
+// address before the zone: "[::1%25x.static.example.net]" reached ::1
+// through "*.static.example.net", which names no loopback host. It is
+// refused before any connection, in the query and in a redirect, and the
+// address it names sees nothing.
+func TestOriginZonedHostRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	target := &testOrigin{Server: httptest.NewUnstartedServer(serveBytes(encodeJPEG(t, scene(40, 30), 90)))}
+	target.Listener.Close()
+	target.Listener = ln
+	target.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			target.conns.Add(1)
+		}
+	}
+	target.Start()
+	t.Cleanup(target.Close)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	zoned := "http://[::1%25x.static.example.net]:" + port + "/a.jpg"
+	first := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, zoned, http.StatusFound) })
+	srv, _ := newTestServer(t, originConfig(t, true, "http://"+first.hostPort(), "http://*.static.example.net:"+port))
+	getError(t, thumbURL(srv.URL, zoned, "w=20"), 400, apierr.BadURL)
+	getError(t, thumbURL(srv.URL, first.URL+"/a.jpg", "w=20"), 400, apierr.BadURL)
+	if first.conns.Load() == 0 {
+		t.Fatal("the redirect was not asked for")
+	}
+	if n := target.conns.Load(); n != 0 {
+		t.Errorf("::1 saw %d connections through a wildcard entry", n)
+	}
+}
