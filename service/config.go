@@ -39,34 +39,37 @@ type config struct {
 	CacheUploads       bool
 	ClientHints        bool
 	Merge              bool
-	memory             memoryPlan
-	Deadline           time.Duration
-	SourceDir          string
-	Origins            []origin.Pattern
-	AllowLoopback      bool
-	FetchTimeout       time.Duration
-	OriginMaxConns     int
-	SigningKeys        [][]byte
-	Presets            params.Presets
-	PresetsOnly        bool
-	Uploads            bool
-	UnsignedUploads    bool
-	BenchRoutes        bool
-	ShutdownDelay      time.Duration
-	ShutdownTimeout    time.Duration
-	LogLevel           slog.Level
-	ReadHeaderTimeout  time.Duration
-	ReadTimeout        time.Duration
-	WriteTimeout       time.Duration
-	IdleTimeout        time.Duration
-	JPEGShrink         thumbjob.JPEGShrink
-	AVIFEffort         int
-	Engine             string // engineInProcess or engineCells
-	CellJobs           int
-	CellMaxRSS         int64
-	CellSpares         int
-	CellIdleRecycle    time.Duration
-	SandboxRequired    bool
+	// TracePublicEndpoint: a caller's trace is linked, not continued
+	// (thumbd exposed to the public rather than behind a traced ingress).
+	TracePublicEndpoint bool
+	memory              memoryPlan
+	Deadline            time.Duration
+	SourceDir           string
+	Origins             []origin.Pattern
+	AllowLoopback       bool
+	FetchTimeout        time.Duration
+	OriginMaxConns      int
+	SigningKeys         [][]byte
+	Presets             params.Presets
+	PresetsOnly         bool
+	Uploads             bool
+	UnsignedUploads     bool
+	BenchRoutes         bool
+	ShutdownDelay       time.Duration
+	ShutdownTimeout     time.Duration
+	LogLevel            slog.Level
+	ReadHeaderTimeout   time.Duration
+	ReadTimeout         time.Duration
+	WriteTimeout        time.Duration
+	IdleTimeout         time.Duration
+	JPEGShrink          thumbjob.JPEGShrink
+	AVIFEffort          int
+	Engine              string // engineInProcess or engineCells
+	CellJobs            int
+	CellMaxRSS          int64
+	CellSpares          int
+	CellIdleRecycle     time.Duration
+	SandboxRequired     bool
 }
 
 // defaultBudgetBodies is THUMBD_SOURCE_BUDGET's default in largest sources.
@@ -132,6 +135,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_READ_TIMEOUT", "read-timeout", "30s", "", "time to read a whole request, body included", durationValue(&c.ReadTimeout)},
 		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", durationValue(&c.WriteTimeout)},
 		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", durationValue(&c.IdleTimeout)},
+		{"THUMBD_TRACE_PUBLIC_ENDPOINT", "trace-public-endpoint", "false", "", "with tracing on ([Traces](#traces)): `true` for a thumbd the public reaches directly: a caller's `traceparent` starts a new trace of thumbd's own with a link to the caller's span, so a client cannot choose the trace ID thumbd's spans and its requests to origins carry; `false` (behind an ingress or CDN that starts the trace): the caller's trace is continued. Either way a caller's `tracestate` is never sent on to an origin", boolFlag{boolValue(&c.TracePublicEndpoint)}},
 		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([docs/engine.md](docs/engine.md))", shrinkValue(&c.JPEGShrink)},
 		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([docs/engine.md](docs/engine.md#avif))", intValue(&c.AVIFEffort)},
 		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", enumValue(&c.Engine, engineInProcess, engineCells)},
