@@ -115,7 +115,7 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](#merged-requests-and-the-result-cache))", int64Value(&c.CacheSize)},
 		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again). On, **one client can learn whether another uploaded the same image** with the same options: a hit answers at once (2 ms against 192 ms for a photo's miss, in the trust review), so leave it off where what users upload is private to them ([docs/hardening.md](docs/hardening.md#trust-second-review-issue-28))", boolFlag{boolValue(&c.CacheUploads)}},
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", boolFlag{boolValue(&c.Merge)}},
-		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](#client-hints))", boolFlag{boolValue(&c.ClientHints)}},
+		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them; with `THUMBD_SIGNING_KEYS` set, only for URLs that sign `hints=on` ([Client hints](#client-hints))", boolFlag{boolValue(&c.ClientHints)}},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
@@ -401,7 +401,7 @@ func presetsValue(p *params.Presets) value[params.Presets] {
 
 // rules are the settings a thumbnail query is read with.
 func (c config) rules() params.Rules {
-	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly}
+	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, HintsSigned: len(c.SigningKeys) > 0}
 }
 
 // boolFlag lets a boolean flag be given without a value (-flag = -flag=true).
