@@ -158,9 +158,9 @@ func TestClientHintsWithSignedURLs(t *testing.T) {
 		width     int
 		vary      []string
 	}{
-		{base, signedPath(t, key, "src=s.jpg"), 256, nil},                  // the review's case: the default box, not 1000 wide
-		{base, signedPath(t, key, "src=a.jpg&format=jpeg"), 256, nil},      // no hint, Save-Data included
-		{base, signedPath(t, key, "src=a.jpg&format=jpeg&w=80"), 80, nil},  // the DPR hint does not scale a signed w
+		{base, signedPath(t, key, "src=s.jpg"), 256, nil},                 // the review's case: the default box, not 1000 wide
+		{base, signedPath(t, key, "src=a.jpg&format=jpeg"), 256, nil},     // no hint, Save-Data included
+		{base, signedPath(t, key, "src=a.jpg&format=jpeg&w=80"), 80, nil}, // the DPR hint does not scale a signed w
 		{base, signedPath(t, key, "src=a.jpg&format=jpeg&hints=off"), 256, nil},
 		{base, signedPath(t, key, "src=a.jpg&format=jpeg&hints=on"), 1000, []string{"Save-Data", "Sec-CH-DPR", "Sec-CH-Width"}},
 		{base, signedPath(t, key, "src=a.jpg&format=jpeg&w=80&hints=on"), 160, []string{"Save-Data", "Sec-CH-DPR"}},
