@@ -33,7 +33,24 @@ type testOrigin struct {
 
 func newOrigin(t *testing.T, h http.HandlerFunc) *testOrigin {
 	t.Helper()
+	o := newOriginOn(t, "127.0.0.1:0", h)
+	if o == nil {
+		t.Fatal("cannot listen on 127.0.0.1")
+	}
+	return o
+}
+
+// newOriginOn is newOrigin listening on addr, nil when addr cannot be
+// listened on (no IPv6 loopback).
+func newOriginOn(t *testing.T, addr string, h http.HandlerFunc) *testOrigin {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil
+	}
 	o := &testOrigin{Server: httptest.NewUnstartedServer(h)}
+	o.Listener.Close()
+	o.Listener = ln
 	o.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			o.conns.Add(1)
@@ -633,21 +650,11 @@ func TestOriginIPLiteralWithTrailingDot(t *testing.T) {
 // refused before any connection, in the query and in a redirect, and the
 // address it names sees nothing.
 func TestOriginZonedHostRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "[::1]:0")
-	if err != nil {
-		t.Skipf("no IPv6 loopback: %v", err)
+	target := newOriginOn(t, "[::1]:0", serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	if target == nil {
+		t.Skip("no IPv6 loopback")
 	}
-	target := &testOrigin{Server: httptest.NewUnstartedServer(serveBytes(encodeJPEG(t, scene(40, 30), 90)))}
-	target.Listener.Close()
-	target.Listener = ln
-	target.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			target.conns.Add(1)
-		}
-	}
-	target.Start()
-	t.Cleanup(target.Close)
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := strconv.Itoa(target.Listener.Addr().(*net.TCPAddr).Port)
 	zoned := "http://[::1%25x.static.example.net]:" + port + "/a.jpg"
 	first := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, zoned, http.StatusFound) })
 	srv, _ := newTestServer(t, originConfig(t, true, "http://"+first.hostPort(), "http://*.static.example.net:"+port))
