@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -119,4 +120,99 @@ func program(t *testing.T, pid int) []bpf.Instruction {
 		t.Fatal(err)
 	}
 	return insts
+}
+
+// The assembled filter agrees with its rules read directly (a model: the
+// first rule whose call number matches and one of whose condition sets
+// all hold decides; no rule, a kill) on random calls: the policy's call
+// numbers and others, with arguments drawn from the values the conditions
+// test (0, the cell's PID, another PID, commands, flags, call numbers,
+// the same with high bits set) and random ones.
+func TestFilterAgreesWithItsRules(t *testing.T) {
+	const pid = 4242
+	f, err := policy(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := f.program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := bpf.NewVM(insts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nrs []uint32
+	pool := []uint64{0, 1, pid, pid + 1, 1 << 32, 1<<32 | pid, unix.CLONE_THREAD, unix.CLONE_THREAD | unix.CLONE_VM, uint64(unix.SIGCHLD),
+		unix.O_ASYNC, unix.O_NONBLOCK, unix.PR_SET_NAME, unix.PR_SET_VMA, unix.PR_SET_DUMPABLE}
+	for _, r := range f.rules {
+		nrs = append(nrs, r.nr)
+		pool = append(pool, uint64(r.nr))
+		for _, set := range r.when {
+			for _, c := range set {
+				pool = append(pool, c.value, c.value|1<<32, c.value+1)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(28, 4))
+	const cases = 50_000
+	for i := 0; i < cases; i++ {
+		nr := nrs[rng.IntN(len(nrs))]
+		if rng.IntN(8) == 0 {
+			nr = uint32(rng.IntN(500))
+		}
+		var args [6]uint64
+		for j := range args {
+			if rng.IntN(6) == 0 {
+				args[j] = rng.Uint64()
+			} else {
+				args[j] = pool[rng.IntN(len(pool))]
+			}
+		}
+		got, err := vm.Run(seccompData(uintptr(nr), args[:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := f.model(nr, args); uint32(got) != want {
+			t.Fatalf("call %d %#x: filter %#x, rules %#x", nr, args, uint32(got), want)
+		}
+	}
+}
+
+// model is the filter's decision read from its rules, for the running
+// architecture (the filter's own arch check and x32 guard aside).
+func (f filter) model(nr uint32, args [6]uint64) uint32 {
+	if f.arch.ID == arch.X86_64.ID && nr >= uint32(arch.X32.SeccompMask) {
+		return uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)
+	}
+	holds := func(c cond) bool {
+		a := args[c.arg]
+		switch c.op {
+		case eq64:
+			return a == c.value
+		case bitsSet:
+			return uint32(a)&uint32(c.value) != 0
+		case bitsClear:
+			return uint32(a)&uint32(c.value) == 0
+		}
+		return uint32(a) == uint32(c.value)
+	}
+	for _, r := range f.rules {
+		if r.nr != nr {
+			continue
+		}
+		if len(r.when) == 0 {
+			return uint32(r.action)
+		}
+		for _, set := range r.when {
+			all := true
+			for _, c := range set {
+				all = all && holds(c)
+			}
+			if all {
+				return uint32(r.action)
+			}
+		}
+	}
+	return uint32(seccomp.ActionKillProcess)
 }
