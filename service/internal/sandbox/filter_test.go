@@ -19,11 +19,7 @@ import (
 // again before the next rule.
 func TestFilterDecides(t *testing.T) {
 	const pid = 4242
-	insts := program(t, pid)
-	vm, err := bpf.NewVM(insts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, vm := filterVM(t, pid)
 	allow, kill := uint32(seccomp.ActionAllow), uint32(seccomp.ActionKillProcess)
 	eperm, enosys := uint32(seccomp.ActionErrno)|uint32(unix.EPERM), uint32(seccomp.ActionErrno)|uint32(unix.ENOSYS)
 	for _, tc := range []struct {
@@ -109,27 +105,9 @@ func seccompData(nr uintptr, args []uint64) []byte {
 	return b
 }
 
-// program is the filter a cell of that PID would load.
-func program(t *testing.T, pid int) []bpf.Instruction {
-	f, err := policy(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	insts, err := f.program()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return insts
-}
-
-// The assembled filter agrees with its rules read directly (a model: the
-// first rule whose call number matches and one of whose condition sets
-// all hold decides; no rule, a kill) on random calls: the policy's call
-// numbers and others, with arguments drawn from the values the conditions
-// test (0, the cell's PID, another PID, commands, flags, call numbers,
-// the same with high bits set) and random ones.
-func TestFilterAgreesWithItsRules(t *testing.T) {
-	const pid = 4242
+// filterVM is the filter a cell of that PID would load, and its program
+// in x/net/bpf's interpreter.
+func filterVM(t *testing.T, pid int) (filter, *bpf.VM) {
 	f, err := policy(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +120,18 @@ func TestFilterAgreesWithItsRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, vm
+}
+
+// The assembled filter agrees with its rules read directly (a model: the
+// first rule whose call number matches and one of whose condition sets
+// all hold decides; no rule, a kill) on random calls: the policy's call
+// numbers and others, with arguments drawn from the values the conditions
+// test (0, the cell's PID, another PID, commands, flags, call numbers,
+// the same with high bits set) and random ones.
+func TestFilterAgreesWithItsRules(t *testing.T) {
+	const pid = 4242
+	f, vm := filterVM(t, pid)
 	var nrs []uint32
 	pool := []uint64{0, 1, pid, pid + 1, 1 << 32, 1<<32 | pid, unix.CLONE_THREAD, unix.CLONE_THREAD | unix.CLONE_VM, uint64(unix.SIGCHLD),
 		unix.O_ASYNC, unix.O_NONBLOCK, unix.PR_SET_NAME, unix.PR_SET_VMA, unix.PR_SET_DUMPABLE}
