@@ -12,13 +12,16 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The respond stage: every answer thumbd writes, errors included, goes
 // through here.
 
-const cacheControl = "public, max-age=86400"
+// cacheControl is the answer's Cache-Control where the source sets no
+// rules of its own (files, uploads, /info): a day.
+const cacheControl = source.DefaultCacheControl
 
 // responder writes answers; it is the one place errors are written and
 // counted.
@@ -125,9 +128,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(body)
 }
 
-// notModified answers a GET whose If-None-Match matches tag with a 304 and
-// reports whether it did. POST is never conditional here.
-func (rs *responder) notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
+// notModified answers a GET whose If-None-Match matches tag with a 304
+// (with the 200's Cache-Control, cc) and reports whether it did. POST is
+// never conditional here.
+func (rs *responder) notModified(w http.ResponseWriter, r *http.Request, tag, cc string) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
@@ -136,7 +140,7 @@ func (rs *responder) notModified(w http.ResponseWriter, r *http.Request, tag str
 		return false
 	}
 	w.Header().Set("ETag", tag)
-	w.Header().Set("Cache-Control", cacheControl)
+	w.Header().Set("Cache-Control", cc)
 	w.WriteHeader(http.StatusNotModified)
 	return true
 }
@@ -156,19 +160,22 @@ func matchesETag(header, tag string) bool {
 // entry answers with a finished job: a 304 for a GET whose If-None-Match
 // matches, else the image. A cached entry and a merged job's answer are
 // written by the same lines as a fresh one, so their headers are the same.
+// Its Cache-Control is its source's rules as they stand now (an origin's
+// remaining lifetime shrinks as the entry ages).
 func (rs *responder) entry(w http.ResponseWriter, r *http.Request, e *results.Entry) {
-	if !rs.notModified(w, r, e.ETag) {
-		rs.image(w, e.Image, e.ETag)
+	cc := e.Fresh.CacheControl(time.Now())
+	if !rs.notModified(w, r, e.ETag, cc) {
+		rs.image(w, e.Image, e.ETag, cc)
 	}
 }
 
 // image writes a thumbnail with its caching headers.
-func (rs *responder) image(w http.ResponseWriter, img thumbjob.Image, tag string) {
+func (rs *responder) image(w http.ResponseWriter, img thumbjob.Image, tag, cc string) {
 	h := w.Header()
 	h.Set("Content-Type", img.Format.ContentType())
 	h.Set("Content-Length", strconv.Itoa(len(img.Bytes)))
 	h.Set("ETag", tag)
-	h.Set("Cache-Control", cacheControl)
+	h.Set("Cache-Control", cc)
 	w.WriteHeader(http.StatusOK)
 	w.Write(img.Bytes)
 }

@@ -90,7 +90,7 @@ func newServer(d deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(nosniff, withRequestLog(d.logger, newRequestIDs()), d.metrics.instrument)
 	addRoutes(r, d)
-	return d.tracing.handler(r)
+	return d.tracing.handler(r, d.cfg.TracePublicEndpoint)
 }
 
 // nosniff marks every answer, before any handler writes: no browser may

@@ -263,7 +263,7 @@ func (t *thumbnails) make(ctx context.Context, src source.Source, blob *source.B
 	defer blob.Release()
 	tag := etag(blob.ID, o.Normalised())
 	if inm != "" && matchesETag(inm, tag) {
-		return &results.Entry{ETag: tag}, nil // the respond stage answers 304; nothing to keep
+		return &results.Entry{ETag: tag, Fresh: blob.Fresh}, nil // the respond stage answers 304; nothing to keep
 	}
 	ticket, admit, err := t.ticket(ctx, t.cost(blob.Bytes, o))
 	if err != nil {
@@ -293,7 +293,7 @@ func (t *thumbnails) admit(ctx context.Context, w http.ResponseWriter, r *http.R
 		return nil, nil, nil, "", err
 	}
 	tag := etag(blob.ID, normalised)
-	if t.respond.notModified(w, r, tag) {
+	if t.respond.notModified(w, r, tag, cacheControl) {
 		blob.Release()
 		return nil, nil, nil, "", nil
 	}
