@@ -247,3 +247,22 @@ func sofAt(t testing.TB, jpg []byte) int {
 	}
 	return i
 }
+
+// BenchmarkRead is what looking for a thumbnail costs a source: one with
+// (exiftool's) and one without (the golden tests' small source: every
+// segment before the first scan is walked).
+//
+//	go test -run '^$' -bench Read ./service/internal/exifthumb
+func BenchmarkRead(b *testing.B) {
+	plain, err := os.ReadFile(filepath.Join("..", "thumb", "testdata", "sources", "small.jpg"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, src := range map[string][]byte{"with": testdata(b, "exif-4x3.jpg"), "without": plain} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				_, _ = Read(src)
+			}
+		})
+	}
+}
