@@ -18,6 +18,7 @@ func TestPackageImports(t *testing.T) {
 		"source":    {"apierr", "admission"},
 		"origin":    {"apierr", "source"},
 		"results":   {"source"},
+		"engines":   {"cell", "cellpool", "memcost", "sandbox", "thumb", "thumbjob"},
 		"pipeline":  {"admission", "apierr", "cell", "imagefmt", "memcost", "origin", "params", "results", "signing", "source", "thumbjob"},
 		"signing":   {"apierr"},
 		"admission": {},

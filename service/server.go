@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
@@ -35,7 +36,7 @@ type deps struct {
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
 // off); tr may be nil (tracing off).
-func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sources *os.Root, tr *tracing) deps {
+func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle, sources *os.Root, tr *tracing) deps {
 	if tr == nil {
 		tr = tracingOff()
 	}
