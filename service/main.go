@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		// libvips' share (GOMEMLIMIT, when set, was applied by the runtime).
 		debug.SetMemoryLimit(cfg.memory.GoLimit)
 	}
-	cfg.memory.log(logger, cfg)
+	cfg.memory.Log(logger, cfg.memorySettings())
 
 	var sources *os.Root
 	if cfg.SourceDir != "" {

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
-	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )

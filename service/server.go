@@ -14,6 +14,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/results"
@@ -49,7 +50,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	// A source of known length waits for the budget up to half the
 	// deadline, unread (backpressure), before it is refused.
 	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget), Wait: cfg.Deadline / 2}
-	registerMemory(reg, cfg.memory, gate, limits.Budget)
+	memplan.Register(reg, cfg.memory, gate, limits.Budget)
 	var dir *source.Dir
 	if sources != nil {
 		dir = &source.Dir{Limits: limits, Root: sources}
