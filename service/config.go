@@ -67,6 +67,9 @@ type config struct {
 	CellSpares         int
 	CellIdleRecycle    time.Duration
 	SandboxRequired    bool
+	// getenv is run's: tracing reads the OTEL_* variables (the SDK's
+	// standard ones, no flag twins) through it, not from the process.
+	getenv func(string) string
 }
 
 // Engine modes (THUMBD_ENGINE); the names are fixed.
@@ -140,7 +143,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 // then its variable, then its flag. Every invalid value is reported at
 // once.
 func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (config, error) {
-	var c config
+	c := config{getenv: func(name string) string { v, _ := lookupEnv(name); return v }}
 	explicit, errs, err := flagenv.Read(settings(&c, runtime.GOMAXPROCS(0)), args, lookupEnv, stderr)
 	if err != nil {
 		return config{}, err
