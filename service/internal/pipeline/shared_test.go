@@ -9,7 +9,9 @@ import (
 	"github.com/thumbd/thumbd/service/internal/results"
 )
 
-func background() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
+func background() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
 
 func noPanic(v any) error { panic(v) }
 
