@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -10,19 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-chi/chi/v5/middleware"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 )
-
-type loggerKey struct{}
-
-// loggerFrom returns the request's logger (it carries the request ID).
-func loggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
-	}
-	return slog.Default()
-}
 
 // requestIDs makes IDs that are unique per process without a syscall per
 // request: a random prefix chosen at start-up and a counter.
@@ -75,9 +65,9 @@ func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.
 			} else {
 				logger = base.With("request_id", id)
 			}
-			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			ww := wrapped(w, r)
 			start := time.Now()
-			next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), loggerKey{}, logger)))
+			next.ServeHTTP(ww, r.WithContext(pipeline.WithLogger(r.Context(), logger)))
 			level := slog.LevelDebug
 			switch {
 			case ww.Status() >= 500:

@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -16,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/otlphttp"
 )
 
@@ -112,6 +110,16 @@ func (t *tracing) handler(next http.Handler, public bool) http.Handler {
 	return otelhttp.NewHandler(next, "http", opts...)
 }
 
+// nameSpan names the request's server span by its method and route
+// pattern, known once chi has matched the route: it runs inside the
+// router, after the handler.
+func nameSpan(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		trace.SpanFromContext(r.Context()).SetName(methodLabel(r.Method) + " " + routeLabel(r))
+	})
+}
+
 // traced leaves out the probes and the scrapes: a kubelet's /health every
 // few seconds would be most of the traces, and each costs a span's export
 // (on /health, tracing tripled the CPU a request took).
@@ -141,27 +149,4 @@ type withoutTraceState struct{ propagation.TraceContext }
 func (p withoutTraceState) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
 	sc := trace.SpanContextFromContext(ctx).WithTraceState(trace.TraceState{})
 	p.TraceContext.Inject(trace.ContextWithSpanContext(ctx, sc), carrier)
-}
-
-// Span attribute keys of thumbd's own.
-const (
-	attrErrorCode = attribute.Key("thumbd.error.code") // the API error code (apierr)
-)
-
-// endSpan ends a stage's span; an error marks it failed with its API code.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		failSpan(span, err)
-	}
-	span.End()
-}
-
-// failSpan sets span's status to the error, with its API code.
-func failSpan(span trace.Span, err error) {
-	if !span.IsRecording() {
-		return
-	}
-	e := apierr.From(err)
-	span.SetAttributes(attrErrorCode.String(string(e.Code)))
-	span.SetStatus(codes.Error, e.Message)
 }

@@ -23,7 +23,7 @@ func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (th
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Info{}, err
 	}
-	if err := e.checkSource(src); err != nil {
+	if _, err := e.checkSource(src); err != nil {
 		return thumbjob.Info{}, err
 	}
 	h, d, err := describe(src)
@@ -171,4 +171,10 @@ func sameAspect(w, h, iw, ih int) bool {
 func insideSize(w, h, side int) (int, int) {
 	scale := min(float64(side)/float64(w), float64(side)/float64(h), 1)
 	return max(int(math.Round(float64(w)*scale)), 1), max(int(math.Round(float64(h)*scale)), 1)
+}
+
+// Run runs one job, a thumbnail or a description (the pipeline's one
+// engine call).
+func (e *Engine) Run(ctx context.Context, src []byte, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, e.Thumbnail, e.Info)
 }
