@@ -17,6 +17,7 @@ func TestPackageImports(t *testing.T) {
 		"params":    {"apierr", "imagefmt", "thumbjob"},
 		"source":    {"apierr", "admission"},
 		"origin":    {"apierr", "source"},
+		"bucket":    {"apierr"},
 		"results":   {"source", "thumbjob"},
 		"signing":   {"apierr"},
 		"admission": {},
