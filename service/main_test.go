@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"io"
 	"log/slog"
 	"net/http"
@@ -71,7 +72,7 @@ func newTestDeps(t *testing.T, cfg config) deps {
 	// libvips is up (testEngine started it); an engine value of its own
 	// carries this configuration's limits.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, root, nil)
+	return newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, root, nil)
 }
 
 func newTestServer(t *testing.T, cfg config) (*httptest.Server, deps) {
@@ -109,4 +110,26 @@ func do(t *testing.T, method, url string, body io.Reader, header ...string) (int
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, b
+}
+
+// errorBody is the API's error answer, as a client reads it.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// cacheCount is the result cache's thumbd_cache_<name>_total now.
+func cacheCount(t *testing.T, d deps, name string) float64 {
+	t.Helper()
+	families, err := d.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "thumbd_cache_"+name+"_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no thumbd_cache_%s_total", name)
+	return 0
 }
