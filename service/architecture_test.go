@@ -21,7 +21,7 @@ func TestPackageImports(t *testing.T) {
 		"bucketsource": {"apierr", "bucket", "source"},
 		"results":      {"source"},
 		"engines":      {"cell", "cellpool", "memcost", "sandbox", "thumb", "thumbjob"},
-		"pipeline":     {"admission", "apierr", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "signing", "source", "thumbjob"},
+		"pipeline":     {"admission", "apierr", "bucketsource", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "signing", "source", "thumbjob"},
 		"flagenv":      {},
 		"benchroutes":  {"apierr", "params", "pipeline", "source"},
 		"memplan":      {"admission", "imagefmt", "memcost", "memlimit"},
