@@ -125,8 +125,14 @@ func (o *object) Key() string {
 	if o.known == nil {
 		return ""
 	}
+	return o.Identity() + "\x00" + version(*o.known)
+}
+
+// Identity is the object without its version: what names all its
+// thumbnails, whichever version (the result store's source.Named).
+func (o *object) Identity() string {
 	loc := o.b.client.Location()
-	return "s3\x00" + loc.Bucket + "\x00" + loc.Prefix + o.name + "\x00" + version(*o.known)
+	return "s3\x00" + loc.Bucket + "\x00" + loc.Prefix + o.name
 }
 
 // version is the object's ETag, else its size and modification time.

@@ -144,6 +144,10 @@ func TestReplacedObject(t *testing.T) {
 	if err != nil || string(blob.Bytes) != "xyz" || second.Key() == first.Key() {
 		t.Fatalf("replaced: %v %q, key changed %v", err, blob.Bytes, second.Key() != first.Key())
 	}
+	type named interface{ Identity() string }
+	if a, b := first.(named).Identity(), second.(named).Identity(); a != b || a != "s3\x00images\x00orig/a.jpg" {
+		t.Errorf("identity without the version: %q, %q", a, b)
+	}
 	blob.Release()
 
 	if err := f.s.Place("images", "orig/placed.jpg", []byte("one")); err != nil {
