@@ -20,7 +20,8 @@ import (
 
 // tracingEnv lists the OpenTelemetry variables thumbd reads. They are the
 // SDK's standard ones, read by the SDK itself, not thumbd settings: they
-// have no flag twin (README, "Traces"). A test checks the README lists them.
+// have no flag twin (docs/observability.md, "Traces"). A test checks the
+// docs list them.
 var tracingEnv = []struct{ name, meaning string }{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/HTTP base URL (`/v1/traces` is appended), e.g. `http://jaeger:4318`. Unset (and no traces endpoint): tracing is off."},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP/HTTP URL for traces, used as it is; wins over the base URL."},
@@ -100,6 +101,16 @@ func (t *tracing) handler(next http.Handler) http.Handler {
 	return otelhttp.NewHandler(next, "http", otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 		otelhttp.WithFilter(traced))
+}
+
+// nameSpan names the request's server span by its method and route
+// pattern, known once chi has matched the route: it runs inside the
+// router, after the handler.
+func nameSpan(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		trace.SpanFromContext(r.Context()).SetName(methodLabel(r.Method) + " " + routeLabel(r))
+	})
 }
 
 // traced leaves out the probes and the scrapes: a kubelet's /health every
