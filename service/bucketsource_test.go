@@ -106,7 +106,9 @@ func TestBucketSourceFailures(t *testing.T) {
 	if status, _, body := do(t, "GET", srv.URL+"/thumbnail?src=a.jpg", nil); status != 200 {
 		t.Fatalf("before the pause: %d %s", status, body)
 	}
-	s.Pause()
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	codes := make([]int, 4)

@@ -32,6 +32,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // The credentials the server accepts, and its region.
@@ -242,9 +243,41 @@ func (s *Server) end(sig syscall.Signal, grace time.Duration) error {
 	}
 }
 
-// Pause stops the server with SIGSTOP: the kernel still accepts its
-// connections, nobody answers them. Resume continues it.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+// Pause stops the server with SIGSTOP and returns once every thread of it
+// is stopped (the signal is delivered as threads are scheduled: a request
+// sent at once could otherwise still be answered). The kernel still
+// accepts its connections; nobody answers them. Resume continues it.
+func (s *Server) Pause() error {
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !stopped(s.PID()) {
+		if time.Now().After(deadline) {
+			return errors.New("s3test: versitygw not stopped 5 s after SIGSTOP")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// stopped reports whether every thread of pid is stopped (state T).
+func stopped(pid int) bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			return false
+		}
+		if st, err := procfs.ParseStat(string(b)); err != nil || st.State != "T" {
+			return false
+		}
+	}
+	return true
+}
 
 // Resume continues a paused server.
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }

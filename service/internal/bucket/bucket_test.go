@@ -220,7 +220,9 @@ func TestServerStoppedAndKilled(t *testing.T) {
 	if _, err := c.Stat(ctx, "a.jpg"); err != nil {
 		t.Fatal(err)
 	}
-	s.Pause()
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	_, err := c.Stat(ctx, "a.jpg")
 	if took := time.Since(start); code(err) != apierr.BucketTimeout || took > 2*time.Second {
