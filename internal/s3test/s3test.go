@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -263,20 +264,8 @@ func (s *Server) Pause() error {
 
 // stopped reports whether every thread of pid is stopped (state T).
 func stopped(pid int) bool {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		if err != nil {
-			return false
-		}
-		if st, err := procfs.ParseStat(string(b)); err != nil || st.State != "T" {
-			return false
-		}
-	}
-	return true
+	states, err := procfs.ThreadStates(pid)
+	return err == nil && !slices.ContainsFunc(states, func(s string) bool { return s != "T" })
 }
 
 // Resume continues a paused server.
