@@ -17,9 +17,11 @@ func TestPackageImports(t *testing.T) {
 		"params":        {"apierr", "imagefmt", "thumbjob"},
 		"source":        {"apierr", "admission"},
 		"origin":        {"apierr", "source"},
+		"bucket":        {"apierr"},
+		"bucketsource":  {"apierr", "bucket", "source"},
 		"results":       {"source"},
 		"engines":       {"cell", "cellpool", "memcost", "sandbox", "thumb", "thumbjob"},
-		"pipeline":      {"admission", "apierr", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "signing", "source", "thumbjob"},
+		"pipeline":      {"admission", "apierr", "bucketsource", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "signing", "source", "thumbjob"},
 		"flagenv":       {},
 		"benchroutes":   {"apierr", "params", "pipeline", "source"},
 		"memplan":       {"admission", "imagefmt", "memcost", "memlimit"},
@@ -297,5 +299,28 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 		if !tree[pkg] {
 			t.Errorf("docs/architecture.md lists %s, which is no package of the tree: remove its row", pkg)
 		}
+	}
+}
+
+// The shared kit (the module root's internal/) is for tests and tools: of
+// it, the thumbd binary imports procfs alone.
+func TestServiceUsesNoKitButProcfs(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasSuffix(filepath.Dir(path), "test") {
+			return err
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range parsed.Imports {
+			if pkg, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), "github.com/thumbd/thumbd/internal/"); ok && pkg != "procfs" {
+				t.Errorf("service/%s imports internal/%s: the shared kit is for tests and tools", path, pkg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,6 +234,31 @@ func ReadStat(pid int) (Stat, error) {
 		return Stat{}, err
 	}
 	return ParseStat(string(b))
+}
+
+// ThreadStates are the state letters of pid's threads (/proc/PID/task/*/stat):
+// a process stopped by SIGSTOP is stopped once every one is "T".
+func ThreadStates(pid int) ([]string, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	var states []string
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		st, err := ParseStat(string(b))
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, st.State)
+	}
+	if len(states) == 0 {
+		return nil, fmt.Errorf("procfs: no threads of %d", pid)
+	}
+	return states, nil
 }
 
 // State is pid's state letter ("Z" a zombie), "" when it is gone.

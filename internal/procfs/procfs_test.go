@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -365,5 +366,34 @@ func TestEnviron(t *testing.T) {
 	}
 	if _, err := Environ(1 << 30); err == nil {
 		t.Fatal("no such process: no error")
+	}
+}
+
+// A process's threads are all "T" once SIGSTOP has stopped it, and none
+// is before.
+func TestThreadStates(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	states, err := ThreadStates(cmd.Process.Pid)
+	if err != nil || len(states) == 0 || slices.Contains(states, "T") {
+		t.Fatalf("running: %v %v", states, err)
+	}
+	cmd.Process.Signal(syscall.SIGSTOP)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		states, err = ThreadStates(cmd.Process.Pid)
+		if err == nil && !slices.ContainsFunc(states, func(s string) bool { return s != "T" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stopped: %v %v", states, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := ThreadStates(1 << 30); err == nil {
+		t.Error("a process that does not exist has threads")
 	}
 }

@@ -47,6 +47,15 @@ const (
 	TooManyRedirects     Code = "too_many_redirects"
 	OriginTimeout        Code = "origin_timeout"
 
+	// GET /thumbnail?src= from a bucket (THUMBD_SOURCE=s3://...): the
+	// operator's storage failing, each a 5xx of its own; the bucket's own
+	// words go to the log. A missing object is SourceNotFound.
+	BucketDenied      Code = "bucket_denied"
+	BucketNotFound    Code = "bucket_not_found"
+	BucketUnreachable Code = "bucket_unreachable"
+	BucketError       Code = "bucket_error"
+	BucketTimeout     Code = "bucket_timeout"
+
 	// Signed URLs (THUMBD_SIGNING_KEYS).
 	SignatureMissing Code = "signature_missing"
 	BadSignature     Code = "bad_signature"
@@ -78,7 +87,7 @@ var codes = [...]struct {
 	{BadParameter, http.StatusBadRequest,
 		"a query parameter out of range or malformed (also a broken request body)"},
 	{BadSourceName, http.StatusBadRequest,
-		"`src` absolute, containing `..`, empty, or resolving (symlinks included) outside the source directory"},
+		"`src` absolute, containing `..`, empty, or resolving (symlinks included) outside the source directory; for a bucket source, an empty, `.` or `..` segment, a control byte or backslash, or a key over 1024 bytes"},
 	{BadURL, http.StatusBadRequest,
 		"`url` empty, not an absolute URL with a host, or with a bad port"},
 	{URLSchemeNotAllowed, http.StatusBadRequest,
@@ -98,9 +107,9 @@ var codes = [...]struct {
 	{NotFound, http.StatusNotFound,
 		"no such route"},
 	{SourceNotFound, http.StatusNotFound,
-		"no such file in the source directory, or the origin answered 404 or 410"},
+		"no such file in the source directory or object in the source bucket, or the origin answered 404 or 410"},
 	{SourcesDisabled, http.StatusNotFound,
-		"`GET /thumbnail?src=` with no `THUMBD_SOURCE_DIR`"},
+		"`GET /thumbnail?src=` with no `THUMBD_SOURCE` or `THUMBD_SOURCE_DIR`"},
 	{OriginsDisabled, http.StatusNotFound,
 		"`GET /thumbnail?url=` with no `THUMBD_ORIGINS`"},
 	{MethodNotAllowed, http.StatusMethodNotAllowed,
@@ -127,12 +136,22 @@ var codes = [...]struct {
 		"the origin answered neither 200 nor 404/410, or its name did not resolve, or it could not be connected to (refused, TLS) or read"},
 	{TooManyRedirects, http.StatusBadGateway,
 		"the origin redirected more than 3 times"},
+	{BucketDenied, http.StatusBadGateway,
+		"the source bucket (`THUMBD_SOURCE=s3://...`) refused thumbd's credentials (the bucket's words are logged, not sent)"},
+	{BucketNotFound, http.StatusBadGateway,
+		"the source bucket does not exist"},
+	{BucketUnreachable, http.StatusBadGateway,
+		"the source bucket's endpoint could not be connected to (refused, unknown name, TLS)"},
+	{BucketError, http.StatusBadGateway,
+		"the source bucket failed otherwise (a 5xx after bounded retries, an answer that broke off)"},
 	{QueueFull, http.StatusServiceUnavailable,
 		"every processing slot and queue place taken, or the bytes of sources being held at their budget (`source-budget`); sent with `Retry-After: 1`; the request was never admitted"},
 	{DeadlineExceeded, http.StatusGatewayTimeout,
 		"an admitted thumbnail's deadline (queue wait plus processing) passed"},
 	{OriginTimeout, http.StatusGatewayTimeout,
 		"the origin's image was not fetched within `THUMBD_FETCH_TIMEOUT`, or a connect to it took over 2 s"},
+	{BucketTimeout, http.StatusGatewayTimeout,
+		"a call to the source bucket did not finish within `THUMBD_SOURCE_TIMEOUT`, or a connect to it took over 2 s"},
 	{Internal, http.StatusInternalServerError,
 		"a failure thumbd did not foresee (logged with the request ID)"},
 	{EngineCrashed, http.StatusInternalServerError,
