@@ -17,6 +17,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -37,6 +38,12 @@ type config struct {
 	MemoryBudget       int64 // 0 until loadConfig computes its default
 	CacheSize          int64 // result cache bound; 0: off
 	CacheUploads       bool
+	ResultStore        resultstore.Location // off when zero
+	ResultStoreTimeout time.Duration
+	ResultStoreQueue   int64
+	// resultBackend is ResultStore's backend, built by serve (tests set
+	// their own); nil: the store is off.
+	resultBackend resultstore.Backend
 	ClientHints        bool
 	Merge              bool
 	memory             memoryPlan
@@ -111,6 +118,9 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", int64Value(&c.SourceBudget)},
 		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](#merged-requests-and-the-result-cache))", int64Value(&c.CacheSize)},
 		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again)", boolFlag{boolValue(&c.CacheUploads)}},
+		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([docs/storage.md](docs/storage.md#result-store))", locationValue(&c.ResultStore)},
+		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", durationValue(&c.ResultStoreTimeout)},
+		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", int64Value(&c.ResultStoreQueue)},
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", boolFlag{boolValue(&c.Merge)}},
 		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](#client-hints))", boolFlag{boolValue(&c.ClientHints)}},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
@@ -230,6 +240,8 @@ func (c config) validate() []error {
 	check(c.MemoryLimit >= 0, "memory limit %d: want 0 (read from the cgroup) or more", c.MemoryLimit)
 	check(c.MemoryBudget >= 0, "memory budget %d: want 0 (derived) or more", c.MemoryBudget)
 	check(c.CacheSize >= 0, "cache size %d: want 0 (off) or more", c.CacheSize)
+	check(c.ResultStoreTimeout > 0 && c.ResultStoreTimeout < c.Deadline, "result store timeout %s: want more than 0 and less than the deadline %s", c.ResultStoreTimeout, c.Deadline)
+	check(c.ResultStoreQueue >= 0, "result store queue %d: want 0 (every write dropped) or more", c.ResultStoreQueue)
 	check(c.SourceBudget >= c.MaxBodyBytes, "source budget %d: want at least the body limit %d, or the largest source could never be read", c.SourceBudget, c.MaxBodyBytes)
 	check(c.Deadline > 0, "deadline %s: want more than 0", c.Deadline)
 	check(c.ShutdownDelay >= 0, "shutdown delay %s: want 0 or more", c.ShutdownDelay)
@@ -389,6 +401,10 @@ type secret struct{ value[[][]byte] }
 
 func keysValue(p *[][]byte) secret {
 	return secret{value[[][]byte]{p, signing.ParseKeys, func([][]byte) string { return "" }}}
+}
+
+func locationValue(p *resultstore.Location) value[resultstore.Location] {
+	return value[resultstore.Location]{p, resultstore.ParseLocation, resultstore.Location.String}
 }
 
 func presetsValue(p *params.Presets) value[params.Presets] {

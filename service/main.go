@@ -173,7 +173,19 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	if tr.on {
 		logger.Info("tracing: on (OTLP/HTTP)")
 	}
+	if cfg.resultBackend, err = newResultBackend(cfg.ResultStore, os.Getenv); err != nil {
+		ln.Close()
+		return err
+	}
 	d := newDeps(cfg, logger, engine, life, sources, tr)
+	// The store is checked beside the engine's start: /health answers
+	// meanwhile, and a refusal stops the service as an engine failure does.
+	storeRefused := make(chan error, 1)
+	go func() {
+		if err := checkResultStore(ctx, d.store, cfg.ResultStore, logger); err != nil {
+			storeRefused <- err
+		}
+	}()
 	idleCtx, stopIdle := context.WithCancel(context.Background())
 	defer stopIdle()
 	startIdleRelease(idleCtx, d)
@@ -196,6 +208,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	case err := <-serveErr:
 		<-engineUp
 		return err
+	case err := <-storeRefused:
+		srv.Close()
+		<-engineUp
+		return err
 	case err := <-engineFailed:
 		srv.Close()
 		if errors.Is(err, cell.ErrSandboxOff) {
@@ -214,7 +230,11 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
-	// The last requests' spans go out within what is left of the timeout.
+	// The results still queued for the store are written within what is
+	// left of the timeout; then the last requests' spans go out.
+	if serr := d.store.Close(shutdownCtx); serr != nil {
+		logger.Warn("result store: writes still queued at shutdown were dropped", "err", serr)
+	}
 	if terr := tr.shutdown(shutdownCtx); terr != nil {
 		logger.Warn("tracing: spans not flushed at shutdown", "err", terr)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
@@ -29,6 +30,7 @@ type deps struct {
 	respond  *responder
 	thumbs   *thumbnails
 	tracing  *tracing
+	store    *resultstore.Store
 }
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
@@ -53,10 +55,12 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	}
 	cache := results.New(cfg.CacheSize)
 	reg.MustRegister(cache.Collector())
+	store := newResultStore(cfg, cfg.resultBackend, logger, tr)
+	reg.MustRegister(store.Collectors()...)
 	return deps{
-		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr,
+		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store,
 		thumbs: &thumbnails{cfg: cfg, gate: gate, limits: limits, dir: dir, respond: rs, tracer: tr.tracer,
-			cache: cache, flights: newFlights(), metrics: m,
+			cache: cache, store: store, flights: newFlights(), metrics: m,
 			origins: newOrigins(cfg, limits, m, nil, tr),
 			signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
 			engine:  &engineStage{engine: eng, life: life, metrics: m, tracer: tr.tracer}},

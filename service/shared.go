@@ -23,7 +23,10 @@ type jobFunc func(ctx context.Context, stale *results.Entry, inm string) (*resul
 // shared answers the request for key. blob is the source when already read
 // (an upload): handed to the job when this request starts it, released
 // otherwise. start is the request's arrival, from which the deadline runs.
-func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, key string, blob *source.Blob, job jobFunc) error {
+//
+// tag names the source (resultstore.Tag): the result store keeps key's
+// result under it.
+func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, key, tag string, blob *source.Blob, job jobFunc) error {
 	cached, ok := t.cache.Get(key)
 	if ok && cached.Fresh.Fresh(time.Now()) {
 		blob.Release()
@@ -34,6 +37,7 @@ func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.
 	if t.cache != nil {
 		t.metrics.cacheMisses.Inc()
 	}
+	job = t.stored(tag, key, w.Header().Values("Vary"), blob, job)
 	var stale *results.Entry
 	if ok {
 		stale = cached
@@ -81,6 +85,35 @@ func (t *thumbnails) shared(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	t.answer(ctx, w, r, fl.entry)
 	return nil
+}
+
+// stored is job behind the result store: a fresh stored result answers
+// without the job (and without reading the source: blob, an upload's,
+// is released); a stale one is the job's to revalidate, as a stale cache
+// entry; a result the job made is queued to be written (write-behind:
+// the answer does not wait). vary is the answer's Vary, kept beside it.
+func (t *thumbnails) stored(tag, key string, vary []string, blob *source.Blob, job jobFunc) jobFunc {
+	if !t.store.On() || blob != nil && !blob.Fresh.Store {
+		// An upload is stored only when the operator allows it
+		// (THUMBD_CACHE_UPLOADS): none is looked for otherwise.
+		return job
+	}
+	return func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		if e, ok := t.store.Get(ctx, tag, key); ok {
+			if e.Fresh.Fresh(time.Now()) {
+				blob.Release()
+				return e, nil
+			}
+			if stale == nil {
+				stale = e
+			}
+		}
+		e, err := job(ctx, stale, inm)
+		if err == nil {
+			t.store.Put(ctx, tag, key, e, vary)
+		}
+		return e, err
+	}
 }
 
 // flights are the shared jobs in flight, by key. It is

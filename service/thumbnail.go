@@ -18,6 +18,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -40,6 +41,7 @@ type thumbnails struct {
 	respond *responder
 	tracer  trace.Tracer   // a span per stage, children of the request's
 	cache   *results.Cache // nil: off (THUMBD_CACHE_SIZE=0)
+	store   *resultstore.Store
 	flights *flights       // identical jobs in flight
 	metrics *metrics
 }
@@ -196,8 +198,12 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(t.cfg.Deadline))
 	defer cancel()
 	opts := "\x00" + req.Options.Normalised()
+	var tag string
+	if named, ok := src.(source.Named); ok {
+		tag = t.nameSource(w, named.Identity())
+	}
 	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
-		return t.shared(ctx, w, r, start, keyed.Key()+opts, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		return t.shared(ctx, w, r, start, keyed.Key()+opts, tag, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
 			return t.make(ctx, src, nil, req.Options, stale, inm)
 		})
 	}
@@ -215,9 +221,24 @@ func (t *thumbnails) run(w http.ResponseWriter, r *http.Request, req params.Thum
 	if _, upload := src.(source.Upload); upload && t.cfg.CacheUploads {
 		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // keyed by its bytes: never stale
 	}
-	return t.shared(ctx, w, r, start, "sha256\x00"+blob.ID+opts, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+	if tag == "" {
+		tag = t.nameSource(w, source.UploadIdentity(blob))
+	}
+	return t.shared(ctx, w, r, start, "sha256\x00"+blob.ID+opts, tag, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
 		return t.make(ctx, nil, blob, req.Options, nil, inm)
 	})
+}
+
+// nameSource names the answer's source for CDNs, by the tag the result
+// store files its thumbnails under, and returns the tag: Fastly's
+// Surrogate-Key and Cloudflare's Cache-Tag, so that one purge by that tag
+// and one delete of the store's prefix forget a source everywhere
+// (docs/storage.md, "Purging one source").
+func (t *thumbnails) nameSource(w http.ResponseWriter, identity string) string {
+	tag := resultstore.Tag(identity)
+	w.Header().Set("Surrogate-Key", tag)
+	w.Header().Set("Cache-Tag", tag)
+	return tag
 }
 
 // door waits, with every place taken, up to doorWaitFraction of the

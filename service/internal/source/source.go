@@ -65,6 +65,18 @@ type Keyed interface {
 	Key() string
 }
 
+// Named is a source whose identity without its version is known before it
+// is read (a file's name, an origin's URL): what names every thumbnail of
+// it, whichever version, in the result store's keys and in the answers'
+// Surrogate-Key and Cache-Tag (purging one source everywhere).
+type Named interface {
+	Identity() string
+}
+
+// UploadIdentity is the identity of uploaded bytes: their hash (an upload
+// has no name; the same bytes are the same source).
+func UploadIdentity(b *Blob) string { return "sha256\x00" + b.ID }
+
 // Conditional is a source that can be asked whether its bytes changed
 // since a read that gave prior (an origin's If-None-Match and
 // If-Modified-Since).
