@@ -19,6 +19,9 @@ func ParseLocation(s string) (Location, error) {
 	if s == "" {
 		return Location{}, nil
 	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return Location{}, errors.New("a control character: not a bucket or a path")
+	}
 	if rest, ok := strings.CutPrefix(s, "s3://"); ok {
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		prefix = strings.Trim(prefix, "/")
