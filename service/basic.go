@@ -10,6 +10,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
 
@@ -22,20 +23,20 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	if _, err := params.Query(r.URL.RawQuery); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, status{"ok"})
+	pipeline.WriteJSON(w, http.StatusOK, status{"ok"})
 	return nil
 }
 
-func handleReady(life *lifecycle) handlerFunc {
+func handleReady(life *lifecycle) pipeline.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if _, err := params.Query(r.URL.RawQuery); err != nil {
 			return err
 		}
 		switch s := life.state(); s {
 		case stateReady:
-			writeJSON(w, http.StatusOK, status{"ready"})
+			pipeline.WriteJSON(w, http.StatusOK, status{"ready"})
 		default:
-			writeJSON(w, http.StatusServiceUnavailable, status{s.String()})
+			pipeline.WriteJSON(w, http.StatusServiceUnavailable, status{s.String()})
 		}
 		return nil
 	}
@@ -43,13 +44,13 @@ func handleReady(life *lifecycle) handlerFunc {
 
 // handleJSON serialises the fixed document on every request: that
 // serialisation is what the route measures.
-func handleJSON() handlerFunc {
+func handleJSON() pipeline.HandlerFunc {
 	doc := newDocument()
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if _, err := params.Query(r.URL.RawQuery); err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, doc)
+		pipeline.WriteJSON(w, http.StatusOK, doc)
 		return nil
 	}
 }
@@ -84,7 +85,7 @@ func handleCompute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, computeResult{N: n, Result: compute(n)})
+	pipeline.WriteJSON(w, http.StatusOK, computeResult{N: n, Result: compute(n)})
 	return nil
 }
 
@@ -106,13 +107,13 @@ func handleHashGet(w http.ResponseWriter, r *http.Request) error {
 		data = defaultHashPayload
 	}
 	sum := sha256.Sum256([]byte(data))
-	writeJSON(w, http.StatusOK, hashResult{"sha256", hex.EncodeToString(sum[:])})
+	pipeline.WriteJSON(w, http.StatusOK, hashResult{"sha256", hex.EncodeToString(sum[:])})
 	return nil
 }
 
 // handleHashPost hashes the body as it streams in; the query is ignored
 // (the contract says so: POST /hash is the one route not strict about it).
-func handleHashPost(maxBody int64) handlerFunc {
+func handleHashPost(maxBody int64) pipeline.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		tooLarge := &apierr.Error{Code: apierr.BodyTooLarge, Message: source.BodyTooLargeMessage(maxBody), CloseConnection: true}
 		if r.ContentLength > maxBody {
@@ -126,7 +127,7 @@ func handleHashPost(maxBody int64) handlerFunc {
 			}
 			return apierr.New(apierr.BadParameter, "The request body could not be read: %s.", err)
 		}
-		writeJSON(w, http.StatusOK, hashResult{"sha256", hex.EncodeToString(h.Sum(nil))})
+		pipeline.WriteJSON(w, http.StatusOK, hashResult{"sha256", hex.EncodeToString(h.Sum(nil))})
 		return nil
 	}
 }

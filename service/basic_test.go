@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -148,7 +149,7 @@ func TestRequestIDEchoedWhenValid(t *testing.T) {
 
 func TestReadyFollowsLifecycle(t *testing.T) {
 	life := newLifecycle()
-	h := (&responder{}).handle(handleReady(life))
+	h := (&pipeline.Responder{}).Handle(handleReady(life))
 	check := func(wantStatus int, want string) {
 		t.Helper()
 		rec := httptest.NewRecorder()

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 )
 
@@ -49,7 +47,7 @@ func TestCacheServesLocalFilesUntilTheyChange(t *testing.T) {
 	if jobs := engineJobs(t, d); jobs != 1 {
 		t.Fatalf("%d engine jobs, want 1", jobs)
 	}
-	if hits, misses := testutil.ToFloat64(d.metrics.cacheHits), testutil.ToFloat64(d.metrics.cacheMisses); hits != 1 || misses != 1 {
+	if hits, misses := cacheCount(t, d, "hits"), cacheCount(t, d, "misses"); hits != 1 || misses != 1 {
 		t.Errorf("hits %v misses %v, want 1 and 1", hits, misses)
 	}
 	// A conditional request is answered from the cache too.
@@ -88,7 +86,7 @@ func TestCacheIsOffByDefault(t *testing.T) {
 	if jobs := engineJobs(t, d); jobs != 2 {
 		t.Errorf("%d engine jobs, want 2", jobs)
 	}
-	if d.thumbs.cache != nil || testutil.ToFloat64(d.metrics.cacheMisses) != 0 {
+	if d.thumbs.Cache != nil || cacheCount(t, d, "misses") != 0 {
 		t.Error("the cache is on")
 	}
 }
@@ -109,7 +107,7 @@ func TestCacheUploadsOnlyWhenAsked(t *testing.T) {
 		if jobs := engineJobs(t, d); jobs != want {
 			t.Errorf("THUMBD_CACHE_UPLOADS=%t: %d engine jobs, want %d", uploads, jobs, want)
 		}
-		if used := d.thumbs.limits.Budget.Used(); used != 0 {
+		if used := d.thumbs.Limits.Budget.Used(); used != 0 {
 			t.Errorf("%d source bytes still held", used)
 		}
 	}
@@ -201,7 +199,7 @@ func TestCacheFollowsOriginHeaders(t *testing.T) {
 				t.Errorf("last fetch sent If-None-Match %q, If-Modified-Since %q", inm, ims)
 			}
 			if c.sentINM || c.sentIMS {
-				if got := testutil.ToFloat64(d.metrics.cacheRevalidated); got != 1 {
+				if got := cacheCount(t, d, "revalidations"); got != 1 {
 					t.Errorf("%v revalidations, want 1", got)
 				}
 			}
@@ -273,8 +271,8 @@ func TestCacheStaysWithinItsBound(t *testing.T) {
 		if a := get(t, fmt.Sprintf("%s/thumbnail?src=photo.jpg&w=%d", base, w)); a.status != 200 {
 			t.Fatalf("w=%d: %d", w, a.status)
 		}
-		d.thumbs.cache.CleanUp()
-		if size := d.thumbs.cache.Bytes(); size > bound {
+		d.thumbs.Cache.CleanUp()
+		if size := d.thumbs.Cache.Bytes(); size > bound {
 			t.Fatalf("after w=%d the cache holds %d bytes, bound %d", w, size, bound)
 		}
 	}

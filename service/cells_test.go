@@ -346,7 +346,7 @@ func TestKillingACellMidJobCostsThatRequest(t *testing.T) {
 		}
 	}
 	waitFor(t, "the log line", func() bool { return crashLogged(cells.logs.String(), a.id, "signal SIGSEGV") })
-	if got := testutil.ToFloat64(cells.deps.metrics.rejections.WithLabelValues("engine_crashed")); got != 1 {
+	if got := testutil.ToFloat64(cells.deps.metrics.Rejections.WithLabelValues("engine_crashed")); got != 1 {
 		t.Errorf("engine_crashed counted %v times", got)
 	}
 	waitFor(t, "the replacement and the crash counted", func() bool {

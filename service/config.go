@@ -43,37 +43,37 @@ type config struct {
 	ResultStoreQueue   int64
 	// resultBackend is ResultStore's backend, built by serve (tests set
 	// their own); nil: the store is off.
-	resultBackend resultstore.Backend
-	ClientHints        bool
-	Merge              bool
-	memory             memoryPlan
-	Deadline           time.Duration
-	SourceDir          string
-	Origins            []origin.Pattern
-	AllowLoopback      bool
-	FetchTimeout       time.Duration
-	OriginMaxConns     int
-	SigningKeys        [][]byte
-	Presets            params.Presets
-	PresetsOnly        bool
-	Uploads            bool
-	UnsignedUploads    bool
-	BenchRoutes        bool
-	ShutdownDelay      time.Duration
-	ShutdownTimeout    time.Duration
-	LogLevel           slog.Level
-	ReadHeaderTimeout  time.Duration
-	ReadTimeout        time.Duration
-	WriteTimeout       time.Duration
-	IdleTimeout        time.Duration
-	JPEGShrink         thumbjob.JPEGShrink
-	AVIFEffort         int
-	Engine             string // engineInProcess or engineCells
-	CellJobs           int
-	CellMaxRSS         int64
-	CellSpares         int
-	CellIdleRecycle    time.Duration
-	SandboxRequired    bool
+	resultBackend     resultstore.Backend
+	ClientHints       bool
+	Merge             bool
+	memory            memoryPlan
+	Deadline          time.Duration
+	SourceDir         string
+	Origins           []origin.Pattern
+	AllowLoopback     bool
+	FetchTimeout      time.Duration
+	OriginMaxConns    int
+	SigningKeys       [][]byte
+	Presets           params.Presets
+	PresetsOnly       bool
+	Uploads           bool
+	UnsignedUploads   bool
+	BenchRoutes       bool
+	ShutdownDelay     time.Duration
+	ShutdownTimeout   time.Duration
+	LogLevel          slog.Level
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	JPEGShrink        thumbjob.JPEGShrink
+	AVIFEffort        int
+	Engine            string // engineInProcess or engineCells
+	CellJobs          int
+	CellMaxRSS        int64
+	CellSpares        int
+	CellIdleRecycle   time.Duration
+	SandboxRequired   bool
 }
 
 // defaultBudgetBodies is THUMBD_SOURCE_BUDGET's default in largest sources.

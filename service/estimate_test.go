@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"image"
 	"image/color"
 	"image/gif"
@@ -103,7 +104,7 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		}
 		// The source itself is in Go's heap, held by the source budget, not
 		// the job's: up to twice its length while io.ReadAll grows it.
-		est := (&thumbnails{cfg: cfg}).cost(src, req.Options)
+		est := pipeline.New(cfg.pipeline(), pipeline.Parts{}).Cost(src, thumbjob.Job{Options: req.Options})
 		job := peak - 2*int64(len(src))
 		fmt.Fprintf(&table, "| %s (%s) | `%s` | %s | %s | %s | %.2f |\n", c.name, mib(int64(len(src))), c.query, mib(peak), mib(job), mib(est), float64(est)/float64(job))
 		if job > est {

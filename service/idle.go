@@ -39,10 +39,10 @@ func releaseWhenIdle(ctx context.Context, tick <-chan time.Time, busy func() boo
 // startIdleRelease runs releaseWhenIdle for d's thumbnails until ctx ends.
 func startIdleRelease(ctx context.Context, d deps) {
 	t := time.NewTicker(time.Second)
-	gate, seen := d.thumbs.gate, d.thumbs.gate.Admitted()
+	gate, seen := d.thumbs.Gate, d.thumbs.Gate.Admitted()
 	busy := func() bool {
 		n := gate.Admitted()
-		active := n != seen || gate.Running()+gate.Waiting() > 0 || d.thumbs.limits.Budget.Used() > 0
+		active := n != seen || gate.Running()+gate.Waiting() > 0 || d.thumbs.Limits.Budget.Used() > 0
 		seen = n
 		return active
 	}

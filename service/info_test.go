@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"io"
 	"net/http"
 	"net/url"
@@ -46,7 +47,7 @@ func TestInfoDescribesTheSource(t *testing.T) {
 	srv, _ := newTestServer(t, cfg)
 
 	status, h, body := do(t, "GET", srv.URL+"/info?src=r.jpg", nil)
-	if status != 200 || h.Get("Content-Type") != "application/json" || h.Get("ETag") == "" || h.Get("Cache-Control") != cacheControl {
+	if status != 200 || h.Get("Content-Type") != "application/json" || h.Get("ETag") == "" || h.Get("Cache-Control") != pipeline.CacheControl {
 		t.Fatalf("GET: %d %v %s", status, h, body)
 	}
 	info := readInfo(t, body)
@@ -188,7 +189,7 @@ func TestInfoAdmission(t *testing.T) {
 	if status, _, body := postInfo(t, srv.URL, "?thumbhash=false", big); status != 200 {
 		t.Errorf("its header within 24 MiB: %d %s", status, body)
 	}
-	if _, used := d.thumbs.gate.Memory(); used != 0 {
+	if _, used := d.thumbs.Gate.Memory(); used != 0 {
 		t.Errorf("memory still held after the answers: %d", used)
 	}
 	resp, err := http.Get(srv.URL + "/metrics")

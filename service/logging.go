@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -12,17 +11,9 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 )
-
-type loggerKey struct{}
-
-// loggerFrom returns the request's logger (it carries the request ID).
-func loggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
-	}
-	return slog.Default()
-}
 
 // requestIDs makes IDs that are unique per process without a syscall per
 // request: a random prefix chosen at start-up and a counter.
@@ -77,7 +68,7 @@ func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.
 			}
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			start := time.Now()
-			next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), loggerKey{}, logger)))
+			next.ServeHTTP(ww, r.WithContext(pipeline.WithLogger(r.Context(), logger)))
 			level := slog.LevelDebug
 			switch {
 			case ww.Status() >= 500:

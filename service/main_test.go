@@ -110,3 +110,25 @@ func do(t *testing.T, method, url string, body io.Reader, header ...string) (int
 	}
 	return resp.StatusCode, resp.Header, b
 }
+
+// errorBody is the API's error answer, as a client reads it.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// cacheCount is the result cache's thumbd_cache_<name>_total now.
+func cacheCount(t *testing.T, d deps, name string) float64 {
+	t.Helper()
+	families, err := d.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "thumbd_cache_"+name+"_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no thumbd_cache_%s_total", name)
+	return 0
+}

@@ -36,9 +36,9 @@ type memoryPlan struct {
 	// StoreQueue is THUMBD_RESULT_STORE_QUEUE when the result store is
 	// on: thumbnails waiting to be written, in the Go heap.
 	StoreQueue int64
-	Cells   int64 // idle memory of the cells (cells mode)
-	Jobs    int64 // THUMBD_MEMORY_BUDGET: libvips' memory for jobs in the works
-	Queue   int   // THUMBD_QUEUE
+	Cells      int64 // idle memory of the cells (cells mode)
+	Jobs       int64 // THUMBD_MEMORY_BUDGET: libvips' memory for jobs in the works
+	Queue      int   // THUMBD_QUEUE
 	// GoLimit is the Go runtime's soft memory limit set at start; 0 when
 	// GOMEMLIMIT was given (the runtime then applied it itself).
 	GoLimit int64

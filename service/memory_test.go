@@ -137,7 +137,7 @@ func TestNeedsMoreMemory(t *testing.T) {
 	if resp.StatusCode != 422 || e.Code != "needs_more_memory" || !strings.Contains(e.Error, "40 MiB") {
 		t.Fatalf("a 4096x4096 AVIF within 40 MiB: %d %s", resp.StatusCode, b)
 	}
-	if _, used := d.thumbs.gate.Memory(); used != 0 {
+	if _, used := d.thumbs.Gate.Memory(); used != 0 {
 		t.Errorf("memory still held after the answers: %d", used)
 	}
 	metrics, _ := http.Get(srv.URL + "/metrics")

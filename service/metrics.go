@@ -15,6 +15,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -24,27 +25,20 @@ var version = "dev"
 // metrics are the service's own instruments, registered on an explicit
 // registry that is passed in.
 type metrics struct {
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	inFlight   prometheus.Gauge
-	queueWait  prometheus.Histogram
-	processing prometheus.Histogram
-	// infoProcessing is processing's twin for /info, by whether the job
-	// made a ThumbHash (a decode) or read only the header.
-	infoProcessing *prometheus.HistogramVec
-	sourceBytes    prometheus.Histogram
-	rejections     *prometheus.CounterVec
-	fetchTime      prometheus.Histogram
-	fetchBytes     prometheus.Histogram
-	fetchErrors    *prometheus.CounterVec
-	// Shared results (shared.go).
-	merged, cacheHits, cacheMisses, cacheRevalidated prometheus.Counter
+	*pipeline.Metrics // the engine routes' pipeline's
+	requests          *prometheus.CounterVec
+	duration          *prometheus.HistogramVec
+	inFlight          prometheus.Gauge
+	fetchTime         prometheus.Histogram
+	fetchBytes        prometheus.Histogram
+	fetchErrors       *prometheus.CounterVec
 }
 
 // newMetrics registers the service's metrics; signingKeys is how many keys
 // verify signed URLs (0: signing is off).
 func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engine, mode string, signingKeys int) *metrics {
 	m := &metrics{
+		Metrics: pipeline.NewMetrics(reg),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "thumbd_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status code.",
 		}, []string{"route", "method", "code"}),
@@ -55,25 +49,6 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "thumbd_http_requests_in_flight", Help: "HTTP requests being served.",
 		}),
-		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "thumbd_thumbnail_queue_wait_seconds", Help: "Time admitted jobs (thumbnails and /info) waited for libvips and a processing slot.",
-			Buckets: []float64{.0001, .001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}),
-		processing: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "thumbd_thumbnail_processing_seconds", Help: "Time libvips spent on one thumbnail, decode to encode.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}),
-		infoProcessing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "thumbd_info_processing_seconds", Help: "Time the engine spent describing one source for /info, by whether it made a ThumbHash.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-		}, []string{"thumbhash"}),
-		sourceBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "thumbd_thumbnail_source_bytes", Help: "Size of the source images admitted.",
-			Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
-		}),
-		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "thumbd_thumbnail_rejections_total", Help: "Thumbnail and /info requests refused or failed, by reason.",
-		}, []string{"reason"}),
 		fetchTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "thumbd_origin_fetch_duration_seconds", Help: "Time to fetch a source from an origin (GET /thumbnail?url=), failed fetches included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
@@ -86,21 +61,6 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 			Name: "thumbd_origin_fetch_errors_total", Help: "Origin fetches that failed, by the error code they were answered with.",
 		}, []string{"code"}),
 	}
-	for _, hash := range []string{"true", "false"} {
-		m.infoProcessing.WithLabelValues(hash) // both series exist from the start
-	}
-	m.merged = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "thumbd_thumbnail_merged_total", Help: "Thumbnail requests that joined an identical job in flight instead of starting one.",
-	})
-	m.cacheHits = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "thumbd_cache_hits_total", Help: "Thumbnail requests answered from the result cache without asking the source.",
-	})
-	m.cacheMisses = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "thumbd_cache_misses_total", Help: "Thumbnail requests the result cache (when on) had no fresh answer for.",
-	})
-	m.cacheRevalidated = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "thumbd_cache_revalidations_total", Help: "Stale cached thumbnails kept because their origin answered 304 Not Modified.",
-	})
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "thumbd_build_info", Help: "Build of the running thumbd: always 1.",
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "libvips": thumb.Version()},
@@ -114,8 +74,8 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		Name: "thumbd_signing_keys", Help: "Keys that verify signed URLs (THUMBD_SIGNING_KEYS); 0: signed URLs are off, thumbnail URLs are served unsigned.",
 	})
 	signing.Set(float64(signingKeys))
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.queueWait, m.processing, m.infoProcessing, m.sourceBytes, m.rejections, buildInfo, engineInfo, signing, eng.Collector(),
-		m.fetchTime, m.fetchBytes, m.fetchErrors, m.merged, m.cacheHits, m.cacheMisses, m.cacheRevalidated,
+	reg.MustRegister(m.requests, m.duration, m.inFlight, buildInfo, engineInfo, signing, eng.Collector(),
+		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
 		}, func() float64 { return float64(gate.Waiting()) }),

@@ -29,9 +29,9 @@ func TestMetrics(t *testing.T) {
 		{"unmatched 404", testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "GET", "404")), 1},
 		{"unknown method", testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "other", "405")) + testutil.ToFloat64(m.requests.WithLabelValues("/health", "other", "405")), 1},
 		{"thumbnail 200", testutil.ToFloat64(m.requests.WithLabelValues("/thumbnail", "POST", "200")), 1},
-		{"unsupported", testutil.ToFloat64(m.rejections.WithLabelValues("unsupported_format")), 1},
-		{"bad parameter", testutil.ToFloat64(m.rejections.WithLabelValues("bad_parameter")), 1},
-		{"source bytes observed", float64(testutil.CollectAndCount(m.sourceBytes)), 1},
+		{"unsupported", testutil.ToFloat64(m.Rejections.WithLabelValues("unsupported_format")), 1},
+		{"bad parameter", testutil.ToFloat64(m.Rejections.WithLabelValues("bad_parameter")), 1},
+		{"source bytes observed", float64(testutil.CollectAndCount(m.SourceBytes)), 1},
 		{"in flight back to zero", testutil.ToFloat64(m.inFlight), 0},
 	}
 	for _, c := range checks {

@@ -107,7 +107,7 @@ func TestOriginThumbnail(t *testing.T) {
 	if status != 304 {
 		t.Errorf("If-None-Match: %d", status)
 	}
-	if used := d.thumbs.limits.Budget.Used(); used != 0 {
+	if used := d.thumbs.Limits.Budget.Used(); used != 0 {
 		t.Errorf("%d bytes still held", used)
 	}
 }
@@ -207,7 +207,7 @@ func TestOriginAnswers(t *testing.T) {
 			}
 		})
 	}
-	if used := d.thumbs.limits.Budget.Used(); used != 0 {
+	if used := d.thumbs.Limits.Budget.Used(); used != 0 {
 		t.Errorf("%d bytes still held", used)
 	}
 	// The fetch metrics: errors by code, bytes of what was read whole.
@@ -300,7 +300,7 @@ func TestOriginRedirectHopIsGuarded(t *testing.T) {
 	cfg := originConfig(t, true, "http://"+first.hostPort(), hop)
 	d := newTestDeps(t, cfg)
 	dns := startFakeDNS(t, netip.IPv4Unspecified())
-	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver, d.tracing)
+	d.thumbs.Sources.Origins = newOrigins(cfg, d.thumbs.Limits, d.metrics, dns.resolver, d.tracing)
 	srv := newTestServerFrom(t, d)
 	getError(t, thumbURL(srv.URL, first.URL+"/a.jpg", ""), 403, apierr.OriginAddressBlocked)
 	if first.conns.Load() == 0 || dns.queries.Load() == 0 {
@@ -381,7 +381,7 @@ func TestOriginDNSRebinding(t *testing.T) {
 		dns := startFakeDNS(t, netip.MustParseAddr(answer))
 		cfg := originConfig(t, allow, entry)
 		d := newTestDeps(t, cfg)
-		d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver, d.tracing)
+		d.thumbs.Sources.Origins = newOrigins(cfg, d.thumbs.Limits, d.metrics, dns.resolver, d.tracing)
 		status, _, body := do(t, "GET", thumbURL(newTestServerFrom(t, d).URL, target+"/a.jpg", "w=10"), nil)
 		if dns.queries.Load() == 0 {
 			t.Fatalf("%s: the test resolver was never asked", answer)
@@ -459,7 +459,7 @@ func originIgnoresProxy(t *testing.T, proxyURL string) {
 	name := "http://images.proxied.localhost:" + port
 	cfg := originConfig(t, true, name)
 	d := newTestDeps(t, cfg)
-	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver, d.tracing)
+	d.thumbs.Sources.Origins = newOrigins(cfg, d.thumbs.Limits, d.metrics, dns.resolver, d.tracing)
 	srv := newTestServerFrom(t, d)
 	if status, _, body := do(t, "GET", thumbURL(srv.URL, name+"/a.jpg", "w=10"), nil); status != 200 {
 		t.Fatalf("%d %s", status, body)
@@ -535,7 +535,7 @@ func TestOriginUnreachable(t *testing.T) {
 	cfg.FetchTimeout = 20 * time.Second
 	cfg.Deadline, cfg.WriteTimeout = 30*time.Second, 40*time.Second
 	d := newTestDeps(t, cfg)
-	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, startFakeDNS(t, netip.Addr{}).resolver, d.tracing)
+	d.thumbs.Sources.Origins = newOrigins(cfg, d.thumbs.Limits, d.metrics, startFakeDNS(t, netip.Addr{}).resolver, d.tracing)
 	srv := newTestServerFrom(t, d)
 
 	for _, u := range []string{"http://" + refused + "/a.jpg", tlsOrigin.URL + "/a.jpg", nameless + "/a.jpg"} {
@@ -589,7 +589,7 @@ func TestOriginNonASCIIHostIsNotFetched(t *testing.T) {
 	dns := startFakeDNS(t, netip.MustParseAddr("127.0.0.1"))
 	cfg := originConfig(t, true, "http://images.bigcorp.localhost:"+port)
 	d := newTestDeps(t, cfg)
-	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver, d.tracing)
+	d.thumbs.Sources.Origins = newOrigins(cfg, d.thumbs.Limits, d.metrics, dns.resolver, d.tracing)
 	srv := newTestServerFrom(t, d)
 	unlisted, _, unlistedBody := do(t, "GET", thumbURL(srv.URL, "http://images.unlisted.localhost:"+port+"/x.jpg", ""), nil)
 	for _, host := range []string{"images.b\u0130gcorp.localhost", "images.b%C4%B0gcorp.localhost", "IMAGES.B\u0130GCORP.LOCALHOST"} {
@@ -617,7 +617,7 @@ func TestOriginIPLiteralWithTrailingDot(t *testing.T) {
 	dns := startFakeDNS(t, netip.IPv4Unspecified())
 	cfg := originConfig(t, true, "http://127.0.0.1:"+port)
 	d := newTestDeps(t, cfg)
-	d.thumbs.origins = newOrigins(cfg, d.thumbs.limits, d.metrics, dns.resolver, d.tracing)
+	d.thumbs.Sources.Origins = newOrigins(cfg, d.thumbs.Limits, d.metrics, dns.resolver, d.tracing)
 	srv := newTestServerFrom(t, d)
 	if status, _, body := do(t, "GET", thumbURL(srv.URL, "http://127.0.0.1.:"+port+"/x.jpg", "w=10"), nil); status != 200 {
 		t.Errorf("%d %s", status, body)

@@ -259,7 +259,7 @@ func TestSlowUploadsHoldNoPlace(t *testing.T) {
 		slowUpload(t, srv.URL, 100000, []byte("\xff\xd8\xff"))
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for d.thumbs.limits.Budget.Used() < 6*3 && time.Now().Before(deadline) {
+	for d.thumbs.Limits.Budget.Used() < 6*3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if status, _, body := postThumb(t, srv.URL, "?w=32&h=32", encodeJPEG(t, scene(64, 48), 85)); status != 200 {
@@ -270,7 +270,7 @@ func TestSlowUploadsHoldNoPlace(t *testing.T) {
 	cfg.MaxBodyBytes, cfg.SourceBudget = 1000, 1000
 	srv, d = newTestServer(t, cfg)
 	slowUpload(t, srv.URL, 1000, make([]byte, 990))
-	for d.thumbs.limits.Budget.Used() < 990 && time.Now().Before(deadline) {
+	for d.thumbs.Limits.Budget.Used() < 990 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	status, h, body := postThumb(t, srv.URL, "", encodeJPEG(t, scene(64, 48), 85)[:999])
@@ -292,7 +292,7 @@ func TestFullGateRefusesWithoutReadingBody(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Concurrency, cfg.Queue = 1, 0
 			srv, d := newTestServer(t, cfg)
-			held, err := d.thumbs.gate.Admit(0)
+			held, err := d.thumbs.Gate.Admit(0)
 			if err != nil {
 				t.Fatal(err)
 			}

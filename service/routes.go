@@ -6,12 +6,14 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 )
 
 // addRoutes lists every route of the API: the whole surface on one screen.
 // The OpenAPI document (openapi.json) is tested against this list.
 func addRoutes(r chi.Router, d deps) {
-	h := d.respond.handle
+	h := d.respond.Handle
 	r.Get("/health", h(handleHealth).ServeHTTP)
 	r.Get("/ready", h(handleReady(d.life)).ServeHTTP)
 	if d.cfg.BenchRoutes { // the benchmark contract; off: unknown paths
@@ -20,10 +22,13 @@ func addRoutes(r chi.Router, d deps) {
 		r.Get("/hash", h(handleHashGet).ServeHTTP)
 		r.Post("/hash", h(uploadsOnly(d.cfg, handleHashPost(d.cfg.MaxBodyBytes))).ServeHTTP)
 	}
-	r.Post("/thumbnail", h(rejections(uploadsOnly(d.cfg, d.thumbs.handlePost()))).ServeHTTP)
-	r.Get("/thumbnail", h(rejections(d.thumbs.handleGet())).ServeHTTP)
-	r.Post("/info", h(rejections(uploadsOnly(d.cfg, d.thumbs.handleInfoPost()))).ServeHTTP)
-	r.Get("/info", h(rejections(d.thumbs.handleInfoGet())).ServeHTTP)
+	for _, rt := range params.Routes() { // GET and POST /thumbnail and /info
+		handler := d.thumbs.Handler(rt)
+		if rt.Upload() {
+			handler = uploadsOnly(d.cfg, handler)
+		}
+		r.Method(rt.Method, rt.Path, h(pipeline.Rejections(handler)))
+	}
 	r.Get("/metrics", metricsHandler(d.registry).ServeHTTP)
 	r.NotFound(h(func(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "No route %s.", r.URL.Path)
@@ -34,10 +39,18 @@ func addRoutes(r chi.Router, d deps) {
 }
 
 // uploadsOnly serves next unless uploads are off (THUMBD_UPLOADS=false):
-// the one place the switch is applied, to both POST routes.
-func uploadsOnly(cfg config, next handlerFunc) handlerFunc {
+// the one place the switch is applied, to every POST route.
+func uploadsOnly(cfg config, next pipeline.HandlerFunc) pipeline.HandlerFunc {
 	if cfg.Uploads {
 		return next
 	}
 	return func(w http.ResponseWriter, r *http.Request) error { return uploadsDisabled(r) }
+}
+
+// uploadsDisabled is the answer to a POST when THUMBD_UPLOADS=false: a 405
+// (the route serves GET), given before a byte of the body is read, on a
+// connection then closed rather than drained.
+func uploadsDisabled(r *http.Request) error {
+	return &apierr.Error{Code: apierr.UploadsDisabled, CloseConnection: true,
+		Message: "POST " + r.URL.Path + " is off on this service (THUMBD_UPLOADS=false); GET is served."}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"image/png"
 	"io"
 	"log/slog"
@@ -184,7 +185,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 }
 
 func TestHealthSubcommand(t *testing.T) {
-	ok := httptest.NewServer((&responder{}).handle(handleHealth))
+	ok := httptest.NewServer((&pipeline.Responder{}).Handle(handleHealth))
 	defer ok.Close()
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
 	defer bad.Close()

@@ -14,10 +14,12 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/origin"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // deps is what the handlers need, built once in run.
@@ -27,8 +29,8 @@ type deps struct {
 	registry *prometheus.Registry
 	metrics  *metrics
 	life     *lifecycle
-	respond  *responder
-	thumbs   *thumbnails
+	respond  *pipeline.Responder
+	thumbs   *pipeline.Pipeline // the engine routes' pipeline
 	tracing  *tracing
 	store    *resultstore.Store
 }
@@ -42,7 +44,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
 	m := newMetrics(reg, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
-	rs := &responder{rejections: m.rejections}
+	rs := pipeline.NewResponder(m.Rejections)
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.
 	// A source of known length waits for the budget up to half the
@@ -59,11 +61,23 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	reg.MustRegister(store.Collectors()...)
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store,
-		thumbs: &thumbnails{cfg: cfg, gate: gate, limits: limits, dir: dir, respond: rs, tracer: tr.tracer,
-			cache: cache, store: store, flights: newFlights(), metrics: m,
-			origins: newOrigins(cfg, limits, m, nil, tr),
-			signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
-			engine:  &engineStage{engine: eng, life: life, metrics: m, tracer: tr.tracer}},
+		thumbs: pipeline.New(cfg.pipeline(), pipeline.Parts{
+			Engine: eng, Ready: life.engineReady, Gate: gate, Limits: limits,
+			Sources: pipeline.Sources{Dir: dir, Origins: newOrigins(cfg, limits, m, nil, tr)},
+			Signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
+			Cache:   cache, Store: store, Tracer: tr.tracer, Metrics: m.Metrics, Respond: rs,
+		}),
+	}
+}
+
+// pipeline is what the engine routes' pipeline reads of the settings.
+func (c config) pipeline() pipeline.Config {
+	return pipeline.Config{
+		Deadline: c.Deadline, Rules: c.rules(),
+		ClientHints: c.ClientHints, Merge: c.Merge, CacheUploads: c.CacheUploads, UnsignedUploads: c.UnsignedUploads,
+		MaxPixels: c.MaxPixels, MaxFrames: c.MaxFrames, MaxSide: c.MaxSide, QualityShrink: c.JPEGShrink == thumbjob.JPEGShrinkQuality,
+		SourceInJob:  c.Engine == engineCells,
+		MemoryBudget: c.MemoryBudget, MemoryLimit: c.memory.Limit.Bytes,
 	}
 }
 

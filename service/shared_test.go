@@ -22,7 +22,7 @@ import (
 func engineJobs(t *testing.T, d deps) uint64 {
 	t.Helper()
 	var m dto.Metric
-	if err := d.metrics.processing.(prometheus.Metric).Write(&m); err != nil {
+	if err := d.metrics.Processing.(prometheus.Metric).Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
@@ -51,7 +51,7 @@ func dirServer(t *testing.T, files map[string][]byte, edit func(*config)) (strin
 // in the queue; release lets them run.
 func holdSlot(t *testing.T, d deps) (release func()) {
 	t.Helper()
-	held, err := d.thumbs.gate.Admit(0)
+	held, err := d.thumbs.Gate.Admit(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,7 @@ func concurrently(t *testing.T, n int, u string, header ...string) []answer {
 	return answers
 }
 
-func inFlight(d deps) int {
-	d.thumbs.flights.mu.Lock()
-	defer d.thumbs.flights.mu.Unlock()
-	return len(d.thumbs.flights.m)
-}
+func inFlight(d deps) int { return d.thumbs.InFlight() }
 
 func TestIdenticalRequestsShareOneJob(t *testing.T) {
 	photo := encodeJPEG(t, scene(1600, 1200), 90)
@@ -99,7 +95,7 @@ func TestIdenticalRequestsShareOneJob(t *testing.T) {
 	go func() {
 		done <- concurrently(t, n, base+"/thumbnail?src=photo.jpg&w=200&h=200&format=auto", "Accept", "image/webp")
 	}()
-	waitFor(t, "every request to join", func() bool { return testutil.ToFloat64(d.metrics.merged) == n-1 })
+	waitFor(t, "every request to join", func() bool { return testutil.ToFloat64(d.metrics.Merged) == n-1 })
 	release()
 	answers := <-done
 	for i, a := range answers {
@@ -115,7 +111,7 @@ func TestIdenticalRequestsShareOneJob(t *testing.T) {
 	if jobs := engineJobs(t, d); jobs != 1 {
 		t.Errorf("%d engine jobs for %d identical requests, want 1", jobs, n)
 	}
-	if used := d.thumbs.limits.Budget.Used(); used != 0 {
+	if used := d.thumbs.Limits.Budget.Used(); used != 0 {
 		t.Errorf("%d source bytes still held", used)
 	}
 	// A later request is a job of its own: nothing is kept (the cache is off).
@@ -143,7 +139,7 @@ func TestDifferentRequestsDoNotMerge(t *testing.T) {
 	waitFor(t, "every job to start", func() bool { return inFlight(d) == len(queries) })
 	release()
 	wg.Wait()
-	if merged := testutil.ToFloat64(d.metrics.merged); merged != 0 {
+	if merged := testutil.ToFloat64(d.metrics.Merged); merged != 0 {
 		t.Errorf("%v requests merged, want 0", merged)
 	}
 	if jobs := engineJobs(t, d); jobs != uint64(len(queries)) {
@@ -170,13 +166,13 @@ func TestMergedWaiterLeavingCancelsNoOne(t *testing.T) {
 	waitFor(t, "the job to start", func() bool { return inFlight(d) == 1 })
 	second := make(chan answer, 1)
 	go func() { s, h, b := do(t, "GET", u, nil); second <- answer{s, h, b} }()
-	waitFor(t, "the second request to join", func() bool { return testutil.ToFloat64(d.metrics.merged) == 1 })
+	waitFor(t, "the second request to join", func() bool { return testutil.ToFloat64(d.metrics.Merged) == 1 })
 	cancel()
 	if err := <-left; err == nil {
 		t.Fatal("the cancelled request was answered")
 	}
 	waitFor(t, "the leaver to be counted", func() bool {
-		return testutil.ToFloat64(d.metrics.rejections.WithLabelValues(string(apierr.ClientGone))) == 1
+		return testutil.ToFloat64(d.metrics.Rejections.WithLabelValues(string(apierr.ClientGone))) == 1
 	})
 	release()
 	a := <-second
@@ -223,7 +219,7 @@ func TestMergedErrorsAreSharedNotKept(t *testing.T) {
 	release := holdSlot(t, d)
 	done := make(chan []answer)
 	go func() { done <- concurrently(t, 5, base+"/thumbnail?src=bad.jpg&w=100") }()
-	waitFor(t, "every request to join", func() bool { return testutil.ToFloat64(d.metrics.merged) == 4 })
+	waitFor(t, "every request to join", func() bool { return testutil.ToFloat64(d.metrics.Merged) == 4 })
 	release()
 	for i, a := range <-done {
 		if a.status != 422 {
@@ -258,9 +254,9 @@ func TestIdenticalUploadsShareOneJob(t *testing.T) {
 			bodies[i] = b
 		})
 	}
-	waitFor(t, "every upload to join", func() bool { return testutil.ToFloat64(d.metrics.merged) == 4 })
+	waitFor(t, "every upload to join", func() bool { return testutil.ToFloat64(d.metrics.Merged) == 4 })
 	// The joiners' bodies went back to the budget at once; the job holds one.
-	if used := d.thumbs.limits.Budget.Used(); used != int64(len(photo)) {
+	if used := d.thumbs.Limits.Budget.Used(); used != int64(len(photo)) {
 		t.Errorf("%d source bytes held while merged, want one body's %d", used, len(photo))
 	}
 	release()
@@ -273,7 +269,7 @@ func TestIdenticalUploadsShareOneJob(t *testing.T) {
 	if jobs := engineJobs(t, d); jobs != 1 {
 		t.Errorf("%d engine jobs, want 1", jobs)
 	}
-	if used := d.thumbs.limits.Budget.Used(); used != 0 {
+	if used := d.thumbs.Limits.Budget.Used(); used != 0 {
 		t.Errorf("%d source bytes still held", used)
 	}
 }
@@ -284,14 +280,14 @@ func TestMergeOffRunsEveryRequest(t *testing.T) {
 	release := holdSlot(t, d)
 	done := make(chan []answer)
 	go func() { done <- concurrently(t, 5, base+"/thumbnail?src=photo.jpg&w=100") }()
-	waitFor(t, "every request to queue", func() bool { return d.thumbs.gate.Waiting() == 5 })
+	waitFor(t, "every request to queue", func() bool { return d.thumbs.Gate.Waiting() == 5 })
 	release()
 	for i, a := range <-done {
 		if a.status != 200 {
 			t.Fatalf("answer %d: %d", i, a.status)
 		}
 	}
-	if jobs, merged := engineJobs(t, d), testutil.ToFloat64(d.metrics.merged); jobs != 5 || merged != 0 {
+	if jobs, merged := engineJobs(t, d), testutil.ToFloat64(d.metrics.Merged); jobs != 5 || merged != 0 {
 		t.Errorf("THUMBD_MERGE=false: %d engine jobs, %v merged; want 5 and 0", jobs, merged)
 	}
 }

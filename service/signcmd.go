@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -43,12 +44,19 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 	if len(cfg.SigningKeys) == 0 {
 		return errors.New("THUMBD_SIGNING_KEYS is not set: there is no key to sign with")
 	}
+	method := http.MethodGet
+	if *upload {
+		method = http.MethodPost
+	}
 	u, err := url.Parse(fs.Arg(0))
-	if err != nil || u.Scheme != "" || u.Host != "" || (u.Path != "/thumbnail" && u.Path != "/info") {
+	route, known := params.Route{}, false
+	if err == nil {
+		route, known = params.RouteOf(method, u.Path)
+	}
+	if !known || u.Scheme != "" || u.Host != "" {
 		return fmt.Errorf("%q: want the path and query of a GET /thumbnail or /info, such as /thumbnail?src=a.jpg&w=200", fs.Arg(0))
 	}
-	parseQuery, read := queryRules(cfg, u.Path, *upload)
-	q, err := parseQuery(u.RawQuery)
+	q, err := route.Query(u.RawQuery)
 	if err != nil {
 		return err
 	}
@@ -64,7 +72,7 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 		}
 		q["exp"] = strconv.FormatInt(now.Add(*exp).Unix(), 10)
 	}
-	if err := read(q); err != nil {
+	if _, err := route.Read(cfg.rules(), q); err != nil {
 		return err
 	}
 	// The URL made is checked as the service will check it: an exp= that
@@ -83,23 +91,4 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 	}
 	_, err = fmt.Fprintln(stdout, signed)
 	return err
-}
-
-// queryRules are how the route at path (with upload, its POST) decodes and
-// reads its query.
-func queryRules(cfg config, path string, upload bool) (func(string) (map[string]string, error), func(map[string]string) error) {
-	switch {
-	case path == "/info" && upload:
-		return params.InfoUploadQuery, checkOnly(params.InfoUpload)
-	case path == "/info":
-		return params.InfoGetQuery, checkOnly(params.InfoGet)
-	case upload:
-		return params.UploadQuery, checkOnly(cfg.rules().Upload)
-	}
-	return params.GetQuery, checkOnly(cfg.rules().Get)
-}
-
-// checkOnly keeps a query reader's error and drops what it read.
-func checkOnly[T any](read func(map[string]string) (T, error)) func(map[string]string) error {
-	return func(q map[string]string) error { _, err := read(q); return err }
 }

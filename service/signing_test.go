@@ -186,8 +186,8 @@ func TestUploadsAreSignedWhenKeysAreSet(t *testing.T) {
 func TestSignatureCheckedBeforeAdmission(t *testing.T) {
 	key := hexKey(t, testKeyHex)
 	base, _, _, d := signedServer(t, key)
-	for !d.thumbs.gate.Full() {
-		ticket, err := d.thumbs.gate.Admit(0)
+	for !d.thumbs.Gate.Full() {
+		ticket, err := d.thumbs.Gate.Admit(0)
 		if err != nil {
 			t.Fatal(err)
 		}

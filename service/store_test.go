@@ -251,7 +251,7 @@ func TestResultStoreUploadsOnlyWhenAllowed(t *testing.T) {
 		if n := storeMetric(t, db, "thumbd_result_store_hits_total") + storeMetric(t, db, "thumbd_result_store_misses_total"); n != wantLookups {
 			t.Errorf("THUMBD_CACHE_UPLOADS=%s: %g lookups, want %g", uploads, n, wantLookups)
 		}
-		if used := db.thumbs.limits.Budget.Used(); used != 0 {
+		if used := db.thumbs.Limits.Budget.Used(); used != 0 {
 			t.Errorf("%d source bytes still held", used)
 		}
 	}

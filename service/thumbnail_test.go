@@ -379,7 +379,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.Concurrency, cfg.Queue = 1, 0
 		srv, d := newTestServer(t, cfg)
-		held, err := d.thumbs.gate.Admit(0) // the only place, taken
+		held, err := d.thumbs.Gate.Admit(0) // the only place, taken
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +406,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.Concurrency, cfg.Queue, cfg.Deadline = 1, 1, 100*time.Millisecond
 		srv, d := newTestServer(t, cfg)
-		held, _ := d.thumbs.gate.Admit(0)
+		held, _ := d.thumbs.Gate.Admit(0)
 		if err := held.Run(context.Background()); err != nil { // the only slot, busy
 			t.Fatal(err)
 		}
@@ -425,7 +425,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 		cfg := testConfig(t)
 		d := newTestDeps(t, cfg)
 		d.life = newLifecycle() // not started yet
-		d.thumbs.engine.life = d.life
+		d.thumbs.Ready = d.life.engineReady
 		srv := newTestServerFrom(t, d)
 		done := make(chan int, 1)
 		go func() { s, _, _ := postThumb(t, srv.URL, "", src); done <- s }()

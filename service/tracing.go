@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -16,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/otlphttp"
 )
 
@@ -123,27 +121,4 @@ func (t *tracing) transport(base http.RoundTripper) http.RoundTripper {
 	}
 	return otelhttp.NewTransport(base, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "origin " + r.Method }))
-}
-
-// Span attribute keys of thumbd's own.
-const (
-	attrErrorCode = attribute.Key("thumbd.error.code") // the API error code (apierr)
-)
-
-// endSpan ends a stage's span; an error marks it failed with its API code.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		failSpan(span, err)
-	}
-	span.End()
-}
-
-// failSpan sets span's status to the error, with its API code.
-func failSpan(span trace.Span, err error) {
-	if !span.IsRecording() {
-		return
-	}
-	e := apierr.From(err)
-	span.SetAttributes(attrErrorCode.String(string(e.Code)))
-	span.SetStatus(codes.Error, e.Message)
 }

@@ -153,6 +153,12 @@ func (p *Pool) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thum
 	return info, err
 }
 
+// Run runs one job, a thumbnail or a description, on an idle cell (the
+// pipeline's one engine call).
+func (p *Pool) Run(ctx context.Context, src []byte, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, p.Thumbnail, p.Info)
+}
+
 // run runs one job on an idle cell, waiting for one within ctx, and keeps
 // the cell, retires it or lets it go after what the job did.
 func (p *Pool) run(ctx context.Context, job func(m *member) (cell.Stats, error)) error {

@@ -11,18 +11,23 @@
 package results
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/maypok86/otter/v2"
 	"github.com/maypok86/otter/v2/stats"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/thumbd/thumbd/service/internal/source"
-	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
-// Entry is one finished answer: what a fresh job would have written.
+// Entry is one finished answer: what a fresh job would have written (a
+// thumbnail, or /info's JSON). An entry without a Body is a 304: the
+// request's If-None-Match matched, nothing is kept.
 type Entry struct {
-	Image thumbjob.Image
-	ETag  string
+	Body []byte
+	Type string // Body's media type
+	ETag string
 	// Fresh is how long the entry may be served without asking its
 	// source, and the validators to ask it with.
 	Fresh source.Freshness
@@ -39,6 +44,9 @@ type Cache struct {
 	c     *otter.Cache[string, *Entry]
 	stats *stats.Counter
 	max   int64
+	// hits, misses and revalidations are counted here, beside the
+	// evictions, so that every thumbd_cache_* series has one owner.
+	hits, misses, revalidations atomic.Uint64
 }
 
 // New returns a cache of at most maxBytes (entries' bytes, keys and
@@ -51,19 +59,34 @@ func New(maxBytes int64) *Cache {
 	return &Cache{max: maxBytes, stats: counter, c: otter.Must(&otter.Options[string, *Entry]{
 		MaximumWeight: uint64(maxBytes),
 		Weigher: func(key string, e *Entry) uint32 {
-			return uint32(min(len(e.Image.Bytes)+len(key)+entryOverhead, 1<<32-1))
+			return uint32(min(len(e.Body)+len(key)+entryOverhead, 1<<32-1))
 		},
 		StatsRecorder: counter,
 	})}
 }
 
-// Get is key's entry, whatever its freshness (the caller revalidates a
-// stale one).
-func (c *Cache) Get(key string) (*Entry, bool) {
+// Lookup is key's entry, whatever its freshness (the caller revalidates a
+// stale one), and whether it is fresh at now: counted as a hit when it
+// is, else as a miss.
+func (c *Cache) Lookup(key string, now time.Time) (e *Entry, fresh bool) {
 	if c == nil {
 		return nil, false
 	}
-	return c.c.GetIfPresent(key)
+	e, ok := c.c.GetIfPresent(key)
+	if ok && e.Fresh.Fresh(now) {
+		c.hits.Add(1)
+		return e, true
+	}
+	c.misses.Add(1)
+	return e, false
+}
+
+// Revalidated counts a stale entry kept because its source answered that
+// it had not changed.
+func (c *Cache) Revalidated() {
+	if c != nil {
+		c.revalidations.Add(1)
+	}
 }
 
 // Put keeps e under key when its freshness allows it.
@@ -93,11 +116,13 @@ func (c *Cache) CleanUp() {
 	}
 }
 
-// Collector is the cache's Prometheus metrics (zeros when it is off, so
-// that the series exist either way). Hits and misses are counted by the
-// service, which knows whether an entry served.
+// Collector is the cache's Prometheus metrics, every thumbd_cache_* series
+// (zeros when it is off, so that the series exist either way).
 func (c *Cache) Collector() prometheus.Collector {
 	return &collector{c: c,
+		hits:      prometheus.NewDesc("thumbd_cache_hits_total", "Thumbnail and /info requests answered from the result cache without asking the source.", nil, nil),
+		misses:    prometheus.NewDesc("thumbd_cache_misses_total", "Thumbnail and /info requests the result cache (when on) had no fresh answer for.", nil, nil),
+		revalid:   prometheus.NewDesc("thumbd_cache_revalidations_total", "Stale cached answers kept because their origin answered 304 Not Modified.", nil, nil),
 		bytes:     prometheus.NewDesc("thumbd_cache_bytes", "Bytes the result cache holds now (thumbnails, keys and bookkeeping), within thumbd_cache_max_bytes.", nil, nil),
 		max:       prometheus.NewDesc("thumbd_cache_max_bytes", "The result cache's bound (THUMBD_CACHE_SIZE; 0: off).", nil, nil),
 		entries:   prometheus.NewDesc("thumbd_cache_entries", "Thumbnails the result cache holds now.", nil, nil),
@@ -106,23 +131,26 @@ func (c *Cache) Collector() prometheus.Collector {
 }
 
 type collector struct {
-	c                              *Cache
-	bytes, max, entries, evictions *prometheus.Desc
+	c                                                     *Cache
+	bytes, max, entries, evictions, hits, misses, revalid *prometheus.Desc
 }
 
 func (k *collector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- k.bytes
-	ch <- k.max
-	ch <- k.entries
-	ch <- k.evictions
+	for _, d := range []*prometheus.Desc{k.bytes, k.max, k.entries, k.evictions, k.hits, k.misses, k.revalid} {
+		ch <- d
+	}
 }
 
 func (k *collector) Collect(ch chan<- prometheus.Metric) {
-	var size, max, entries, evictions float64
+	var size, max, entries, evictions, hits, misses, revalid float64
 	if c := k.c; c != nil {
 		size, max, entries = float64(c.c.WeightedSize()), float64(c.max), float64(c.c.EstimatedSize())
 		evictions = float64(c.stats.Snapshot().Evictions)
+		hits, misses, revalid = float64(c.hits.Load()), float64(c.misses.Load()), float64(c.revalidations.Load())
 	}
+	ch <- prometheus.MustNewConstMetric(k.hits, prometheus.CounterValue, hits)
+	ch <- prometheus.MustNewConstMetric(k.misses, prometheus.CounterValue, misses)
+	ch <- prometheus.MustNewConstMetric(k.revalid, prometheus.CounterValue, revalid)
 	ch <- prometheus.MustNewConstMetric(k.bytes, prometheus.GaugeValue, size)
 	ch <- prometheus.MustNewConstMetric(k.max, prometheus.GaugeValue, max)
 	ch <- prometheus.MustNewConstMetric(k.entries, prometheus.GaugeValue, entries)

@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,10 +21,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/source"
-	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Config is a store's settings. A zero Backend is a store that is off:
@@ -216,7 +217,7 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	case err == nil:
 		s.breaker.RecordSuccess()
 		s.metrics.hits.Inc()
-		span.SetAttributes(attribute.String("thumbd.result_store", "hit"), attribute.Int("thumbd.result_store.bytes", len(e.Image.Bytes)))
+		span.SetAttributes(attribute.String("thumbd.result_store", "hit"), attribute.Int("thumbd.result_store.bytes", len(e.Body)))
 		return e, true
 	case errors.Is(err, ErrNotFound):
 		s.breaker.RecordSuccess()
@@ -237,11 +238,11 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 // when the operator allows). It never waits: a full queue, a result too
 // large and a store known to be down drop the write, counted.
 func (s *Store) Put(ctx context.Context, tag, key string, e *results.Entry, vary []string) {
-	if !s.On() || !e.Fresh.Store || e.Image.Bytes == nil {
+	if !s.On() || !e.Fresh.Store || e.Body == nil {
 		return
 	}
 	drop := func(reason string) { s.metrics.dropped.WithLabelValues(reason).Inc() }
-	if int64(len(e.Image.Bytes)) > s.cfg.MaxBytes {
+	if int64(len(e.Body)) > s.cfg.MaxBytes {
 		drop("too_large")
 		return
 	}
@@ -302,14 +303,10 @@ func (s *Store) QueuedBytes() int64 { return s.queued.Load() }
 
 // The stored object's metadata names.
 const (
-	metaFormat       = "format"
 	metaETag         = "etag"
 	metaUntil        = "fresh-until" // Unix seconds
 	metaSourceETag   = "source-etag"
 	metaSourceLM     = "source-last-modified"
-	metaWidth        = "width"
-	metaHeight       = "height"
-	metaFrames       = "frames"
 	metaVary         = "vary"
 	maxMetaValueSize = 1024
 )
@@ -317,12 +314,8 @@ const (
 // encode is e as an object; false when its strings cannot be S3 metadata.
 func encode(e *results.Entry, vary []string) (Object, bool) {
 	meta := map[string]string{
-		metaFormat: string(e.Image.Format),
-		metaETag:   e.ETag,
-		metaUntil:  strconv.FormatInt(e.Fresh.Until.Unix(), 10),
-		metaWidth:  strconv.Itoa(e.Image.Width),
-		metaHeight: strconv.Itoa(e.Image.Height),
-		metaFrames: strconv.Itoa(e.Image.Frames),
+		metaETag:  e.ETag,
+		metaUntil: strconv.FormatInt(e.Fresh.Until.Unix(), 10),
 	}
 	if e.Fresh.ETag != "" {
 		meta[metaSourceETag] = e.Fresh.ETag
@@ -333,12 +326,12 @@ func encode(e *results.Entry, vary []string) (Object, bool) {
 	if len(vary) > 0 {
 		meta[metaVary] = strings.Join(vary, ", ")
 	}
-	for _, v := range meta {
+	for _, v := range append(slices.Collect(maps.Values(meta)), e.Type) {
 		if !printable(v) {
 			return Object{}, false
 		}
 	}
-	return Object{ContentType: e.Image.Format.ContentType(), Meta: meta, Body: e.Image.Bytes}, true
+	return Object{ContentType: e.Type, Meta: meta, Body: e.Body}, true
 }
 
 // printable: S3 user metadata travels as HTTP header values.
@@ -357,24 +350,15 @@ func printable(v string) bool {
 // decode is the entry an object stores, or why it is not one.
 func decode(o Object) (*results.Entry, error) {
 	m := o.Meta
-	f := imagefmt.Format(m[metaFormat])
-	spec, ok := imagefmt.Lookup(f)
-	if !ok || !spec.Output || spec.ContentType != o.ContentType {
-		return nil, errors.New("format " + strconv.Quote(string(f)) + " with content type " + strconv.Quote(o.ContentType) + " is not one thumbd writes")
-	}
-	until, err1 := strconv.ParseInt(m[metaUntil], 10, 64)
-	w, err2 := strconv.Atoi(m[metaWidth])
-	h, err3 := strconv.Atoi(m[metaHeight])
-	frames, err4 := strconv.Atoi(m[metaFrames])
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return nil, err
-	}
-	if m[metaETag] == "" || len(o.Body) == 0 {
-		return nil, errors.New("no ETag or no image")
+	until, err := strconv.ParseInt(m[metaUntil], 10, 64)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", metaUntil, err)
+	case m[metaETag] == "" || o.ContentType == "" || len(o.Body) == 0:
+		return nil, errors.New("no ETag, media type or body")
 	}
 	return &results.Entry{
-		Image: thumbjob.Image{Bytes: o.Body, Format: f, Width: w, Height: h, Frames: frames},
-		ETag:  m[metaETag],
+		Body: o.Body, Type: o.ContentType, ETag: m[metaETag],
 		Fresh: source.Freshness{Store: true, Until: time.Unix(until, 0), ETag: m[metaSourceETag], LastModified: m[metaSourceLM]},
 	}, nil
 }

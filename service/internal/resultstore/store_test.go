@@ -13,10 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/source"
-	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // stalled is a backend that answers like its Dir until stalled, then
@@ -56,7 +54,7 @@ func testConfig(b Backend) Config {
 }
 
 func entry(body string, fresh source.Freshness) *results.Entry {
-	return &results.Entry{Image: thumbjob.Image{Bytes: []byte(body), Format: imagefmt.WebP, Width: 256, Height: 171, Frames: 1}, ETag: `"` + body + `"`, Fresh: fresh}
+	return &results.Entry{Body: []byte(body), Type: "image/webp", ETag: `"` + body + `"`, Fresh: fresh}
 }
 
 var forever = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)}
@@ -87,8 +85,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if !ok {
 		t.Fatal("miss after the write")
 	}
-	if !bytes.Equal(got.Image.Bytes, want.Image.Bytes) || got.ETag != want.ETag || got.Image.Format != want.Image.Format ||
-		got.Image.Width != 256 || got.Image.Height != 171 || got.Image.Frames != 1 || got.Fresh != want.Fresh {
+	if !bytes.Equal(got.Body, want.Body) || got.ETag != want.ETag || got.Type != want.Type || got.Fresh != want.Fresh {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	if n := testutil.ToFloat64(s.metrics.hits); n != 1 {

@@ -81,3 +81,9 @@ func (e *Engine) thumbHash(src []byte, h header) (string, error) {
 	}
 	return base64.StdEncoding.EncodeToString(hash), nil
 }
+
+// Run runs one job, a thumbnail or a description (the pipeline's one
+// engine call).
+func (e *Engine) Run(ctx context.Context, src []byte, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, e.Thumbnail, e.Info)
+}

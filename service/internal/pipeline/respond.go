@@ -1,7 +1,9 @@
-package main
+package pipeline
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,30 +14,67 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/results"
-	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The respond stage: every answer thumbd writes, errors included, goes
 // through here.
 
-const cacheControl = "public, max-age=86400"
+// CacheControl is the caching header of every thumbnail and /info answer.
+const CacheControl = "public, max-age=86400"
 
-// responder writes answers; it is the one place errors are written and
+// jsonType is the media type of every JSON answer.
+const jsonType = "application/json"
+
+// Responder writes answers; it is the one place errors are written and
 // counted.
-type responder struct {
-	rejections *prometheus.CounterVec // by reason: the error code
+type Responder struct {
+	rejections *prometheus.CounterVec // by reason: the error code; nil: not counted
 }
 
-// handlerFunc is a handler that returns its error instead of writing it.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+// NewResponder counts rejections into rejections (by code).
+func NewResponder(rejections *prometheus.CounterVec) *Responder {
+	return &Responder{rejections: rejections}
+}
 
-// handle adapts h: an error it returns is written by rs.error.
-func (rs *responder) handle(h handlerFunc) http.Handler {
+// HandlerFunc is a handler that returns its error instead of writing it.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Handle adapts h: an error it returns is written by rs.error.
+func (rs *Responder) Handle(h HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			rs.error(w, r, err)
 		}
 	})
+}
+
+// Rejections marks every error of an engine route (/thumbnail, /info) as
+// a rejection, which the responder counts by its code.
+func Rejections(next HandlerFunc) HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		err := next(w, r)
+		if err == nil {
+			return nil
+		}
+		e := *apierr.From(err)
+		e.Rejection = true
+		return &e
+	}
+}
+
+type loggerKey struct{}
+
+// WithLogger is ctx carrying the request's logger (with its request ID).
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// LoggerFrom returns the request's logger (it carries the request ID).
+func LoggerFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
 }
 
 type errorBody struct {
@@ -46,23 +85,23 @@ type errorBody struct {
 // error writes err in the API's shape, {"error":..., "code":...}, with its
 // status; counts it when it is a rejection; logs the cause of a 5xx with
 // the request's ID. A client that left gets nothing written.
-func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
+func (rs *Responder) error(w http.ResponseWriter, r *http.Request, err error) {
 	e := apierr.From(err)
 	failSpan(trace.SpanFromContext(r.Context()), e)
-	if e.Rejection {
+	if e.Rejection && rs.rejections != nil {
 		rs.rejections.WithLabelValues(string(e.Code)).Inc()
 	}
 	if e.Code == apierr.ClientGone {
-		loggerFrom(r.Context()).Info("client left before the answer", "err", e.Cause)
+		LoggerFrom(r.Context()).Info("client left before the answer", "err", e.Cause)
 		return
 	}
 	switch {
 	case e.Status() >= 500 && e.Cause != nil:
-		loggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e.Cause)
+		LoggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e.Cause)
 	case e.Cause != nil:
 		// A refusal whose detail is not sent, such as the address the
 		// SSRF guard refused: the operator sees it, the client does not.
-		loggerFrom(r.Context()).Warn("request refused", "code", e.Code, "err", e.Cause)
+		LoggerFrom(r.Context()).Warn("request refused", "code", e.Code, "err", e.Cause)
 	}
 	h := w.Header()
 	if e.Status() == http.StatusServiceUnavailable {
@@ -74,7 +113,7 @@ func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
 	if e.CloseConnection {
 		h.Set("Connection", "close")
 	}
-	writeJSON(w, e.Status(), errorBody{Error: e.Message, Code: string(e.Code)})
+	WriteJSON(w, e.Status(), errorBody{Error: e.Message, Code: string(e.Code)})
 	if e.CloseConnection {
 		closeUnread(w)
 	}
@@ -110,35 +149,32 @@ func closeUnread(w http.ResponseWriter) {
 	time.AfterFunc(rstAvoidance, func() { conn.Close() })
 }
 
-// writeJSON writes v compactly, with no trailing newline.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// jsonBody is v compact, with no trailing newline.
+func jsonBody(v any) ([]byte, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		// Only the fixed types of this package are written here.
+		return nil, internalError(err)
+	}
+	return body, nil
+}
+
+// WriteJSON writes v compactly, with no trailing newline.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := jsonBody(v)
+	if err != nil {
+		// Only fixed types of thumbd's are written here.
 		http.Error(w, `{"error":"response could not be encoded","code":"internal_error"}`, http.StatusInternalServerError)
 		return
 	}
+	writeBody(w, status, jsonType, body)
+}
+
+func writeBody(w http.ResponseWriter, status int, mediaType string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", mediaType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
-}
-
-// notModified answers a GET whose If-None-Match matches tag with a 304 and
-// reports whether it did. POST is never conditional here.
-func (rs *responder) notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
-	if r.Method != http.MethodGet {
-		return false
-	}
-	inm := r.Header.Get("If-None-Match")
-	if inm == "" || !matchesETag(inm, tag) {
-		return false
-	}
-	w.Header().Set("ETag", tag)
-	w.Header().Set("Cache-Control", cacheControl)
-	w.WriteHeader(http.StatusNotModified)
-	return true
 }
 
 // matchesETag reports whether an If-None-Match header matches tag, with the
@@ -153,22 +189,20 @@ func matchesETag(header, tag string) bool {
 	return false
 }
 
-// entry answers with a finished job: a 304 for a GET whose If-None-Match
-// matches, else the image. A cached entry and a merged job's answer are
-// written by the same lines as a fresh one, so their headers are the same.
-func (rs *responder) entry(w http.ResponseWriter, r *http.Request, e *results.Entry) {
-	if !rs.notModified(w, r, e.ETag) {
-		rs.image(w, e.Image, e.ETag)
-	}
-}
-
-// image writes a thumbnail with its caching headers.
-func (rs *responder) image(w http.ResponseWriter, img thumbjob.Image, tag string) {
+// entry answers with a finished job, with its caching headers: a 304 when
+// the job found the request's If-None-Match matched (an entry without a
+// body) or when inm matches; else the answer's body. Each request's
+// If-None-Match is compared once: by the job when it ran for this request
+// alone, else here (inm: a kept or shared answer). A cached entry and a
+// merged job's answer are written by the same lines as a fresh one, so
+// their headers are the same.
+func (rs *Responder) entry(w http.ResponseWriter, e *results.Entry, inm string) {
 	h := w.Header()
-	h.Set("Content-Type", img.Format.ContentType())
-	h.Set("Content-Length", strconv.Itoa(len(img.Bytes)))
-	h.Set("ETag", tag)
-	h.Set("Cache-Control", cacheControl)
-	w.WriteHeader(http.StatusOK)
-	w.Write(img.Bytes)
+	h.Set("ETag", e.ETag)
+	h.Set("Cache-Control", CacheControl)
+	if e.Body == nil || inm != "" && matchesETag(inm, e.ETag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeBody(w, http.StatusOK, e.Type, e.Body)
 }

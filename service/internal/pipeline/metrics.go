@@ -1,0 +1,53 @@
+package pipeline
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the pipeline's own instruments. The result cache's
+// (thumbd_cache_*) are the cache's: results.Cache.Collector.
+type Metrics struct {
+	QueueWait  prometheus.Histogram
+	Processing prometheus.Histogram
+	// InfoProcessing is Processing's twin for /info, by whether the job
+	// made a ThumbHash (a decode) or read only the header.
+	InfoProcessing *prometheus.HistogramVec
+	SourceBytes    prometheus.Histogram
+	Rejections     *prometheus.CounterVec
+	Merged         prometheus.Counter
+	Panics         prometheus.Counter
+}
+
+// NewMetrics registers the pipeline's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		QueueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_thumbnail_queue_wait_seconds", Help: "Time admitted jobs (thumbnails and /info) waited for libvips and a processing slot.",
+			Buckets: []float64{.0001, .001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		Processing: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_thumbnail_processing_seconds", Help: "Time libvips spent on one thumbnail, decode to encode.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		InfoProcessing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "thumbd_info_processing_seconds", Help: "Time the engine spent describing one source for /info, by whether it made a ThumbHash.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"thumbhash"}),
+		SourceBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "thumbd_thumbnail_source_bytes", Help: "Size of the source images admitted.",
+			Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
+		}),
+		Rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "thumbd_thumbnail_rejections_total", Help: "Thumbnail and /info requests refused or failed, by reason.",
+		}, []string{"reason"}),
+		Merged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "thumbd_thumbnail_merged_total", Help: "Thumbnail and /info requests that joined an identical job in flight instead of starting one.",
+		}),
+		Panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "thumbd_thumbnail_panics_total", Help: "Shared jobs (thumbnail or /info) that panicked; their waiters were answered 500 internal_error, the process went on.",
+		}),
+	}
+	for _, hash := range []string{"true", "false"} {
+		m.InfoProcessing.WithLabelValues(hash) // both series exist from the start
+	}
+	reg.MustRegister(m.QueueWait, m.Processing, m.InfoProcessing, m.SourceBytes, m.Rejections, m.Merged, m.Panics)
+	return m
+}

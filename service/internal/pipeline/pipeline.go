@@ -1,0 +1,416 @@
+// Package pipeline is the request pipeline of thumbd's engine routes
+// (GET and POST /thumbnail and /info): one job type through one corridor,
+//
+//	parse ─ source ─ shared results ─ admit ─ engine ─ respond
+//
+// Each stage returns an *apierr.Error or nil; the respond stage writes
+// the one answer. The package takes its settings (Config), its
+// collaborators (Parts) and its instruments (Metrics) from package main,
+// and never reaches back into it.
+//
+// Two seams are named for the storage work: Sources (which kind of source
+// a GET names) and lookup/keep in shared.go (where finished answers are
+// found and kept: the result cache today, a store behind it tomorrow).
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/origin"
+	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
+	"github.com/thumbd/thumbd/service/internal/signing"
+	"github.com/thumbd/thumbd/service/internal/source"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// Config is what the pipeline reads of the settings.
+type Config struct {
+	// Deadline runs from a request's arrival and covers reading the
+	// source, the queue and the engine (THUMBD_DEADLINE).
+	Deadline time.Duration
+	// Rules are the parse rules, a request's client hints left out.
+	Rules params.Rules
+	// ClientHints, Merge, CacheUploads and UnsignedUploads are the
+	// switches of the same names (THUMBD_*).
+	ClientHints, Merge, CacheUploads, UnsignedUploads bool
+	// MaxPixels, MaxFrames, MaxSide and QualityShrink are the engine's
+	// limits, which a job's memory estimate reads.
+	MaxPixels     int64
+	MaxFrames     int
+	MaxSide       int
+	QualityShrink bool
+	// SourceInJob: a job also holds a copy of its source (cells mode: in
+	// its cell), counted in its cost.
+	SourceInJob bool
+	// MemoryBudget and MemoryLimit are named in a needs_more_memory answer.
+	MemoryBudget, MemoryLimit int64
+}
+
+// Parts are the pipeline's collaborators, built by package main.
+type Parts struct {
+	Engine  Engine
+	Ready   <-chan struct{} // closed once the engine has started
+	Gate    *admission.Gate
+	Limits  source.Limits // every source reads through the same budget
+	Sources Sources
+	Signer  *signing.Verifier  // checks sig= (when keys are set)
+	Cache   *results.Cache     // nil: off (THUMBD_CACHE_SIZE=0)
+	Store   *resultstore.Store // behind the cache; nil or without a backend: off (THUMBD_RESULT_STORE)
+	Tracer  trace.Tracer       // a span per stage, children of the request's
+	Metrics *Metrics
+	Respond *Responder
+}
+
+// Pipeline runs the engine routes.
+type Pipeline struct {
+	Parts
+	cfg     Config
+	flights *flights // identical jobs in flight
+}
+
+// New is the pipeline of cfg with its parts.
+func New(cfg Config, parts Parts) *Pipeline {
+	return &Pipeline{Parts: parts, cfg: cfg, flights: newFlights()}
+}
+
+// Sources is the source seam of a GET: the kinds of source its query may
+// name, each nil when off. A new kind (an object store) is a field here,
+// its branch in of, and the query name that picks it in params.
+type Sources struct {
+	Dir     *source.Dir     // src=: a file of THUMBD_SOURCE_DIR
+	Origins *origin.Fetcher // url=: an origin's image (THUMBD_ORIGINS)
+}
+
+// of is the source a GET of route names: an origin's URL, else a file of
+// the source directory. An origin URL is checked here, before any
+// connection is made.
+func (s Sources) of(route string, req params.Request) (source.Source, error) {
+	if req.URL != "" {
+		if s.Origins == nil {
+			return nil, apierr.New(apierr.OriginsDisabled, "GET %s?url= is off: no origin is allowed (THUMBD_ORIGINS).", route)
+		}
+		return s.Origins.Source(req.URL)
+	}
+	if s.Dir == nil {
+		return nil, apierr.New(apierr.SourcesDisabled, "GET %s?src= is off: no source directory is configured (THUMBD_SOURCE_DIR).", route)
+	}
+	return s.Dir.File(req.Src), nil
+}
+
+// Handler serves one engine route: its parse step, then the pipeline.
+// The signature is checked right after the query's names, before its
+// values are read: an unsigned request learns nothing, and reads no file,
+// contacts no origin and takes no place.
+func (p *Pipeline) Handler(rt params.Route) HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		start := time.Now()
+		if p.cfg.ClientHints && rt.Path == "/thumbnail" {
+			w.Header().Set("Accept-CH", params.HintDPR+", "+params.HintWidth)
+		}
+		var req params.Request
+		var src source.Source
+		err := stage(r.Context(), p.Tracer, "parse", func(context.Context, trace.Span) (err error) {
+			req, src, err = p.parse(rt, r)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if req.Negotiate(r.Header.Get("Accept")) {
+			w.Header().Add("Vary", "Accept")
+		}
+		for _, name := range req.Vary {
+			w.Header().Add("Vary", name)
+		}
+		if req.SaveData() {
+			w.Header().Add("Vary", params.HintSaveData)
+		}
+		return p.run(w, r, start, req.Job(), src)
+	}
+}
+
+// parse reads the route's query (strictly), checks its signature, reads
+// its values and names its source: the body of a POST, else the kind of
+// source the GET names.
+func (p *Pipeline) parse(rt params.Route, r *http.Request) (params.Request, source.Source, error) {
+	q, err := rt.Query(r.URL.RawQuery)
+	if err != nil {
+		return params.Request{}, nil, err
+	}
+	if rt.Upload() {
+		err = p.checkUpload(r.URL.Path, q)
+	} else {
+		err = p.Signer.Check(r.URL.Path, q)
+	}
+	if err != nil {
+		return params.Request{}, nil, err
+	}
+	req, err := rt.Read(p.rules(r), q)
+	if err != nil {
+		return req, nil, err
+	}
+	if rt.Upload() {
+		return req, source.Upload{Limits: p.Limits, Body: r.Body, Length: r.ContentLength}, nil
+	}
+	src, err := p.Sources.of(r.URL.Path, req)
+	return req, src, err
+}
+
+// checkUpload checks a POST's signature as a GET's, before a byte of the
+// body is read (its connection is then closed rather than drained). With
+// THUMBD_UNSIGNED_UPLOADS=true a POST that carries neither sig nor exp is
+// served unsigned; one that does is still checked, so its exp holds.
+func (p *Pipeline) checkUpload(path string, q map[string]string) error {
+	_, sig := q["sig"]
+	_, exp := q["exp"]
+	if p.cfg.UnsignedUploads && !sig && !exp {
+		return nil
+	}
+	if err := p.Signer.Check(path, q); err != nil {
+		e := *apierr.From(err)
+		if e.Code == apierr.SignatureMissing {
+			e.Message = "POST " + path + " must be signed here: sig= is missing (THUMBD_UNSIGNED_UPLOADS=true serves unsigned uploads)."
+		}
+		e.CloseConnection = true
+		return &e
+	}
+	return nil
+}
+
+// rules are the parse rules for r: the settings', with r's client hints
+// when they are on.
+func (p *Pipeline) rules(r *http.Request) params.Rules {
+	rules := p.cfg.Rules
+	if p.cfg.ClientHints {
+		rules.Hints = &params.Hints{DPR: r.Header.Values(params.HintDPR), Width: r.Header.Values(params.HintWidth), SaveData: r.Header.Values(params.HintSaveData)}
+	}
+	return rules
+}
+
+// run is the pipeline from the source on. The deadline runs from the
+// request's arrival (start).
+//
+// Before the source is read, a request whose source identity is known
+// (GET src=: the file's name, size and modification time; GET url=: the
+// origin URL) is answered from the result cache, or joins the identical
+// job in flight, or starts it; an upload does the same once its body is
+// read, keyed by the body's hash. The job's normalised text, in the key
+// and the ETag, is computed once here.
+func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, job thumbjob.Job, src source.Source) error {
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(p.cfg.Deadline))
+	defer cancel()
+	norm := job.Normalised()
+	var tag string
+	if named, ok := src.(source.Named); ok {
+		tag = nameSource(w, named.Identity())
+	}
+	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
+		return p.shared(ctx, w, r, start, keyed.Key()+"\x00"+norm, tag, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+			return p.make(ctx, src, nil, job, norm, stale, inm)
+		})
+	}
+	blob, err := p.read(ctx, src, nil)
+	if err != nil {
+		return err
+	}
+	if _, upload := src.(source.Upload); upload && p.cfg.CacheUploads {
+		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // keyed by its bytes: never stale
+	}
+	if tag == "" {
+		tag = nameSource(w, source.UploadIdentity(blob))
+	}
+	return p.shared(ctx, w, r, start, "sha256\x00"+blob.ID+"\x00"+norm, tag, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		return p.make(ctx, nil, blob, job, norm, nil, inm)
+	})
+}
+
+// nameSource names the answer's source for CDNs by the tag the result
+// store files its answers under, and returns the tag: Fastly's
+// Surrogate-Key and Cloudflare's Cache-Tag, so that one purge by that tag
+// and one delete of the store's prefix forget a source everywhere
+// (docs/storage.md, "Purging one source").
+func nameSource(w http.ResponseWriter, identity string) string {
+	tag := resultstore.Tag(identity)
+	w.Header().Set("Surrogate-Key", tag)
+	w.Header().Set("Cache-Tag", tag)
+	return tag
+}
+
+// make is one job: the source read (a conditional read when stale can be
+// revalidated), the ETag (an entry without a body for a matching inm: the
+// respond stage answers 304, nothing is admitted), admission and the
+// engine. blob, when given, is the source already read, released here.
+// The entry's freshness is the source's.
+func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blob, job thumbjob.Job, norm string, stale *results.Entry, inm string) (*results.Entry, error) {
+	if blob == nil {
+		var since *source.Freshness
+		if stale != nil && stale.Fresh.Revalidable() {
+			since = &stale.Fresh
+		}
+		var err error
+		if blob, err = p.read(ctx, src, since); err != nil {
+			return nil, err
+		}
+		if blob.NotModified {
+			p.Cache.Revalidated()
+			renewed := *stale
+			renewed.Fresh = blob.Fresh
+			return &renewed, nil
+		}
+	}
+	defer blob.Release()
+	tag := etag(blob.ID, norm)
+	if inm != "" && matchesETag(inm, tag) {
+		return &results.Entry{ETag: tag}, nil
+	}
+	ticket, err := p.admit(ctx, p.Cost(blob.Bytes, job), job, len(blob.Bytes))
+	if err != nil {
+		return nil, err
+	}
+	defer ticket.Release()
+	res, err := p.engine(ctx, ticket, blob, job)
+	if err != nil {
+		return nil, err
+	}
+	if res.Info != nil {
+		res.Info.Bytes = int64(len(blob.Bytes))
+		body, err := jsonBody(res.Info)
+		return &results.Entry{Body: body, Type: jsonType, ETag: tag, Fresh: blob.Fresh}, err
+	}
+	return &results.Entry{Body: res.Image.Bytes, Type: res.Image.Format.ContentType(), ETag: tag, Fresh: blob.Fresh}, nil
+}
+
+// read is the source stage: the upload's body, the file, or the origin
+// fetch (whose HTTP request is a client span of this one); a conditional
+// read of an origin's image when since is given and the source can.
+//
+// With every place taken, it first waits at the door a while, the source
+// unread, then refuses before reading it: under overload most requests
+// are turned away without their upload, and no faster than one per
+// client per doorWait.
+func (p *Pipeline) read(ctx context.Context, src source.Source, since *source.Freshness) (*source.Blob, error) {
+	if err := p.door(ctx); err != nil {
+		return nil, err
+	}
+	var blob *source.Blob
+	err := stage(ctx, p.Tracer, "source", func(ctx context.Context, span trace.Span) (err error) {
+		if cond, ok := src.(source.Conditional); ok && since != nil {
+			blob, err = cond.ReadSince(ctx, *since)
+		} else {
+			blob, err = src.Read(ctx)
+		}
+		if err != nil {
+			return p.deadlineOrGone(err) // an origin fetch ends with the request
+		}
+		span.SetAttributes(attribute.Int("thumbd.source.bytes", len(blob.Bytes)))
+		return nil
+	})
+	return blob, err
+}
+
+// door waits, with every place taken, up to doorWaitFraction of the
+// deadline for one: nil when there is room.
+func (p *Pipeline) door(ctx context.Context) error {
+	var room bool
+	stage(ctx, p.Tracer, "admit.door", func(ctx context.Context, _ trace.Span) error {
+		room = p.Gate.WaitRoom(ctx, p.cfg.Deadline/doorWaitFraction)
+		return nil
+	})
+	switch {
+	case room:
+		return nil
+	case ctx.Err() != nil:
+		return p.deadlineOrGone(ctx.Err())
+	}
+	return queueFull(true)
+}
+
+// admit is the admission stage: a place for a job of the given estimated
+// peak memory (its source of sourceBytes), then, once the engine is up, a processing slot; or why
+// not: more than the whole budget, a full queue, or the deadline. The
+// ticket returned holds its slot.
+func (p *Pipeline) admit(ctx context.Context, bytes int64, job thumbjob.Job, sourceBytes int) (ticket *admission.Ticket, err error) {
+	err = stage(ctx, p.Tracer, "admit", func(ctx context.Context, span trace.Span) error {
+		span.SetAttributes(attribute.Int64("thumbd.cost_bytes", bytes))
+		ticket, err = p.Gate.AdmitWithin(ctx, bytes, p.cfg.Deadline/doorWaitFraction)
+		switch {
+		case errors.Is(err, admission.ErrTooLarge):
+			return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
+				mib(bytes), mib(p.cfg.MemoryBudget), mib(p.cfg.MemoryLimit))
+		case errors.Is(err, admission.ErrFull):
+			return queueFull(false)
+		case err != nil:
+			return p.deadlineOrGone(err)
+		}
+		if job.Info == nil {
+			p.Metrics.SourceBytes.Observe(float64(sourceBytes))
+		}
+		admitted := time.Now()
+		// A job that arrives during start-up waits for the engine rather
+		// than fails.
+		select {
+		case <-p.Ready:
+		case <-ctx.Done():
+			ticket.Release()
+			return p.deadlineOrGone(ctx.Err())
+		}
+		if err := ticket.Run(ctx); err != nil {
+			ticket.Release()
+			return p.deadlineOrGone(err)
+		}
+		p.Metrics.QueueWait.Observe(time.Since(admitted).Seconds())
+		return nil
+	})
+	return ticket, err
+}
+
+// doorWaitFraction: a request finding every place taken waits up to this
+// fraction of the deadline for one (1 s of the default 10 s).
+const doorWaitFraction = 10
+
+func queueFull(unread bool) error {
+	return &apierr.Error{Code: apierr.QueueFull, Message: "The thumbnail queue is full; retry shortly.", CloseConnection: unread}
+}
+
+// deadlineOrGone turns a context's end into the answer: a 504 when the
+// deadline passed, nothing (counted) when the client left.
+func (p *Pipeline) deadlineOrGone(err error) error {
+	var answer *apierr.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &answer):
+		return err // already an answer, whatever its cause
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierr.New(apierr.DeadlineExceeded, "The thumbnail was not done within the %s deadline.", p.cfg.Deadline)
+	case errors.Is(err, context.Canceled):
+		return &apierr.Error{Code: apierr.ClientGone, Message: "The client left before the answer.", Cause: err}
+	}
+	return err
+}
+
+// etag is strong and derived from the source bytes and the normalised
+// job: the same source with the same job always gives the same bytes.
+func etag(sourceID, normalised string) string {
+	sum := sha256.Sum256([]byte(sourceID + "\x00" + normalised))
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// mib writes n bytes in MiB, for people.
+func mib(n int64) string {
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MiB"
+}
