@@ -104,6 +104,26 @@ func TestResultStoreAnswersAnotherInstance(t *testing.T) {
 	}
 	waitWrites(t, da, 1)
 
+	// /info's answers are kept too.
+	info := get(t, a+"/info?src=photo.jpg")
+	waitWrites(t, da, 2)
+
+	// Conditional, with no memory cache: the store's entry gives the 304.
+	c, dc := storeServer(t, storeConfig(t, store, env))
+	sameStoredAnswer(t, "/info from the store", info, get(t, c+"/info?src=photo.jpg"))
+	if hits := storeMetric(t, dc, "thumbd_result_store_hits_total"); hits != 1 {
+		t.Errorf("/info: %g store hits, want 1", hits)
+	}
+	if a := get(t, c+path, "Accept", "image/webp", "If-None-Match", first.header.Get("ETag")); a.status != 304 || a.header.Get("ETag") != first.header.Get("ETag") || len(a.body) != 0 {
+		t.Errorf("If-None-Match from the store: %d, ETag %q, %d bytes", a.status, a.header.Get("ETag"), len(a.body))
+	}
+	if a := get(t, c+path, "Accept", "image/webp", "If-None-Match", `"other"`); a.status != 200 || !bytes.Equal(a.body, first.body) {
+		t.Errorf("another If-None-Match from the store: %d, %d bytes", a.status, len(a.body))
+	}
+	if jobs := engineJobs(t, dc); jobs != 0 {
+		t.Fatalf("conditional requests from the store ran %d engine jobs, want 0", jobs)
+	}
+
 	env["THUMBD_CACHE_SIZE"] = "16777216"
 	b, db := storeServer(t, storeConfig(t, store, env))
 	sameStoredAnswer(t, "from the store", first, get(t, b+path, "Accept", "image/webp"))

@@ -61,6 +61,12 @@ func (p *Pipeline) stored(tag, key string, vary []string, blob *source.Blob, job
 		if e, ok := p.Store.Get(ctx, tag, key); ok {
 			if e.Fresh.Fresh(time.Now()) {
 				blob.Release()
+				if inm != "" && matchesETag(inm, e.ETag) {
+					// As a job's answer to a matching If-None-Match:
+					// no body, a 304; the entry is kept all the same.
+					p.keep(key, e)
+					return &results.Entry{ETag: e.ETag}, nil
+				}
 				return e, nil
 			}
 			if stale == nil {
