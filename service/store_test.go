@@ -47,32 +47,23 @@ func storeServer(t *testing.T, cfg config) (string, deps) {
 	return srv.URL, d
 }
 
-// storeMetric reads one thumbd_result_store_* series from d's registry.
-func storeMetric(t *testing.T, d deps, name string) float64 {
+// storeFixture is a source directory holding photo.jpg, an empty store
+// directory, and the settings that serve the one.
+func storeFixture(t *testing.T, photo []byte) (sources, store string, env map[string]string) {
 	t.Helper()
-	mfs, err := d.registry.Gather()
-	if err != nil {
+	sources, store = t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(sources, "photo.jpg"), photo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			var sum float64
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-			return sum
-		}
-	}
-	t.Fatalf("no series %s", name)
-	return 0
+	return sources, store, map[string]string{"THUMBD_SOURCE_DIR": sources}
 }
 
 // waitWrites waits until d's store wrote n results in all.
 func waitWrites(t *testing.T, d deps, n float64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); storeMetric(t, d, "thumbd_result_store_writes_total") < n; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); metricSum(t, d, "thumbd_result_store_writes_total") < n; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%g results written to the store after 10 s, want %g", storeMetric(t, d, "thumbd_result_store_writes_total"), n)
+			t.Fatalf("%g results written to the store after 10 s, want %g", metricSum(t, d, "thumbd_result_store_writes_total"), n)
 		}
 	}
 }
@@ -93,9 +84,7 @@ func sameStoredAnswer(t *testing.T, what string, a, b answer) {
 // no engine job: the same bytes and headers, its 304 too.
 func TestResultStoreAnswersAnotherInstance(t *testing.T) {
 	photo := encodeJPEG(t, scene(800, 600), 90)
-	sources, store := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(sources, "photo.jpg"), photo, 0o644)
-	env := map[string]string{"THUMBD_SOURCE_DIR": sources}
+	_, store, env := storeFixture(t, photo)
 	a, da := storeServer(t, storeConfig(t, store, env))
 	path := "/thumbnail?src=photo.jpg&w=256&format=auto"
 	first := get(t, a+path, "Accept", "image/webp")
@@ -111,7 +100,7 @@ func TestResultStoreAnswersAnotherInstance(t *testing.T) {
 	// Conditional, with no memory cache: the store's entry gives the 304.
 	c, dc := storeServer(t, storeConfig(t, store, env))
 	sameStoredAnswer(t, "/info from the store", info, get(t, c+"/info?src=photo.jpg"))
-	if hits := storeMetric(t, dc, "thumbd_result_store_hits_total"); hits != 1 {
+	if hits := metricSum(t, dc, "thumbd_result_store_hits_total"); hits != 1 {
 		t.Errorf("/info: %g store hits, want 1", hits)
 	}
 	if a := get(t, c+path, "Accept", "image/webp", "If-None-Match", first.header.Get("ETag")); a.status != 304 || a.header.Get("ETag") != first.header.Get("ETag") || len(a.body) != 0 {
@@ -134,7 +123,7 @@ func TestResultStoreAnswersAnotherInstance(t *testing.T) {
 		t.Errorf("If-None-Match from the store: %d, ETag %q", a.status, a.header.Get("ETag"))
 	}
 	// The store's hit filled the memory cache: asked again, the store is not.
-	if hits := storeMetric(t, db, "thumbd_result_store_hits_total"); hits != 1 {
+	if hits := metricSum(t, db, "thumbd_result_store_hits_total"); hits != 1 {
 		t.Errorf("%g store hits, want 1 (then the memory cache)", hits)
 	}
 	// Another format is another key: a miss, made and written.
@@ -142,7 +131,7 @@ func TestResultStoreAnswersAnotherInstance(t *testing.T) {
 		t.Errorf("another format: %s, %d jobs", c.header.Get("Content-Type"), engineJobs(t, db))
 	}
 	waitWrites(t, db, 1)
-	if misses := storeMetric(t, db, "thumbd_result_store_misses_total"); misses != 1 {
+	if misses := metricSum(t, db, "thumbd_result_store_misses_total"); misses != 1 {
 		t.Errorf("%g store misses, want 1", misses)
 	}
 }
@@ -152,9 +141,7 @@ func TestResultStoreAnswersAnotherInstance(t *testing.T) {
 // thumbnails under that name, and deleting that prefix forgets them.
 func TestResultStoreNamesTheSource(t *testing.T) {
 	photo := encodeJPEG(t, scene(400, 300), 90)
-	sources, store := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(sources, "photo.jpg"), photo, 0o644)
-	env := map[string]string{"THUMBD_SOURCE_DIR": sources}
+	sources, store, env := storeFixture(t, photo)
 	base, d := storeServer(t, storeConfig(t, store, env))
 	tag := resultstore.Tag("src\x00photo.jpg")
 	for _, w := range []string{"64", "128"} {
@@ -238,7 +225,7 @@ func TestResultStoreFollowsCacheRules(t *testing.T) {
 				t.Errorf("last fetch's If-None-Match %q", inm)
 			}
 			if !c.stored {
-				if n := storeMetric(t, da, "thumbd_result_store_writes_total") + storeMetric(t, da, "thumbd_result_store_writes_dropped_total"); n != 0 {
+				if n := metricSum(t, da, "thumbd_result_store_writes_total") + metricSum(t, da, "thumbd_result_store_writes_dropped_total"); n != 0 {
 					t.Errorf("%g writes tried, want none", n)
 				}
 			}
@@ -268,7 +255,7 @@ func TestResultStoreUploadsOnlyWhenAllowed(t *testing.T) {
 		if jobs := engineJobs(t, db); jobs != wantJobs {
 			t.Errorf("THUMBD_CACHE_UPLOADS=%s: %d engine jobs, want %d", uploads, jobs, wantJobs)
 		}
-		if n := storeMetric(t, db, "thumbd_result_store_hits_total") + storeMetric(t, db, "thumbd_result_store_misses_total"); n != wantLookups {
+		if n := metricSum(t, db, "thumbd_result_store_hits_total") + metricSum(t, db, "thumbd_result_store_misses_total"); n != wantLookups {
 			t.Errorf("THUMBD_CACHE_UPLOADS=%s: %g lookups, want %g", uploads, n, wantLookups)
 		}
 		if used := db.thumbs.Limits.Budget.Used(); used != 0 {
