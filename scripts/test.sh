@@ -2,7 +2,9 @@
 # The project's test command (the README's second line; CI runs it through
 # .ci/run). Installs what the tests need, then runs every suite:
 #   go vet, go mod tidy -diff, go test -race (service, bench; the tracing
-#   test against a real Jaeger, built once by scripts/build-jaeger.sh), promtool on a live /metrics,
+#   test against a real Jaeger, built once by scripts/build-jaeger.sh; the
+#   object storage tests against a real S3 server, versitygw, built once by
+#   scripts/build-versitygw.sh), promtool on a live /metrics,
 #   the README's run command (builds the images' libvips on the host once),
 #   the Node twin's contract tests, the manifest validation, both container
 #   images with smoke tests, and the bench driver end to end in --quick mode
@@ -55,6 +57,11 @@ main() {
   step "Jaeger for the tracing test (scripts/build-jaeger.sh)"
   THUMBD_JAEGER=$(scripts/build-jaeger.sh | tail -1)
   export THUMBD_JAEGER
+  # The object storage tests' S3 server (internal/s3test), built and cached
+  # the same way (about 2 minutes, once).
+  step "versitygw for the object storage tests (scripts/build-versitygw.sh)"
+  THUMBD_VERSITYGW=$(scripts/build-versitygw.sh | tail -1)
+  export THUMBD_VERSITYGW
   step "go test -race"
   go test -race -count=1 ./...
   step "promtool"

@@ -20,7 +20,8 @@ func TestPackageImports(t *testing.T) {
 		"results":     {"source"},
 		"pipeline":    {"admission", "apierr", "cell", "imagefmt", "memcost", "origin", "params", "results", "resultstore", "signing", "source", "thumbjob"},
 		"signing":     {"apierr"},
-		"resultstore": {"results", "source"},
+		"bucket":      {"apierr"},
+		"resultstore": {"apierr", "bucket", "results", "source"},
 		"admission":   {},
 		"memlimit":    {},
 		"memcost":     {"imagefmt", "thumbjob"},
@@ -220,5 +221,42 @@ func TestDockerContextHoldsTheBinarysPackages(t *testing.T) {
 	}
 	if !needed["procfs"] {
 		t.Error("the walk found no internal/procfs, which cells import: the test is broken")
+	}
+}
+
+// docs/architecture.md's table of the shared kit (the module root's
+// internal/) names every package there, and the kit stays out of the
+// service: of it, the thumbd binary imports procfs alone.
+func TestKitTableIsTheModulesInternal(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := os.ReadDir("../internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if d.IsDir() && !strings.Contains(string(doc), "\n| `internal/"+d.Name()+"` |") {
+			t.Errorf("internal/%s is not in docs/architecture.md's table of the shared kit", d.Name())
+		}
+	}
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasSuffix(filepath.Dir(path), "test") {
+			return err
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range parsed.Imports {
+			if pkg, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), "github.com/thumbd/thumbd/internal/"); ok && pkg != "procfs" {
+				t.Errorf("service/%s imports internal/%s: the shared kit is for tests and tools", path, pkg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
@@ -43,12 +44,23 @@ type config struct {
 	ResultStoreQueue   int64
 	// resultBackend is ResultStore's backend, built by serve (tests set
 	// their own); nil: the store is off.
-	resultBackend     resultstore.Backend
-	ClientHints       bool
-	Merge             bool
-	memory            memoryPlan
-	Deadline          time.Duration
-	SourceDir         string
+	resultBackend resultstore.Backend
+	ClientHints   bool
+	Merge         bool
+	memory        memoryPlan
+	Deadline      time.Duration
+	SourceDir     string
+	// Source is THUMBD_SOURCE: a directory (then SourceDir holds it) or a
+	// bucket (SourceBucket, reached through S3).
+	Source         string
+	SourceBucket   *bucket.Location
+	SourceMaxAge   time.Duration
+	SourceTimeout  time.Duration
+	SourceMaxConns int
+	S3Addressing   string
+	// S3 is how buckets are reached and signed for: the AWS SDKs'
+	// variables, read once at start-up (only when a bucket is configured).
+	S3                bucket.Conn
 	Origins           []origin.Pattern
 	AllowLoopback     bool
 	FetchTimeout      time.Duration
@@ -124,7 +136,12 @@ func settings(c *config, defaultConcurrency int) []setting {
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", boolFlag{boolValue(&c.Merge)}},
 		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](#client-hints))", boolFlag{boolValue(&c.ClientHints)}},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
-		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from", stringValue(&c.SourceDir)},
+		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [docs/storage.md](docs/storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", stringValue(&c.Source)},
+		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from (as `THUMBD_SOURCE`, which also takes a bucket)", stringValue(&c.SourceDir)},
+		{"THUMBD_SOURCE_MAX_AGE", "source-max-age", "0s", "a HEAD per request", "bucket sources: how long an object's identity (ETag, else size and Last-Modified) is trusted without asking the bucket again; a replaced object's old thumbnails may be served from the caches that long", durationValue(&c.SourceMaxAge)},
+		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", durationValue(&c.SourceTimeout)},
+		{"THUMBD_SOURCE_MAX_CONNS", "source-max-conns", "32", "", "bucket sources: connections open at once to the bucket's endpoint (kept alive when idle); more calls wait for one, within their deadline", intValue(&c.SourceMaxConns)},
+		{"THUMBD_S3_ADDRESSING", "s3-addressing", "auto", "", "how buckets are addressed: `auto` (path-style `ENDPOINT/BUCKET/KEY` for a custom `AWS_ENDPOINT_URL_S3`, virtual-hosted for AWS), `path` or `virtual`", enumValue(&c.S3Addressing, bucket.AddressingAuto, bucket.AddressingPath, bucket.AddressingVirtual)},
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
 		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let entries that name loopback (loopback literals, `localhost`, `*.localhost`) through the address guard to loopback addresses; other entries, wildcards included, stay refused them (development and tests only; logged as a warning)", boolFlag{boolValue(&c.AllowLoopback)}},
 		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", durationValue(&c.FetchTimeout)},
@@ -215,11 +232,64 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 		errs = append(errs, err)
 	}
 	c.memory, c.Queue, c.SourceBudget, c.MemoryBudget = plan, plan.Queue, plan.Sources, plan.Jobs
+	getenv := func(name string) string { v, _ := lookupEnv(name); return v }
+	errs = append(errs, c.sourceStore(getenv)...)
+	errs = append(errs, c.resultStoreConn(getenv)...)
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return c, nil
+}
+
+// sourceStore reads THUMBD_SOURCE: a bucket (and the AWS variables that
+// reach it, through getenv), else a directory, which THUMBD_SOURCE_DIR
+// names otherwise.
+func (c *config) sourceStore(getenv func(string) string) []error {
+	switch {
+	case c.Source == "":
+		return nil
+	case c.SourceDir != "":
+		return []error{errors.New("THUMBD_SOURCE and THUMBD_SOURCE_DIR are both set: set THUMBD_SOURCE alone (a directory or s3://BUCKET[/PREFIX])")}
+	case !strings.HasPrefix(c.Source, "s3://"):
+		c.SourceDir = c.Source
+		return nil
+	}
+	loc, err := bucket.ParseURL(c.Source)
+	if err != nil {
+		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
+	}
+	conn, err := bucket.FromEnv(getenv)
+	if err != nil {
+		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
+	}
+	conn.Addressing = c.S3Addressing
+	if _, err := bucket.New(loc, conn, bucket.Options{}); err != nil {
+		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
+	}
+	c.SourceBucket, c.S3 = &loc, conn
+	return nil
+}
+
+// resultStoreConn reads the AWS variables that reach THUMBD_RESULT_STORE's
+// bucket, unless THUMBD_SOURCE's bucket read them already (one set of
+// variables reaches both).
+func (c *config) resultStoreConn(getenv func(string) string) []error {
+	if c.ResultStore.Bucket == nil {
+		return nil
+	}
+	if c.SourceBucket == nil {
+		conn, err := bucket.FromEnv(getenv)
+		if err != nil {
+			return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
+		}
+		conn.Addressing = c.S3Addressing
+		c.S3 = conn
+	}
+	if _, err := bucket.New(*c.ResultStore.Bucket, c.S3, bucket.Options{}); err != nil {
+		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
+	}
+	return nil
 }
 
 func (c config) validate() []error {
@@ -251,6 +321,9 @@ func (c config) validate() []error {
 	// is harmless, so it is not refused.
 	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
 	check(c.OriginMaxConns >= 1 && c.OriginMaxConns <= 10000, "origin max conns %d: want 1..10000", c.OriginMaxConns)
+	check(c.SourceMaxAge >= 0, "source max age %s: want 0 (ask every time) or more", c.SourceMaxAge)
+	check(c.SourceTimeout > 0, "source timeout %s: want more than 0", c.SourceTimeout)
+	check(c.SourceMaxConns >= 1 && c.SourceMaxConns <= 10000, "source max conns %d: want 1..10000", c.SourceMaxConns)
 	for _, o := range c.Origins {
 		why := o.Refused(c.AllowLoopback)
 		check(why == "", "origin %s: the address guard refuses it (%s); only loopback can be let through, by THUMBD_ORIGINS_ALLOW_LOOPBACK", o, why)

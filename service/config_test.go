@@ -144,7 +144,7 @@ func TestSettingsJSON(t *testing.T) {
 	// Each row's variable reaches the config: setting one to a bad value
 	// is reported under its name.
 	for _, r := range rows {
-		if r.Env == "THUMBD_SOURCE_DIR" {
+		if r.Env == "THUMBD_SOURCE_DIR" || r.Env == "THUMBD_SOURCE" {
 			continue // any string is a valid directory name until it is opened
 		}
 		_, err := loadConfig(nil, envOf(map[string]string{r.Env: "\x01bad"}), io.Discard)
@@ -235,6 +235,39 @@ func TestPublicDeliverySettings(t *testing.T) {
 	for _, v := range []string{"0s", "-1s"} {
 		if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_FETCH_TIMEOUT": v}), io.Discard); err == nil || !strings.Contains(err.Error(), "fetch timeout") {
 			t.Errorf("THUMBD_FETCH_TIMEOUT=%s: %v", v, err)
+		}
+	}
+}
+
+// THUMBD_SOURCE is a directory or a bucket; THUMBD_SOURCE_DIR keeps
+// working; both set, or a bucket that cannot be reached as configured, is
+// a start-up error naming the setting.
+func TestSourceSetting(t *testing.T) {
+	c, err := loadConfig(nil, envOf(map[string]string{"THUMBD_SOURCE": "/srv/images"}), io.Discard)
+	if err != nil || c.SourceDir != "/srv/images" || c.SourceBucket != nil {
+		t.Fatalf("a directory: %v %q", err, c.SourceDir)
+	}
+	c, err = loadConfig(nil, envOf(map[string]string{"THUMBD_SOURCE_DIR": "/srv/images"}), io.Discard)
+	if err != nil || c.SourceDir != "/srv/images" {
+		t.Fatalf("THUMBD_SOURCE_DIR: %v", err)
+	}
+	c, err = loadConfig([]string{"-s3-addressing", "virtual"}, envOf(map[string]string{"THUMBD_SOURCE": "s3://images/orig",
+		"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9000", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "eu-west-3"}), io.Discard)
+	if err != nil || c.SourceDir != "" || c.SourceBucket == nil || c.SourceBucket.Prefix != "orig/" ||
+		c.S3.Endpoint != "http://127.0.0.1:9000" || c.S3.Region != "eu-west-3" || c.S3.Addressing != "virtual" {
+		t.Fatalf("a bucket: %v %+v %+v", err, c.SourceBucket, c.S3)
+	}
+	for want, env := range map[string]map[string]string{
+		"are both set":                 {"THUMBD_SOURCE": "/a", "THUMBD_SOURCE_DIR": "/b"},
+		"is not one S3 allows":         {"THUMBD_SOURCE": "s3://Images"},
+		"AWS_SECRET_ACCESS_KEY":        {"THUMBD_SOURCE": "s3://images", "AWS_ACCESS_KEY_ID": "k"},
+		"without a path":               {"THUMBD_SOURCE": "s3://images", "AWS_ENDPOINT_URL_S3": "http://h:1/images"},
+		"source max age -1s":           {"THUMBD_SOURCE": "s3://images", "THUMBD_SOURCE_MAX_AGE": "-1s"},
+		"source max conns 0":           {"THUMBD_SOURCE": "s3://images", "THUMBD_SOURCE_MAX_CONNS": "0"},
+		"THUMBD_S3_ADDRESSING=\"dns\"": {"THUMBD_SOURCE": "s3://images", "THUMBD_S3_ADDRESSING": "dns"},
+	} {
+		if _, err := loadConfig(nil, envOf(env), io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want an error saying %q", env, err, want)
 		}
 	}
 }

@@ -173,10 +173,6 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	if tr.on {
 		logger.Info("tracing: on (OTLP/HTTP)")
 	}
-	if cfg.resultBackend, err = newResultBackend(cfg.ResultStore, os.Getenv); err != nil {
-		ln.Close()
-		return err
-	}
 	d := newDeps(cfg, logger, engine, life, sources, tr)
 	// The store is checked beside the engine's start: /health answers
 	// meanwhile, and a refusal stops the service as an engine failure does.

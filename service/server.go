@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
@@ -57,7 +58,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	}
 	cache := results.New(cfg.CacheSize)
 	reg.MustRegister(cache.Collector())
-	store := newResultStore(cfg, cfg.resultBackend, logger, tr)
+	store := newResultStore(cfg, bucket.NewMetrics(reg), logger, tr)
 	reg.MustRegister(store.Collectors()...)
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store,

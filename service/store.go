@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 )
 
@@ -21,19 +22,23 @@ const (
 	resultStoreCheckTimeout = 5 * time.Second
 )
 
-// newResultBackend is the backend THUMBD_RESULT_STORE names; nil when off.
-func newResultBackend(loc resultstore.Location, getenv func(string) string) (resultstore.Backend, error) {
-	switch {
+// newResultStore is the store THUMBD_RESULT_STORE names (off when unset).
+// Its bucket client counts its calls in metrics (use "result_store").
+func newResultStore(cfg config, metrics *bucket.Metrics, logger *slog.Logger, tr *tracing) *resultstore.Store {
+	var backend resultstore.Backend
+	switch loc := cfg.ResultStore; {
 	case loc.Dir != "":
-		return resultstore.Dir{Root: loc.Dir}, nil
-	case loc.Bucket != "":
-		return nil, errors.New("THUMBD_RESULT_STORE: s3:// is not in this build yet")
+		backend = resultstore.Dir{Root: loc.Dir}
+	case loc.Bucket != nil:
+		c, err := bucket.New(*loc.Bucket, cfg.S3, bucket.Options{Use: "result_store", Metrics: metrics, Tracer: tr.tracer})
+		if err != nil {
+			// loadConfig made this client already: a configuration it
+			// accepted cannot fail here.
+			logger.Error("result store: off", "store", loc.String(), "err", err)
+			break
+		}
+		backend = resultstore.Bucket{Client: c}
 	}
-	return nil, nil
-}
-
-// newResultStore is the store of cfg over backend (nil: off).
-func newResultStore(cfg config, backend resultstore.Backend, logger *slog.Logger, tr *tracing) *resultstore.Store {
 	return resultstore.New(resultstore.Config{
 		Backend: backend, LookupTimeout: cfg.ResultStoreTimeout, WriteTimeout: resultStoreWriteTimeout,
 		QueueBytes: cfg.memory.StoreQueue, MaxBytes: cfg.MaxBodyBytes, Tracer: tr.tracer, Logger: logger,

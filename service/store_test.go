@@ -33,9 +33,6 @@ func storeConfig(t *testing.T, dir string, env map[string]string) config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.resultBackend, err = newResultBackend(cfg.ResultStore, func(string) string { return "" }); err != nil {
-		t.Fatal(err)
-	}
 	return cfg
 }
 
@@ -303,10 +300,12 @@ func TestResultStoreSettings(t *testing.T) {
 		{map[string]string{"THUMBD_RESULT_STORE_TIMEOUT": "0s"}, "result store timeout"},
 		{map[string]string{"THUMBD_RESULT_STORE_TIMEOUT": "20s"}, "result store timeout"},
 		{map[string]string{"THUMBD_RESULT_STORE": "s3://bucket/thumbs/", "THUMBD_RESULT_STORE_TIMEOUT": "50ms"}, ""},
+		{map[string]string{"THUMBD_RESULT_STORE": "s3://bucket", "AWS_ACCESS_KEY_ID": "k"}, "THUMBD_RESULT_STORE"},
+		{map[string]string{"THUMBD_RESULT_STORE": "s3://bucket", "AWS_ENDPOINT_URL_S3": "ftp://host"}, "THUMBD_RESULT_STORE"},
 	} {
 		cfg, err := loadConfig(nil, envOf(c.env), io.Discard)
 		if c.want == "" {
-			if err != nil || cfg.ResultStore != (resultstore.Location{Bucket: "bucket", Prefix: "thumbs"}) || cfg.ResultStoreTimeout != 50*time.Millisecond {
+			if err != nil || cfg.ResultStore.String() != "s3://bucket/thumbs/" || cfg.ResultStoreTimeout != 50*time.Millisecond {
 				t.Errorf("%v: %+v, %v", c.env, cfg.ResultStore, err)
 			}
 			continue

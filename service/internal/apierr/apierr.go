@@ -46,6 +46,15 @@ const (
 	TooManyRedirects     Code = "too_many_redirects"
 	OriginTimeout        Code = "origin_timeout"
 
+	// GET /thumbnail?src= from a bucket (THUMBD_SOURCE=s3://...): the
+	// operator's storage failing, each a 5xx of its own; the bucket's own
+	// words go to the log. A missing object is SourceNotFound.
+	BucketDenied      Code = "bucket_denied"
+	BucketNotFound    Code = "bucket_not_found"
+	BucketUnreachable Code = "bucket_unreachable"
+	BucketError       Code = "bucket_error"
+	BucketTimeout     Code = "bucket_timeout"
+
 	// Signed URLs (THUMBD_SIGNING_KEYS).
 	SignatureMissing Code = "signature_missing"
 	BadSignature     Code = "bad_signature"
@@ -96,9 +105,14 @@ var codes = [...]struct {
 	{SourceTooLarge, http.StatusUnprocessableEntity},
 	{OriginError, http.StatusBadGateway},
 	{TooManyRedirects, http.StatusBadGateway},
+	{BucketDenied, http.StatusBadGateway},
+	{BucketNotFound, http.StatusBadGateway},
+	{BucketUnreachable, http.StatusBadGateway},
+	{BucketError, http.StatusBadGateway},
 	{QueueFull, http.StatusServiceUnavailable},
 	{DeadlineExceeded, http.StatusGatewayTimeout},
 	{OriginTimeout, http.StatusGatewayTimeout},
+	{BucketTimeout, http.StatusGatewayTimeout},
 	{Internal, http.StatusInternalServerError},
 	{EngineCrashed, http.StatusInternalServerError},
 	{ClientGone, StatusClientGone},

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Backend is where stored results live. Keys are slash-separated paths of
@@ -49,7 +50,15 @@ var ErrNotFound = errors.New("not in the result store")
 // can change; at start-up it stops the service.
 type RefusedError struct{ Err error }
 
-func (e *RefusedError) Error() string { return "refused: " + e.Err.Error() }
+// Error says why, with the backend's own words when the error carries them
+// as its cause (the operator reads this at start-up).
+func (e *RefusedError) Error() string {
+	msg := e.Err.Error()
+	if cause := errors.Unwrap(e.Err); cause != nil && !strings.Contains(msg, cause.Error()) {
+		msg += ": " + cause.Error()
+	}
+	return "refused: " + msg
+}
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 // errTooLarge is an object over Get's bound.

@@ -1,0 +1,150 @@
+package bucket
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"golang.org/x/net/http/httpproxy"
+)
+
+// Conn is how to reach and sign for the storage service: the AWS SDKs'
+// standard settings, so that what operators set for every other S3 tool
+// works here too.
+type Conn struct {
+	// Endpoint is AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL: any
+	// S3-compatible service's URL ("": AWS S3).
+	Endpoint string
+	Region   string // AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1
+	// Addressing is THUMBD_S3_ADDRESSING: AddressingAuto (path-style for a
+	// custom endpoint, virtual-hosted for AWS), AddressingPath or
+	// AddressingVirtual.
+	Addressing string
+	// Static keys: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+	// AWS_SESSION_TOKEN.
+	AccessKeyID, SecretAccessKey, SessionToken string
+	// Web identity (EKS IRSA): AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE,
+	// and AWS_ENDPOINT_URL_STS for a custom STS.
+	RoleARN, WebIdentityTokenFile, STSEndpoint string
+	// Proxies: HTTPS_PROXY, HTTP_PROXY, NO_PROXY (either case).
+	Proxy httpproxy.Config
+}
+
+// Addressing styles (THUMBD_S3_ADDRESSING).
+const (
+	AddressingAuto    = "auto"
+	AddressingPath    = "path"
+	AddressingVirtual = "virtual"
+)
+
+// DefaultRegion is the region signed for when none is set, as the AWS CLI
+// does for S3.
+const DefaultRegion = "us-east-1"
+
+// FromEnv reads the AWS SDKs' standard variables through getenv (run's,
+// not the process's: tests give their own). Without keys or a web
+// identity, requests are signed with the instance's role (EC2 instance
+// metadata, or ECS and EKS pod identity's container credentials).
+func FromEnv(getenv func(string) string) (Conn, error) {
+	either := func(a, b string) string {
+		if v := getenv(a); v != "" {
+			return v
+		}
+		return getenv(b)
+	}
+	c := Conn{
+		Endpoint:             either("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+		Region:               cmpOr(either("AWS_REGION", "AWS_DEFAULT_REGION"), DefaultRegion),
+		Addressing:           AddressingAuto,
+		AccessKeyID:          getenv("AWS_ACCESS_KEY_ID"),
+		SecretAccessKey:      getenv("AWS_SECRET_ACCESS_KEY"),
+		SessionToken:         getenv("AWS_SESSION_TOKEN"),
+		RoleARN:              getenv("AWS_ROLE_ARN"),
+		WebIdentityTokenFile: getenv("AWS_WEB_IDENTITY_TOKEN_FILE"),
+		STSEndpoint:          either("AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"),
+		Proxy: httpproxy.Config{
+			HTTPProxy:  either("HTTP_PROXY", "http_proxy"),
+			HTTPSProxy: either("HTTPS_PROXY", "https_proxy"),
+			NoProxy:    either("NO_PROXY", "no_proxy"),
+		},
+	}
+	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
+		return Conn{}, errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set together or not at all")
+	}
+	if (c.RoleARN == "") != (c.WebIdentityTokenFile == "") && c.AccessKeyID == "" {
+		return Conn{}, errors.New("AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE are set together or not at all")
+	}
+	if _, _, _, err := c.endpoint(); err != nil {
+		return Conn{}, err
+	}
+	return c, nil
+}
+
+// endpoint is the host minio-go dials, whether over TLS, and the
+// addressing style.
+func (c Conn) endpoint() (host string, secure bool, lookup minio.BucketLookupType, err error) {
+	switch c.Addressing {
+	case AddressingPath:
+		lookup = minio.BucketLookupPath
+	case AddressingVirtual:
+		lookup = minio.BucketLookupDNS
+	case AddressingAuto, "":
+		lookup = minio.BucketLookupAuto
+		if c.Endpoint != "" {
+			// Most S3-compatible services (MinIO, Ceph, SeaweedFS,
+			// versitygw, anything on an IP address) serve path-style;
+			// virtual-hosted needs wildcard DNS the operator may not have.
+			lookup = minio.BucketLookupPath
+		}
+	default:
+		return "", false, 0, errors.New("THUMBD_S3_ADDRESSING is auto, path or virtual, not " + quote(c.Addressing))
+	}
+	if c.Endpoint == "" {
+		return "s3.amazonaws.com", true, lookup, nil
+	}
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+		return "", false, 0, errors.New("the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) must be http:// or https:// and a host, without a path: " + quote(c.Endpoint))
+	}
+	return u.Host, u.Scheme == "https", lookup, nil
+}
+
+// proxy is the transport's proxy function from the proxy settings.
+func (c Conn) proxy() func(*http.Request) (*url.URL, error) {
+	if c.Proxy == (httpproxy.Config{}) {
+		return nil
+	}
+	f := c.Proxy.ProxyFunc()
+	return func(r *http.Request) (*url.URL, error) { return f(r.URL) }
+}
+
+// credentials are, in the AWS SDKs' order: static keys, a web identity,
+// the instance's role. client carries the STS and metadata calls.
+func (c Conn) credentials(client *http.Client) *credentials.Credentials {
+	switch {
+	case c.AccessKeyID != "":
+		return credentials.NewStaticV4(c.AccessKeyID, c.SecretAccessKey, c.SessionToken)
+	case c.RoleARN != "":
+		sts := c.STSEndpoint
+		if sts == "" {
+			sts = "https://sts." + c.Region + ".amazonaws.com"
+		}
+		file := c.WebIdentityTokenFile
+		return credentials.New(&credentials.STSWebIdentity{
+			Client: client, STSEndpoint: sts, RoleARN: c.RoleARN,
+			// The token is read at every refresh: kubelet rotates the file.
+			GetWebIDTokenExpiry: func() (*credentials.WebIdentityToken, error) {
+				token, err := os.ReadFile(file)
+				if err != nil {
+					return nil, err
+				}
+				return &credentials.WebIdentityToken{Token: strings.TrimSpace(string(token))}, nil
+			},
+		})
+	}
+	return credentials.New(&credentials.IAM{Client: client, Region: c.Region})
+}
