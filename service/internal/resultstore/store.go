@@ -308,14 +308,16 @@ const (
 	metaSourceETag   = "source-etag"
 	metaSourceLM     = "source-last-modified"
 	metaVary         = "vary"
+	metaDigest       = "body-sha256" // the body's, checked on reading
 	maxMetaValueSize = 1024
 )
 
 // encode is e as an object; false when its strings cannot be S3 metadata.
 func encode(e *results.Entry, vary []string) (Object, bool) {
 	meta := map[string]string{
-		metaETag:  e.ETag,
-		metaUntil: strconv.FormatInt(e.Fresh.Until.Unix(), 10),
+		metaETag:   e.ETag,
+		metaUntil:  strconv.FormatInt(e.Fresh.Until.Unix(), 10),
+		metaDigest: digest(e.Body),
 	}
 	if e.Fresh.ETag != "" {
 		meta[metaSourceETag] = e.Fresh.ETag
@@ -332,6 +334,14 @@ func encode(e *results.Entry, vary []string) (Object, bool) {
 		}
 	}
 	return Object{ContentType: e.Type, Meta: meta, Body: e.Body}, true
+}
+
+// digest is the hex SHA-256 of body: a stored result's metadata names its
+// body, so a reader never answers with one write's ETag and another's
+// bytes.
+func digest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }
 
 // printable: S3 user metadata travels as HTTP header values.
@@ -356,6 +366,10 @@ func decode(o Object) (*results.Entry, error) {
 		return nil, fmt.Errorf("%s: %w", metaUntil, err)
 	case m[metaETag] == "" || o.ContentType == "" || len(o.Body) == 0:
 		return nil, errors.New("no ETag, media type or body")
+	case m[metaDigest] != digest(o.Body):
+		// A store that keeps metadata apart from the body (versitygw's
+		// sidecar) may show one write's metadata beside another's body.
+		return nil, errors.New("the body is not the one its metadata describes")
 	}
 	return &results.Entry{
 		Body: o.Body, Type: o.ContentType, ETag: m[metaETag],

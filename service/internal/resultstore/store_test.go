@@ -3,6 +3,8 @@ package resultstore
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/thumbd/thumbd/internal/launch"
 
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/source"
@@ -244,5 +248,48 @@ func TestStoreStalled(t *testing.T) {
 	}
 	if _, ok := s.Get(ctx, "aa", "k"); !ok || s.breaker.IsOpen() {
 		t.Fatal("the breaker did not close after a successful trial")
+	}
+}
+
+// TestStoreMixedWrite: an object whose body is not the one its metadata
+// describes (one write's metadata beside another's body) is a miss, never
+// an answer with the wrong ETag.
+func TestStoreMixedWrite(t *testing.T) {
+	ctx := context.Background()
+	d := Dir{Root: t.TempDir()}
+	s := New(testConfig(d))
+	defer s.Close(ctx)
+	s.Put(ctx, "aa", "k", entry("first", forever), nil)
+	flush(t, s)
+	key := ObjectKey("aa", "k")
+	o, err := d.Get(ctx, key, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Body = []byte("other")
+	if err := d.Put(ctx, key, o); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := s.Get(ctx, "aa", "k"); ok {
+		t.Fatalf("answered %q with the ETag %s of another body", e.Body, e.ETag)
+	}
+	if n := testutil.ToFloat64(s.metrics.lookupErrors); n != 1 {
+		t.Errorf("lookup errors %g, want 1", n)
+	}
+}
+
+// TestBucketUnreachableIsNotRefused: a bucket that does not answer at
+// start-up is a store that may come back (a warning), not a refusal.
+func TestBucketUnreachableIsNotRefused(t *testing.T) {
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bucketBackend(t, []string{"AWS_ENDPOINT_URL_S3=http://127.0.0.1:" + fmt.Sprint(port), "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s"}, "s3://results")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var r *RefusedError
+	if err := b.Check(ctx); err == nil || errors.As(err, &r) {
+		t.Fatalf("Check of a closed port: %v, want an error that is not a refusal", err)
 	}
 }
