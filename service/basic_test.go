@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/benchroutes"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +31,7 @@ func TestBasicRoutes(t *testing.T) {
 		{"health", "GET", "/health", "", 200, `{"status":"ok"}`, ""},
 		{"ready", "GET", "/ready", "", 200, `{"status":"ready"}`, ""},
 		{"json fixture", "GET", "/json", "", 200, string(fixture), ""},
-		{"compute default", "GET", "/compute", "", 200, `{"n":100000,"result":` + itoa(compute(100000)) + `}`, ""},
+		{"compute default", "GET", "/compute", "", 200, `{"n":100000,"result":` + itoa(benchroutes.Compute(100000)) + `}`, ""},
 		{"compute zero", "GET", "/compute?n=0", "", 200, `{"n":0,"result":0}`, ""},
 		{"compute ten", "GET", "/compute?n=10", "", 200, `{"n":10,"result":1395}`, ""},
 		{"compute negative", "GET", "/compute?n=-1", "", 400, "", apierr.BadParameter},
@@ -109,8 +110,8 @@ func TestComputeMatchesFormula(t *testing.T) {
 		for i := int64(0); i < n; i++ {
 			want = (want + (i*31)%1_000_000_007) % 1_000_000_007
 		}
-		if got := compute(n); got != want {
-			t.Errorf("compute(%d) = %d, want %d", n, got, want)
+		if got := benchroutes.Compute(n); got != want {
+			t.Errorf("Compute(%d) = %d, want %d", n, got, want)
 		}
 	}
 }

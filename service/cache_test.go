@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/memplan"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -306,7 +307,7 @@ func TestCacheSizeIsCountedInTheMemoryBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum := func(p memoryPlan) int64 { return p.Cache + p.Sources + p.Outputs + p.Jobs }; sum(with) > sum(without) || with.Jobs >= without.Jobs {
+	if sum := func(p memplan.Plan) int64 { return p.Cache + p.Sources + p.Outputs + p.Jobs }; sum(with) > sum(without) || with.Jobs >= without.Jobs {
 		t.Errorf("with a 64 MiB cache: jobs %d (was %d), total %d (was %d)", with.Jobs, without.Jobs, sum(with), sum(without))
 	}
 	if with.GoLimit != without.GoLimit+64<<20-(without.Sources-with.Sources)-(without.Outputs-with.Outputs) {

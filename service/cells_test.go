@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"io"
 	"log/slog"
 	"net/http"
@@ -81,7 +82,7 @@ func runFaultyCell(mode string) error {
 		}
 		return cell.Worker{Engine: faultEngine{}}.Serve(conn, cell.Hello{PID: os.Getpid(), Sandbox: celltest.Unsealed()})
 	}
-	return serveCell(os.Getenv, os.Stderr, func(e cell.Engine) cell.Engine { return faultEngine{e} })
+	return engines.ServeCell(os.Getenv, os.Stderr, func(e cell.Engine) cell.Engine { return faultEngine{e} })
 }
 
 type faultEngine struct{ cell.Engine }
@@ -130,7 +131,7 @@ func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing) 
 	cfg.Engine = engineCells
 	logs := &launch.Log{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	pc, err := cellPoolConfig(cfg, logger, io.Discard)
+	pc, err := engines.PoolConfig(cfg.cells(), logger, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing) 
 	})
 	life := newLifecycle()
 	life.engineStarted()
-	d := newDeps(cfg, logger, cellsEngine{pool}, life, nil, tr)
+	d := newDeps(cfg, logger, engines.Cells{Pool: pool}, life, nil, tr)
 	return &cellsServer{Server: newTestServerFrom(t, d), deps: d, pool: pool, logs: logs}
 }
 
@@ -695,8 +696,8 @@ func TestCellTrimsAfterLargeJobsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	box := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Format: imagefmt.PNG}
-	if !largeJob(png, box) || largeJob(small, box) || largeJob([]byte("not an image"), box) {
+	if !engines.LargeJob(png, box) || engines.LargeJob(small, box) || engines.LargeJob([]byte("not an image"), box) {
 		t.Fatalf("large: 35 MP PNG %v, small JPEG %v, garbage %v; want true, false, false",
-			largeJob(png, box), largeJob(small, box), largeJob([]byte("not an image"), box))
+			engines.LargeJob(png, box), engines.LargeJob(small, box), engines.LargeJob([]byte("not an image"), box))
 	}
 }

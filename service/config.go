@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
+	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
+	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
@@ -42,14 +42,11 @@ type config struct {
 	ResultStore        resultstore.Location // off when zero
 	ResultStoreTimeout time.Duration
 	ResultStoreQueue   int64
-	// resultBackend is ResultStore's backend, built by serve (tests set
-	// their own); nil: the store is off.
-	resultBackend resultstore.Backend
-	ClientHints   bool
-	Merge         bool
-	memory        memoryPlan
-	Deadline      time.Duration
-	SourceDir     string
+	ClientHints        bool
+	Merge              bool
+	memory             memplan.Plan
+	Deadline           time.Duration
+	SourceDir          string
 	// Source is THUMBD_SOURCE: a directory (then SourceDir holds it) or a
 	// bucket (SourceBucket, reached through S3).
 	Source         string
@@ -88,11 +85,6 @@ type config struct {
 	SandboxRequired   bool
 }
 
-// defaultBudgetBodies is THUMBD_SOURCE_BUDGET's default in largest sources.
-// The queue was 32 deep and bounded the sources' memory by its depth until
-// 2026-12-01; the budget keeps that bound (docs/hardening.md, "Memory").
-const defaultBudgetBodies = 32
-
 // Engine modes (THUMBD_ENGINE); the names are fixed.
 const (
 	engineInProcess = "inprocess" // libvips in the HTTP process
@@ -103,71 +95,68 @@ const (
 // names, defaults and meanings. Flags, environment variables, `thumbd
 // -help` and `thumbd settings` (the README's table, which a test compares)
 // all come from it.
-type setting struct {
-	Env     string `json:"env"`
-	Flag    string `json:"flag"`
-	Default string `json:"default"` // as the variable would spell it; "" when computed or empty
-	// DefaultNote says what the default means or how it is computed.
-	DefaultNote string `json:"-"`
-	Meaning     string `json:"meaning"`
-	value       flag.Value
-}
+type setting flagenv.Setting
 
 // settings binds every setting to its field of c. defaultConcurrency is
 // computed (GOMAXPROCS reads the cgroup limit).
-func settings(c *config, defaultConcurrency int) []setting {
-	return []setting{
-		{"PORT", "port", "8080", "", "TCP port (all interfaces)", intValue(&c.Port)},
-		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`), source file and origin image", int64Value(&c.MaxBodyBytes)},
-		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", int64Value(&c.MaxPixels)},
-		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", intValue(&c.MaxFrames)},
-		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", int64Value(&c.MaxAnimationPixels)},
-		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", intValue(&c.MaxSide)},
-		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", computedInt{intValue(&c.Concurrency), defaultConcurrency}},
-		{"THUMBD_QUEUE", "queue", "", "1 per MiB of the memory limit, 8..1024", "admitted thumbnails that may wait for memory and a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budgets the memory: lower it for a service that sheds load early rather than queueing it", computedInt{intValue(&c.Queue), 0}},
-		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([docs/hardening.md](docs/hardening.md#memory-safe-by-default-under-a-limit))", int64Value(&c.MemoryLimit)},
-		{"THUMBD_MEMORY_BUDGET", "memory-budget", "0", "derived from the memory limit: about 55 % of it", "bytes of libvips memory the thumbnails in the works may take, each admitted with its estimated peak; a job that could never fit: 422 `needs_more_memory`, one that fits later waits", int64Value(&c.MemoryBudget)},
-		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", int64Value(&c.SourceBudget)},
-		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](#merged-requests-and-the-result-cache))", int64Value(&c.CacheSize)},
-		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again)", boolFlag{boolValue(&c.CacheUploads)}},
-		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([docs/storage.md](docs/storage.md#result-store))", locationValue(&c.ResultStore)},
-		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", durationValue(&c.ResultStoreTimeout)},
-		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", int64Value(&c.ResultStoreQueue)},
-		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", boolFlag{boolValue(&c.Merge)}},
-		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](#client-hints))", boolFlag{boolValue(&c.ClientHints)}},
-		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", durationValue(&c.Deadline)},
-		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [docs/storage.md](docs/storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", stringValue(&c.Source)},
-		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from (as `THUMBD_SOURCE`, which also takes a bucket)", stringValue(&c.SourceDir)},
-		{"THUMBD_SOURCE_MAX_AGE", "source-max-age", "0s", "a HEAD per request", "bucket sources: how long an object's identity (ETag, else size and Last-Modified) is trusted without asking the bucket again; a replaced object's old thumbnails may be served from the caches that long", durationValue(&c.SourceMaxAge)},
-		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", durationValue(&c.SourceTimeout)},
-		{"THUMBD_SOURCE_MAX_CONNS", "source-max-conns", "32", "", "bucket sources: connections open at once to the bucket's endpoint (kept alive when idle); more calls wait for one, within their deadline", intValue(&c.SourceMaxConns)},
-		{"THUMBD_S3_ADDRESSING", "s3-addressing", "auto", "", "how buckets are addressed: `auto` (path-style `ENDPOINT/BUCKET/KEY` for a custom `AWS_ENDPOINT_URL_S3`, virtual-hosted for AWS), `path` or `virtual`", enumValue(&c.S3Addressing, bucket.AddressingAuto, bucket.AddressingPath, bucket.AddressingVirtual)},
+func settings(c *config, defaultConcurrency int) []flagenv.Setting {
+	rows := []setting{
+		{"PORT", "port", "8080", "", "TCP port (all interfaces)", flagenv.Int(&c.Port)},
+		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`), source file and origin image", flagenv.Int64(&c.MaxBodyBytes)},
+		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", flagenv.Int64(&c.MaxPixels)},
+		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", flagenv.Int(&c.MaxFrames)},
+		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", flagenv.Int64(&c.MaxAnimationPixels)},
+		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", flagenv.Int(&c.MaxSide)},
+		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", flagenv.Computed(&c.Concurrency, defaultConcurrency)},
+		{"THUMBD_QUEUE", "queue", "", "1 per MiB of the memory limit, 8..1024", "admitted thumbnails that may wait for memory and a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budgets the memory: lower it for a service that sheds load early rather than queueing it", flagenv.Computed(&c.Queue, 0)},
+		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([docs/hardening.md](docs/hardening.md#memory-safe-by-default-under-a-limit))", flagenv.Int64(&c.MemoryLimit)},
+		{"THUMBD_MEMORY_BUDGET", "memory-budget", "0", "derived from the memory limit: about 55 % of it", "bytes of libvips memory the thumbnails in the works may take, each admitted with its estimated peak; a job that could never fit: 422 `needs_more_memory`, one that fits later waits", flagenv.Int64(&c.MemoryBudget)},
+		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", flagenv.Int64(&c.SourceBudget)},
+		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](#merged-requests-and-the-result-cache))", flagenv.Int64(&c.CacheSize)},
+		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again)", flagenv.Bool(&c.CacheUploads)},
+		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([docs/storage.md](docs/storage.md#result-store))", flagenv.Of(&c.ResultStore, resultstore.ParseLocation, resultstore.Location.String)},
+		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", flagenv.Duration(&c.ResultStoreTimeout)},
+		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", flagenv.Int64(&c.ResultStoreQueue)},
+		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
+		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](#client-hints))", flagenv.Bool(&c.ClientHints)},
+		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
+		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [docs/storage.md](docs/storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", flagenv.String(&c.Source)},
+		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from (as `THUMBD_SOURCE`, which also takes a bucket)", flagenv.String(&c.SourceDir)},
+		{"THUMBD_SOURCE_MAX_AGE", "source-max-age", "0s", "a HEAD per request", "bucket sources: how long an object's identity (ETag, else size and Last-Modified) is trusted without asking the bucket again; a replaced object's old thumbnails may be served from the caches that long", flagenv.Duration(&c.SourceMaxAge)},
+		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", flagenv.Duration(&c.SourceTimeout)},
+		{"THUMBD_SOURCE_MAX_CONNS", "source-max-conns", "32", "", "bucket sources: connections open at once to the bucket's endpoint (kept alive when idle); more calls wait for one, within their deadline", flagenv.Int(&c.SourceMaxConns)},
+		{"THUMBD_S3_ADDRESSING", "s3-addressing", "auto", "", "how buckets are addressed: `auto` (path-style `ENDPOINT/BUCKET/KEY` for a custom `AWS_ENDPOINT_URL_S3`, virtual-hosted for AWS), `path` or `virtual`", flagenv.Enum(&c.S3Addressing, bucket.AddressingAuto, bucket.AddressingPath, bucket.AddressingVirtual)},
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
-		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let entries that name loopback (loopback literals, `localhost`, `*.localhost`) through the address guard to loopback addresses; other entries, wildcards included, stay refused them (development and tests only; logged as a warning)", boolFlag{boolValue(&c.AllowLoopback)}},
-		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", durationValue(&c.FetchTimeout)},
-		{"THUMBD_ORIGIN_MAX_CONNS", "origin-max-conns", "32", "", "connections open at once to one origin host (kept alive when idle); more fetches wait for one, within the fetch timeout", intValue(&c.OriginMaxConns)},
-		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", keysValue(&c.SigningKeys)},
-		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", presetsValue(&c.Presets)},
-		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", boolFlag{boolValue(&c.PresetsOnly)}},
-		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", boolFlag{boolValue(&c.Uploads)}},
-		{"THUMBD_UNSIGNED_UPLOADS", "unsigned-uploads", "false", "", "with `THUMBD_SIGNING_KEYS` set: `true` serves `POST /thumbnail` without a `sig=` (anyone may then have their own bytes thumbnailed, at any size and format; logged as a warning); `false`: a POST needs a valid `sig=` over its query, as a GET does (`thumbd sign -upload`)", boolFlag{boolValue(&c.UnsignedUploads)}},
-		{"THUMBD_BENCH_ROUTES", "bench-routes", "true", "", "`false`: the benchmark contract's routes (`GET /json`, `GET /compute`, `GET /hash`, `POST /hash`) are not served, a 404 `not_found` as any unknown path (a public deployment: `/compute?n=` costs up to about 0.3 s of CPU and is never signed)", boolFlag{boolValue(&c.BenchRoutes)}},
-		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", durationValue(&c.ShutdownDelay)},
-		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", durationValue(&c.ShutdownTimeout)},
-		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", levelValue(&c.LogLevel)},
-		{"THUMBD_READ_HEADER_TIMEOUT", "read-header-timeout", "5s", "", "time to read request headers", durationValue(&c.ReadHeaderTimeout)},
-		{"THUMBD_READ_TIMEOUT", "read-timeout", "30s", "", "time to read a whole request, body included", durationValue(&c.ReadTimeout)},
-		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", durationValue(&c.WriteTimeout)},
-		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", durationValue(&c.IdleTimeout)},
+		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let entries that name loopback (loopback literals, `localhost`, `*.localhost`) through the address guard to loopback addresses; other entries, wildcards included, stay refused them (development and tests only; logged as a warning)", flagenv.Bool(&c.AllowLoopback)},
+		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", flagenv.Duration(&c.FetchTimeout)},
+		{"THUMBD_ORIGIN_MAX_CONNS", "origin-max-conns", "32", "", "connections open at once to one origin host (kept alive when idle); more fetches wait for one, within the fetch timeout", flagenv.Int(&c.OriginMaxConns)},
+		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", flagenv.Secret(&c.SigningKeys, signing.ParseKeys)},
+		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", flagenv.Of(&c.Presets, params.ParsePresets, params.Presets.String)},
+		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", flagenv.Bool(&c.PresetsOnly)},
+		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", flagenv.Bool(&c.Uploads)},
+		{"THUMBD_UNSIGNED_UPLOADS", "unsigned-uploads", "false", "", "with `THUMBD_SIGNING_KEYS` set: `true` serves `POST /thumbnail` without a `sig=` (anyone may then have their own bytes thumbnailed, at any size and format; logged as a warning); `false`: a POST needs a valid `sig=` over its query, as a GET does (`thumbd sign -upload`)", flagenv.Bool(&c.UnsignedUploads)},
+		{"THUMBD_BENCH_ROUTES", "bench-routes", "true", "", "`false`: the benchmark contract's routes (`GET /json`, `GET /compute`, `GET /hash`, `POST /hash`) are not served, a 404 `not_found` as any unknown path (a public deployment: `/compute?n=` costs up to about 0.3 s of CPU and is never signed)", flagenv.Bool(&c.BenchRoutes)},
+		{"THUMBD_SHUTDOWN_DELAY", "shutdown-delay", "0s", "", "after SIGTERM, keep serving this long with `/ready` at 503 (endpoint removal)", flagenv.Duration(&c.ShutdownDelay)},
+		{"THUMBD_SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "", "time to finish admitted requests once the listener is closed", flagenv.Duration(&c.ShutdownTimeout)},
+		{"THUMBD_LOG_LEVEL", "log-level", "info", "", "`debug`, `info`, `warn`, `error`", flagenv.Level(&c.LogLevel)},
+		{"THUMBD_READ_HEADER_TIMEOUT", "read-header-timeout", "5s", "", "time to read request headers", flagenv.Duration(&c.ReadHeaderTimeout)},
+		{"THUMBD_READ_TIMEOUT", "read-timeout", "30s", "", "time to read a whole request, body included", flagenv.Duration(&c.ReadTimeout)},
+		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", flagenv.Duration(&c.WriteTimeout)},
+		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", flagenv.Duration(&c.IdleTimeout)},
 		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([docs/engine.md](docs/engine.md))", shrinkValue(&c.JPEGShrink)},
-		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([docs/engine.md](docs/engine.md#avif))", intValue(&c.AVIFEffort)},
-		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", enumValue(&c.Engine, engineInProcess, engineCells)},
-		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", intValue(&c.CellJobs)},
-		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", int64Value(&c.CellMaxRSS)},
-		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", intValue(&c.CellSpares)},
-		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 8 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", durationValue(&c.CellIdleRecycle)},
-		{"THUMBD_SANDBOX_REQUIRED", "sandbox-required", "false", "", "cells mode: `true`: a cell that cannot apply every sandbox layer (rlimits, capabilities, `no_new_privs`, Landlock, seccomp) is refused, so start-up fails naming the layer and why (a later replacement is refused the same way, logged and retried with back-off); `false`: the layer is logged once as a warning and the cell runs with the others. The images and manifests set `true`", boolFlag{boolValue(&c.SandboxRequired)}},
+		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([docs/engine.md](docs/engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
+		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", flagenv.Enum(&c.Engine, engineInProcess, engineCells)},
+		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", flagenv.Int(&c.CellJobs)},
+		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", flagenv.Int64(&c.CellMaxRSS)},
+		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", flagenv.Int(&c.CellSpares)},
+		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 8 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", flagenv.Duration(&c.CellIdleRecycle)},
+		{"THUMBD_SANDBOX_REQUIRED", "sandbox-required", "false", "", "cells mode: `true`: a cell that cannot apply every sandbox layer (rlimits, capabilities, `no_new_privs`, Landlock, seccomp) is refused, so start-up fails naming the layer and why (a later replacement is refused the same way, logged and retried with back-off); `false`: the layer is logged once as a warning and the cell runs with the others. The images and manifests set `true`", flagenv.Bool(&c.SandboxRequired)},
 	}
+	out := make([]flagenv.Setting, len(rows))
+	for i, r := range rows {
+		out[i] = flagenv.Setting(r)
+	}
+	return out
 }
 
 // loadConfig reads args (without the program name) and the environment
@@ -176,45 +165,9 @@ func settings(c *config, defaultConcurrency int) []setting {
 // once.
 func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (config, error) {
 	var c config
-	fs := flag.NewFlagSet("thumbd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var errs []error
-	explicit := map[string]bool{}
-	for _, s := range settings(&c, runtime.GOMAXPROCS(0)) {
-		if d, ok := s.value.(computedInt); ok {
-			*d.p = d.def
-		} else if s.Default == "" {
-			// The zero value is the empty default: nothing to parse.
-		} else if err := s.value.Set(s.Default); err != nil {
-			panic(fmt.Sprintf("settings table: %s default %q: %v", s.Env, s.Default, err))
-		}
-		// An empty variable means the default, except for a secret: an
-		// empty Kubernetes Secret (a key command that failed) must stop
-		// start-up, not turn signing off.
-		_, isSecret := s.value.(secret)
-		if v, set := lookupEnv(s.Env); v != "" || set && isSecret {
-			explicit[s.Env] = true
-			if err := s.value.Set(v); err != nil {
-				if _, ok := s.value.(secret); ok {
-					v = "(not shown)"
-				}
-				errs = append(errs, fmt.Errorf("%s=%q: %w", s.Env, v, err))
-			}
-		}
-		fs.Var(s.value, s.Flag, s.Meaning+" (env "+s.Env+")")
-	}
-	if err := fs.Parse(args); err != nil {
+	explicit, errs, err := flagenv.Read(settings(&c, runtime.GOMAXPROCS(0)), args, lookupEnv, stderr)
+	if err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	byFlag := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { byFlag[f.Name] = true })
-	for _, s := range settings(&c, 0) {
-		if byFlag[s.Flag] {
-			explicit[s.Env] = true
-		}
 	}
 	// A budget of 0 means "derive it", as its default says.
 	explicit["THUMBD_SOURCE_BUDGET"] = explicit["THUMBD_SOURCE_BUDGET"] && c.SourceBudget != 0
@@ -269,6 +222,22 @@ func (c *config) sourceStore(getenv func(string) string) []error {
 	}
 	c.SourceBucket, c.S3 = &loc, conn
 	return nil
+}
+
+// planMemory shares out the limit for c (memplan.Derive).
+func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMemLimit string) (memplan.Plan, error) {
+	return memplan.Derive(c.memorySettings(), l, explicit, goMemLimit)
+}
+
+// memorySettings are what the memory plan reads of c.
+func (c config) memorySettings() memplan.Settings {
+	var storeQueue int64
+	if c.ResultStore.On() {
+		storeQueue = c.ResultStoreQueue
+	}
+	return memplan.Settings{CacheSize: c.CacheSize, SourceBudget: c.SourceBudget, MemoryBudget: c.MemoryBudget, StoreQueue: storeQueue,
+		MaxBodyBytes: c.MaxBodyBytes, MaxPixels: c.MaxPixels, MaxSide: c.MaxSide, Queue: c.Queue,
+		Cells: c.Engine == engineCells, Concurrency: c.Concurrency, CellSpares: c.CellSpares}
 }
 
 // resultStoreConn reads the AWS variables that reach THUMBD_RESULT_STORE's
@@ -353,9 +322,9 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 	for i := range rows {
 		rows[i].Flag = "-" + rows[i].Flag
 	}
-	var otel []setting
+	var otel []flagenv.Setting
 	for _, v := range tracingEnv {
-		otel = append(otel, setting{Env: v.name, Meaning: v.meaning})
+		otel = append(otel, flagenv.Setting{Env: v.name, Meaning: v.meaning})
 	}
 	if *tracingVars && !*asJSON {
 		var b strings.Builder
@@ -373,115 +342,8 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	_, err := io.WriteString(stdout, settingsTable(rows))
+	_, err := io.WriteString(stdout, flagenv.Markdown(rows))
 	return err
-}
-
-// settingsTable renders rows as the README's Markdown table.
-func settingsTable(rows []setting) string {
-	var b strings.Builder
-	b.WriteString("| env | flag | default | meaning |\n|---|---|---|---|\n")
-	for _, s := range rows {
-		def := s.DefaultNote
-		if s.Default != "" {
-			def = "`" + s.Default + "`"
-			if s.DefaultNote != "" {
-				def += " (" + s.DefaultNote + ")"
-			}
-		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", s.Env, s.Flag, def, s.Meaning)
-	}
-	return b.String()
-}
-
-// value is a typed flag.Value bound to a field of config.
-type value[T any] struct {
-	p      *T
-	parse  func(string) (T, error)
-	format func(T) string
-}
-
-func (v value[T]) Set(s string) error {
-	x, err := v.parse(s)
-	if err == nil {
-		*v.p = x
-	}
-	return err
-}
-
-func (v value[T]) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return v.format(*v.p)
-}
-
-// computedInt is an int whose default is computed at start-up.
-type computedInt struct {
-	value[int]
-	def int
-}
-
-var errNotInteger = errors.New("not an integer")
-
-func intValue(p *int) value[int] {
-	return value[int]{p, func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return 0, errNotInteger
-		}
-		return n, nil
-	}, strconv.Itoa}
-}
-
-func int64Value(p *int64) value[int64] {
-	return value[int64]{p, func(s string) (int64, error) {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, errNotInteger
-		}
-		return n, nil
-	}, func(n int64) string { return strconv.FormatInt(n, 10) }}
-}
-
-func durationValue(p *time.Duration) value[time.Duration] {
-	return value[time.Duration]{p, func(s string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, errors.New("not a duration such as 10s or 500ms")
-		}
-		return d, nil
-	}, time.Duration.String}
-}
-
-func stringValue(p *string) value[string] {
-	return value[string]{p, func(s string) (string, error) { return s, nil }, func(s string) string { return s }}
-}
-
-func boolValue(p *bool) value[bool] {
-	return value[bool]{p, func(s string) (bool, error) {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return false, errors.New("want true or false")
-		}
-		return b, nil
-	}, strconv.FormatBool}
-}
-
-// secret is a setting whose value is never printed: not in an error, not
-// as a flag's default in -help.
-type secret struct{ value[[][]byte] }
-
-func keysValue(p *[][]byte) secret {
-	return secret{value[[][]byte]{p, signing.ParseKeys, func([][]byte) string { return "" }}}
-}
-
-func locationValue(p *resultstore.Location) value[resultstore.Location] {
-	return value[resultstore.Location]{p, resultstore.ParseLocation, resultstore.Location.String}
-}
-
-func presetsValue(p *params.Presets) value[params.Presets] {
-	return value[params.Presets]{p, params.ParsePresets, params.Presets.String}
 }
 
 // rules are the settings a thumbnail query is read with.
@@ -489,47 +351,22 @@ func (c config) rules() params.Rules {
 	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly}
 }
 
-// boolFlag lets a boolean flag be given without a value (-flag = -flag=true).
-type boolFlag struct{ value[bool] }
-
-func (boolFlag) IsBoolFlag() bool { return true }
-
-func originsValue(p *[]origin.Pattern) value[[]origin.Pattern] {
-	return value[[]origin.Pattern]{p, origin.ParsePatterns, func(ps []origin.Pattern) string {
+func originsValue(p *[]origin.Pattern) flagenv.Value[[]origin.Pattern] {
+	return flagenv.Of(p, origin.ParsePatterns, func(ps []origin.Pattern) string {
 		out := make([]string, len(ps))
 		for i, o := range ps {
 			out[i] = o.String()
 		}
 		return strings.Join(out, ",")
-	}}
+	})
 }
 
-func shrinkValue(p *thumbjob.JPEGShrink) value[thumbjob.JPEGShrink] {
-	return value[thumbjob.JPEGShrink]{p, func(s string) (thumbjob.JPEGShrink, error) {
+func shrinkValue(p *thumbjob.JPEGShrink) flagenv.Value[thumbjob.JPEGShrink] {
+	return flagenv.Of(p, func(s string) (thumbjob.JPEGShrink, error) {
 		switch v := thumbjob.JPEGShrink(s); v {
 		case thumbjob.JPEGShrinkFast, thumbjob.JPEGShrinkQuality:
 			return v, nil
 		}
 		return "", fmt.Errorf("JPEG shrink %q: want fast or quality", s)
-	}, func(v thumbjob.JPEGShrink) string { return string(v) }}
-}
-
-// enumValue takes one of names.
-func enumValue(p *string, names ...string) value[string] {
-	return value[string]{p, func(s string) (string, error) {
-		if !slices.Contains(names, s) {
-			return "", fmt.Errorf("want one of %s", strings.Join(names, ", "))
-		}
-		return s, nil
-	}, func(s string) string { return s }}
-}
-
-func levelValue(p *slog.Level) value[slog.Level] {
-	return value[slog.Level]{p, func(s string) (slog.Level, error) {
-		var l slog.Level
-		if err := l.UnmarshalText([]byte(s)); err != nil {
-			return 0, fmt.Errorf("log level %q: want debug, info, warn or error", s)
-		}
-		return l, nil
-	}, func(l slog.Level) string { return strings.ToLower(l.String()) }}
+	}, func(v thumbjob.JPEGShrink) string { return string(v) })
 }

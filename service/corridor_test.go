@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"io"
 	"log/slog"
 	"net/http"
@@ -85,7 +86,7 @@ func TestInfoIsCached(t *testing.T) {
 
 // panicky is an engine whose every job panics, as a bug in Go code under
 // the engine would.
-type panicky struct{ engine }
+type panicky struct{ engines.Engine }
 
 func (panicky) Run(context.Context, []byte, thumbjob.Job) (thumbjob.Result, error) {
 	panic("a bug")
@@ -108,7 +109,7 @@ func TestSharedJobPanicAnswersItsWaiters(t *testing.T) {
 	life := newLifecycle()
 	life.engineStarted()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := newDeps(cfg, logger, panicky{inProcess{thumb.New(engineConfig(cfg, logger))}}, life, root, nil)
+	d := newDeps(cfg, logger, panicky{engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}}, life, root, nil)
 	srv := newTestServerFrom(t, d)
 	release := holdSlot(t, d)
 	done := make(chan []answer)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"image"
 	"image/color"
@@ -106,9 +107,9 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		// the job's: up to twice its length while io.ReadAll grows it.
 		est := pipeline.New(cfg.pipeline(), pipeline.Parts{}).Cost(src, thumbjob.Job{Options: req.Options})
 		job := peak - 2*int64(len(src))
-		fmt.Fprintf(&table, "| %s (%s) | `%s` | %s | %s | %s | %.2f |\n", c.name, mib(int64(len(src))), c.query, mib(peak), mib(job), mib(est), float64(est)/float64(job))
+		fmt.Fprintf(&table, "| %s (%s) | `%s` | %s | %s | %s | %.2f |\n", c.name, memplan.MiB(int64(len(src))), c.query, memplan.MiB(peak), memplan.MiB(job), memplan.MiB(est), float64(est)/float64(job))
 		if job > est {
-			t.Errorf("%s %s: measured peak %s less twice the source, %s, over the estimate %s", c.name, c.query, mib(peak), mib(job), mib(est))
+			t.Errorf("%s %s: measured peak %s less twice the source, %s, over the estimate %s", c.name, c.query, memplan.MiB(peak), memplan.MiB(job), memplan.MiB(est))
 		}
 	}
 	if os.Getenv("THUMBD_PEAKS_TABLE") != "" {

@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/thumbd/thumbd/service/internal/cell"
-	"github.com/thumbd/thumbd/service/internal/cellpool"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		case "sign":
 			return signCommand(args[2:], lookupEnv, time.Now(), stdout, stderr)
 		case "cell":
-			return runCell(getenv, stderr)
+			return engines.ServeCell(getenv, stderr, func(e cell.Engine) cell.Engine { return e })
 		}
 	}
 	cfg, err := loadConfig(args[1:], lookupEnv, stderr)
@@ -88,18 +88,20 @@ func engineConfig(cfg config, logger *slog.Logger) thumbjob.Config {
 }
 
 // newEngine is the engine of cfg's mode, not started.
-func newEngine(cfg config, logger *slog.Logger, logOut io.Writer) (engine, error) {
+func newEngine(cfg config, logger *slog.Logger, logOut io.Writer) (engines.Engine, error) {
 	if cfg.Engine == engineCells {
-		if err := cell.SealInherited(); err != nil {
-			return nil, fmt.Errorf("cells: %w", err)
-		}
-		pc, err := cellPoolConfig(cfg, logger, logOut)
-		if err != nil {
-			return nil, err
-		}
-		return cellsEngine{cellpool.New(pc)}, nil
+		return engines.NewCells(cfg.cells(), logger, logOut)
 	}
-	return inProcess{thumb.New(engineConfig(cfg, logger))}, nil
+	return engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, nil
+}
+
+// cells is what cells mode reads of the settings.
+func (c config) cells() engines.CellSettings {
+	return engines.CellSettings{
+		Engine: engineConfig(c, nil), MaxSource: c.MaxBodyBytes, MaxSide: c.MaxSide, MaxAnimationPixels: c.MaxAnimationPixels,
+		LogLevel: c.LogLevel, MemoryBudget: c.MemoryBudget, SandboxRequired: c.SandboxRequired,
+		Cells: c.Concurrency, Spares: c.CellSpares, MaxJobs: c.CellJobs, MaxRSS: c.CellMaxRSS, IdleRecycle: c.CellIdleRecycle,
+	}
 }
 
 // serve runs the service with cfg until ctx is done. When listening is
@@ -113,7 +115,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		// libvips' share (GOMEMLIMIT, when set, was applied by the runtime).
 		debug.SetMemoryLimit(cfg.memory.GoLimit)
 	}
-	cfg.memory.log(logger, cfg)
+	cfg.memory.Log(logger, cfg.memorySettings())
 
 	var sources *os.Root
 	if cfg.SourceDir != "" {

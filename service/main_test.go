@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"io"
 	"log/slog"
 	"net/http"
@@ -71,7 +72,7 @@ func newTestDeps(t *testing.T, cfg config) deps {
 	// libvips is up (testEngine started it); an engine value of its own
 	// carries this configuration's limits.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, root, nil)
+	return newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, root, nil)
 }
 
 func newTestServer(t *testing.T, cfg config) (*httptest.Server, deps) {

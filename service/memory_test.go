@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/thumbd/thumbd/service/internal/memplan"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,13 +30,13 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s at %d MiB: %v", engine, l, err)
 			}
-			sum := baseMemory + p.Sources + p.Outputs + p.Cells + p.Jobs
+			sum := memplan.BaseMemory + p.Sources + p.Outputs + p.Cells + p.Jobs
 			if sum > l<<20 || p.Jobs <= 0 || p.Sources < c.MaxBodyBytes || p.Queue < 8 || p.Queue > 1024 {
 				t.Errorf("%s at %d MiB: %+v (parts add up to %d)", engine, l, p, sum)
 			}
 			// Go's heap (sources, answers) and libvips' jobs share the
 			// limit: the Go limit leaves the jobs their budget.
-			if p.GoLimit+p.Jobs+p.Cells+baseMemory-goRuntimeMemory > l<<20 {
+			if p.GoLimit+p.Jobs+p.Cells+memplan.BaseMemory-memplan.GoRuntimeMemory > l<<20 {
 				t.Errorf("%s at %d MiB: Go limit %d + jobs %d over the limit", engine, l, p.GoLimit, p.Jobs)
 			}
 		}
@@ -98,13 +99,13 @@ func TestMemoryLimitSetting(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "THUMBD_SOURCE_BUDGET=209715200 does not fit the memory limit of 256 MiB") {
 		t.Errorf("k8s/base's old budget at 256 MiB: %v", err)
 	}
-	small := smallestLimit(testConfig(t))
+	small := memplan.SmallestLimit(testConfig(t).memorySettings())
 	p, _ := planMemory(testConfig(t), memlimit.Limit{Bytes: small}, func(string) bool { return false }, "")
 	below, _ := planMemory(testConfig(t), memlimit.Limit{Bytes: small - 1<<20}, func(string) bool { return false }, "")
 	if p.Jobs < p.Largest || below.Jobs >= below.Largest {
 		t.Errorf("smallest limit %d: jobs %d, largest %d; 1 MiB below: jobs %d", small, p.Jobs, p.Largest, below.Jobs)
 	}
-	t.Logf("smallest limit serving the default largest job: %s (job %s)", mib(small), mib(p.Largest))
+	t.Logf("smallest limit serving the default largest job: %s (job %s)", memplan.MiB(small), memplan.MiB(p.Largest))
 }
 
 // A job whose estimate is over the whole budget is refused at once with

@@ -15,6 +15,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
@@ -36,7 +37,7 @@ type metrics struct {
 
 // newMetrics registers the service's metrics; signingKeys is how many keys
 // verify signed URLs (0: signing is off).
-func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engine, mode string, signingKeys int) *metrics {
+func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engines.Engine, mode string, signingKeys int) *metrics {
 	m := &metrics{
 		Metrics: pipeline.NewMetrics(reg),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -115,7 +116,7 @@ func (m *metrics) observeFetch(d time.Duration, bytes int, code apierr.Code) {
 // libvipsMemory reads libvips' counters only once the engine has started
 // (in cells mode, from what the cells reported: the supervisor never
 // starts libvips).
-func libvipsMemory(life *lifecycle, eng engine, peak bool) float64 {
+func libvipsMemory(life *lifecycle, eng engines.Engine, peak bool) float64 {
 	select {
 	case <-life.engineReady:
 	default:

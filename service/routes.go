@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/benchroutes"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 )
@@ -17,10 +18,10 @@ func addRoutes(r chi.Router, d deps) {
 	r.Get("/health", h(handleHealth).ServeHTTP)
 	r.Get("/ready", h(handleReady(d.life)).ServeHTTP)
 	if d.cfg.BenchRoutes { // the benchmark contract; off: unknown paths
-		r.Get("/json", h(handleJSON()).ServeHTTP)
-		r.Get("/compute", h(handleCompute).ServeHTTP)
-		r.Get("/hash", h(handleHashGet).ServeHTTP)
-		r.Post("/hash", h(uploadsOnly(d.cfg, handleHashPost(d.cfg.MaxBodyBytes))).ServeHTTP)
+		r.Get("/json", h(benchroutes.HandleJSON()).ServeHTTP)
+		r.Get("/compute", h(benchroutes.HandleCompute).ServeHTTP)
+		r.Get("/hash", h(benchroutes.HandleHashGet).ServeHTTP)
+		r.Post("/hash", h(uploadsOnly(d.cfg, benchroutes.HandleHashPost(d.cfg.MaxBodyBytes))).ServeHTTP)
 	}
 	for _, rt := range params.Routes() { // GET and POST /thumbnail and /info
 		handler := d.thumbs.Handler(rt)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/bucket"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/results"
@@ -38,7 +40,7 @@ type deps struct {
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
 // off); tr may be nil (tracing off).
-func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sources *os.Root, tr *tracing) deps {
+func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle, sources *os.Root, tr *tracing) deps {
 	if tr == nil {
 		tr = tracingOff()
 	}
@@ -51,7 +53,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engine, life *lifecycle, sourc
 	// A source of known length waits for the budget up to half the
 	// deadline, unread (backpressure), before it is refused.
 	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget), Wait: cfg.Deadline / 2}
-	registerMemory(reg, cfg.memory, gate, limits.Budget)
+	memplan.Register(reg, cfg.memory, gate, limits.Budget)
 	var dir *source.Dir
 	if sources != nil {
 		dir = &source.Dir{Limits: limits, Root: sources}

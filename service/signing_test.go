@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"io"
 	"log/slog"
 	"net/http"
@@ -367,7 +368,7 @@ func BenchmarkCachedGET(b *testing.B) {
 		cfg.SourceDir, cfg.SigningKeys = dir, keys
 		life := newLifecycle()
 		life.engineStarted()
-		v := &variant{h: newServer(newDeps(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), inProcess{testEngine}, life, root, nil)),
+		v := &variant{h: newServer(newDeps(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), engines.InProcess{Engine: testEngine}, life, root, nil)),
 			target: "/thumbnail?src=photo.jpg&w=320&h=240&format=webp&q=75"}
 		if keys != nil {
 			v.target = signing.SignedPath(key, "/thumbnail", q)

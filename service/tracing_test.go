@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"io"
 	"log/slog"
 	"net/http"
@@ -51,7 +52,7 @@ func tracedServer(t *testing.T, cfg config) (*httptest.Server, *tracetest.SpanRe
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	life := newLifecycle()
 	life.engineStarted()
-	d := newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, nil, tr)
+	d := newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, nil, tr)
 	return newTestServerFrom(t, d), rec, logs
 }
 
@@ -507,7 +508,7 @@ func BenchmarkTracing(b *testing.B) {
 			life := newLifecycle()
 			life.engineStarted()
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-			h := newServer(newDeps(cfg, logger, inProcess{thumb.New(engineConfig(cfg, logger))}, life, nil, tr))
+			h := newServer(newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, nil, tr))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

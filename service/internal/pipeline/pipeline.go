@@ -18,9 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/results"
@@ -350,7 +349,7 @@ func (p *Pipeline) admit(ctx context.Context, bytes int64, job thumbjob.Job, sou
 		switch {
 		case errors.Is(err, admission.ErrTooLarge):
 			return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
-				mib(bytes), mib(p.cfg.MemoryBudget), mib(p.cfg.MemoryLimit))
+				memplan.MiB(bytes), memplan.MiB(p.cfg.MemoryBudget), memplan.MiB(p.cfg.MemoryLimit))
 		case errors.Is(err, admission.ErrFull):
 			return queueFull(false)
 		case err != nil:
@@ -408,9 +407,4 @@ func (p *Pipeline) deadlineOrGone(err error) error {
 func etag(sourceID, normalised string) string {
 	sum := sha256.Sum256([]byte(sourceID + "\x00" + normalised))
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
-}
-
-// mib writes n bytes in MiB, for people.
-func mib(n int64) string {
-	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MiB"
 }

@@ -1,4 +1,8 @@
-package main
+// Package memplan shares out the memory limit: the result cache, the
+// source and job budgets, the queue and the Go heap's soft limit, each
+// derived from the limit unless the operator set it (docs/hardening.md,
+// "Memory").
+package memplan
 
 import (
 	"fmt"
@@ -13,7 +17,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 )
 
-// memoryPlan is how the memory limit is shared out. Every part not set by
+// Plan is how the memory limit is shared out. Every part not set by
 // the operator is derived from the limit, so that with no setting at all
 // the process stays under it (docs/hardening.md, "Memory"):
 //
@@ -28,7 +32,7 @@ import (
 // Go's heap holds the sources and the answers being written; libvips' C
 // heap (in this process or in the cells) holds the jobs, each admitted
 // with its estimated peak (memcost) against the jobs' budget.
-type memoryPlan struct {
+type Plan struct {
 	Limit   memlimit.Limit
 	Sources int64 // THUMBD_SOURCE_BUDGET: bytes of sources held at once
 	Outputs int64 // the Go heap's share for answers and requests in flight
@@ -48,16 +52,21 @@ type memoryPlan struct {
 	Largest int64
 }
 
+// defaultBudgetBodies is THUMBD_SOURCE_BUDGET's default in largest sources.
+// The queue was 32 deep and bounded the sources' memory by its depth until
+// 2026-12-01; the budget keeps that bound (docs/hardening.md, "Memory").
+const defaultBudgetBodies = 32
+
 // The model's fixed parts, measured (docs/hardening.md, "Memory").
 const (
-	// baseMemory is the idle process: binary, libvips and its codecs, the
+	// BaseMemory is the idle process: binary, libvips and its codecs, the
 	// Go runtime (idle VmRSS 16-19 MB in both images).
-	baseMemory = 24 << 20
+	BaseMemory = 24 << 20
 	// cellIdleMemory is one idle cell's resident memory beyond what it
 	// shares with its siblings (PSS about 5 MB, VmRSS about 11 MB).
 	cellIdleMemory = 12 << 20
-	// goRuntimeMemory is the Go runtime's own idle share of GOMEMLIMIT.
-	goRuntimeMemory = 8 << 20
+	// GoRuntimeMemory is the Go runtime's own idle share of GOMEMLIMIT.
+	GoRuntimeMemory = 8 << 20
 	// queueBytesPerEntry sizes the default queue: a waiting request holds
 	// its goroutine, connection buffers and request (about 20 KB measured)
 	// beside its source, which the source budget bounds; 1 MiB of limit
@@ -67,27 +76,37 @@ const (
 
 // errMemory is a setting that cannot fit the memory limit.
 func errMemory(setting string, value int64, l memlimit.Limit, fits string) error {
-	return fmt.Errorf("%s=%d does not fit the memory limit of %s (%s, %s): %s", setting, value, mib(l.Bytes), l.Source, l.Path, fits)
+	return fmt.Errorf("%s=%d does not fit the memory limit of %s (%s, %s): %s", setting, value, MiB(l.Bytes), l.Source, l.Path, fits)
 }
 
-// planMemory shares out the limit. explicit tells which settings the
+// Settings are what the plan reads of the settings.
+type Settings struct {
+	CacheSize, SourceBudget, MemoryBudget int64 // as given: 0 for the budgets unless explicit
+	StoreQueue                            int64 // THUMBD_RESULT_STORE_QUEUE when THUMBD_RESULT_STORE is on, else 0
+	MaxBodyBytes, MaxPixels               int64
+	MaxSide, Queue                        int
+	Cells                                 bool // cells mode, with Concurrency + CellSpares cells
+	Concurrency, CellSpares               int
+}
+
+// Derive shares out the limit. explicit tells which settings the
 // operator gave (their values in c win); goMemLimit is GOMEMLIMIT's value.
-func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMemLimit string) (memoryPlan, error) {
-	p := memoryPlan{Limit: l}
+func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemLimit string) (Plan, error) {
+	p := Plan{Limit: l}
 	slack := l.Bytes / 10 // allocator fragmentation, the estimate's error
-	avail := l.Bytes - baseMemory - slack
+	avail := l.Bytes - BaseMemory - slack
 	if p.Cache = c.CacheSize; p.Cache > max(avail/2, 0) {
 		return p, errMemory("THUMBD_CACHE_SIZE", p.Cache, l, fmt.Sprintf("at most %d (half of what the process leaves) fits beside the budgets", max(avail/2, 0)))
 	}
 	avail -= p.Cache
-	if c.ResultStore.On() {
-		if p.StoreQueue = c.ResultStoreQueue; p.StoreQueue > max(avail/4, 0) {
+	if c.StoreQueue > 0 {
+		if p.StoreQueue = c.StoreQueue; p.StoreQueue > max(avail/4, 0) {
 			return p, errMemory("THUMBD_RESULT_STORE_QUEUE", p.StoreQueue, l, fmt.Sprintf("at most %d (a quarter of what the process and the cache leave) fits beside the budgets", max(avail/4, 0)))
 		}
 		avail -= p.StoreQueue
 	}
 	p.Outputs = max(avail/8, 0)
-	if c.Engine == engineCells {
+	if c.Cells {
 		p.Cells = int64(c.Concurrency+c.CellSpares) * cellIdleMemory
 	}
 	minJob := memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1},
@@ -103,35 +122,35 @@ func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMe
 	if explicit("THUMBD_MEMORY_BUDGET") {
 		p.Jobs = c.MemoryBudget
 		if most := avail - p.Outputs - p.Cells - p.Sources; p.Jobs > most {
-			return p, errMemory("THUMBD_MEMORY_BUDGET", p.Jobs, l, fmt.Sprintf("at most %d fits beside the process and the %s source budget", max(most, 0), mib(p.Sources)))
+			return p, errMemory("THUMBD_MEMORY_BUDGET", p.Jobs, l, fmt.Sprintf("at most %d fits beside the process and the %s source budget", max(most, 0), MiB(p.Sources)))
 		}
 	} else {
 		p.Jobs = avail - p.Outputs - p.Cells - p.Sources
 	}
 	if p.Jobs < minJob {
-		need := (baseMemory + p.Cache + p.StoreQueue + p.Outputs + p.Cells + p.Sources + minJob) * 10 / 9
+		need := (BaseMemory + p.Cache + p.StoreQueue + p.Outputs + p.Cells + p.Sources + minJob) * 10 / 9
 		return p, fmt.Errorf("the memory limit of %s (%s, %s) leaves %s for thumbnails, less than the smallest job's %s: give thumbd at least %s (THUMBD_MEMORY_LIMIT or the container's limit)",
-			mib(l.Bytes), l.Source, l.Path, mib(max(p.Jobs, 0)), mib(minJob), mib(need))
+			MiB(l.Bytes), l.Source, l.Path, MiB(max(p.Jobs, 0)), MiB(minJob), MiB(need))
 	}
 	p.Queue = c.Queue
 	if !explicit("THUMBD_QUEUE") {
 		p.Queue = int(min(max(l.Bytes/queueBytesPerEntry, 8), 1024))
 	}
 	if goMemLimit == "" {
-		p.GoLimit = goRuntimeMemory + p.Sources + p.Outputs + p.Cache + p.StoreQueue + slack/2
+		p.GoLimit = GoRuntimeMemory + p.Sources + p.Outputs + p.Cache + p.StoreQueue + slack/2
 	}
 	p.Largest = memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: int(c.MaxPixels), Height: 1, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1},
 		memcost.Job{Width: c.MaxSide, Height: c.MaxSide, Fit: "fill", Output: imagefmt.AVIF, MaxSide: c.MaxSide, MaxPixels: c.MaxPixels})
 	return p, nil
 }
 
-// smallestLimit is the smallest limit, to 1 MiB, whose derived jobs'
+// SmallestLimit is the smallest limit, to 1 MiB, whose derived jobs'
 // budget holds the largest job c allows (the budget grows with the limit:
 // a binary search).
-func smallestLimit(c config) int64 {
+func SmallestLimit(c Settings) int64 {
 	none := func(string) bool { return false }
 	fits := func(l int64) bool {
-		p, err := planMemory(c, memlimit.Limit{Bytes: l}, none, "")
+		p, err := Derive(c, memlimit.Limit{Bytes: l}, none, "")
 		return err == nil && p.Jobs >= p.Largest
 	}
 	lo, hi := int64(1), int64(1<<20) // in MiB: lo does not fit, hi does
@@ -146,29 +165,29 @@ func smallestLimit(c config) int64 {
 	return hi << 20
 }
 
-// log says, once at start, the limit found and every value derived.
-func (p memoryPlan) log(logger *slog.Logger, c config) {
+// Log says, once at start, the limit found and every value derived.
+func (p Plan) Log(logger *slog.Logger, c Settings) {
 	goLimit := "GOMEMLIMIT (set by the environment)"
 	if p.GoLimit > 0 {
-		goLimit = mib(p.GoLimit)
+		goLimit = MiB(p.GoLimit)
 	}
 	logger.Info("memory", "limit", p.Limit.Bytes, "limit_from", p.Limit.Source+" "+p.Limit.Path,
 		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cache", p.Cache, "result_store_queue", p.StoreQueue, "cells_idle", p.Cells,
 		"queue", p.Queue, "go_memory_limit", goLimit)
 	if p.Largest > p.Jobs {
 		logger.Warn(fmt.Sprintf("memory limit %s: the largest job the limits allow (a %s source to %s) needs about %s, more than the %s budget for jobs; such jobs answer 422 needs_more_memory. About %s would serve them",
-			mib(p.Limit.Bytes), "THUMBD_MAX_PIXELS RGBA PNG", "a THUMBD_MAX_SIDE square AVIF", mib(p.Largest), mib(p.Jobs), mib(smallestLimit(c))))
+			MiB(p.Limit.Bytes), "THUMBD_MAX_PIXELS RGBA PNG", "a THUMBD_MAX_SIDE square AVIF", MiB(p.Largest), MiB(p.Jobs), MiB(SmallestLimit(c))))
 	}
 }
 
-// mib writes n bytes in MiB, for people.
-func mib(n int64) string {
+// MiB writes n bytes in MiB, for people.
+func MiB(n int64) string {
 	s := fmt.Sprintf("%.1f", float64(n)/(1<<20))
 	return strings.TrimSuffix(s, ".0") + " MiB"
 }
 
-// registerMemory exports the plan and the budgets' use as gauges.
-func registerMemory(reg prometheus.Registerer, p memoryPlan, gate *admission.Gate, sources *admission.Bytes) {
+// Register exports the plan and the budgets' use as gauges.
+func Register(reg prometheus.Registerer, p Plan, gate *admission.Gate, sources *admission.Bytes) {
 	budget := func(name string, size, used func() int64) []prometheus.Collector {
 		labels := prometheus.Labels{"budget": name}
 		return []prometheus.Collector{

@@ -1,4 +1,4 @@
-package main
+package engines
 
 import (
 	"fmt"
@@ -28,16 +28,12 @@ const cellAddressSpace = 4 << 30
 // runtime's poller, and nothing it opens (it cannot open files).
 const cellOpenFiles = 32
 
-// runCell is `thumbd cell`, the worker process of cells mode, started by
-// the supervisor with its socket on descriptor 3. It is not for people.
-func runCell(getenv func(string) string, stderr io.Writer) error {
-	return serveCell(getenv, stderr, func(e cell.Engine) cell.Engine { return e })
-}
-
-// serveCell starts libvips, seals the process in its sandbox, says hello
+// ServeCell is `thumbd cell`, the worker process of cells mode, started
+// by the supervisor with its socket on descriptor 3 (it is not for
+// people): it starts libvips, seals the process in its sandbox, says hello
 // and serves jobs until the supervisor closes the socket. wrap lets tests
 // put a fault injector around the engine.
-func serveCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engine) cell.Engine) error {
+func ServeCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engine) cell.Engine) error {
 	conn, err := cell.Socket(getenv)
 	if err != nil {
 		return fmt.Errorf("thumbd cell runs as a worker of `thumbd` with THUMBD_ENGINE=cells: %w", err)
@@ -77,14 +73,14 @@ const trimLargerThan = 32 << 20
 // trimAfterLargeJob runs malloc_trim after a large job, so that between
 // jobs a cell holds about the idle memory the supervisor's plan counts.
 func trimAfterLargeJob(src []byte, o thumbjob.Options) {
-	if largeJob(src, o) {
+	if LargeJob(src, o) {
 		thumb.TrimHeap()
 	}
 }
 
-// largeJob reports whether the job's estimated peak (memcost: the source's
+// LargeJob reports whether the job's estimated peak (memcost: the source's
 // header, no decoding) is over trimLargerThan.
-func largeJob(src []byte, o thumbjob.Options) bool {
+func LargeJob(src []byte, o thumbjob.Options) bool {
 	h, err := memcost.ReadHeader(src)
 	return err == nil && memcost.Estimate(h, memcost.JobOf(o)) > trimLargerThan
 }

@@ -1,4 +1,4 @@
-package main
+package benchroutes
 
 // The fixed document of GET /json. Its bytes must equal
 // testdata/json-document.json, which every implementation (the Node twin
