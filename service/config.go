@@ -83,6 +83,9 @@ type config struct {
 	CellSpares        int
 	CellIdleRecycle   time.Duration
 	SandboxRequired   bool
+	// getenv is run's: tracing reads the OTEL_* variables (the SDK's
+	// standard ones, no flag twins) through it, not from the process.
+	getenv func(string) string
 }
 
 // Engine modes (THUMBD_ENGINE); the names are fixed.
@@ -164,7 +167,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 // then its variable, then its flag. Every invalid value is reported at
 // once.
 func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (config, error) {
-	var c config
+	c := config{getenv: func(name string) string { v, _ := lookupEnv(name); return v }}
 	explicit, errs, err := flagenv.Read(settings(&c, runtime.GOMAXPROCS(0)), args, lookupEnv, stderr)
 	if err != nil {
 		return config{}, err
@@ -185,9 +188,8 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 		errs = append(errs, err)
 	}
 	c.memory, c.Queue, c.SourceBudget, c.MemoryBudget = plan, plan.Queue, plan.Sources, plan.Jobs
-	getenv := func(name string) string { v, _ := lookupEnv(name); return v }
-	errs = append(errs, c.sourceStore(getenv)...)
-	errs = append(errs, c.resultStoreConn(getenv)...)
+	errs = append(errs, c.sourceStore(c.getenv)...)
+	errs = append(errs, c.resultStoreConn(c.getenv)...)
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-chi/chi/v5/middleware"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/thumbd/thumbd/service/internal/pipeline"
@@ -66,7 +65,7 @@ func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.
 			} else {
 				logger = base.With("request_id", id)
 			}
-			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			ww := wrapped(w, r)
 			start := time.Now()
 			next.ServeHTTP(ww, r.WithContext(pipeline.WithLogger(r.Context(), logger)))
 			level := slog.LevelDebug

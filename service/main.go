@@ -139,16 +139,32 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		logger.Warn("THUMBD_ORIGINS_ALLOW_LOOPBACK is on: origins on loopback addresses are fetched; for development and tests only")
 	}
 
+	// Tracing is set up before anything starts, so that its error stops
+	// nothing but itself.
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	tr, err := newTracing(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	if tr.on {
+		logger.Info("tracing: on (OTLP/HTTP)")
+	}
+
 	// Listen first: /health answers within milliseconds of exec, while
 	// libvips starts concurrently (its start-up maps many libraries).
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
 	if err != nil {
+		tr.shutdown(context.Background()) // nothing traced yet: its exporter stops
 		return err
 	}
 	life := newLifecycle()
 	engine, err := newEngine(cfg, logger, logOut)
 	if err != nil {
 		ln.Close()
+		tr.shutdown(context.Background())
 		return err
 	}
 	// engineUp is closed once Start has returned; an engine that cannot
@@ -167,14 +183,6 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		}
 	}()
 
-	tr, err := newTracing(ctx, os.Getenv)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	if tr.on {
-		logger.Info("tracing: on (OTLP/HTTP)")
-	}
 	d := newDeps(cfg, logger, engine, life, sources, tr)
 	// The store is checked beside the engine's start: /health answers
 	// meanwhile, and a refusal stops the service as an engine failure does.

@@ -137,18 +137,33 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		m.inFlight.Inc()
 		defer m.inFlight.Dec()
 		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		ww := wrapped(w, r)
 		next.ServeHTTP(ww, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
+		route := routeLabel(r)
 		code := strconv.Itoa(ww.Status())
 		m.requests.WithLabelValues(route, methodLabel(r.Method), code).Inc()
 		observe(m.duration.WithLabelValues(route, code), time.Since(start).Seconds(), trace.SpanFromContext(r.Context()))
-		// The server span is named by the same bounded route, known only now.
-		trace.SpanFromContext(r.Context()).SetName(methodLabel(r.Method) + " " + route)
 	})
+}
+
+// wrapped is w as a writer that records the status and size written: the
+// request log's own wrapper when it has one, so a request goes through
+// one wrapper, not one per middleware.
+func wrapped(w http.ResponseWriter, r *http.Request) middleware.WrapResponseWriter {
+	if ww, ok := w.(middleware.WrapResponseWriter); ok {
+		return ww
+	}
+	return middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+}
+
+// routeLabel is r's chi route pattern, read after the handler ran (when
+// chi has matched it); unknown paths share "unmatched", so label sets stay
+// small.
+func routeLabel(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		return rc.RoutePattern()
+	}
+	return "unmatched"
 }
 
 // observe records v, with the trace ID as its exemplar when the request

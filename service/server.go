@@ -110,6 +110,9 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 func newServer(d deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(nosniff, withRequestLog(d.logger, newRequestIDs()), d.metrics.instrument)
+	if d.tracing.on {
+		r.Use(nameSpan)
+	}
 	addRoutes(r, d)
 	return d.tracing.handler(r)
 }

@@ -102,6 +102,16 @@ func (t *tracing) handler(next http.Handler) http.Handler {
 		otelhttp.WithFilter(traced))
 }
 
+// nameSpan names the request's server span by its method and route
+// pattern, known once chi has matched the route: it runs inside the
+// router, after the handler.
+func nameSpan(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		trace.SpanFromContext(r.Context()).SetName(methodLabel(r.Method) + " " + routeLabel(r))
+	})
+}
+
 // traced leaves out the probes and the scrapes: a kubelet's /health every
 // few seconds would be most of the traces, and each costs a span's export
 // (on /health, tracing tripled the CPU a request took).

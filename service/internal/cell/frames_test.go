@@ -300,3 +300,22 @@ func TestWorkerServesInfoJobs(t *testing.T) {
 		}
 	}
 }
+
+// A cell reads its job's source, which the supervisor read and bounded
+// itself, into one buffer of the declared size: no copy as it grows.
+func TestJobSourceIsReadIntoOneBuffer(t *testing.T) {
+	src := make([]byte, 5<<20)
+	var frame bytes.Buffer
+	writeFrame(&frame, kindJob, jobMeta{}, src)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, got, err := readFrameOf(&frame, string(kindJob), func(byte) any { return &jobMeta{} }, 8<<20, true)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(got) != len(src) {
+		t.Fatalf("read %d bytes, %v", len(got), err)
+	}
+	// Growing from 1 MiB by doubling allocates 1+2+4+5 MiB.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 6<<20 {
+		t.Errorf("reading a 5 MiB source allocated %d bytes", grew)
+	}
+}

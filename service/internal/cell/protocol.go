@@ -123,13 +123,16 @@ func writeFrame(w io.Writer, kind byte, meta any, payload []byte) error {
 // its payload (at most maxPayload bytes) into a new slice. io.EOF means the
 // peer closed the socket before a frame began.
 func readFrame(r io.Reader, want byte, meta any, maxPayload int64) ([]byte, error) {
-	_, payload, err := readFrameOf(r, string(want), func(byte) any { return meta }, maxPayload)
+	_, payload, err := readFrameOf(r, string(want), func(byte) any { return meta }, maxPayload, false)
 	return payload, err
 }
 
 // readFrameOf reads one frame of any of the kinds, its metadata into what
-// meta gives for its kind, and says which kind it was.
-func readFrameOf(r io.Reader, kinds string, meta func(kind byte) any, maxPayload int64) (byte, []byte, error) {
+// meta gives for its kind, and says which kind it was. trusted says the
+// peer is the supervisor (the reader a cell): its declared length is the
+// source it read and bounded itself, so the payload's buffer is sized from
+// it at once; a cell's payload is read as it arrives.
+func readFrameOf(r io.Reader, kinds string, meta func(kind byte) any, maxPayload int64, trusted bool) (byte, []byte, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, err
@@ -149,6 +152,13 @@ func readFrameOf(r io.Reader, kinds string, meta func(kind byte) any, maxPayload
 	}
 	if err := json.Unmarshal(m, meta(h[0])); err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	if trusted {
+		payload := make([]byte, payloadLen)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return 0, nil, unexpectedEOF(err)
+		}
+		return h[0], payload, nil
 	}
 	payload, err := readPayload(r, int(payloadLen))
 	return h[0], payload, err

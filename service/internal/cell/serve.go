@@ -98,7 +98,7 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 				return &info
 			}
 			return &job
-		}, w.MaxSource)
+		}, w.MaxSource, true)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

@@ -95,13 +95,15 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 		return thumbjob.Image{}, err
 	}
 	began := time.Now()
-	if err := e.checkSource(src); err != nil {
+	format, err := e.checkSource(src)
+	if err != nil {
 		return thumbjob.Image{}, err
 	}
 	h, err := probe(src)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
+	h.format = format
 	if err := e.checkHeader(h); err != nil {
 		return thumbjob.Image{}, err
 	}
@@ -128,8 +130,7 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
 	}
 
-	spec, _ := imagefmt.Sniff(src)
-	tr := thumbjob.Trace{SourceFormat: spec.Format, SourceWidth: h.width, SourceHeight: h.height, Shrink: 1}
+	tr := thumbjob.Trace{SourceFormat: h.format, SourceWidth: h.width, SourceHeight: h.height, Shrink: 1}
 	img, shrink, err := e.load(src, o, h, frames)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
@@ -153,18 +154,20 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 }
 
 // checkSource refuses, before libvips reads it, a source that is no input
-// format or a GIF whose screen is over the pixel limit.
-func (e *Engine) checkSource(src []byte) error {
-	if _, ok := imagefmt.Sniff(src); !ok {
-		return fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
+// format or a GIF whose screen is over the pixel limit; it returns the
+// source's format (sniffed here once a job).
+func (e *Engine) checkSource(src []byte) (imagefmt.Format, error) {
+	spec, ok := imagefmt.Sniff(src)
+	if !ok {
+		return "", fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
 	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
 	// bytes would be decoded; the limit holds for what the header declares.
 	if w, h, ok := imagefmt.GIFScreen(src); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
-		return fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
+		return "", fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
 	}
-	return nil
+	return spec.Format, nil
 }
 
 // checkHeader holds the header to the pixel and frame limits.
@@ -225,7 +228,11 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 		size = vips.SizeForce
 	}
 	params := vips.NewImportParams() // fail on error: a truncated or corrupt source is a 422, never a half-grey thumbnail
-	if spec, _ := imagefmt.Sniff(src); spec.Format == imagefmt.JPEG && e.cfg.JPEGShrink != thumbjob.JPEGShrinkQuality {
+	if h.format == "" {
+		spec, _ := imagefmt.Sniff(src)
+		h.format = spec.Format
+	}
+	if h.format == imagefmt.JPEG && e.cfg.JPEGShrink != thumbjob.JPEGShrinkQuality {
 		if shrink := jpegShrink(o, h); shrink > 1 {
 			// libvips' thumbnail operation would stop one step earlier;
 			// loading at the shrink and thumbnailing the result keeps the

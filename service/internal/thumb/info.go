@@ -18,7 +18,7 @@ func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (th
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Info{}, err
 	}
-	if err := e.checkSource(src); err != nil {
+	if _, err := e.checkSource(src); err != nil {
 		return thumbjob.Info{}, err
 	}
 	h, d, err := describe(src)

@@ -91,6 +91,8 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
 func harden() { C.thumbd_harden() }
@@ -136,6 +138,9 @@ type header struct {
 	pages         int
 	orientation   int
 	alpha         bool // the decoded image will have an alpha channel
+	// format is the source's, sniffed once by checkSource ("" when the
+	// header was read without it: load then sniffs).
+	format imagefmt.Format
 }
 
 // displayed returns the size after EXIF orientation is applied: values 5-8
