@@ -315,7 +315,7 @@ func (c config) validate() []error {
 func printSettings(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd settings", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}, the OpenTelemetry variables included (flag \"\")")
+	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}, the AWS and OpenTelemetry variables included (flag \"\")")
 	tracingVars := fs.Bool("tracing", false, "print the OpenTelemetry variables thumbd's tracing reads (the README's Traces table)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -338,7 +338,11 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		// Tools (k8s/validate) get every variable thumbd reads.
+		// Tools (k8s/validate) get every variable thumbd reads: the
+		// object storage's AWS variables, then the OpenTelemetry ones.
+		for _, v := range bucket.EnvVars {
+			rows = append(rows, flagenv.Setting{Env: v.Name, Meaning: v.Meaning})
+		}
 		rows = append(rows, otel...)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
