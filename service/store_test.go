@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,9 +16,14 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/source"
+	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
 // storeConfig is the configuration with THUMBD_RESULT_STORE set to dir, read
@@ -380,5 +386,62 @@ func TestResultStoreDirectorySharedByTwoProcesses(t *testing.T) {
 		if !bytes.Equal(made.body[:4], []byte("RIFF")) {
 			t.Errorf("not a WebP: % x", made.body[:4])
 		}
+	}
+}
+
+// TestTraceOfTheResultStore: a lookup is a span of the request, a write a
+// span in its trace (ending after the answer); a hit's trace has no
+// engine stage.
+func TestTraceOfTheResultStore(t *testing.T) {
+	photo := encodeJPEG(t, scene(400, 300), 90)
+	sources, store, env := storeFixture(t, photo)
+	traced := func() (string, *tracetest.SpanRecorder) {
+		cfg := storeConfig(t, store, env)
+		root, err := os.OpenRoot(sources)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { root.Close() })
+		tr, rec := recorded()
+		life := newLifecycle()
+		life.engineStarted()
+		logger := slog.New(slog.DiscardHandler)
+		d := newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, root, tr)
+		t.Cleanup(func() { d.store.Close(context.Background()) })
+		return newTestServerFrom(t, d).URL, rec
+	}
+	span := func(rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			for _, s := range rec.Ended() {
+				if s.Name() == name {
+					return s
+				}
+			}
+		}
+		t.Fatalf("no span %s", name)
+		return nil
+	}
+	path := "/thumbnail?src=photo.jpg&w=64"
+	a, rec := traced()
+	get(t, a+path)
+	tree := waitSpans(t, rec, "GET /thumbnail")
+	tree.childOf(t, "result_store.get", "GET /thumbnail")
+	if v, _ := attr(tree["result_store.get"], "thumbd.result_store"); v.AsString() != "miss" {
+		t.Errorf("lookup of a new thumbnail: %q, want miss", v.AsString())
+	}
+	put := span(rec, "result_store.put")
+	if put.Parent().SpanID() != tree["GET /thumbnail"].SpanContext().SpanID() || put.SpanContext().TraceID() != tree["GET /thumbnail"].SpanContext().TraceID() {
+		t.Errorf("the write's span is not in the request's trace")
+	}
+
+	b, rec := traced()
+	get(t, b+path)
+	tree = waitSpans(t, rec, "GET /thumbnail")
+	if v, _ := attr(tree["result_store.get"], "thumbd.result_store"); v.AsString() != "hit" {
+		t.Errorf("lookup of a stored thumbnail: %q, want hit", v.AsString())
+	}
+	if _, ok := tree["engine"]; ok {
+		t.Errorf("a store hit ran the engine: %v", tree.names())
 	}
 }
