@@ -18,6 +18,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/memory"
 	"github.com/thumbd/thumbd/bench/internal/originload"
 	"github.com/thumbd/thumbd/bench/internal/sources"
+	"github.com/thumbd/thumbd/bench/internal/storage"
 )
 
 // exitCode ends the driver with this status and no message: a command run
@@ -40,6 +41,7 @@ func commands() []command {
 		{"memory", "[flags] (-image IMAGE | -- CMD ARGS...)", "memory of one thumbd under thumbnail load: idle and peak RSS, cgroup peak, glibc arenas", memory.Run},
 		{"origin", "[flags] (-image IMAGE | -- CMD ARGS...)", "GET /thumbnail?url= from a loopback origin against POST of the same bytes, and signed against unsigned (200 and 304): requests/s at 10 clients", originload.Run},
 		{"hotkey", "[flags] -- CMD ARGS...", "the same thumbnail from many clients: a herd on one uncached 12 MP thumbnail (engine jobs, time), cache hit against miss, cache memory under distinct keys", hotkey.Run},
+		{"storage", "[flags] -- CMD ARGS...", "object storage against a real S3 server (versitygw): a bucket source against a directory and the identity check's cost, a result store hit on a fresh process, misses with the store on and off, the store killed under load", storage.Run},
 		{"sources", "DIR [NAME...]", "make the test sources (small, large, photo12; huge on demand) that DIR lacks", runSources},
 		{"serve", "[flags] (-image IMAGE | -- CMD ARGS...)", "start a thumbd on a free port, wait for /ready, run -run with THUMBD_URL, stop it", runServe},
 		{"lock", "[-path FILE] -- CMD ARGS...", "run CMD holding the bench lock (" + benchlock.Path + ")", runLock},

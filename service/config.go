@@ -96,8 +96,8 @@ const (
 
 // setting is one row of the settings table: the single source of truth for
 // names, defaults and meanings. Flags, environment variables, `thumbd
-// -help` and `thumbd settings` (the README's table, which a test compares)
-// all come from it.
+// -help` and `thumbd settings` (docs/configuration.md's table, which a test
+// compares; links in meanings are relative to docs/) all come from it.
 type setting flagenv.Setting
 
 // settings binds every setting to its field of c. defaultConcurrency is
@@ -112,18 +112,18 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", flagenv.Int(&c.MaxSide)},
 		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", flagenv.Computed(&c.Concurrency, defaultConcurrency)},
 		{"THUMBD_QUEUE", "queue", "", "1 per MiB of the memory limit, 8..1024", "admitted thumbnails that may wait for memory and a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budgets the memory: lower it for a service that sheds load early rather than queueing it", flagenv.Computed(&c.Queue, 0)},
-		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([docs/hardening.md](docs/hardening.md#memory-safe-by-default-under-a-limit))", flagenv.Int64(&c.MemoryLimit)},
+		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([hardening.md](hardening.md#memory-safe-by-default-under-a-limit))", flagenv.Int64(&c.MemoryLimit)},
 		{"THUMBD_MEMORY_BUDGET", "memory-budget", "0", "derived from the memory limit: about 55 % of it", "bytes of libvips memory the thumbnails in the works may take, each admitted with its estimated peak; a job that could never fit: 422 `needs_more_memory`, one that fits later waits", flagenv.Int64(&c.MemoryBudget)},
 		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", flagenv.Int64(&c.SourceBudget)},
-		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](#merged-requests-and-the-result-cache))", flagenv.Int64(&c.CacheSize)},
+		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](thumbnails.md#merged-requests-and-the-result-cache))", flagenv.Int64(&c.CacheSize)},
 		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again)", flagenv.Bool(&c.CacheUploads)},
-		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([docs/storage.md](docs/storage.md#result-store))", flagenv.Of(&c.ResultStore, resultstore.ParseLocation, resultstore.Location.String)},
+		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([storage.md](storage.md#result-store))", flagenv.Of(&c.ResultStore, resultstore.ParseLocation, resultstore.Location.String)},
 		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", flagenv.Duration(&c.ResultStoreTimeout)},
 		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", flagenv.Int64(&c.ResultStoreQueue)},
-		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
-		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](#client-hints))", flagenv.Bool(&c.ClientHints)},
+		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](thumbnails.md#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
+		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
-		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [docs/storage.md](docs/storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", flagenv.String(&c.Source)},
+		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [storage.md](storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", flagenv.String(&c.Source)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from (as `THUMBD_SOURCE`, which also takes a bucket)", flagenv.String(&c.SourceDir)},
 		{"THUMBD_SOURCE_MAX_AGE", "source-max-age", "0s", "a HEAD per request", "bucket sources: how long an object's identity (ETag, else size and Last-Modified) is trusted without asking the bucket again; a replaced object's old thumbnails may be served from the caches that long", flagenv.Duration(&c.SourceMaxAge)},
 		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", flagenv.Duration(&c.SourceTimeout)},
@@ -146,8 +146,8 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_READ_TIMEOUT", "read-timeout", "30s", "", "time to read a whole request, body included", flagenv.Duration(&c.ReadTimeout)},
 		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", flagenv.Duration(&c.WriteTimeout)},
 		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", flagenv.Duration(&c.IdleTimeout)},
-		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([docs/engine.md](docs/engine.md))", shrinkValue(&c.JPEGShrink)},
-		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([docs/engine.md](docs/engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
+		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([engine.md](engine.md))", shrinkValue(&c.JPEGShrink)},
+		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([engine.md](engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
 		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", flagenv.Enum(&c.Engine, engineInProcess, engineCells)},
 		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", flagenv.Int(&c.CellJobs)},
 		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", flagenv.Int64(&c.CellMaxRSS)},
@@ -311,12 +311,12 @@ func (c config) validate() []error {
 }
 
 // printSettings is `thumbd settings [-json]`: the settings table as the
-// README shows it (Markdown), or as JSON for tools.
+// docs show it (Markdown), or as JSON for tools.
 func printSettings(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd settings", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}, the AWS and OpenTelemetry variables included (flag \"\")")
-	tracingVars := fs.Bool("tracing", false, "print the OpenTelemetry variables thumbd's tracing reads (the README's Traces table)")
+	tracingVars := fs.Bool("tracing", false, "print the OpenTelemetry variables thumbd's tracing reads (docs/observability.md's Traces table)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

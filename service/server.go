@@ -13,6 +13,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/bucket"
+	"github.com/thumbd/thumbd/service/internal/bucketsource"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memplan"
@@ -60,13 +61,14 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	}
 	cache := results.New(cfg.CacheSize)
 	reg.MustRegister(cache.Collector())
-	store := newResultStore(cfg, bucket.NewMetrics(reg), logger, tr)
+	buckets := bucket.NewMetrics(reg)
+	store := newResultStore(cfg, buckets, logger, tr)
 	reg.MustRegister(store.Collectors()...)
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store,
 		thumbs: pipeline.New(cfg.pipeline(), pipeline.Parts{
 			Engine: eng, Ready: life.engineReady, Gate: gate, Limits: limits,
-			Sources: pipeline.Sources{Dir: dir, Origins: newOrigins(cfg, limits, m, nil, tr)},
+			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, limits, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
 			Signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
 			Cache:   cache, Store: store, Tracer: tr.tracer, Metrics: m.Metrics, Respond: rs,
 		}),
@@ -82,6 +84,22 @@ func (c config) pipeline() pipeline.Config {
 		SourceInJob:  c.Engine == engineCells,
 		MemoryBudget: c.MemoryBudget, MemoryLimit: c.memory.Limit.Bytes,
 	}
+}
+
+// newSourceBucket is the source of GET /thumbnail?src= when THUMBD_SOURCE
+// is a bucket, else nil.
+func newSourceBucket(cfg config, limits source.Limits, m *bucket.Metrics, tr *tracing, logger *slog.Logger) *bucketsource.Bucket {
+	if cfg.SourceBucket == nil {
+		return nil
+	}
+	client, err := bucket.New(*cfg.SourceBucket, cfg.S3, bucket.Options{Use: "source", Metrics: m, Tracer: tr.tracer,
+		Timeout: cfg.SourceTimeout, MaxConns: cfg.SourceMaxConns})
+	if err != nil {
+		// loadConfig made this client once already: it cannot fail here.
+		logger.Error("THUMBD_SOURCE: no client", "err", err)
+		return nil
+	}
+	return bucketsource.New(client, limits, bucketsource.Config{MaxAge: cfg.SourceMaxAge})
 }
 
 // newOrigins is the source of GET /thumbnail?url=, nil when no origin is

@@ -11,6 +11,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/s3test"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
 )
 
 // The result store against a real S3 server (versitygw on loopback,
@@ -217,5 +218,38 @@ func TestResultStoreBucketAtStart(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no start-up warning; logs:\n%s", c.logs)
 		}
+	}
+}
+
+// TestResultStoreWithBucketSources: sources and results in buckets of one
+// S3 server (one set of AWS variables); a bucket object's thumbnails are
+// named by its bucket and key, stored under that tag, and answered by
+// another instance from the store (its identity, the object's ETag, still
+// asked by a HEAD) with no engine job.
+func TestResultStoreWithBucketSources(t *testing.T) {
+	srv, env := s3Store(t, encodeJPEG(t, scene(400, 300), 90))
+	ctx := context.Background()
+	if err := srv.MakeBucket(ctx, "images"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Put(ctx, "images", "originals/cat.jpg", encodeJPEG(t, scene(640, 480), 90)); err != nil {
+		t.Fatal(err)
+	}
+	delete(env, "THUMBD_SOURCE_DIR")
+	env["THUMBD_SOURCE"] = "s3://images/originals"
+	a, da := storeServer(t, storeConfig(t, "", env))
+	path := "/thumbnail?src=cat.jpg&w=128&format=webp"
+	made := get(t, a+path)
+	if made.status != 200 {
+		t.Fatalf("%d %s", made.status, made.body)
+	}
+	if tag := resultstore.Tag("s3\x00images\x00originals/cat.jpg"); made.header.Get("Surrogate-Key") != tag {
+		t.Errorf("Surrogate-Key %q, want %s", made.header.Get("Surrogate-Key"), tag)
+	}
+	waitWrites(t, da, 1)
+	b, db := storeServer(t, storeConfig(t, "", env))
+	sameStoredAnswer(t, "from the store", made, get(t, b+path))
+	if jobs := engineJobs(t, db); jobs != 0 {
+		t.Errorf("%d engine jobs, want 0", jobs)
 	}
 }

@@ -20,7 +20,8 @@ import (
 
 // tracingEnv lists the OpenTelemetry variables thumbd reads. They are the
 // SDK's standard ones, read by the SDK itself, not thumbd settings: they
-// have no flag twin (README, "Traces"). A test checks the README lists them.
+// have no flag twin (docs/observability.md, "Traces"). A test checks the
+// docs list them.
 var tracingEnv = []struct{ name, meaning string }{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/HTTP base URL (`/v1/traces` is appended), e.g. `http://jaeger:4318`. Unset (and no traces endpoint): tracing is off."},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP/HTTP URL for traces, used as it is; wins over the base URL."},

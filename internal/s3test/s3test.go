@@ -159,15 +159,31 @@ func answers(endpoint string) bool {
 	return true
 }
 
-// Env is the AWS SDKs' standard settings that reach this server with valid
-// credentials.
-func (s *Server) Env() []string {
-	return []string{
-		"AWS_ENDPOINT_URL_S3=" + s.Endpoint,
-		"AWS_REGION=" + Region,
-		"AWS_ACCESS_KEY_ID=" + AccessKey,
-		"AWS_SECRET_ACCESS_KEY=" + SecretKey,
+// Vars is the AWS SDKs' standard settings that reach this server with
+// valid credentials, then over's (a wrong secret, another setting).
+func (s *Server) Vars(over map[string]string) map[string]string {
+	vars := map[string]string{
+		"AWS_ENDPOINT_URL_S3":   s.Endpoint,
+		"AWS_REGION":            Region,
+		"AWS_ACCESS_KEY_ID":     AccessKey,
+		"AWS_SECRET_ACCESS_KEY": SecretKey,
 	}
+	for k, v := range over {
+		vars[k] = v
+	}
+	return vars
+}
+
+// Env is Vars(nil) as KEY=VALUE, for a process's environment.
+func (s *Server) Env() []string { return List(s.Vars(nil)) }
+
+// List is vars as KEY=VALUE.
+func List(vars map[string]string) []string {
+	var env []string
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	return env
 }
 
 // MakeBucket creates a bucket through the S3 API.

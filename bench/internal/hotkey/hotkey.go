@@ -42,6 +42,7 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
 	"github.com/thumbd/thumbd/bench/internal/benchlock"
+	"github.com/thumbd/thumbd/bench/internal/probe"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/procfs"
@@ -182,36 +183,6 @@ func start(ctx context.Context, c config, command []string, env ...string) (*lau
 	return srv, pid, nil
 }
 
-// metric reads one unlabelled sample of /metrics: NaN when absent (the
-// twin has no such series, an older build no merged counter), which the
-// report shows as n/a.
-func metric(ctx context.Context, base, name string) (float64, error) {
-	_, body, err := get(ctx, http.DefaultClient, base+"/metrics")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	return math.NaN(), nil
-}
-
-func get(ctx context.Context, client *http.Client, u string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
 // mergeStep is one build's merge rounds, as a table row.
 func mergeStep(ctx context.Context, c config, command []string, env, photo string, stderr io.Writer) (string, error) {
 	var envs []string
@@ -226,11 +197,11 @@ func mergeStep(ctx context.Context, c config, command []string, env, photo strin
 	base := srv.URL()
 	url := func(w int) string { return fmt.Sprintf("%s/thumbnail?src=%s&w=%d&%s", base, photo, w, c.query) }
 	// One alone, uncached (another w), after a warm-up of another.
-	if s, _, err := get(ctx, http.DefaultClient, url(190)); err != nil || s != 200 {
+	if s, _, err := probe.Get(ctx, http.DefaultClient, url(190)); err != nil || s != 200 {
 		return "", fmt.Errorf("warm-up: %d %v", s, err)
 	}
 	began := time.Now()
-	if s, _, err := get(ctx, http.DefaultClient, url(191)); err != nil || s != 200 {
+	if s, _, err := probe.Get(ctx, http.DefaultClient, url(191)); err != nil || s != 200 {
 		return "", fmt.Errorf("one alone: %d %v", s, err)
 	}
 	alone := time.Since(began)
@@ -238,17 +209,17 @@ func mergeStep(ctx context.Context, c config, command []string, env, photo strin
 	var jobs, merged []float64
 	identical := true
 	for r := range c.rounds {
-		jobs0, err := metric(ctx, base, "thumbd_thumbnail_processing_seconds_count")
+		jobs0, err := probe.Metric(ctx, base, "thumbd_thumbnail_processing_seconds_count")
 		if err != nil {
 			return "", err
 		}
-		merged0, _ := metric(ctx, base, "thumbd_thumbnail_merged_total")
+		merged0, _ := probe.Metric(ctx, base, "thumbd_thumbnail_merged_total")
 		wall, same, err := herd(ctx, c.herd, url(200+r))
 		if err != nil {
 			return "", err
 		}
-		jobs1, _ := metric(ctx, base, "thumbd_thumbnail_processing_seconds_count")
-		merged1, _ := metric(ctx, base, "thumbd_thumbnail_merged_total")
+		jobs1, _ := probe.Metric(ctx, base, "thumbd_thumbnail_processing_seconds_count")
+		merged1, _ := probe.Metric(ctx, base, "thumbd_thumbnail_merged_total")
 		walls, jobs, merged = append(walls, wall.Seconds()), append(jobs, jobs1-jobs0), append(merged, merged1-merged0)
 		identical = identical && same
 		fmt.Fprintf(stderr, "merge %s round %d: %.3f s, %v jobs, %v merged, identical %t\n", command[0], r+1, wall.Seconds(), jobs1-jobs0, merged1-merged0, same)
@@ -271,7 +242,7 @@ func herd(ctx context.Context, n int, u string) (time.Duration, bool, error) {
 	// not n TCP handshakes.
 	var warm sync.WaitGroup
 	for range n {
-		warm.Go(func() { get(ctx, client, strings.SplitN(u, "/thumbnail", 2)[0]+"/health") })
+		warm.Go(func() { probe.Get(ctx, client, strings.SplitN(u, "/thumbnail", 2)[0]+"/health") })
 	}
 	warm.Wait()
 	bodies := make([][]byte, n)
@@ -282,7 +253,7 @@ func herd(ctx context.Context, n int, u string) (time.Duration, bool, error) {
 	for i := range n {
 		wg.Go(func() {
 			<-gate
-			statuses[i], bodies[i], errs[i] = get(ctx, client, u)
+			statuses[i], bodies[i], errs[i] = probe.Get(ctx, client, u)
 		})
 	}
 	time.Sleep(50 * time.Millisecond) // every goroutine at the gate
@@ -316,7 +287,7 @@ func closedLoop(ctx context.Context, clients int, d time.Duration, next func() s
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				t := time.Now()
-				s, _, err := get(ctx, client, next())
+				s, _, err := probe.Get(ctx, client, next())
 				if err != nil || s != 200 {
 					failed.Add(1)
 					continue
@@ -345,7 +316,7 @@ func cacheStep(ctx context.Context, c config, photo string, stderr io.Writer) (s
 	defer srv.Stop(5 * time.Second)
 	base := srv.URL()
 	hot := fmt.Sprintf("%s/thumbnail?src=%s&w=200&%s", base, photo, c.query)
-	if s, _, err := get(ctx, http.DefaultClient, hot); err != nil || s != 200 {
+	if s, _, err := probe.Get(ctx, http.DefaultClient, hot); err != nil || s != 200 {
 		return "", fmt.Errorf("first request: %d %v", s, err)
 	}
 	var n atomic.Int64
@@ -358,12 +329,12 @@ func cacheStep(ctx context.Context, c config, photo string, stderr io.Writer) (s
 		return "", fmt.Errorf("misses: %w", err)
 	}
 	fmt.Fprintf(stderr, "cache miss: %.1f rps, p50 %.2f ms, %d failed\n", missRPS, missP50, missFailed)
-	hits0, _ := metric(ctx, base, "thumbd_cache_hits_total")
+	hits0, _ := probe.Metric(ctx, base, "thumbd_cache_hits_total")
 	hitRPS, hitP50, hitFailed, err := closedLoop(ctx, c.clients, c.duration, func() string { return hot })
 	if err != nil {
 		return "", fmt.Errorf("hits: %w", err)
 	}
-	hits1, _ := metric(ctx, base, "thumbd_cache_hits_total")
+	hits1, _ := probe.Metric(ctx, base, "thumbd_cache_hits_total")
 	fmt.Fprintf(stderr, "cache hit: %.1f rps, p50 %.3f ms, %d failed, %v hits counted\n", hitRPS, hitP50, hitFailed, hits1-hits0)
 	if err := srv.Exited(); err != nil {
 		return "", fmt.Errorf("thumbd died: %w", err)
@@ -396,7 +367,7 @@ func memoryStep(ctx context.Context, c config, large string, stderr io.Writer) (
 		u := func(k int) string {
 			return fmt.Sprintf("%s/thumbnail?src=%s&w=%d&h=%d&format=png", base, large, 200+k%400, 200+k/400)
 		}
-		get(ctx, http.DefaultClient, u(c.streamKeys+1)) // warm
+		probe.Get(ctx, http.DefaultClient, u(c.streamKeys+1)) // warm
 		st, err := procfs.Read(pid)
 		if err != nil {
 			srv.Stop(0)
@@ -415,7 +386,7 @@ func memoryStep(ctx context.Context, c config, large string, stderr io.Writer) (
 				if st, err := procfs.Read(pid); err == nil && st.VmRSS > peak.Load() {
 					peak.Store(st.VmRSS)
 				}
-				if v, err := metric(ctx, base, "thumbd_cache_bytes"); err == nil && int64(v) > cacheMax.Load() {
+				if v, err := probe.Metric(ctx, base, "thumbd_cache_bytes"); err == nil && int64(v) > cacheMax.Load() {
 					cacheMax.Store(int64(v))
 				}
 				select {
@@ -429,7 +400,7 @@ func memoryStep(ctx context.Context, c config, large string, stderr io.Writer) (
 		for range 2 {
 			wg.Go(func() {
 				for k := int(next.Add(1)); k <= c.streamKeys; k = int(next.Add(1)) {
-					if s, _, err := get(ctx, http.DefaultClient, u(k)); err != nil || s != 200 {
+					if s, _, err := probe.Get(ctx, http.DefaultClient, u(k)); err != nil || s != 200 {
 						failed.Add(1)
 					}
 				}
@@ -441,9 +412,9 @@ func memoryStep(ctx context.Context, c config, large string, stderr io.Writer) (
 		st, _ = procfs.Read(pid)
 		a.rssEnd, a.rssPeak = st.VmRSS, max(peak.Load(), st.VmRSS)
 		a.cacheMax = float64(cacheMax.Load())
-		a.cacheEnd, _ = metric(ctx, base, "thumbd_cache_bytes")
-		a.evictions, _ = metric(ctx, base, "thumbd_cache_evictions_total")
-		a.entries, _ = metric(ctx, base, "thumbd_cache_entries")
+		a.cacheEnd, _ = probe.Metric(ctx, base, "thumbd_cache_bytes")
+		a.evictions, _ = probe.Metric(ctx, base, "thumbd_cache_evictions_total")
+		a.entries, _ = probe.Metric(ctx, base, "thumbd_cache_entries")
 		fmt.Fprintf(stderr, "memory %s: RSS %d -> peak %d, end %d; cache max %.0f, %d failed\n", a.name, a.rssStart, a.rssPeak, a.rssEnd, a.cacheMax, failed.Load())
 		if err := srv.Exited(); err != nil {
 			return "", fmt.Errorf("thumbd died: %w", err)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/thumbd/thumbd/bench/internal/probe"
 )
 
 func TestParse(t *testing.T) {
@@ -52,7 +54,7 @@ func TestHerdAndMetrics(t *testing.T) {
 	if most.Load() < 10 {
 		t.Errorf("at most %d requests in flight at once, want the herd together", most.Load())
 	}
-	if v, err := metric(context.Background(), srv.URL, "thumbd_thumbnail_merged_total"); err != nil || v != 20 {
+	if v, err := probe.Metric(context.Background(), srv.URL, "thumbd_thumbnail_merged_total"); err != nil || v != 20 {
 		t.Errorf("metric %v %v, want 20", v, err)
 	}
 	rps, p50, failed, err := closedLoop(context.Background(), 2, 200*time.Millisecond, func() string { return srv.URL + "/thumbnail" })

@@ -69,6 +69,9 @@ func (t endOnFailure) RoundTrip(req *http.Request) (*http.Response, error) {
 	a.resp = minio.ErrorResponse{}
 	xml.Unmarshal(body, &a.resp) // a HEAD's error has no body: the status says it
 	a.resp.StatusCode = resp.StatusCode
+	if a.resp.Message == "" {
+		a.resp.Message = resp.Status + ", without an error document" // a HEAD's, which the log shows
+	}
 	a.cancel()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil

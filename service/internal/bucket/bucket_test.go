@@ -103,15 +103,7 @@ func server(t *testing.T) *s3test.Server {
 
 func client(t *testing.T, s *s3test.Server, loc string, vars map[string]string, opts Options) *Client {
 	t.Helper()
-	all := map[string]string{}
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		all[k] = v
-	}
-	for k, v := range vars {
-		all[k] = v
-	}
-	conn, err := FromEnv(env(all))
+	conn, err := FromEnv(env(s.Vars(vars)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/bucketsource"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
@@ -90,13 +91,14 @@ func New(cfg Config, parts Parts) *Pipeline {
 // name, each nil when off. A new kind (an object store) is a field here,
 // its branch in of, and the query name that picks it in params.
 type Sources struct {
-	Dir     *source.Dir     // src=: a file of THUMBD_SOURCE_DIR
-	Origins *origin.Fetcher // url=: an origin's image (THUMBD_ORIGINS)
+	Dir     *source.Dir          // src=: a file of THUMBD_SOURCE (a directory) or THUMBD_SOURCE_DIR
+	Bucket  *bucketsource.Bucket // src=: an object of THUMBD_SOURCE=s3://... (then Dir is nil)
+	Origins *origin.Fetcher      // url=: an origin's image (THUMBD_ORIGINS)
 }
 
-// of is the source a GET of route names: an origin's URL, else a file of
-// the source directory. An origin URL is checked here, before any
-// connection is made.
+// of is the source a GET of route names: an origin's URL, else an object
+// of the source bucket or a file of the source directory. An origin URL
+// and an object's name are checked here, before any connection is made.
 func (s Sources) of(route string, req params.Request) (source.Source, error) {
 	if req.URL != "" {
 		if s.Origins == nil {
@@ -104,8 +106,11 @@ func (s Sources) of(route string, req params.Request) (source.Source, error) {
 		}
 		return s.Origins.Source(req.URL)
 	}
+	if s.Bucket != nil {
+		return s.Bucket.Object(req.Src)
+	}
 	if s.Dir == nil {
-		return nil, apierr.New(apierr.SourcesDisabled, "GET %s?src= is off: no source directory is configured (THUMBD_SOURCE_DIR).", route)
+		return nil, apierr.New(apierr.SourcesDisabled, "GET %s?src= is off: no source is configured (THUMBD_SOURCE).", route)
 	}
 	return s.Dir.File(req.Src), nil
 }
@@ -204,8 +209,9 @@ func (p *Pipeline) rules(r *http.Request) params.Rules {
 // request's arrival (start).
 //
 // Before the source is read, a request whose source identity is known
-// (GET src=: the file's name, size and modification time; GET url=: the
-// origin URL) is answered from the result cache, or joins the identical
+// (GET src=: the file's name, size and modification time, or the object's
+// ETag, asked by a HEAD (source.Identifiable); GET url=: the origin URL)
+// is answered from the result cache, or joins the identical
 // job in flight, or starts it; an upload does the same once its body is
 // read, keyed by the body's hash. The job's normalised text, in the key
 // and the ETag, is computed once here.
@@ -216,6 +222,12 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 	var tag string
 	if named, ok := src.(source.Named); ok {
 		tag = nameSource(w, named.Identity())
+	}
+	if pending, ok := src.(source.Identifiable); ok {
+		var err error
+		if src, err = p.identify(ctx, pending); err != nil {
+			return err
+		}
 	}
 	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
 		return p.shared(ctx, w, r, start, keyed.Key()+"\x00"+norm, tag, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
@@ -291,6 +303,20 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 		return &results.Entry{Body: body, Type: jsonType, ETag: tag, Fresh: blob.Fresh}, err
 	}
 	return &results.Entry{Body: res.Image.Bytes, Type: res.Image.Format.ContentType(), ETag: tag, Fresh: blob.Fresh}, nil
+}
+
+// identify asks a source for its identity (a bucket's object: a HEAD, or
+// the one remembered within THUMBD_SOURCE_MAX_AGE) within the request's
+// deadline, before a shared result is looked for: it takes no place.
+func (p *Pipeline) identify(ctx context.Context, src source.Identifiable) (source.Source, error) {
+	var keyed source.Keyed
+	err := stage(ctx, p.Tracer, "source.identify", func(ctx context.Context, _ trace.Span) (err error) {
+		if keyed, err = src.Identify(ctx); err != nil {
+			return p.deadlineOrGone(err)
+		}
+		return nil
+	})
+	return keyed, err
 }
 
 // read is the source stage: the upload's body, the file, or the origin

@@ -191,11 +191,10 @@ func matchesETag(header, tag string) bool {
 
 // entry answers with a finished job, with its caching headers: a 304 when
 // the job found the request's If-None-Match matched (an entry without a
-// body) or when inm matches; else the answer's body. Each request's
-// If-None-Match is compared once: by the job when it ran for this request
-// alone, else here (inm: a kept or shared answer). A cached entry and a
-// merged job's answer are written by the same lines as a fresh one, so
-// their headers are the same.
+// body: no job was admitted) or when inm matches; else the answer's body.
+// The 304 is written here alone. A cached entry and a merged job's answer
+// are written by the same lines as a fresh one, so their headers are the
+// same.
 func (rs *Responder) entry(w http.ResponseWriter, e *results.Entry, inm string) {
 	h := w.Header()
 	h.Set("ETag", e.ETag)

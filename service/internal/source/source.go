@@ -77,6 +77,16 @@ type Named interface {
 // has no name; the same bytes are the same source).
 func UploadIdentity(b *Blob) string { return "sha256\x00" + b.ID }
 
+// Identifiable is a source whose identity must be asked for before it is
+// known (a bucket's object: its ETag, by a HEAD). The pipeline calls
+// Identify within the request's deadline, before it looks for a shared
+// result; the Keyed it returns is the source to read. Its error is the
+// answer (a missing object, the bucket failing).
+type Identifiable interface {
+	Source
+	Identify(ctx context.Context) (Keyed, error)
+}
+
 // Conditional is a source that can be asked whether its bytes changed
 // since a read that gave prior (an origin's If-None-Match and
 // If-Modified-Since).
