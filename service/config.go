@@ -44,9 +44,12 @@ type config struct {
 	ResultStoreQueue   int64
 	ClientHints        bool
 	Merge              bool
-	memory             memplan.Plan
-	Deadline           time.Duration
-	SourceDir          string
+	// TracePublicEndpoint: a caller's trace is linked, not continued
+	// (thumbd exposed to the public rather than behind a traced ingress).
+	TracePublicEndpoint bool
+	memory              memplan.Plan
+	Deadline            time.Duration
+	SourceDir           string
 	// Source is THUMBD_SOURCE: a directory (then SourceDir holds it) or a
 	// bucket (SourceBucket, reached through S3).
 	Source         string
@@ -116,12 +119,12 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_MEMORY_BUDGET", "memory-budget", "0", "derived from the memory limit: about 55 % of it", "bytes of libvips memory the thumbnails in the works may take, each admitted with its estimated peak; a job that could never fit: 422 `needs_more_memory`, one that fits later waits", flagenv.Int64(&c.MemoryBudget)},
 		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", flagenv.Int64(&c.SourceBudget)},
 		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](thumbnails.md#merged-requests-and-the-result-cache))", flagenv.Int64(&c.CacheSize)},
-		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again)", flagenv.Bool(&c.CacheUploads)},
+		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again). On, **one client can learn whether another uploaded the same image** with the same options: a hit answers at once (2 ms against 192 ms for a photo's miss, in the trust review), so leave it off where what users upload is private to them ([hardening.md](hardening.md#trust-second-review-issue-28))", flagenv.Bool(&c.CacheUploads)},
 		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([storage.md](storage.md#result-store))", flagenv.Of(&c.ResultStore, resultstore.ParseLocation, resultstore.Location.String)},
 		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", flagenv.Duration(&c.ResultStoreTimeout)},
 		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", flagenv.Int64(&c.ResultStoreQueue)},
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](thumbnails.md#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
-		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
+		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them; with `THUMBD_SIGNING_KEYS` set, only for URLs that sign `hints=on` ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
 		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [storage.md](storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", flagenv.String(&c.Source)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from (as `THUMBD_SOURCE`, which also takes a bucket)", flagenv.String(&c.SourceDir)},
@@ -146,6 +149,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_READ_TIMEOUT", "read-timeout", "30s", "", "time to read a whole request, body included", flagenv.Duration(&c.ReadTimeout)},
 		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", flagenv.Duration(&c.WriteTimeout)},
 		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", flagenv.Duration(&c.IdleTimeout)},
+		{"THUMBD_TRACE_PUBLIC_ENDPOINT", "trace-public-endpoint", "false", "", "with tracing on ([Traces](observability.md#traces)): `true` for a thumbd the public reaches directly: a caller's `traceparent` starts a new trace of thumbd's own with a link to the caller's span, so a client cannot choose the trace ID thumbd's spans and its requests to origins carry; `false` (behind an ingress or CDN that starts the trace): the caller's trace is continued. Either way a caller's `tracestate` is never sent on to an origin", flagenv.Bool(&c.TracePublicEndpoint)},
 		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([engine.md](engine.md))", shrinkValue(&c.JPEGShrink)},
 		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([engine.md](engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
 		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", flagenv.Enum(&c.Engine, engineInProcess, engineCells)},
@@ -354,7 +358,7 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 
 // rules are the settings a thumbnail query is read with.
 func (c config) rules() params.Rules {
-	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly}
+	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, HintsSigned: len(c.SigningKeys) > 0}
 }
 
 func originsValue(p *[]origin.Pattern) flagenv.Value[[]origin.Pattern] {

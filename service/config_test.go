@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -246,5 +247,23 @@ func TestSourceSetting(t *testing.T) {
 		if _, err := loadConfig(nil, envOf(env), io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want an error saying %q", env, err, want)
 		}
+	}
+}
+
+// THUMBD_CACHE_UPLOADS=true lets one client learn whether another
+// uploaded the same image (a hit's time against a miss's): the setting's
+// row says so, and so does docs/hardening.md, where the trust findings are.
+func TestCacheUploadsSaysWhatItDiscloses(t *testing.T) {
+	for _, r := range settings(&config{}, 1) {
+		if r.Env == "THUMBD_CACHE_UPLOADS" && !strings.Contains(r.Meaning, "learn whether another uploaded the same image") {
+			t.Errorf("THUMBD_CACHE_UPLOADS's row does not say what it discloses: %s", r.Meaning)
+		}
+	}
+	doc, err := os.ReadFile("../docs/hardening.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "`THUMBD_CACHE_UPLOADS=true` lets one client learn whether another uploaded the same image") {
+		t.Error("docs/hardening.md does not say what THUMBD_CACHE_UPLOADS=true discloses")
 	}
 }

@@ -14,13 +14,16 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/source"
 )
 
 // The respond stage: every answer thumbd writes, errors included, goes
 // through here.
 
-// CacheControl is the caching header of every thumbnail and /info answer.
-const CacheControl = "public, max-age=86400"
+// CacheControl is the caching header of an answer whose source sets no
+// rules of its own (files, uploads): a day. An origin's answer carries the
+// origin's rules (source.Freshness.CacheControl).
+const CacheControl = source.DefaultCacheControl
 
 // jsonType is the media type of every JSON answer.
 const jsonType = "application/json"
@@ -198,7 +201,9 @@ func matchesETag(header, tag string) bool {
 func (rs *Responder) entry(w http.ResponseWriter, e *results.Entry, inm string) {
 	h := w.Header()
 	h.Set("ETag", e.ETag)
-	h.Set("Cache-Control", CacheControl)
+	// The source's rules as they stand now: an origin's remaining lifetime
+	// shrinks as the entry ages; the same on a 304.
+	h.Set("Cache-Control", e.Fresh.CacheControl(time.Now()))
 	if e.Body == nil || inm != "" && matchesETag(inm, e.ETag) {
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -66,7 +66,7 @@ func (p *Pipeline) stored(tag, key string, vary []string, blob *source.Blob, job
 					// As a job's answer to a matching If-None-Match:
 					// no body, a 304; the entry is kept all the same.
 					p.keep(key, e)
-					return &results.Entry{ETag: e.ETag}, nil
+					return &results.Entry{ETag: e.ETag, Fresh: e.Fresh}, nil
 				}
 				return e, nil
 			}

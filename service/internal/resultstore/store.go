@@ -308,6 +308,8 @@ const (
 	metaSourceETag   = "source-etag"
 	metaSourceLM     = "source-last-modified"
 	metaVary         = "vary"
+	metaOrigin       = "origin"       // "1": the origin's caching rules make the answer's Cache-Control
+	metaAnswerUntil  = "answer-until" // Unix nanoseconds: the answer's own lifetime for caches in front
 	metaDigest       = "body-sha256" // the body's, checked on reading
 	maxMetaValueSize = 1024
 )
@@ -327,6 +329,12 @@ func encode(e *results.Entry, vary []string) (Object, bool) {
 	}
 	if len(vary) > 0 {
 		meta[metaVary] = strings.Join(vary, ", ")
+	}
+	if e.Fresh.Origin {
+		meta[metaOrigin] = "1"
+	}
+	if !e.Fresh.AnswerUntil.IsZero() {
+		meta[metaAnswerUntil] = strconv.FormatInt(e.Fresh.AnswerUntil.UnixNano(), 10)
 	}
 	for _, v := range append(slices.Collect(maps.Values(meta)), e.Type) {
 		if !printable(v) {
@@ -361,9 +369,15 @@ func printable(v string) bool {
 func decode(o Object) (*results.Entry, error) {
 	m := o.Meta
 	until, err := strconv.ParseInt(m[metaUntil], 10, 64)
+	var answerUntil time.Time
+	if v, ok := m[metaAnswerUntil]; ok {
+		ns, aerr := strconv.ParseInt(v, 10, 64)
+		err = errors.Join(err, aerr)
+		answerUntil = time.Unix(0, ns)
+	}
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", metaUntil, err)
+		return nil, fmt.Errorf("freshness: %w", err)
 	case m[metaETag] == "" || o.ContentType == "" || len(o.Body) == 0:
 		return nil, errors.New("no ETag, media type or body")
 	case m[metaDigest] != digest(o.Body):
@@ -373,6 +387,7 @@ func decode(o Object) (*results.Entry, error) {
 	}
 	return &results.Entry{
 		Body: o.Body, Type: o.ContentType, ETag: m[metaETag],
-		Fresh: source.Freshness{Store: true, Until: time.Unix(until, 0), ETag: m[metaSourceETag], LastModified: m[metaSourceLM]},
+		Fresh: source.Freshness{Store: true, Until: time.Unix(until, 0), ETag: m[metaSourceETag], LastModified: m[metaSourceLM],
+			Origin: m[metaOrigin] == "1", AnswerUntil: answerUntil},
 	}, nil
 }
