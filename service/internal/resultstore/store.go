@@ -310,7 +310,7 @@ const (
 	metaVary         = "vary"
 	metaOrigin       = "origin"       // "1": the origin's caching rules make the answer's Cache-Control
 	metaAnswerUntil  = "answer-until" // Unix nanoseconds: the answer's own lifetime for caches in front
-	metaDigest       = "body-sha256" // the body's, checked on reading
+	metaDigest       = "body-sha256"  // the body's, checked on reading
 	maxMetaValueSize = 1024
 )
 
