@@ -222,11 +222,14 @@ func TestStoreStalled(t *testing.T) {
 		if _, ok := s.Get(ctx, "aa", "k"); ok {
 			t.Fatal("a hit from a stalled store")
 		}
+		// Bounds with room for a loaded machine's scheduling: what they
+		// catch is a lookup waiting for the store (the backend here
+		// never answers) rather than for its timeout.
 		d := time.Since(start)
-		if d > cfg.LookupTimeout+50*time.Millisecond {
+		if d > cfg.LookupTimeout+250*time.Millisecond {
 			t.Errorf("lookup %d took %s, over the %s timeout", i, d, cfg.LookupTimeout)
 		}
-		if i >= int(cfg.BreakerFailures) && d > 10*time.Millisecond {
+		if i >= int(cfg.BreakerFailures) && d > 50*time.Millisecond {
 			t.Errorf("lookup %d took %s with the breaker open", i, d)
 		}
 	}
