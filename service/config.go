@@ -18,6 +18,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -38,6 +39,9 @@ type config struct {
 	MemoryBudget       int64 // 0 until loadConfig computes its default
 	CacheSize          int64 // result cache bound; 0: off
 	CacheUploads       bool
+	ResultStore        resultstore.Location // off when zero
+	ResultStoreTimeout time.Duration
+	ResultStoreQueue   int64
 	ClientHints        bool
 	Merge              bool
 	// TracePublicEndpoint: a caller's trace is linked, not continued
@@ -116,6 +120,9 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", flagenv.Int64(&c.SourceBudget)},
 		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](thumbnails.md#merged-requests-and-the-result-cache))", flagenv.Int64(&c.CacheSize)},
 		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again). On, **one client can learn whether another uploaded the same image** with the same options: a hit answers at once (2 ms against 192 ms for a photo's miss, in the trust review), so leave it off where what users upload is private to them ([hardening.md](hardening.md#trust-second-review-issue-28))", flagenv.Bool(&c.CacheUploads)},
+		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([storage.md](storage.md#result-store))", flagenv.Of(&c.ResultStore, resultstore.ParseLocation, resultstore.Location.String)},
+		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", flagenv.Duration(&c.ResultStoreTimeout)},
+		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", flagenv.Int64(&c.ResultStoreQueue)},
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](thumbnails.md#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
 		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them; with `THUMBD_SIGNING_KEYS` set, only for URLs that sign `hints=on` ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
@@ -186,6 +193,7 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	}
 	c.memory, c.Queue, c.SourceBudget, c.MemoryBudget = plan, plan.Queue, plan.Sources, plan.Jobs
 	errs = append(errs, c.sourceStore(c.getenv)...)
+	errs = append(errs, c.resultStoreConn(c.getenv)...)
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -229,9 +237,34 @@ func planMemory(c config, l memlimit.Limit, explicit func(env string) bool, goMe
 
 // memorySettings are what the memory plan reads of c.
 func (c config) memorySettings() memplan.Settings {
-	return memplan.Settings{CacheSize: c.CacheSize, SourceBudget: c.SourceBudget, MemoryBudget: c.MemoryBudget,
+	var storeQueue int64
+	if c.ResultStore.On() {
+		storeQueue = c.ResultStoreQueue
+	}
+	return memplan.Settings{CacheSize: c.CacheSize, SourceBudget: c.SourceBudget, MemoryBudget: c.MemoryBudget, StoreQueue: storeQueue,
 		MaxBodyBytes: c.MaxBodyBytes, MaxPixels: c.MaxPixels, MaxSide: c.MaxSide, Queue: c.Queue,
 		Cells: c.Engine == engineCells, Concurrency: c.Concurrency, CellSpares: c.CellSpares}
+}
+
+// resultStoreConn reads the AWS variables that reach THUMBD_RESULT_STORE's
+// bucket, unless THUMBD_SOURCE's bucket read them already (one set of
+// variables reaches both).
+func (c *config) resultStoreConn(getenv func(string) string) []error {
+	if c.ResultStore.Bucket == nil {
+		return nil
+	}
+	if c.SourceBucket == nil {
+		conn, err := bucket.FromEnv(getenv)
+		if err != nil {
+			return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
+		}
+		conn.Addressing = c.S3Addressing
+		c.S3 = conn
+	}
+	if _, err := bucket.New(*c.ResultStore.Bucket, c.S3, bucket.Options{}); err != nil {
+		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
+	}
+	return nil
 }
 
 func (c config) validate() []error {
@@ -252,6 +285,8 @@ func (c config) validate() []error {
 	check(c.MemoryLimit >= 0, "memory limit %d: want 0 (read from the cgroup) or more", c.MemoryLimit)
 	check(c.MemoryBudget >= 0, "memory budget %d: want 0 (derived) or more", c.MemoryBudget)
 	check(c.CacheSize >= 0, "cache size %d: want 0 (off) or more", c.CacheSize)
+	check(c.ResultStoreTimeout > 0 && c.ResultStoreTimeout < c.Deadline, "result store timeout %s: want more than 0 and less than the deadline %s", c.ResultStoreTimeout, c.Deadline)
+	check(c.ResultStoreQueue >= 0, "result store queue %d: want 0 (every write dropped) or more", c.ResultStoreQueue)
 	check(c.SourceBudget >= c.MaxBodyBytes, "source budget %d: want at least the body limit %d, or the largest source could never be read", c.SourceBudget, c.MaxBodyBytes)
 	check(c.Deadline > 0, "deadline %s: want more than 0", c.Deadline)
 	check(c.ShutdownDelay >= 0, "shutdown delay %s: want 0 or more", c.ShutdownDelay)
@@ -284,7 +319,7 @@ func (c config) validate() []error {
 func printSettings(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd settings", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}, the OpenTelemetry variables included (flag \"\")")
+	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}, the AWS and OpenTelemetry variables included (flag \"\")")
 	tracingVars := fs.Bool("tracing", false, "print the OpenTelemetry variables thumbd's tracing reads (docs/observability.md's Traces table)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -307,7 +342,11 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		// Tools (k8s/validate) get every variable thumbd reads.
+		// Tools (k8s/validate) get every variable thumbd reads: the
+		// object storage's AWS variables, then the OpenTelemetry ones.
+		for _, v := range bucket.EnvVars {
+			rows = append(rows, flagenv.Setting{Env: v.Name, Meaning: v.Meaning})
+		}
 		rows = append(rows, otel...)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -97,6 +98,15 @@ func TestSettingsJSON(t *testing.T) {
 	for i, r := range otel {
 		if r.Env != tracingEnv[i].name || r.Flag != "" || r.Default != "" || r.Meaning == "" {
 			t.Errorf("tracing row %+v", r)
+		}
+	}
+	// Before them, the AWS variables object storage reads
+	// (bucket.FromEnv), without a flag either.
+	aws := rows[len(rows)-len(bucket.EnvVars):]
+	rows = rows[:len(rows)-len(bucket.EnvVars)]
+	for i, r := range aws {
+		if r.Env != bucket.EnvVars[i].Name || r.Flag != "" || r.Meaning == "" {
+			t.Errorf("AWS row %+v", r)
 		}
 	}
 	env := map[string]string{}

@@ -187,6 +187,14 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	}()
 
 	d := newDeps(cfg, logger, engine, life, sources, tr)
+	// The store is checked beside the engine's start: /health answers
+	// meanwhile, and a refusal stops the service as an engine failure does.
+	storeRefused := make(chan error, 1)
+	go func() {
+		if err := checkResultStore(ctx, d.store, cfg.ResultStore, logger); err != nil {
+			storeRefused <- err
+		}
+	}()
 	sourceFailed := checkSourceBucket(ctx, cfg, d.thumbs.Sources.Bucket, logger)
 	idleCtx, stopIdle := context.WithCancel(context.Background())
 	defer stopIdle()
@@ -208,6 +216,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 
 	select {
 	case err := <-serveErr:
+		<-engineUp
+		return err
+	case err := <-storeRefused:
+		srv.Close()
 		<-engineUp
 		return err
 	case err := <-sourceFailed:
@@ -232,7 +244,11 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
-	// The last requests' spans go out within what is left of the timeout.
+	// The results still queued for the store are written within what is
+	// left of the timeout; then the last requests' spans go out.
+	if serr := d.store.Close(shutdownCtx); serr != nil {
+		logger.Warn("result store: writes still queued at shutdown were dropped", "err", serr)
+	}
 	if terr := tr.shutdown(shutdownCtx); terr != nil {
 		logger.Warn("tracing: spans not flushed at shutdown", "err", terr)
 	}

@@ -121,15 +121,26 @@ type errorBody struct {
 // cacheCount is the result cache's thumbd_cache_<name>_total now.
 func cacheCount(t *testing.T, d deps, name string) float64 {
 	t.Helper()
+	return metricSum(t, d, "thumbd_cache_"+name+"_total")
+}
+
+// metricSum is a counter's or gauge's value in d's registry now, summed
+// over its labels.
+func metricSum(t *testing.T, d deps, name string) float64 {
+	t.Helper()
 	families, err := d.registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() == "thumbd_cache_"+name+"_total" {
-			return f.GetMetric()[0].GetCounter().GetValue()
+		if f.GetName() == name {
+			var sum float64
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+			return sum
 		}
 	}
-	t.Fatalf("no thumbd_cache_%s_total", name)
+	t.Fatalf("no series %s", name)
 	return 0
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -35,6 +36,7 @@ type deps struct {
 	respond  *pipeline.Responder
 	thumbs   *pipeline.Pipeline // the engine routes' pipeline
 	tracing  *tracing
+	store    *resultstore.Store
 }
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
@@ -60,13 +62,15 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	cache := results.New(cfg.CacheSize)
 	reg.MustRegister(cache.Collector())
 	buckets := bucket.NewMetrics(reg)
+	store := newResultStore(cfg, buckets, logger, tr)
+	reg.MustRegister(store.Collectors()...)
 	return deps{
-		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr,
+		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store,
 		thumbs: pipeline.New(cfg.pipeline(), pipeline.Parts{
 			Engine: eng, Ready: life.engineReady, Gate: gate, Limits: limits,
 			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, limits, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
 			Signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
-			Cache:   cache, Tracer: tr.tracer, Metrics: m.Metrics, Respond: rs,
+			Cache:   cache, Store: store, Tracer: tr.tracer, Metrics: m.Metrics, Respond: rs,
 		}),
 	}
 }

@@ -118,6 +118,21 @@ func TestBrokenPublicOverlayFails(t *testing.T) {
 	runBreakages(t, cases, "k8s/overlays/public", CheckKubernetes)
 }
 
+// The storage overlay's credentials come from a Secret, and its settings
+// are the service's.
+func TestBrokenStorageOverlayFails(t *testing.T) {
+	cases := []breakage{
+		{"secret key in the ConfigMap", "overlays/storage/settings.env", "THUMBD_RESULT_STORE_TIMEOUT=200ms", "THUMBD_RESULT_STORE_TIMEOUT=200ms\nAWS_SECRET_ACCESS_KEY=abc", "AWS_SECRET_ACCESS_KEY must come from a Secret"},
+		{"session token in the ConfigMap", "overlays/storage/settings.env", "THUMBD_RESULT_STORE_TIMEOUT=200ms", "THUMBD_RESULT_STORE_TIMEOUT=200ms\nAWS_SESSION_TOKEN=abc", "AWS_SESSION_TOKEN must come from a Secret"},
+		{"secret key as a literal", "overlays/storage/credentials.yaml", "              valueFrom:\n                secretKeyRef:\n                  name: thumbd-storage\n                  key: secret-access-key", "              value: abc", "AWS_SECRET_ACCESS_KEY must come from a Secret"},
+		{"misspelt store", "overlays/storage/settings.env", "THUMBD_RESULT_STORE=", "THUMBD_RESULTS_STORE=", "THUMBD_RESULTS_STORE is not a setting of the service"},
+	}
+	runBreakages(t, cases, "k8s/overlays/storage", CheckKubernetes)
+	runBreakages(t, []breakage{
+		{"secret key as a literal", "knative-storage/kustomization.yaml", "          valueFrom:\n            secretKeyRef:\n              name: thumbd-storage\n              key: secret-access-key", "          value: abc", "AWS_SECRET_ACCESS_KEY must come from a Secret"},
+	}, "k8s/knative-storage", CheckKnative)
+}
+
 // The public overlay's other way of limiting GETs, presets only without
 // signing (k8s/README.md), passes the checks.
 func TestPublicOverlayWithPresetsOnly(t *testing.T) {

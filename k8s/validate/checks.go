@@ -143,25 +143,31 @@ func keysFromSecret(c *corev1.Container) bool {
 	})
 }
 
-// checkSecrets: signing keys come from a Secret, never from a ConfigMap or a
+// secretSettings are read only from Secrets: the signing keys, and the
+// object store's secret key and session token (THUMBD_RESULT_STORE,
+// THUMBD_SOURCE).
+var secretSettings = []string{"THUMBD_SIGNING_KEYS", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+
+// checkSecrets: secrets come from a Secret, never from a ConfigMap or a
 // literal in a manifest; loopback origins (a switch for development and
 // tests) are never let through.
 func checkSecrets(c *corev1.Container, configMaps map[string]*corev1.ConfigMap, env map[string]string, settings Settings, p *problems) {
-	const keys = "THUMBD_SIGNING_KEYS"
-	literal := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
-		return e.Name == keys && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil)
-	})
-	for _, from := range c.EnvFrom {
-		if from.ConfigMapRef == nil || !strings.HasPrefix(keys, from.Prefix) {
-			continue
+	for _, name := range secretSettings {
+		literal := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == name && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil)
+		})
+		for _, from := range c.EnvFrom {
+			if from.ConfigMapRef == nil || !strings.HasPrefix(name, from.Prefix) {
+				continue
+			}
+			if cm, ok := configMaps[from.ConfigMapRef.Name]; ok {
+				_, inMap := cm.Data[strings.TrimPrefix(name, from.Prefix)]
+				literal = literal || inMap
+			}
 		}
-		if cm, ok := configMaps[from.ConfigMapRef.Name]; ok {
-			_, inMap := cm.Data[strings.TrimPrefix(keys, from.Prefix)]
-			literal = literal || inMap
+		if literal {
+			p.addf("container %s: %s must come from a Secret (valueFrom.secretKeyRef), not a ConfigMap or a literal", c.Name, name)
 		}
-	}
-	if literal {
-		p.addf("container %s: %s must come from a Secret (valueFrom.secretKeyRef), not a ConfigMap or a literal", c.Name, keys)
 	}
 	if on, _ := strconv.ParseBool(setting(env, settings, "THUMBD_ORIGINS_ALLOW_LOOPBACK")); on {
 		p.addf("container %s: THUMBD_ORIGINS_ALLOW_LOOPBACK is for development and tests only; a deployment never lets origins on loopback through", c.Name)

@@ -13,8 +13,8 @@ type Settings map[string]string
 
 // ReadSettings reads the service's settings from the output of `thumbd
 // settings -json` (the config code's own table: a JSON array of
-// {"env","flag","default","meaning"}; the OpenTelemetry variables come
-// with flag ""), so that the manifests are checked
+// {"env","flag","default","meaning"}; the OpenTelemetry and AWS variables
+// come with flag ""), so that the manifests are checked
 // against what the service reads, not against documentation.
 func ReadSettings(path string) (Settings, error) {
 	data, err := os.ReadFile(path)
@@ -31,9 +31,10 @@ func ReadSettings(path string) (Settings, error) {
 	}
 	s := Settings{}
 	for i, r := range rows {
-		// The OpenTelemetry variables (OTEL_*) have no flag: its SDK
-		// reads them, not thumbd's config.
-		if r.Env == "" || r.Flag == "" && !strings.HasPrefix(r.Env, "OTEL_") || r.Default == nil {
+		// The OpenTelemetry variables (OTEL_*) and object storage's AWS
+		// variables (AWS_*) have no flag: they are the SDKs' standard ones,
+		// not thumbd's settings.
+		if r.Env == "" || r.Flag == "" && !strings.HasPrefix(r.Env, "OTEL_") && !strings.HasPrefix(r.Env, "AWS_") || r.Default == nil {
 			return nil, fmt.Errorf("%s: setting %d lacks env, flag or default", path, i+1)
 		}
 		s[r.Env] = *r.Default

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,7 @@ var kubernetesOverlays = map[string]string{
 	"k8s/overlays/public":  "thumbd:scratch",
 	"k8s/overlays/cells":   "thumbd:scratch",
 	"k8s/overlays/traced":  "thumbd:scratch",
+	"k8s/overlays/storage": "thumbd:scratch",
 }
 
 func TestEveryManifestDecodesStrictly(t *testing.T) {
@@ -89,6 +91,28 @@ func TestKubernetesBaseRenders(t *testing.T) {
 	}
 	for _, err := range CheckKubernetes(ms, expect(t)) {
 		t.Error(err)
+	}
+}
+
+// TestKnativeWithResultStore: the Knative service with its result store
+// (k8s/knative-storage), which keeps thumbnails across scale-to-zero.
+func TestKnativeWithResultStore(t *testing.T) {
+	want := expect(t)
+	want.Image = "thumbd:scratch"
+	ms, err := Render(filepath.Join(root, "k8s/knative-storage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range CheckKnative(ms, want) {
+		t.Error(err)
+	}
+	ksvcs := all[*servingv1.Service](ms)
+	if len(ksvcs) != 1 {
+		t.Fatalf("%d Knative Services", len(ksvcs))
+	}
+	c := ksvcs[0].Spec.Template.Spec.Containers[0]
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "THUMBD_RESULT_STORE" && e.Value != "" }) {
+		t.Errorf("no THUMBD_RESULT_STORE in %+v", c.Env)
 	}
 }
 

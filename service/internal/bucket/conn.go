@@ -45,6 +45,22 @@ const (
 // does for S3.
 const DefaultRegion = "us-east-1"
 
+// EnvVars are the AWS variables FromEnv reads (beside the proxies'), with
+// their meanings: `thumbd settings -json` lists them, so that k8s/validate
+// knows a manifest that sets them sets something thumbd reads.
+var EnvVars = []struct{ Name, Meaning string }{
+	{"AWS_ENDPOINT_URL_S3", "object storage: the S3-compatible service's URL (empty: AWS S3)"},
+	{"AWS_ENDPOINT_URL", "object storage: the endpoint when AWS_ENDPOINT_URL_S3 is unset (also STS's)"},
+	{"AWS_REGION", "object storage: the region signed for (default us-east-1)"},
+	{"AWS_DEFAULT_REGION", "object storage: the region when AWS_REGION is unset"},
+	{"AWS_ACCESS_KEY_ID", "object storage: a static key's ID, with AWS_SECRET_ACCESS_KEY"},
+	{"AWS_SECRET_ACCESS_KEY", "object storage: a static key's secret (from a Secret, never a ConfigMap)"},
+	{"AWS_SESSION_TOKEN", "object storage: a temporary key's session token (from a Secret)"},
+	{"AWS_ROLE_ARN", "object storage: the role of a web identity (EKS IRSA), with AWS_WEB_IDENTITY_TOKEN_FILE"},
+	{"AWS_WEB_IDENTITY_TOKEN_FILE", "object storage: the web identity token's file (EKS IRSA)"},
+	{"AWS_ENDPOINT_URL_STS", "object storage: a custom STS endpoint for the web identity"},
+}
+
 // FromEnv reads the AWS SDKs' standard variables through getenv (run's,
 // not the process's: tests give their own). Without keys or a web
 // identity, requests are signed with the instance's role (EC2 instance

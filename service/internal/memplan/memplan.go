@@ -21,11 +21,13 @@ import (
 // the operator is derived from the limit, so that with no setting at all
 // the process stays under it (docs/hardening.md, "Memory"):
 //
-//	limit = base + slack + cache + sources + outputs + cells' idle + jobs
+//	limit = base + slack + cache + store queue + sources + outputs + cells' idle + jobs
 //
 // The result cache (THUMBD_CACHE_SIZE, off by default) is taken first, so
 // the derived budgets shrink to make room for it; it may take at most half
-// of what the process and the slack leave.
+// of what the process and the slack leave. The result store's write queue
+// (THUMBD_RESULT_STORE_QUEUE, when THUMBD_RESULT_STORE is on) is taken next,
+// at most a quarter of what is left.
 //
 // Go's heap holds the sources and the answers being written; libvips' C
 // heap (in this process or in the cells) holds the jobs, each admitted
@@ -35,9 +37,12 @@ type Plan struct {
 	Sources int64 // THUMBD_SOURCE_BUDGET: bytes of sources held at once
 	Outputs int64 // the Go heap's share for answers and requests in flight
 	Cache   int64 // THUMBD_CACHE_SIZE: the result cache, in the Go heap
-	Cells   int64 // idle memory of the cells (cells mode)
-	Jobs    int64 // THUMBD_MEMORY_BUDGET: libvips' memory for jobs in the works
-	Queue   int   // THUMBD_QUEUE
+	// StoreQueue is THUMBD_RESULT_STORE_QUEUE when the result store is
+	// on: thumbnails waiting to be written, in the Go heap.
+	StoreQueue int64
+	Cells      int64 // idle memory of the cells (cells mode)
+	Jobs       int64 // THUMBD_MEMORY_BUDGET: libvips' memory for jobs in the works
+	Queue      int   // THUMBD_QUEUE
 	// GoLimit is the Go runtime's soft memory limit set at start; 0 when
 	// GOMEMLIMIT was given (the runtime then applied it itself).
 	GoLimit int64
@@ -77,6 +82,7 @@ func errMemory(setting string, value int64, l memlimit.Limit, fits string) error
 // Settings are what the plan reads of the settings.
 type Settings struct {
 	CacheSize, SourceBudget, MemoryBudget int64 // as given: 0 for the budgets unless explicit
+	StoreQueue                            int64 // THUMBD_RESULT_STORE_QUEUE when THUMBD_RESULT_STORE is on, else 0
 	MaxBodyBytes, MaxPixels               int64
 	MaxSide, Queue                        int
 	Cells                                 bool // cells mode, with Concurrency + CellSpares cells
@@ -93,6 +99,12 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 		return p, errMemory("THUMBD_CACHE_SIZE", p.Cache, l, fmt.Sprintf("at most %d (half of what the process leaves) fits beside the budgets", max(avail/2, 0)))
 	}
 	avail -= p.Cache
+	if c.StoreQueue > 0 {
+		if p.StoreQueue = c.StoreQueue; p.StoreQueue > max(avail/4, 0) {
+			return p, errMemory("THUMBD_RESULT_STORE_QUEUE", p.StoreQueue, l, fmt.Sprintf("at most %d (a quarter of what the process and the cache leave) fits beside the budgets", max(avail/4, 0)))
+		}
+		avail -= p.StoreQueue
+	}
 	p.Outputs = max(avail/8, 0)
 	if c.Cells {
 		p.Cells = int64(c.Concurrency+c.CellSpares) * cellIdleMemory
@@ -116,7 +128,7 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 		p.Jobs = avail - p.Outputs - p.Cells - p.Sources
 	}
 	if p.Jobs < minJob {
-		need := (BaseMemory + p.Cache + p.Outputs + p.Cells + p.Sources + minJob) * 10 / 9
+		need := (BaseMemory + p.Cache + p.StoreQueue + p.Outputs + p.Cells + p.Sources + minJob) * 10 / 9
 		return p, fmt.Errorf("the memory limit of %s (%s, %s) leaves %s for thumbnails, less than the smallest job's %s: give thumbd at least %s (THUMBD_MEMORY_LIMIT or the container's limit)",
 			MiB(l.Bytes), l.Source, l.Path, MiB(max(p.Jobs, 0)), MiB(minJob), MiB(need))
 	}
@@ -125,7 +137,7 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 		p.Queue = int(min(max(l.Bytes/queueBytesPerEntry, 8), 1024))
 	}
 	if goMemLimit == "" {
-		p.GoLimit = GoRuntimeMemory + p.Sources + p.Outputs + p.Cache + slack/2
+		p.GoLimit = GoRuntimeMemory + p.Sources + p.Outputs + p.Cache + p.StoreQueue + slack/2
 	}
 	p.Largest = memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: int(c.MaxPixels), Height: 1, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1},
 		memcost.Job{Width: c.MaxSide, Height: c.MaxSide, Fit: "fill", Output: imagefmt.AVIF, MaxSide: c.MaxSide, MaxPixels: c.MaxPixels})
@@ -160,7 +172,7 @@ func (p Plan) Log(logger *slog.Logger, c Settings) {
 		goLimit = MiB(p.GoLimit)
 	}
 	logger.Info("memory", "limit", p.Limit.Bytes, "limit_from", p.Limit.Source+" "+p.Limit.Path,
-		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cache", p.Cache, "cells_idle", p.Cells,
+		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cache", p.Cache, "result_store_queue", p.StoreQueue, "cells_idle", p.Cells,
 		"queue", p.Queue, "go_memory_limit", goLimit)
 	if p.Largest > p.Jobs {
 		logger.Warn(fmt.Sprintf("memory limit %s: the largest job the limits allow (a %s source to %s) needs about %s, more than the %s budget for jobs; such jobs answer 422 needs_more_memory. About %s would serve them",

@@ -136,6 +136,10 @@ type remote struct {
 // thumbd's URL, not of this one, so rotating keys keeps the key.
 func (s remote) Key() string { return "url\x00" + s.u.String() }
 
+// Identity is the URL: an origin's image has no version in its key (its
+// freshness is the origin's caching headers').
+func (s remote) Identity() string { return s.Key() }
+
 // ReadSince fetches the URL with prior's validators (If-None-Match,
 // If-Modified-Since): a 304 gives a blob with NotModified set and no
 // bytes, its freshness renewed from the 304's headers.

@@ -31,6 +31,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -66,9 +67,10 @@ type Parts struct {
 	Gate    *admission.Gate
 	Limits  source.Limits // every source reads through the same budget
 	Sources Sources
-	Signer  *signing.Verifier // checks sig= (when keys are set)
-	Cache   *results.Cache    // nil: off (THUMBD_CACHE_SIZE=0)
-	Tracer  trace.Tracer      // a span per stage, children of the request's
+	Signer  *signing.Verifier  // checks sig= (when keys are set)
+	Cache   *results.Cache     // nil: off (THUMBD_CACHE_SIZE=0)
+	Store   *resultstore.Store // behind the cache; nil or without a backend: off (THUMBD_RESULT_STORE)
+	Tracer  trace.Tracer       // a span per stage, children of the request's
 	Metrics *Metrics
 	Respond *Responder
 }
@@ -217,6 +219,10 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(p.cfg.Deadline))
 	defer cancel()
 	norm := job.Normalised()
+	var tag string
+	if named, ok := src.(source.Named); ok {
+		tag = nameSource(w, named.Identity())
+	}
 	if pending, ok := src.(source.Identifiable); ok {
 		var err error
 		if src, err = p.identify(ctx, pending); err != nil {
@@ -224,7 +230,7 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 		}
 	}
 	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
-		return p.shared(ctx, w, r, start, keyed.Key()+"\x00"+norm, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		return p.shared(ctx, w, r, start, keyed.Key()+"\x00"+norm, tag, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
 			return p.make(ctx, src, nil, job, norm, stale, inm)
 		})
 	}
@@ -235,9 +241,24 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 	if _, upload := src.(source.Upload); upload && p.cfg.CacheUploads {
 		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // keyed by its bytes: never stale
 	}
-	return p.shared(ctx, w, r, start, "sha256\x00"+blob.ID+"\x00"+norm, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+	if tag == "" {
+		tag = nameSource(w, source.UploadIdentity(blob))
+	}
+	return p.shared(ctx, w, r, start, "sha256\x00"+blob.ID+"\x00"+norm, tag, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
 		return p.make(ctx, nil, blob, job, norm, nil, inm)
 	})
+}
+
+// nameSource names the answer's source for CDNs by the tag the result
+// store files its answers under, and returns the tag: Fastly's
+// Surrogate-Key and Cloudflare's Cache-Tag, so that one purge by that tag
+// and one delete of the store's prefix forget a source everywhere
+// (docs/storage.md, "Purging one source").
+func nameSource(w http.ResponseWriter, identity string) string {
+	tag := resultstore.Tag(identity)
+	w.Header().Set("Surrogate-Key", tag)
+	w.Header().Set("Cache-Tag", tag)
+	return tag
 }
 
 // make is one job: the source read (a conditional read when stale can be

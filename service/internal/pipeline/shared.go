@@ -20,10 +20,11 @@ import (
 // job in flight: one fetch, one decode, one encode, one admission place,
 // the same bytes and headers for every waiter.
 //
-// The result seam is lookup and keep: every finished answer is found and
-// kept through them alone. A second tier (a shared result store) goes
-// behind the cache there: looked up after a cache miss, written after a
-// job.
+// The result seam is lookup and keep for the memory cache, and stored for
+// the result store behind it (THUMBD_RESULT_STORE): a store lookup after a
+// cache miss and the store's write after a job both run inside the job,
+// so identical requests share one lookup as they share one job, and a
+// store hit is kept in the cache as a job's answer is.
 
 // jobFunc makes key's answer: stale is the cached entry past its
 // freshness (revalidated when its source can be asked), inm the request's
@@ -42,7 +43,44 @@ func (p *Pipeline) keep(key string, e *results.Entry) {
 
 // keeps reports whether a finished answer is kept anywhere: when not, a
 // shared job no one waits for any more is cancelled.
-func (p *Pipeline) keeps() bool { return p.Cache != nil }
+func (p *Pipeline) keeps() bool { return p.Cache != nil || p.Store.On() }
+
+// stored is job behind the result store: a fresh stored answer is the
+// job's answer, made without reading the source (blob, an upload's, is
+// released); a stale one is the job's to revalidate, as a stale cache
+// entry; an answer the job made is queued to be written (write-behind:
+// the answer does not wait for the store). tag names the source, the
+// store's prefix for its answers; vary is the answer's Vary, kept beside
+// it for whoever reads the store.
+func (p *Pipeline) stored(tag, key string, vary []string, blob *source.Blob, job jobFunc) jobFunc {
+	if !p.Store.On() || blob != nil && !blob.Fresh.Store {
+		// An upload is stored only when the operator allows it
+		// (THUMBD_CACHE_UPLOADS): none is looked for otherwise.
+		return job
+	}
+	return func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		if e, ok := p.Store.Get(ctx, tag, key); ok {
+			if e.Fresh.Fresh(time.Now()) {
+				blob.Release()
+				if inm != "" && matchesETag(inm, e.ETag) {
+					// As a job's answer to a matching If-None-Match:
+					// no body, a 304; the entry is kept all the same.
+					p.keep(key, e)
+					return &results.Entry{ETag: e.ETag, Fresh: e.Fresh}, nil
+				}
+				return e, nil
+			}
+			if stale == nil {
+				stale = e
+			}
+		}
+		e, err := job(ctx, stale, inm)
+		if err == nil {
+			p.Store.Put(ctx, tag, key, e, vary)
+		}
+		return e, err
+	}
+}
 
 // shared answers the request for key. blob is the source when already read
 // (an upload): handed to the job when this request starts it, released
@@ -52,7 +90,10 @@ func (p *Pipeline) keeps() bool { return p.Cache != nil }
 // comes by its own deadline or the job's, whichever is first, and the
 // job's deadline is that of the request that started it. So a joiner may
 // get a 504 before its own deadline, never after it.
-func (p *Pipeline) shared(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, key string, blob *source.Blob, job jobFunc) error {
+//
+// tag names the source (resultstore.Tag): the result store files key's
+// answer under it.
+func (p *Pipeline) shared(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, key, tag string, blob *source.Blob, job jobFunc) error {
 	inm := r.Header.Get("If-None-Match")
 	if r.Method != http.MethodGet {
 		inm = "" // POST is never conditional
@@ -63,6 +104,7 @@ func (p *Pipeline) shared(ctx context.Context, w http.ResponseWriter, r *http.Re
 		p.answer(ctx, w, stale, inm)
 		return nil
 	}
+	job = p.stored(tag, key, w.Header().Values("Vary"), blob, job)
 	if inm != "" || !p.cfg.Merge {
 		// A conditional request is not merged: it reads the source to
 		// compare ETags, and a match is a 304 that takes no place and

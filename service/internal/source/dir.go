@@ -54,6 +54,9 @@ func (f file) Key() string {
 	return "src\x00" + f.name + "\x00" + f.version
 }
 
+// Identity is the file's name, without its version.
+func (f file) Identity() string { return "src\x00" + f.name }
+
 // validName applies the contract's rules before the file system is asked.
 func validName(name string) bool {
 	return name != "" && !strings.HasPrefix(name, "/") && !strings.Contains(name, "..") &&

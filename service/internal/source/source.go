@@ -107,6 +107,18 @@ type Keyed interface {
 	Key() string
 }
 
+// Named is a source whose identity without its version is known before it
+// is read (a file's name, an origin's URL): what names every thumbnail of
+// it, whichever version, in the result store's keys and in the answers'
+// Surrogate-Key and Cache-Tag (purging one source everywhere).
+type Named interface {
+	Identity() string
+}
+
+// UploadIdentity is the identity of uploaded bytes: their hash (an upload
+// has no name; the same bytes are the same source).
+func UploadIdentity(b *Blob) string { return "sha256\x00" + b.ID }
+
 // Identifiable is a source whose identity must be asked for before it is
 // known (a bucket's object: its ETag, by a HEAD). The pipeline calls
 // Identify within the request's deadline, before it looks for a shared

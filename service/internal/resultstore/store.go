@@ -1,0 +1,393 @@
+package resultstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/source"
+)
+
+// Config is a store's settings. A zero Backend is a store that is off:
+// every lookup misses, nothing is written, the metrics read 0.
+type Config struct {
+	Backend Backend
+	// LookupTimeout bounds one lookup, within the request's deadline: a
+	// slow store costs a request at most this, then it is computed.
+	LookupTimeout time.Duration
+	// WriteTimeout bounds one write (in the background).
+	WriteTimeout time.Duration
+	// QueueBytes bounds the results waiting to be written (their bytes,
+	// keys and bookkeeping); a result that would pass it is dropped and
+	// counted. It is part of the memory plan.
+	QueueBytes int64
+	// MaxBytes is the largest result written or read back.
+	MaxBytes int64
+	// Failures in a row that open the breaker, and how long it stays open
+	// before one request tries the store again (0: 5 and 5 s).
+	BreakerFailures uint
+	BreakerDelay    time.Duration
+	Tracer          trace.Tracer // nil: no spans
+	Logger          *slog.Logger // nil: no logs
+}
+
+// Store is the result store as the pipeline sees it: Get before a job,
+// Put after one (write-behind: Put never waits for the backend).
+type Store struct {
+	cfg     Config
+	breaker circuitbreaker.CircuitBreaker[any]
+	metrics *metrics
+
+	mu     sync.RWMutex // held to send on queue, and to close it
+	closed bool
+	queue  chan write
+	queued atomic.Int64 // bytes waiting, within cfg.QueueBytes
+	done   chan struct{}
+}
+
+type write struct {
+	key  string
+	obj  Object
+	size int64
+	span trace.SpanContext // the request that made the result, for the write's span
+}
+
+// writers is how many writes run at once: a thumbnail is small, and one
+// writer stuck on a slow store leaves another to drain the queue.
+const writers = 2
+
+// queueSlots bounds the queue's length as QueueBytes bounds its bytes.
+const queueSlots = 4096
+
+// writeOverhead is a queued write's bookkeeping beside its body (key,
+// metadata, the struct): counted so that tiny results stay bounded too.
+const writeOverhead = 512
+
+// New returns the store of cfg; with a backend, its writers run until
+// Close.
+func New(cfg Config) *Store {
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider().Tracer("")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BreakerFailures == 0 {
+		cfg.BreakerFailures = 5
+	}
+	if cfg.BreakerDelay == 0 {
+		cfg.BreakerDelay = 5 * time.Second
+	}
+	s := &Store{cfg: cfg, metrics: newMetrics(), done: make(chan struct{})}
+	if cfg.Backend == nil {
+		close(s.done)
+		return s
+	}
+	log := cfg.Logger
+	s.breaker = circuitbreaker.NewBuilder[any]().
+		WithFailureThreshold(cfg.BreakerFailures).
+		WithSuccessThreshold(1).
+		WithDelay(cfg.BreakerDelay).
+		OnOpen(func(circuitbreaker.StateChangedEvent) {
+			s.metrics.opened.Inc()
+			log.Warn("result store: not answering; thumbnails are computed, and it is tried again after the delay", "store", cfg.Backend.String(), "delay", cfg.BreakerDelay.String())
+		}).
+		OnClose(func(circuitbreaker.StateChangedEvent) {
+			log.Info("result store: answering again", "store", cfg.Backend.String())
+		}).
+		Build()
+	s.queue = make(chan write, queueSlots)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for w := range s.queue {
+				s.write(w)
+				s.queued.Add(-w.size)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(s.done) }()
+	return s
+}
+
+// On reports whether the store has a backend.
+func (s *Store) On() bool { return s != nil && s.cfg.Backend != nil }
+
+// Check probes the backend (start-up): see Backend.Check.
+func (s *Store) Check(ctx context.Context) error {
+	if !s.On() {
+		return nil
+	}
+	return s.cfg.Backend.Check(ctx)
+}
+
+// Close stops taking writes and waits for the queued ones, until ctx ends.
+func (s *Store) Close(ctx context.Context) error {
+	if !s.On() {
+		return nil
+	}
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.queue)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Tag is the short hash of a source's identity without its version (a
+// file's name, an origin's URL, an upload's SHA-256): the name of every
+// thumbnail of that source, in the store's keys and in the answers'
+// Surrogate-Key and Cache-Tag headers. 16 hex digits (64 bits).
+func Tag(identity string) string {
+	sum := sha256.Sum256([]byte(identity))
+	return hex.EncodeToString(sum[:8])
+}
+
+// ObjectKey is where key's result lives: under its source's tag, so that
+// one source's thumbnails are one prefix, then a hash of the whole key
+// (source identity and version, normalised options, chosen format).
+func ObjectKey(tag, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return tag + "/" + hex.EncodeToString(sum[:16])
+}
+
+// Get looks key up, within the lookup timeout and the request's deadline.
+// Any failure is a miss (the caller computes); a stale entry is returned
+// for the caller to revalidate, as the result cache's.
+func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool) {
+	if !s.On() {
+		return nil, false
+	}
+	ctx, span := s.cfg.Tracer.Start(ctx, "result_store.get")
+	defer span.End()
+	if !s.breaker.TryAcquirePermit() {
+		s.metrics.misses.Inc()
+		s.metrics.skipped.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "skipped: breaker open"))
+		return nil, false
+	}
+	// Detached from the client: a lookup always ends by its timeout and
+	// reports to the breaker (a permit taken and never reported would
+	// hold the breaker half-open).
+	timeout := s.cfg.LookupTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	start := time.Now()
+	obj, err := s.cfg.Backend.Get(lctx, ObjectKey(tag, key), s.cfg.MaxBytes)
+	cancel()
+	s.metrics.lookup.Observe(time.Since(start).Seconds())
+	var e *results.Entry
+	if err == nil {
+		if e, err = decode(obj); err != nil {
+			// The store answered: its health is not in question.
+			s.breaker.RecordSuccess()
+			s.metrics.misses.Inc()
+			s.metrics.lookupErrors.Inc()
+			s.cfg.Logger.Warn("result store: unreadable result, computed instead", "key", ObjectKey(tag, key), "err", err)
+			span.SetStatus(codes.Error, err.Error())
+			return nil, false
+		}
+	}
+	switch {
+	case err == nil:
+		s.breaker.RecordSuccess()
+		s.metrics.hits.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "hit"), attribute.Int("thumbd.result_store.bytes", len(e.Body)))
+		return e, true
+	case errors.Is(err, ErrNotFound):
+		s.breaker.RecordSuccess()
+		s.metrics.misses.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "miss"))
+		return nil, false
+	}
+	s.breaker.RecordFailure()
+	s.metrics.misses.Inc()
+	s.metrics.lookupErrors.Inc()
+	s.cfg.Logger.Debug("result store: lookup failed, computed instead", "err", err)
+	span.SetStatus(codes.Error, err.Error())
+	return nil, false
+}
+
+// Put queues e to be written under key, when its freshness allows keeping
+// it (the result cache's rule: an origin's caching headers, uploads only
+// when the operator allows). It never waits: a full queue, a result too
+// large and a store known to be down drop the write, counted.
+func (s *Store) Put(ctx context.Context, tag, key string, e *results.Entry, vary []string) {
+	if !s.On() || !e.Fresh.Store || e.Body == nil {
+		return
+	}
+	drop := func(reason string) { s.metrics.dropped.WithLabelValues(reason).Inc() }
+	if int64(len(e.Body)) > s.cfg.MaxBytes {
+		drop("too_large")
+		return
+	}
+	obj, ok := encode(e, vary)
+	if !ok {
+		drop("unstorable")
+		return
+	}
+	if s.breaker.IsOpen() && s.breaker.RemainingDelay() > 0 {
+		drop("store_down")
+		return
+	}
+	w := write{key: ObjectKey(tag, key), obj: obj, size: int64(len(obj.Body)) + writeOverhead, span: trace.SpanContextFromContext(ctx)}
+	if s.queued.Add(w.size) > s.cfg.QueueBytes {
+		s.queued.Add(-w.size)
+		drop("queue_full")
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		s.queued.Add(-w.size)
+		drop("closed")
+		return
+	}
+	select {
+	case s.queue <- w:
+	default:
+		s.queued.Add(-w.size)
+		drop("queue_full")
+	}
+}
+
+// write is one queued write, by a writer.
+func (s *Store) write(w write) {
+	if !s.breaker.TryAcquirePermit() {
+		s.metrics.dropped.WithLabelValues("store_down").Inc()
+		return
+	}
+	ctx := trace.ContextWithSpanContext(context.Background(), w.span)
+	ctx, span := s.cfg.Tracer.Start(ctx, "result_store.put", trace.WithAttributes(attribute.Int("thumbd.result_store.bytes", len(w.obj.Body))))
+	defer span.End()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	if err := s.cfg.Backend.Put(ctx, w.key, w.obj); err != nil {
+		s.breaker.RecordFailure()
+		s.metrics.writeErrors.Inc()
+		s.cfg.Logger.Debug("result store: write failed", "key", w.key, "err", err)
+		span.SetStatus(codes.Error, err.Error())
+		return
+	}
+	s.breaker.RecordSuccess()
+	s.metrics.writes.Inc()
+}
+
+// QueuedBytes is what waits to be written now.
+func (s *Store) QueuedBytes() int64 { return s.queued.Load() }
+
+// The stored object's metadata names.
+const (
+	metaETag         = "etag"
+	metaUntil        = "fresh-until" // Unix seconds
+	metaSourceETag   = "source-etag"
+	metaSourceLM     = "source-last-modified"
+	metaVary         = "vary"
+	metaOrigin       = "origin"       // "1": the origin's caching rules make the answer's Cache-Control
+	metaAnswerUntil  = "answer-until" // Unix nanoseconds: the answer's own lifetime for caches in front
+	metaDigest       = "body-sha256"  // the body's, checked on reading
+	maxMetaValueSize = 1024
+)
+
+// encode is e as an object; false when its strings cannot be S3 metadata.
+func encode(e *results.Entry, vary []string) (Object, bool) {
+	meta := map[string]string{
+		metaETag:   e.ETag,
+		metaUntil:  strconv.FormatInt(e.Fresh.Until.Unix(), 10),
+		metaDigest: digest(e.Body),
+	}
+	if e.Fresh.ETag != "" {
+		meta[metaSourceETag] = e.Fresh.ETag
+	}
+	if e.Fresh.LastModified != "" {
+		meta[metaSourceLM] = e.Fresh.LastModified
+	}
+	if len(vary) > 0 {
+		meta[metaVary] = strings.Join(vary, ", ")
+	}
+	if e.Fresh.Origin {
+		meta[metaOrigin] = "1"
+	}
+	if !e.Fresh.AnswerUntil.IsZero() {
+		meta[metaAnswerUntil] = strconv.FormatInt(e.Fresh.AnswerUntil.UnixNano(), 10)
+	}
+	for _, v := range append(slices.Collect(maps.Values(meta)), e.Type) {
+		if !printable(v) {
+			return Object{}, false
+		}
+	}
+	return Object{ContentType: e.Type, Meta: meta, Body: e.Body}, true
+}
+
+// digest is the hex SHA-256 of body: a stored result's metadata names its
+// body, so a reader never answers with one write's ETag and another's
+// bytes.
+func digest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// printable: S3 user metadata travels as HTTP header values.
+func printable(v string) bool {
+	if len(v) > maxMetaValueSize {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// decode is the entry an object stores, or why it is not one.
+func decode(o Object) (*results.Entry, error) {
+	m := o.Meta
+	until, err := strconv.ParseInt(m[metaUntil], 10, 64)
+	var answerUntil time.Time
+	if v, ok := m[metaAnswerUntil]; ok {
+		ns, aerr := strconv.ParseInt(v, 10, 64)
+		err = errors.Join(err, aerr)
+		answerUntil = time.Unix(0, ns)
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("freshness: %w", err)
+	case m[metaETag] == "" || o.ContentType == "" || len(o.Body) == 0:
+		return nil, errors.New("no ETag, media type or body")
+	case m[metaDigest] != digest(o.Body):
+		// A store that keeps metadata apart from the body (versitygw's
+		// sidecar) may show one write's metadata beside another's body.
+		return nil, errors.New("the body is not the one its metadata describes")
+	}
+	return &results.Entry{
+		Body: o.Body, Type: o.ContentType, ETag: m[metaETag],
+		Fresh: source.Freshness{Store: true, Until: time.Unix(until, 0), ETag: m[metaSourceETag], LastModified: m[metaSourceLM],
+			Origin: m[metaOrigin] == "1", AnswerUntil: answerUntil},
+	}, nil
+}
