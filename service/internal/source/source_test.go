@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -157,4 +158,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// DefaultCacheControl says MaxAge.
+func TestDefaultCacheControlIsMaxAge(t *testing.T) {
+	if want := "public, max-age=" + strconv.Itoa(int(MaxAge/time.Second)); DefaultCacheControl != want {
+		t.Errorf("%q, want %q", DefaultCacheControl, want)
+	}
 }
