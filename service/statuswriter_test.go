@@ -22,7 +22,10 @@ func TestStatusWriter(t *testing.T) {
 		{"body without a header", func(w http.ResponseWriter) { w.Write([]byte("hello")) }, http.StatusOK, 5, http.StatusOK},
 		{"status then body", func(w http.ResponseWriter) { w.WriteHeader(http.StatusTeapot); w.Write([]byte("abc")) }, http.StatusTeapot, 3, http.StatusTeapot},
 		{"informational first", func(w http.ResponseWriter) { w.WriteHeader(http.StatusEarlyHints); w.WriteHeader(http.StatusNotFound) }, http.StatusNotFound, 0, 0},
-		{"second header ignored", func(w http.ResponseWriter) { w.WriteHeader(http.StatusAccepted); w.WriteHeader(http.StatusInternalServerError) }, http.StatusAccepted, 0, http.StatusAccepted},
+		{"second header ignored", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusAccepted)
+			w.WriteHeader(http.StatusInternalServerError)
+		}, http.StatusAccepted, 0, http.StatusAccepted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()

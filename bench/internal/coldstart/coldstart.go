@@ -174,8 +174,12 @@ func report(w io.Writer, cfg config, srcBytes int, samples map[string][]sample, 
 		name, unit string
 		get        func(subject) []float64
 	}{
-		{"started", "ms", func(t subject) []float64 { return ms(samples[t.name], func(s sample) time.Duration { return s.started }) }},
-		{"exec to /health", "ms", func(t subject) []float64 { return ms(samples[t.name], func(s sample) time.Duration { return s.health }) }},
+		{"started", "ms", func(t subject) []float64 {
+			return ms(samples[t.name], func(s sample) time.Duration { return s.started })
+		}},
+		{"exec to /health", "ms", func(t subject) []float64 {
+			return ms(samples[t.name], func(s sample) time.Duration { return s.health })
+		}},
 		{"exec to thumbnail", "ms", func(t subject) []float64 {
 			if t.healthOnly {
 				return nil
