@@ -6,8 +6,9 @@
 # Processes run on CPU 1, the driver on CPU 0; rounds are interleaved. The
 # command holds the bench lock while it measures.
 # Usage: [IMAGES="thumbd:slim thumbd:scratch"] scripts/coldstart.sh [-rounds 3] [-runs 10] [coldstart flags] [[NAME=]exec:BINARY...]
-# Without arguments: -rounds 3 -runs 10, bin/thumbd-static (built by
-# scripts/build.sh static), the floor and the twin. IMAGES (default none) come
+# Always the floor, the twin (when its node_modules are installed) and
+# bin/thumbd-static (built by scripts/build.sh static) when it exists; without
+# arguments, -rounds 3 -runs 10. IMAGES (default none) come
 # from scripts/images.sh, which this script does not run; with IMAGES it
 # starts dockerd if none runs (scripts/lib/docker.sh) and stops only that one.
 set -euo pipefail
@@ -15,9 +16,10 @@ cd "$(dirname "$0")/.."
 source scripts/lib/docker.sh
 
 main() {
-  local images=() twin=()
+  local images=() twin=() static=()
   read -r -a images <<<"${IMAGES:-}"
-  [ $# -gt 0 ] || set -- -rounds 3 -runs 10 static=exec:bin/thumbd-static
+  [ $# -gt 0 ] || set -- -rounds 3 -runs 10
+  [ -x bin/thumbd-static ] && static=(static=exec:bin/thumbd-static)
   if [ ${#images[@]} -gt 0 ]; then
     docker_up
     trap docker_down EXIT
@@ -25,7 +27,7 @@ main() {
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/floor ./bench/cmd/floor
   [ -d bench/twins/node/node_modules ] && twin=(-twin "node bench/twins/node/server.mjs")
   go build -o bin/thumbd-bench ./bench
-  bin/thumbd-bench coldstart -floor bin/floor "${twin[@]}" "$@" "${images[@]}"
+  bin/thumbd-bench coldstart -floor bin/floor "${twin[@]}" "$@" "${static[@]}" "${images[@]}"
 }
 
 main "$@"
