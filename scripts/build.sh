@@ -49,7 +49,8 @@ flavour_go() {
       env+=(PKG_CONFIG="$prefix/bin/pkg-config-static" PKG_CONFIG_PATH="$prefix/lib/pkgconfig")
       # --gc-sections: drops the unreferenced functions of the libraries
       # built with a section each (aom, libheif: 1.8 MB; build-libvips.sh).
-      flags+=(-tags netgo,osusergo -ldflags '-s -w -linkmode external -extldflags "-static -Wl,--gc-sections"') ;;
+      # thumbd_static: GLib's regex stubs (service/internal/thumb/noregex_static.go).
+      flags+=(-tags netgo,osusergo,thumbd_static -ldflags '-s -w -linkmode external -extldflags "-static -Wl,--gc-sections"') ;;
     *) echo "build.sh: unknown flavour: $flavour" >&2; return 2 ;;
   esac
   env "${env[@]}" go "$cmd" "${flags[@]}" "$@"

@@ -65,7 +65,7 @@ func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.
 			} else {
 				logger = base.With("request_id", id)
 			}
-			ww := wrapped(w, r)
+			ww := wrapped(w)
 			start := time.Now()
 			next.ServeHTTP(ww, r.WithContext(pipeline.WithLogger(r.Context(), logger)))
 			level := slog.LevelDebug

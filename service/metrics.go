@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -137,7 +136,7 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		m.inFlight.Inc()
 		defer m.inFlight.Dec()
 		start := time.Now()
-		ww := wrapped(w, r)
+		ww := wrapped(w)
 		next.ServeHTTP(ww, r)
 		route := routeLabel(r)
 		code := strconv.Itoa(ww.Status())
@@ -149,12 +148,52 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 // wrapped is w as a writer that records the status and size written: the
 // request log's own wrapper when it has one, so a request goes through
 // one wrapper, not one per middleware.
-func wrapped(w http.ResponseWriter, r *http.Request) middleware.WrapResponseWriter {
-	if ww, ok := w.(middleware.WrapResponseWriter); ok {
+func wrapped(w http.ResponseWriter) *statusWriter {
+	if ww, ok := w.(*statusWriter); ok {
 		return ww
 	}
-	return middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+	return &statusWriter{ResponseWriter: w}
 }
+
+// statusWriter records an answer's status and the bytes of its body. It is
+// thumbd's own rather than chi's middleware.WrapResponseWriter: that
+// package links net/http/pprof (and with it runtime/pprof, html and their
+// initialisers) into the binary for a profiler thumbd does not serve
+// (docs/coldstart.md). Flushing and hijacking go through Unwrap
+// (http.ResponseController).
+type statusWriter struct {
+	http.ResponseWriter
+	status, bytes int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	switch {
+	case w.status != 0:
+		return // net/http would log a second one as superfluous
+	case code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols:
+		// Informational: the final status is still to come.
+	default:
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+// Status is the answer's status, 0 while none was written.
+func (w *statusWriter) Status() int { return w.status }
+
+// BytesWritten is the size of the body written so far.
+func (w *statusWriter) BytesWritten() int { return w.bytes }
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // routeLabel is r's chi route pattern, read after the handler ran (when
 // chi has matched it); unknown paths share "unmatched", so label sets stay
