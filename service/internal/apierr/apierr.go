@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Code is an error code of the API (the README lists every one).
@@ -138,6 +139,9 @@ type Error struct {
 	CloseConnection bool
 	// Cause is logged with a 5xx, never sent.
 	Cause error
+	// RetryAfter is a 503's Retry-After, in whole seconds rounded up (at
+	// most 1 s less is sent as 1).
+	RetryAfter time.Duration
 }
 
 // New returns an error with code and a message made from format and args.
