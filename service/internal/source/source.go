@@ -136,15 +136,17 @@ func (l Limits) read(budget *admission.BytesReader, size int64, tooLarge func() 
 
 // turn is the most of a source read and hashed in one go before the
 // goroutine yields its processor.
-const turn = 256 << 10
+const turn = 64 << 10
 
 // turns reads at most turn bytes a call, and yields the processor before
 // each. A source's bytes are usually in the socket's buffer already, so
 // its reader never blocks and, without this, keeps its processor until
-// Go preempts it after 10 ms: with 40 uploads read and hashed at once, a
-// /health probe waited behind them 0.5-0.7 s in Go's run queue (measured:
-// the runtime's /sched/latencies p99 537-671 ms, 500 clients posting the
-// 12 MP photo; docs/hardening.md, "Probes under load").
+// Go preempts it after 10 ms: with uploads read and hashed at once, a
+// /health probe waited behind them 0.1-0.7 s in Go's run queue (the
+// runtime's /sched/latencies p99 537-671 ms, 500 clients posting the 12 MP
+// photo). A goroutine's wait there is about the turns ahead of it: p50 5-10
+// ms and p99 30-84 ms with turns of 256 KiB, 1.3-1.8 ms and 8-34 ms with
+// 64 KiB (docs/hardening.md, "Probes under load").
 type turns struct{ r io.Reader }
 
 func (t turns) Read(p []byte) (int, error) {
