@@ -225,3 +225,75 @@ func TestDockerContextHoldsTheBinarysPackages(t *testing.T) {
 		t.Error("the walk found no internal/procfs, which cells import: the test is broken")
 	}
 }
+
+// docs/architecture.md's package tables list every package under service/
+// and the module's internal/, and nothing else: other work adds packages,
+// and the failure names the row to add, with the imports it has today.
+func TestArchitectureListsEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			if pkg, _, ok := strings.Cut(rest, "`"); ok && (pkg == "service" || strings.HasPrefix(pkg, "service/") || strings.HasPrefix(pkg, "internal/")) {
+				listed[pkg] = true
+			}
+		}
+	}
+	if !listed["service"] || !listed["internal/procfs"] {
+		t.Fatalf("docs/architecture.md's tables lost their shape (no service or internal/procfs row): the test is broken")
+	}
+	tree := map[string]bool{}
+	for _, root := range []string{".", "../internal"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return nil
+			}
+			dir := filepath.ToSlash(filepath.Dir(path))
+			if root == "." {
+				dir = strings.TrimSuffix("service/"+dir, "/.")
+			} else {
+				dir = strings.TrimPrefix(dir, "../")
+			}
+			tree[dir] = true
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pkg := range tree {
+		if listed[pkg] {
+			continue
+		}
+		if own, ok := strings.CutPrefix(pkg, "service/internal/"); ok {
+			var imports []string
+			for _, path := range packageImports(t, own, false) {
+				if name, ok := strings.CutPrefix(path, ownPackages); ok && !slices.Contains(imports, "`"+name+"`") {
+					imports = append(imports, "`"+name+"`")
+				}
+			}
+			slices.Sort(imports)
+			may := strings.Join(imports, ", ")
+			if may == "" {
+				may = "nothing"
+			}
+			t.Errorf("docs/architecture.md has no row for %s: add to the first package table\n| `%s` | WHAT IT DOES | %s |\nand a row to TestPackageImports' map", pkg, pkg, may)
+		} else {
+			t.Errorf("docs/architecture.md has no row for %s: add to the table of the module's internal/\n| `%s` | WHAT IT DOES |", pkg, pkg)
+		}
+	}
+	for pkg := range listed {
+		if !tree[pkg] {
+			t.Errorf("docs/architecture.md lists %s, which is no package of the tree: remove its row", pkg)
+		}
+	}
+}

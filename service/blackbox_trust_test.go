@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"net"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,24 +23,18 @@ import (
 	"github.com/thumbd/thumbd/service/internal/apierr"
 )
 
-// The trust goals of issue 20, checked on the built binary as a new user
-// would run it, on loopback only: blank signing keys stop start-up; an
-// unsigned upload is refused when keys are set; a url= host with U+0130
-// gets the answer of an unlisted origin, and no fetch is tried; every
-// answer carries nosniff. THUMBD_TEST_BINARY names a binary to check
-// instead of building one.
+// The trust goals of issues 20 and 28, checked on the built binary as a
+// new user would run it, on loopback only: blank signing keys stop
+// start-up; an unsigned upload is refused when keys are set; a url= host
+// with U+0130 gets the answer of an unlisted origin, and no fetch is
+// tried; every answer carries nosniff; a zoned IPv6 host is refused before
+// any connection, whatever wildcard entry its text ends in; a url=
+// thumbnail carries the origin's caching rules; client hints do not widen
+// a signed URL unless it signs hints=on; the OTLP exporter follows no
+// redirect. THUMBD_TEST_BINARY names a binary to check instead of
+// building one.
 func TestBlackBoxTrust(t *testing.T) {
-	bin := os.Getenv("THUMBD_TEST_BINARY") // a binary built elsewhere (a release)
-	if bin == "" {
-		if testing.Short() {
-			t.Skip("builds the binary")
-		}
-		bin = filepath.Join(t.TempDir(), "thumbd")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := trustBinary(t)
 
 	t.Run("blank keys stop start-up", func(t *testing.T) {
 		for _, blank := range []string{"", " , "} {
@@ -67,10 +65,26 @@ func TestBlackBoxTrust(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.jpg"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "s.jpg"), encodeJPEG(t, scene(64, 48), 90), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	o := newOrigin(t, serveBytes(src))
 	port := strconv.Itoa(o.Listener.Addr().(*net.TCPAddr).Port)
-	env := []string{"THUMBD_SIGNING_KEYS=" + testKeyHex, "THUMBD_SOURCE_DIR=" + dir,
-		"THUMBD_ORIGINS=http://images.bigcorp.localhost:" + port, "THUMBD_ORIGINS_ALLOW_LOOPBACK=true"}
+	// An origin on IPv6 loopback, named by no entry but a wildcard's port.
+	v6 := newOriginOn(t, "[::1]:0", serveBytes(src))
+	v6Port := ""
+	if v6 != nil {
+		v6Port = strconv.Itoa(v6.Listener.Addr().(*net.TCPAddr).Port)
+	}
+	// An origin whose caching rules are the path: /no-store, /private,
+	// /max-age=5.
+	rules := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", strings.TrimPrefix(r.URL.Path, "/"))
+		serveBytes(src)(w, r)
+	})
+	env := []string{"THUMBD_SIGNING_KEYS=" + testKeyHex, "THUMBD_SOURCE_DIR=" + dir, "THUMBD_CLIENT_HINTS=true",
+		"THUMBD_ORIGINS=http://images.bigcorp.localhost:" + port + ",http://" + rules.hostPort() + ",http://*.static.example.net:" + cmp.Or(v6Port, "1"),
+		"THUMBD_ORIGINS_ALLOW_LOOPBACK=true"}
 	logs := &launch.Log{}
 	srv, err := launch.Start(context.Background(), launch.Spec{Command: []string{bin}, Env: env, Stderr: logs})
 	if err != nil {
@@ -130,6 +144,65 @@ func TestBlackBoxTrust(t *testing.T) {
 		}
 	})
 
+	t.Run("zoned host refused", func(t *testing.T) {
+		if v6 == nil {
+			t.Skip("no IPv6 loopback")
+		}
+		for _, host := range []string{"[::1%25x.static.example.net]", "[::1%2525x.static.example.net]", "x%25y.static.example.net"} {
+			path := signBinary(t, bin, env, "/thumbnail?url="+url.QueryEscape("http://"+host+":"+v6Port+"/a.jpg")+"&w=20")
+			wantError("GET", path, nil, apierr.BadURL)
+		}
+		if n := v6.conns.Load(); n != 0 {
+			t.Errorf("::1 saw %d connections through a wildcard entry", n)
+		}
+	})
+
+	t.Run("origin cache rules reach the answer", func(t *testing.T) {
+		for rule, want := range map[string]*regexp.Regexp{
+			"no-store":  regexp.MustCompile(`^no-store$`),
+			"private":   regexp.MustCompile(`^private, no-cache$`),
+			"max-age=5": regexp.MustCompile(`^public, max-age=[45]$`),
+		} {
+			path := signBinary(t, bin, env, "/thumbnail?url="+url.QueryEscape(rules.URL+"/"+rule)+"&w=20")
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if cc := resp.Header.Get("Cache-Control"); resp.StatusCode != 200 || !want.MatchString(cc) {
+				t.Errorf("origin %s: %d, Cache-Control %q", rule, resp.StatusCode, cc)
+			}
+		}
+	})
+
+	t.Run("hints under signatures", func(t *testing.T) {
+		width := func(path, hint string) int {
+			t.Helper()
+			req, _ := http.NewRequest("GET", base+path, nil)
+			req.Header.Set("Sec-CH-Width", hint)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+			}
+			img, _ := decoded(t, b)
+			return img.Bounds().Dx()
+		}
+		// The review's case: a 64x48 source, no w, Sec-CH-Width: 4096 was a
+		// 4096x3072 PNG. Signed without hints=on: the default box.
+		if w := width(signBinary(t, bin, env, "/thumbnail?src=s.jpg"), "4096"); w != 256 {
+			t.Errorf("signed without hints=on: %d wide, want the default 256", w)
+		}
+		if w := width(signBinary(t, bin, env, "/thumbnail?src=s.jpg&hints=on"), "300"); w != 300 {
+			t.Errorf("signed with hints=on: %d wide, want the hint's 300", w)
+		}
+		wantError("GET", signBinary(t, bin, env, "/thumbnail?src=s.jpg")+"&hints=on", nil, apierr.BadSignature) // hints= is signed
+	})
+
 	t.Run("nosniff on every answer", func(t *testing.T) {
 		if status, body := answer("GET", signBinary(t, bin, env, "/thumbnail?src=a.jpg&w=20"), nil); status != 200 {
 			t.Errorf("a signed GET: %d %.200q", status, body)
@@ -143,6 +216,65 @@ func TestBlackBoxTrust(t *testing.T) {
 		wantError("GET", "/no/such/route", nil, apierr.NotFound)
 		wantError("DELETE", "/health", nil, apierr.MethodNotAllowed)
 	})
+}
+
+// A collector that answers 307 to another address gets the spans and
+// the OTEL_EXPORTER_OTLP_HEADERS (an API key) there if the exporter
+// follows: the built binary's does not. The spans of a traced request are
+// flushed at SIGTERM; the redirect's target must see nothing, and the
+// failed export is logged.
+func TestBlackBoxTrustOTLPRedirect(t *testing.T) {
+	bin := trustBinary(t)
+	var elsewhere, redirected atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer target.Close()
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirected.Add(1)
+		http.Redirect(w, r, target.URL+"/v1/traces", http.StatusTemporaryRedirect)
+	}))
+	defer collector.Close()
+	logs := &launch.Log{}
+	srv, err := launch.Start(context.Background(), launch.Spec{Command: []string{bin}, Stderr: logs,
+		Env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_HEADERS=api-key=secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.WaitReady(context.Background(), 20*time.Second); err != nil {
+		srv.Stop(5 * time.Second)
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	resp, err := http.Get(srv.URL() + "/json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	srv.Stop(10 * time.Second) // SIGTERM: the spans are flushed
+	if redirected.Load() == 0 {
+		t.Fatalf("the collector got no export\n%s", logs)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d exports", n)
+	}
+	if !strings.Contains(logs.String(), "redirect") {
+		t.Errorf("the failed export is not logged:\n%s", logs)
+	}
+}
+
+// trustBinary is the binary the black-box trust tests run:
+// THUMBD_TEST_BINARY (one built elsewhere, a release), else one built here.
+func trustBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("THUMBD_TEST_BINARY"); bin != "" {
+		return bin
+	}
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "thumbd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // signBinary signs path with the built binary's `thumbd sign`, in env.

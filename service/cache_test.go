@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/thumbd/thumbd/service/internal/memplan"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -316,5 +318,52 @@ func TestCacheSizeIsCountedInTheMemoryBudget(t *testing.T) {
 	_, err = loadConfig(nil, envOf(map[string]string{"THUMBD_MEMORY_LIMIT": "268435456", "THUMBD_CACHE_SIZE": "200000000"}), nil)
 	if err == nil || !strings.Contains(err.Error(), "THUMBD_CACHE_SIZE=200000000 does not fit") {
 		t.Errorf("a cache larger than the limit allows: %v", err)
+	}
+}
+
+// A url= thumbnail's Cache-Control carries the origin's: a CDN in front
+// keeps no more than the origin allowed (the result cache already obeys
+// it). The same on a 200, a cached 200 and a 304, with the cache on or
+// off; files keep thumbd's own day.
+func TestOriginCacheControlReachesTheAnswer(t *testing.T) {
+	photo := encodeJPEG(t, scene(80, 60), 90)
+	maxAge := regexp.MustCompile(`^public, max-age=(59[0-9]|600)$`)
+	for _, c := range []struct {
+		header []string
+		want   func(string) bool
+	}{
+		{[]string{"Cache-Control", "no-store"}, func(s string) bool { return s == "no-store" }},
+		{[]string{"Cache-Control", "private"}, func(s string) bool { return s == "private, no-cache" }},
+		{[]string{"Cache-Control", "max-age=5"}, func(s string) bool { return s == "public, max-age=5" || s == "public, max-age=4" }},
+		{[]string{"Cache-Control", "max-age=600", "ETag", `"v1"`}, maxAge.MatchString},
+		{[]string{"Cache-Control", "no-cache", "ETag", `"v1"`}, func(s string) bool { return s == "public, no-cache" }},
+	} {
+		for _, size := range []int64{0, 16 << 20} {
+			name := fmt.Sprintf("%s cache %d", c.header[1], size)
+			o := newCachingOrigin(t, photo, c.header...)
+			cfg := originConfig(t, true, "http://"+o.hostPort())
+			cfg.CacheSize = size
+			srv, _ := newTestServer(t, cfg)
+			u := thumbURL(srv.URL, o.URL+"/a.jpg", "w=20")
+			first := get(t, u)
+			if first.status != 200 || !c.want(first.header.Get("Cache-Control")) {
+				t.Errorf("%s: %d, Cache-Control %q", name, first.status, first.header.Get("Cache-Control"))
+			}
+			if again := get(t, u); !c.want(again.header.Get("Cache-Control")) {
+				t.Errorf("%s, again: Cache-Control %q", name, again.header.Get("Cache-Control"))
+			}
+			status, h, _ := do(t, "GET", u, nil, "If-None-Match", first.header.Get("ETag"))
+			if status != 304 || !c.want(h.Get("Cache-Control")) {
+				t.Errorf("%s, 304: %d, Cache-Control %q", name, status, h.Get("Cache-Control"))
+			}
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.jpg"), photo, 0o644)
+	cfg := testConfig(t)
+	cfg.SourceDir = dir
+	srv, _ := newTestServer(t, cfg)
+	if a := get(t, srv.URL+"/thumbnail?src=a.jpg&w=20"); a.header.Get("Cache-Control") != pipeline.CacheControl {
+		t.Errorf("a file: Cache-Control %q", a.header.Get("Cache-Control"))
 	}
 }

@@ -39,34 +39,37 @@ type config struct {
 	CacheUploads       bool
 	ClientHints        bool
 	Merge              bool
-	memory             memplan.Plan
-	Deadline           time.Duration
-	SourceDir          string
-	Origins            []origin.Pattern
-	AllowLoopback      bool
-	FetchTimeout       time.Duration
-	OriginMaxConns     int
-	SigningKeys        [][]byte
-	Presets            params.Presets
-	PresetsOnly        bool
-	Uploads            bool
-	UnsignedUploads    bool
-	BenchRoutes        bool
-	ShutdownDelay      time.Duration
-	ShutdownTimeout    time.Duration
-	LogLevel           slog.Level
-	ReadHeaderTimeout  time.Duration
-	ReadTimeout        time.Duration
-	WriteTimeout       time.Duration
-	IdleTimeout        time.Duration
-	JPEGShrink         thumbjob.JPEGShrink
-	AVIFEffort         int
-	Engine             string // engineInProcess or engineCells
-	CellJobs           int
-	CellMaxRSS         int64
-	CellSpares         int
-	CellIdleRecycle    time.Duration
-	SandboxRequired    bool
+	// TracePublicEndpoint: a caller's trace is linked, not continued
+	// (thumbd exposed to the public rather than behind a traced ingress).
+	TracePublicEndpoint bool
+	memory              memplan.Plan
+	Deadline            time.Duration
+	SourceDir           string
+	Origins             []origin.Pattern
+	AllowLoopback       bool
+	FetchTimeout        time.Duration
+	OriginMaxConns      int
+	SigningKeys         [][]byte
+	Presets             params.Presets
+	PresetsOnly         bool
+	Uploads             bool
+	UnsignedUploads     bool
+	BenchRoutes         bool
+	ShutdownDelay       time.Duration
+	ShutdownTimeout     time.Duration
+	LogLevel            slog.Level
+	ReadHeaderTimeout   time.Duration
+	ReadTimeout         time.Duration
+	WriteTimeout        time.Duration
+	IdleTimeout         time.Duration
+	JPEGShrink          thumbjob.JPEGShrink
+	AVIFEffort          int
+	Engine              string // engineInProcess or engineCells
+	CellJobs            int
+	CellMaxRSS          int64
+	CellSpares          int
+	CellIdleRecycle     time.Duration
+	SandboxRequired     bool
 	// getenv is run's: tracing reads the OTEL_* variables (the SDK's
 	// standard ones, no flag twins) through it, not from the process.
 	getenv func(string) string
@@ -80,8 +83,8 @@ const (
 
 // setting is one row of the settings table: the single source of truth for
 // names, defaults and meanings. Flags, environment variables, `thumbd
-// -help` and `thumbd settings` (the README's table, which a test compares)
-// all come from it.
+// -help` and `thumbd settings` (docs/configuration.md's table, which a test
+// compares; links in meanings are relative to docs/) all come from it.
 type setting flagenv.Setting
 
 // settings binds every setting to its field of c. defaultConcurrency is
@@ -96,13 +99,13 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", flagenv.Int(&c.MaxSide)},
 		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", flagenv.Computed(&c.Concurrency, defaultConcurrency)},
 		{"THUMBD_QUEUE", "queue", "", "1 per MiB of the memory limit, 8..1024", "admitted thumbnails that may wait for memory and a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budgets the memory: lower it for a service that sheds load early rather than queueing it", flagenv.Computed(&c.Queue, 0)},
-		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([docs/hardening.md](docs/hardening.md#memory-safe-by-default-under-a-limit))", flagenv.Int64(&c.MemoryLimit)},
+		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([hardening.md](hardening.md#memory-safe-by-default-under-a-limit))", flagenv.Int64(&c.MemoryLimit)},
 		{"THUMBD_MEMORY_BUDGET", "memory-budget", "0", "derived from the memory limit: about 55 % of it", "bytes of libvips memory the thumbnails in the works may take, each admitted with its estimated peak; a job that could never fit: 422 `needs_more_memory`, one that fits later waits", flagenv.Int64(&c.MemoryBudget)},
 		{"THUMBD_SOURCE_BUDGET", "source-budget", "0", "derived from the memory limit: about 20 % of it, at most 32 x `THUMBD_MAX_BODY_BYTES`", "bytes of sources held at once, being read, waiting or processed; a source that would pass it: 503", flagenv.Int64(&c.SourceBudget)},
-		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](#merged-requests-and-the-result-cache))", flagenv.Int64(&c.CacheSize)},
-		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again)", flagenv.Bool(&c.CacheUploads)},
-		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
-		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them ([Client hints](#client-hints))", flagenv.Bool(&c.ClientHints)},
+		{"THUMBD_CACHE_SIZE", "cache-size", "0", "off", "bytes of finished thumbnails kept in memory and served again (their keys and bookkeeping included), taken from the memory limit before the budgets are derived; keyed by source identity (file name, size and modification time; origin URL without `sig`/`exp`; upload hash), options and format; origin images per the origin's caching headers ([Result cache](thumbnails.md#merged-requests-and-the-result-cache))", flagenv.Int64(&c.CacheSize)},
+		{"THUMBD_CACHE_UPLOADS", "cache-uploads", "false", "", "`true`: thumbnails of `POST /thumbnail` uploads are kept in the result cache too, keyed by the body's SHA-256 (off: an upload is rarely sent twice, and would evict thumbnails that are asked again). On, **one client can learn whether another uploaded the same image** with the same options: a hit answers at once (2 ms against 192 ms for a photo's miss, in the trust review), so leave it off where what users upload is private to them ([hardening.md](hardening.md#trust-second-review-issue-28))", flagenv.Bool(&c.CacheUploads)},
+		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](thumbnails.md#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
+		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them; with `THUMBD_SIGNING_KEYS` set, only for URLs that sign `hints=on` ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from", flagenv.String(&c.SourceDir)},
 		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
@@ -122,8 +125,9 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_READ_TIMEOUT", "read-timeout", "30s", "", "time to read a whole request, body included", flagenv.Duration(&c.ReadTimeout)},
 		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", flagenv.Duration(&c.WriteTimeout)},
 		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", flagenv.Duration(&c.IdleTimeout)},
-		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([docs/engine.md](docs/engine.md))", shrinkValue(&c.JPEGShrink)},
-		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([docs/engine.md](docs/engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
+		{"THUMBD_TRACE_PUBLIC_ENDPOINT", "trace-public-endpoint", "false", "", "with tracing on ([Traces](observability.md#traces)): `true` for a thumbd the public reaches directly: a caller's `traceparent` starts a new trace of thumbd's own with a link to the caller's span, so a client cannot choose the trace ID thumbd's spans and its requests to origins carry; `false` (behind an ingress or CDN that starts the trace): the caller's trace is continued. Either way a caller's `tracestate` is never sent on to an origin", flagenv.Bool(&c.TracePublicEndpoint)},
+		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([engine.md](engine.md))", shrinkValue(&c.JPEGShrink)},
+		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([engine.md](engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
 		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", flagenv.Enum(&c.Engine, engineInProcess, engineCells)},
 		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", flagenv.Int(&c.CellJobs)},
 		{"THUMBD_CELL_MAX_RSS", "cell-max-rss", "268435456", "256 MiB", "cells mode: a cell whose resident memory is over this after a job is replaced", flagenv.Int64(&c.CellMaxRSS)},
@@ -226,12 +230,12 @@ func (c config) validate() []error {
 }
 
 // printSettings is `thumbd settings [-json]`: the settings table as the
-// README shows it (Markdown), or as JSON for tools.
+// docs show it (Markdown), or as JSON for tools.
 func printSettings(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("thumbd settings", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {env, flag, default, meaning}, the OpenTelemetry variables included (flag \"\")")
-	tracingVars := fs.Bool("tracing", false, "print the OpenTelemetry variables thumbd's tracing reads (the README's Traces table)")
+	tracingVars := fs.Bool("tracing", false, "print the OpenTelemetry variables thumbd's tracing reads (docs/observability.md's Traces table)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -265,7 +269,7 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 
 // rules are the settings a thumbnail query is read with.
 func (c config) rules() params.Rules {
-	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly}
+	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, HintsSigned: len(c.SigningKeys) > 0}
 }
 
 func originsValue(p *[]origin.Pattern) flagenv.Value[[]origin.Pattern] {

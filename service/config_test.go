@@ -81,38 +81,6 @@ func TestConfigErrorsAreAllReported(t *testing.T) {
 	}
 }
 
-// The settings table in the code is the one source of truth: the README
-// shows exactly what `thumbd settings` prints, and every row loads.
-func TestREADMESettingsTableIsGenerated(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"thumbd", "settings"}, envOf(nil), &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(readme), out.String()) {
-		t.Fatalf("README.md's settings table differs from `thumbd settings`; paste this in:\n%s", out.String())
-	}
-}
-
-// The README's Traces section lists the OpenTelemetry variables as
-// `thumbd settings -tracing` prints them.
-func TestREADMEListsTracingVariables(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"thumbd", "settings", "-tracing"}, envOf(nil), &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "OTEL_EXPORTER_OTLP_ENDPOINT") || !strings.Contains(string(readme), out.String()) {
-		t.Fatalf("README.md's tracing table differs from `thumbd settings -tracing`; paste this in:\n%s", out.String())
-	}
-}
-
 func TestSettingsJSON(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"thumbd", "settings", "-json"}, envOf(nil), &out, io.Discard); err != nil {
@@ -123,7 +91,7 @@ func TestSettingsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The OpenTelemetry variables come last, without a flag: the SDK reads
-	// them (TestREADMEListsTracingVariables).
+	// them (docs/observability.md lists them: TestDocsSettingsTables).
 	otel := rows[len(rows)-len(tracingEnv):]
 	rows = rows[:len(rows)-len(tracingEnv)]
 	for i, r := range otel {
@@ -236,5 +204,23 @@ func TestPublicDeliverySettings(t *testing.T) {
 		if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_FETCH_TIMEOUT": v}), io.Discard); err == nil || !strings.Contains(err.Error(), "fetch timeout") {
 			t.Errorf("THUMBD_FETCH_TIMEOUT=%s: %v", v, err)
 		}
+	}
+}
+
+// THUMBD_CACHE_UPLOADS=true lets one client learn whether another
+// uploaded the same image (a hit's time against a miss's): the setting's
+// row says so, and so does docs/hardening.md, where the trust findings are.
+func TestCacheUploadsSaysWhatItDiscloses(t *testing.T) {
+	for _, r := range settings(&config{}, 1) {
+		if r.Env == "THUMBD_CACHE_UPLOADS" && !strings.Contains(r.Meaning, "learn whether another uploaded the same image") {
+			t.Errorf("THUMBD_CACHE_UPLOADS's row does not say what it discloses: %s", r.Meaning)
+		}
+	}
+	doc, err := os.ReadFile("../docs/hardening.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "`THUMBD_CACHE_UPLOADS=true` lets one client learn whether another uploaded the same image") {
+		t.Error("docs/hardening.md does not say what THUMBD_CACHE_UPLOADS=true discloses")
 	}
 }

@@ -209,3 +209,22 @@ func TestJoinerDeadlineIsTheJobs(t *testing.T) {
 		t.Fatalf("the starter: %d %s, %v merged", a.status, a.body, testutil.ToFloat64(d.metrics.Merged))
 	}
 }
+
+// A conditional GET of a stale cached answer that its origin says has not
+// changed is a 304, as it was before the corridor (the job revalidates, the
+// respond stage compares the ETag).
+func TestRevalidatedAnswerIsA304(t *testing.T) {
+	photo := encodeJPEG(t, scene(80, 60), 90)
+	o := newCachingOrigin(t, photo, "Cache-Control", "no-cache", "ETag", `"v1"`)
+	cfg := originConfig(t, true, "http://"+o.hostPort())
+	cfg.CacheSize = 16 << 20
+	srv, d := newTestServer(t, cfg)
+	u := thumbURL(srv.URL, o.URL+"/a.jpg", "w=20")
+	first := get(t, u)
+	if first.status != 200 {
+		t.Fatalf("first: %d", first.status)
+	}
+	if s, _, b := do(t, "GET", u, nil, "If-None-Match", first.header.Get("ETag")); s != 304 || cacheCount(t, d, "revalidations") != 1 {
+		t.Fatalf("a conditional GET revalidated with the origin: %d %s, %v revalidations; want 304", s, b, cacheCount(t, d, "revalidations"))
+	}
+}

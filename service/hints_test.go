@@ -137,27 +137,60 @@ func TestClientHints(t *testing.T) {
 	})
 }
 
-// Hints are outside the signature: a signed URL that leaves w open takes
-// the width hint (within the max side), one that signs w keeps it.
+// With signing on, hints apply only where the signed URL allows them: it
+// signs hints=on. A signed URL without it is answered exactly as signed
+// (no hint widens it, none is a new job or cache key, no Vary names them):
+// a 64x48 source with no w and Sec-CH-Width: 4096 was a 4096x3072 PNG.
+// hints=on lets them fill in what the signed query left open, within the
+// max side; hints=off turns them off for an unsigned URL too.
 func TestClientHintsWithSignedURLs(t *testing.T) {
 	key := hexKey(t, "000102030405060708090a0b0c0d0e0f")
 	photo := encodeJPEG(t, scene(600, 400), 90)
-	base, _ := dirServer(t, map[string][]byte{"a.jpg": photo}, func(c *config) {
+	small := encodeJPEG(t, scene(64, 48), 90)
+	files := map[string][]byte{"a.jpg": photo, "s.jpg": small}
+	base, _ := dirServer(t, files, func(c *config) {
 		c.ClientHints, c.SigningKeys, c.MaxSide = true, [][]byte{key}, 1000
 	})
+	unsigned, _ := dirServer(t, files, func(c *config) { c.ClientHints, c.MaxSide = true, 1000 })
+	hints := [][2]string{{"Sec-CH-Width", "5000"}, {"Sec-CH-DPR", "2"}, {"Save-Data", "on"}}
 	for _, c := range []struct {
-		query string
-		width int
+		srv, path string
+		width     int
+		vary      []string
 	}{
-		{"src=a.jpg&format=jpeg", 1000},     // open: the hint, bounded by the max side
-		{"src=a.jpg&format=jpeg&w=80", 160}, // signed w: the DPR hint scales it, the width hint is not used
+		{base, signedPath(t, key, "src=s.jpg"), 256, nil},                 // the review's case: the default box, not 1000 wide
+		{base, signedPath(t, key, "src=a.jpg&format=jpeg"), 256, nil},     // no hint, Save-Data included
+		{base, signedPath(t, key, "src=a.jpg&format=jpeg&w=80"), 80, nil}, // the DPR hint does not scale a signed w
+		{base, signedPath(t, key, "src=a.jpg&format=jpeg&hints=off"), 256, nil},
+		{base, signedPath(t, key, "src=a.jpg&format=jpeg&hints=on"), 1000, []string{"Save-Data", "Sec-CH-DPR", "Sec-CH-Width"}},
+		{base, signedPath(t, key, "src=a.jpg&format=jpeg&w=80&hints=on"), 160, []string{"Save-Data", "Sec-CH-DPR"}},
+		{unsigned, "/thumbnail?src=a.jpg&format=jpeg", 1000, []string{"Save-Data", "Sec-CH-DPR", "Sec-CH-Width"}},
+		{unsigned, "/thumbnail?src=a.jpg&format=jpeg&hints=on", 1000, []string{"Save-Data", "Sec-CH-DPR", "Sec-CH-Width"}},
+		{unsigned, "/thumbnail?src=a.jpg&format=jpeg&hints=off", 256, nil},
 	} {
-		a := hintsGet(t, base+signedPath(t, key, c.query), [][2]string{{"Sec-CH-Width", "5000"}, {"Sec-CH-DPR", "2"}})
+		a := hintsGet(t, c.srv+c.path, hints)
 		if a.status != 200 {
-			t.Fatalf("%s: %d %s", c.query, a.status, a.body)
+			t.Fatalf("%s: %d %s", c.path, a.status, a.body)
 		}
 		if img, _ := decoded(t, a.body); img.Bounds().Dx() != c.width {
-			t.Errorf("%s: width %d, want %d", c.query, img.Bounds().Dx(), c.width)
+			t.Errorf("%s: width %d, want %d", c.path, img.Bounds().Dx(), c.width)
+		}
+		if got := varyOf(a.header); !slices.Equal(got, c.vary) {
+			t.Errorf("%s: Vary %v, want %v", c.path, got, c.vary)
+		}
+	}
+	// Without hints=on a signed URL is the same answer with or without
+	// hints: one job, one cache key.
+	p := signedPath(t, key, "src=a.jpg&format=jpeg")
+	sameAnswer(t, "a signed URL with hints", hintsGet(t, base+p, nil), hintsGet(t, base+p, hints))
+	// hints= is signed like any parameter, and read strictly.
+	if a := hintsGet(t, base+signedPath(t, key, "src=a.jpg")+"&hints=on", hints); a.status != 400 && a.status != 401 && a.status != 403 {
+		t.Errorf("hints=on added to a signed URL: %d", a.status)
+	}
+	for _, bad := range []string{"hints=yes", "hints=", "hints=on&hints=on"} {
+		a := hintsGet(t, unsigned+"/thumbnail?src=a.jpg&"+bad, nil)
+		if a.status != 400 || !strings.Contains(string(a.body), "hints") {
+			t.Errorf("%s: %d %s", bad, a.status, a.body)
 		}
 	}
 }

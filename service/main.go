@@ -1,5 +1,5 @@
 // Command thumbd is an HTTP thumbnail service: libvips through govips, on
-// chi, with Prometheus metrics. See the README for the API and settings.
+// chi, with Prometheus metrics. See the README and docs/ for the API and settings.
 package main
 
 import (

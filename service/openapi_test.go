@@ -159,9 +159,10 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
-// Every error code the handlers use is in the document's enum and in the
-// README, and the documented option enums are the ones the parser takes.
-func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
+// Every error code the handlers use is in the document's enum and in
+// docs/api.md's error table, and the documented option enums are the ones
+// the parser takes.
+func TestOpenAPIAndDocsListEveryErrorCode(t *testing.T) {
 	doc := loadOpenAPI(t)
 	var codes []string
 	for _, c := range apierr.Codes() {
@@ -174,27 +175,29 @@ func TestOpenAPIAndREADMEListEveryErrorCode(t *testing.T) {
 	if !slices.Equal(enum, sorted) {
 		t.Errorf("error code enum %v, handlers use %v", enum, sorted)
 	}
-	// The README's error table has one row per code, with its status.
-	readme, err := os.ReadFile("../README.md")
+	// docs/api.md's error table (TestDocsErrorTable generates it) has one
+	// row per code, with its status.
+	apiDoc, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, _ := strings.Cut(string(readme), "### Error codes")
+	_, table, _ := strings.Cut(string(apiDoc), "## Error codes")
+	table, _, _ = strings.Cut(table, "\n## ")
 	rows := map[string]string{}
 	for _, m := range regexp.MustCompile("(?m)^\\| (\\d{3}) \\| `([a-z_]+)` \\|").FindAllStringSubmatch(table, -1) {
 		if _, dup := rows[m[2]]; dup {
-			t.Errorf("README's error table lists %s twice", m[2])
+			t.Errorf("docs/api.md's error table lists %s twice", m[2])
 		}
 		rows[m[2]] = m[1]
 	}
 	for _, c := range apierr.Codes() {
 		if got, want := rows[string(c)], strconv.Itoa(c.Status()); got != want {
-			t.Errorf("README's error table gives %s status %q, the code table %s", c, got, want)
+			t.Errorf("docs/api.md's error table gives %s status %q, the code table %s", c, got, want)
 		}
 		delete(rows, string(c))
 	}
 	for c := range rows {
-		t.Errorf("README's error table lists %s, which the code table does not have", c)
+		t.Errorf("docs/api.md's error table lists %s, which the code table does not have", c)
 	}
 	// The document names each code under its status: in a response of
 	// that status "(code)", or in the API's description "STATUS code".

@@ -33,7 +33,24 @@ type testOrigin struct {
 
 func newOrigin(t *testing.T, h http.HandlerFunc) *testOrigin {
 	t.Helper()
+	o := newOriginOn(t, "127.0.0.1:0", h)
+	if o == nil {
+		t.Fatal("cannot listen on 127.0.0.1")
+	}
+	return o
+}
+
+// newOriginOn is newOrigin listening on addr, nil when addr cannot be
+// listened on (no IPv6 loopback).
+func newOriginOn(t *testing.T, addr string, h http.HandlerFunc) *testOrigin {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil
+	}
 	o := &testOrigin{Server: httptest.NewUnstartedServer(h)}
+	o.Listener.Close()
+	o.Listener = ln
 	o.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			o.conns.Add(1)
@@ -624,5 +641,29 @@ func TestOriginIPLiteralWithTrailingDot(t *testing.T) {
 	}
 	if q := dns.queries.Load(); q != 0 {
 		t.Errorf("the resolver was asked %d times", q)
+	}
+}
+
+// A zoned IPv6 host ends in a wildcard entry's domain but is dialed as the
+// address before the zone: "[::1%25x.static.example.net]" reached ::1
+// through "*.static.example.net", which names no loopback host. It is
+// refused before any connection, in the query and in a redirect, and the
+// address it names sees nothing.
+func TestOriginZonedHostRefused(t *testing.T) {
+	target := newOriginOn(t, "[::1]:0", serveBytes(encodeJPEG(t, scene(40, 30), 90)))
+	if target == nil {
+		t.Skip("no IPv6 loopback")
+	}
+	port := strconv.Itoa(target.Listener.Addr().(*net.TCPAddr).Port)
+	zoned := "http://[::1%25x.static.example.net]:" + port + "/a.jpg"
+	first := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, zoned, http.StatusFound) })
+	srv, _ := newTestServer(t, originConfig(t, true, "http://"+first.hostPort(), "http://*.static.example.net:"+port))
+	getError(t, thumbURL(srv.URL, zoned, "w=20"), 400, apierr.BadURL)
+	getError(t, thumbURL(srv.URL, first.URL+"/a.jpg", "w=20"), 400, apierr.BadURL)
+	if first.conns.Load() == 0 {
+		t.Fatal("the redirect was not asked for")
+	}
+	if n := target.conns.Load(); n != 0 {
+		t.Errorf("::1 saw %d connections through a wildcard entry", n)
 	}
 }

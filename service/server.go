@@ -109,7 +109,7 @@ func newServer(d deps) http.Handler {
 		r.Use(nameSpan)
 	}
 	addRoutes(r, d)
-	return d.tracing.handler(r)
+	return d.tracing.handler(r, d.cfg.TracePublicEndpoint)
 }
 
 // nosniff marks every answer, before any handler writes: no browser may

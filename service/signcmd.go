@@ -87,7 +87,7 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 		fmt.Fprintln(stderr, "thumbd sign: warning: this URL never expires: whoever holds it may have it made until its key is retired; give -exp (such as -exp 720h) for one that ends")
 	}
 	if q["format"] == string(imagefmt.Auto) {
-		fmt.Fprintln(stderr, "thumbd sign: note: format=auto follows the request's Accept header, which is not signed: the URL's holder may choose AVIF, the dearest encode (README, \"Signed URLs\"); sign a format such as format=webp to bound it")
+		fmt.Fprintln(stderr, "thumbd sign: note: format=auto follows the request's Accept header, which is not signed: the URL's holder may choose AVIF, the dearest encode (docs/signing.md, \"Signed URLs\"); sign a format such as format=webp to bound it")
 	}
 	_, err = fmt.Fprintln(stdout, signed)
 	return err

@@ -286,19 +286,19 @@ func TestSignCommandRoundTrips(t *testing.T) {
 	}
 }
 
-// The README's Node.js snippet signs exactly as thumbd does.
-func TestREADMESigningSnippetMatches(t *testing.T) {
+// docs/signing.md's Node.js snippet signs exactly as thumbd does.
+func TestDocsSigningSnippetMatches(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed (scripts/test.sh installs it)")
 	}
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/signing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)<!-- sign.mjs -->\n```js\n(.*?)```").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)<!-- sign.mjs -->\n```js\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
-		t.Fatal("README has no <!-- sign.mjs --> snippet")
+		t.Fatal("docs/signing.md has no <!-- sign.mjs --> snippet")
 	}
 	script := filepath.Join(t.TempDir(), "sign.mjs")
 	if err := os.WriteFile(script, m[1], 0o644); err != nil {
@@ -320,10 +320,10 @@ func TestREADMESigningSnippetMatches(t *testing.T) {
 			t.Errorf("%s:\nnode   %s (%v)\nthumbd %s", path, got, err, want)
 		}
 	}
-	// The README's worked example is what thumbd prints.
+	// docs/signing.md's worked example is what thumbd prints.
 	want, _ := runSign(t, env, "/thumbnail?url=https%3A%2F%2Fimages.example.com%2Fphotos%2Fcat.jpg&w=200&h=200&exp=1893456000")
-	if !bytes.Contains(readme, []byte("# "+want+"\n")) {
-		t.Errorf("README's example should read\n# %s", want)
+	if !bytes.Contains(doc, []byte("# "+want+"\n")) {
+		t.Errorf("docs/signing.md's example should read\n# %s", want)
 	}
 }
 

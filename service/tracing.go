@@ -20,11 +20,12 @@ import (
 
 // tracingEnv lists the OpenTelemetry variables thumbd reads. They are the
 // SDK's standard ones, read by the SDK itself, not thumbd settings: they
-// have no flag twin (README, "Traces"). A test checks the README lists them.
+// have no flag twin (docs/observability.md, "Traces"). A test checks the
+// docs list them.
 var tracingEnv = []struct{ name, meaning string }{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/HTTP base URL (`/v1/traces` is appended), e.g. `http://jaeger:4318`. Unset (and no traces endpoint): tracing is off."},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP/HTTP URL for traces, used as it is; wins over the base URL."},
-	{"OTEL_EXPORTER_OTLP_HEADERS", "headers sent with every export, `key=value,...` (values percent-encoded; a hosted collector's API key); `OTEL_EXPORTER_OTLP_TRACES_HEADERS` wins over it."},
+	{"OTEL_EXPORTER_OTLP_HEADERS", "headers sent with every export, `key=value,...` (values percent-encoded; a hosted collector's API key); `OTEL_EXPORTER_OTLP_TRACES_HEADERS` wins over it. A collector's redirect is not followed (it is an export error, logged), so the headers go to the endpoint set and nowhere else."},
 	{"OTEL_EXPORTER_OTLP_TIMEOUT", "time for one export, in milliseconds (default `10000`); `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` wins over it."},
 	{"OTEL_SERVICE_NAME", "`service.name` of the spans (default `thumbd`)."},
 	{"OTEL_RESOURCE_ATTRIBUTES", "more resource attributes, `key=value,...` (e.g. `deployment.environment=prod`)."},
@@ -90,16 +91,23 @@ func tracingWith(p *sdktrace.TracerProvider) *tracing {
 }
 
 // handler wraps the service's handler in the request's server span,
-// joining the caller's trace when its traceparent says so. Off: next as it
-// is. The span is named by the route pattern once chi has matched it
-// (nameSpan), not by the raw path, whose values are unbounded.
-func (t *tracing) handler(next http.Handler) http.Handler {
+// joining the caller's trace when its traceparent says so; with public
+// (THUMBD_TRACE_PUBLIC_ENDPOINT), starting a trace of its own linked to
+// the caller's instead, so a client cannot choose the trace ID (nor the
+// tracestate) of thumbd's spans and of its requests to origins. Off: next
+// as it is. The span is named by the route pattern once chi has matched
+// it (nameSpan), not by the raw path, whose values are unbounded.
+func (t *tracing) handler(next http.Handler, public bool) http.Handler {
 	if !t.on {
 		return next
 	}
-	return otelhttp.NewHandler(next, "http", otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
+	opts := []otelhttp.Option{otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
-		otelhttp.WithFilter(traced))
+		otelhttp.WithFilter(traced)}
+	if public {
+		opts = append(opts, otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }))
+	}
+	return otelhttp.NewHandler(next, "http", opts...)
 }
 
 // nameSpan names the request's server span by its method and route
@@ -124,11 +132,21 @@ func traced(r *http.Request) bool {
 }
 
 // transport wraps an HTTP client's transport so that each request is a
-// client span and carries traceparent. Off: base as it is.
+// client span and carries traceparent, never tracestate: a caller's
+// tracestate (continued from its request) is its own business, not a
+// value thumbd stamps onto requests to other sites. Off: base as it is.
 func (t *tracing) transport(base http.RoundTripper) http.RoundTripper {
 	if !t.on {
 		return base
 	}
-	return otelhttp.NewTransport(base, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
+	return otelhttp.NewTransport(base, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(withoutTraceState{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "origin " + r.Method }))
+}
+
+// withoutTraceState is the W3C propagator that injects traceparent alone.
+type withoutTraceState struct{ propagation.TraceContext }
+
+func (p withoutTraceState) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
+	sc := trace.SpanContextFromContext(ctx).WithTraceState(trace.TraceState{})
+	p.TraceContext.Inject(trace.ContextWithSpanContext(ctx, sc), carrier)
 }

@@ -354,7 +354,7 @@ func treeOrder(spans map[string]jaegerSpan) []row {
 	return rows
 }
 
-// logTrace prints the trace as an indented tree (the README's example);
+// logTrace prints the trace as an indented tree (docs/observability.md's example);
 // with THUMBD_TRACE_HTML=DIR it also writes it as a waterfall page,
 // DIR/NAME.html (docs/trace-jaeger.png is a screenshot of one: the Jaeger
 // binary built from the module proxy has no UI assets).

@@ -124,7 +124,7 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 		}
 		var h http.Handler = &struct{ http.Handler }{http.NotFoundHandler()}
 		rt := http.DefaultTransport
-		if tr.on || tr.transport(rt) != rt || tr.handler(h) != h {
+		if tr.on || tr.transport(rt) != rt || tr.handler(h, false) != h || tr.handler(h, true) != h {
 			t.Errorf("%v: tracing on, or the handler or transport wrapped", env)
 		}
 		if _, span := tr.tracer.Start(context.Background(), "x"); span.IsRecording() {
@@ -304,15 +304,7 @@ func TestTraceOfAnError(t *testing.T) {
 // An origin fetch is a client span under the source stage, and the origin
 // receives its traceparent: the origin's own traces join thumbd's.
 func TestTraceOfAnOriginFetch(t *testing.T) {
-	src := encodeJPEG(t, scene(400, 300), 90)
-	var mu sync.Mutex
-	var got []string
-	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.Header.Get("traceparent"))
-		mu.Unlock()
-		serveBytes(src)(w, r)
-	})
+	o, headers := recordingOrigin(t, encodeJPEG(t, scene(400, 300), 90))
 	cfg := originConfig(t, true, "http://"+o.hostPort())
 	srv, rec, _ := tracedServer(t, cfg)
 	status, _, body := do(t, "GET", thumbURL(srv.URL, o.URL+"/a.jpg", "w=64"), nil, "traceparent", callerTraceparen)
@@ -323,9 +315,7 @@ func TestTraceOfAnOriginFetch(t *testing.T) {
 	tree.childOf(t, "origin GET", "source")
 	client := tree["origin GET"]
 	want := "00-" + callerTraceID + "-" + client.SpanContext().SpanID().String() + "-01"
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 || got[0] != want {
+	if got := headers("traceparent"); len(got) != 1 || got[0] != want {
 		t.Errorf("the origin received traceparent %q, want %q", got, want)
 	}
 }
@@ -519,5 +509,84 @@ func BenchmarkTracing(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A caller's tracestate is never sent on to an origin: a public client
+// would otherwise stamp its own values onto thumbd's requests to other
+// sites. By default the caller's trace is continued (thumbd behind an
+// ingress or CDN that starts the trace), so the origin's traceparent
+// carries the caller's trace ID.
+func TestOriginGetsNoCallersTracestate(t *testing.T) {
+	o, headers := recordingOrigin(t, encodeJPEG(t, scene(40, 30), 90))
+	srv, rec, _ := tracedServer(t, originConfig(t, true, "http://"+o.hostPort()))
+	status, _, body := do(t, "GET", thumbURL(srv.URL, o.URL+"/a.jpg", "w=20"), nil, "traceparent", callerTraceparen, "tracestate", "evil=stamp,cdn=edge7")
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	tree := waitSpans(t, rec, "GET /thumbnail")
+	if got := tree["GET /thumbnail"].SpanContext().TraceID().String(); got != callerTraceID {
+		t.Errorf("trace %s: by default the caller's (%s) is continued", got, callerTraceID)
+	}
+	if states := headers("tracestate"); len(states) != 1 || states[0] != "" {
+		t.Errorf("the origin received tracestate %q", states)
+	}
+	if parents := headers("traceparent"); len(parents) != 1 || !strings.HasPrefix(parents[0], "00-"+callerTraceID+"-") {
+		t.Errorf("the origin received traceparent %q, want the caller's trace", parents)
+	}
+}
+
+// THUMBD_TRACE_PUBLIC_ENDPOINT=true (thumbd exposed to the public): a
+// caller's trace is linked, not continued. The server span starts a trace
+// of thumbd's own, with a link to the caller's span; the origin sees
+// thumbd's trace ID, never the caller's.
+func TestPublicEndpointLinksCallersTrace(t *testing.T) {
+	o, headers := recordingOrigin(t, encodeJPEG(t, scene(40, 30), 90))
+	cfg := originConfig(t, true, "http://"+o.hostPort())
+	cfg.TracePublicEndpoint = true
+	srv, rec, _ := tracedServer(t, cfg)
+	status, _, body := do(t, "GET", thumbURL(srv.URL, o.URL+"/a.jpg", "w=20"), nil, "traceparent", callerTraceparen, "tracestate", "evil=stamp")
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	tree := waitSpans(t, rec, "GET /thumbnail")
+	server := tree["GET /thumbnail"]
+	own := server.SpanContext().TraceID().String()
+	if own == callerTraceID || server.Parent().IsValid() {
+		t.Errorf("trace %s, parent %v: the caller's trace was continued", own, server.Parent())
+	}
+	links := server.Links()
+	if len(links) != 1 || links[0].SpanContext.TraceID().String() != callerTraceID || links[0].SpanContext.SpanID().String() != callerSpanID {
+		t.Errorf("links %+v: want one to the caller's span", links)
+	}
+	if server.SpanContext().TraceState().Len() != 0 {
+		t.Errorf("tracestate %q taken from the caller", server.SpanContext().TraceState())
+	}
+	tree.childOf(t, "origin GET", "source")
+	parents, states := headers("traceparent"), headers("tracestate")
+	if len(parents) != 1 || !strings.HasPrefix(parents[0], "00-"+own+"-") || states[0] != "" {
+		t.Errorf("the origin received traceparent %q, tracestate %q: want thumbd's own trace %s and no tracestate", parents, states, own)
+	}
+}
+
+// recordingOrigin serves src and keeps the headers of every request it
+// gets: headers(name) is each request's values of name, comma-joined.
+func recordingOrigin(t *testing.T, src []byte) (*testOrigin, func(name string) []string) {
+	var mu sync.Mutex
+	var got []http.Header
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+		serveBytes(src)(w, r)
+	})
+	return o, func(name string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for _, h := range got {
+			out = append(out, strings.Join(h.Values(name), ","))
+		}
+		return out
 	}
 }

@@ -351,7 +351,15 @@ func TestEnviron(t *testing.T) {
 	}
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
-	env, err := Environ(cmd.Process.Pid)
+	// Start returns once the child is forked, maybe before its exec has
+	// replaced the environment (read then: [""]); bounded wait for it.
+	var env []string
+	var err error
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if env, err = Environ(cmd.Process.Pid); err != nil || slices.Equal(env, cmd.Env) {
+			break
+		}
+	}
 	if err != nil || !slices.Equal(env, cmd.Env) {
 		t.Fatalf("%q %v, want %q", env, err, cmd.Env)
 	}

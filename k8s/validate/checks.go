@@ -126,7 +126,7 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 // URLs signed with keys from a Secret, or presets only.
 func checkPublic(c *corev1.Container, env map[string]string, settings Settings, p *problems) {
 	if uploads, err := strconv.ParseBool(setting(env, settings, "THUMBD_UPLOADS")); err != nil || uploads {
-		p.addf("container %s fetches from origins (THUMBD_ORIGINS) with POST open: set THUMBD_UPLOADS=false (README, \"Public deployments\")", c.Name)
+		p.addf("container %s fetches from origins (THUMBD_ORIGINS) with POST open: set THUMBD_UPLOADS=false (docs/signing.md, \"Public deployments\")", c.Name)
 	}
 	if bench, err := strconv.ParseBool(setting(env, settings, "THUMBD_BENCH_ROUTES")); err != nil || bench {
 		p.addf("container %s fetches from origins (THUMBD_ORIGINS) with the benchmark routes on (/compute costs CPU unsigned): set THUMBD_BENCH_ROUTES=false", c.Name)

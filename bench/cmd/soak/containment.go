@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -315,21 +313,11 @@ func totalRSS(pid int) int64 {
 // nonTCPFDs counts pid's descriptors that are not TCP sockets (those come
 // and go with clients): stdio, the poller, the cells' sockets and pipes.
 func nonTCPFDs(pid int) int {
-	dir := "/proc/" + strconv.Itoa(pid)
-	tcp := map[string]bool{}
-	for _, f := range []string{"/net/tcp", "/net/tcp6"} {
-		b, _ := os.ReadFile(dir + f)
-		sc := bufio.NewScanner(strings.NewReader(string(b)))
-		for sc.Scan() {
-			if fs := strings.Fields(sc.Text()); len(fs) > 9 {
-				tcp["socket:["+fs[9]+"]"] = true
-			}
-		}
-	}
-	ents, _ := os.ReadDir(dir + "/fd")
+	tcp, _ := procfs.TCPSockets(pid)
+	fds, _ := procfs.FDTargets(pid)
 	n := 0
-	for _, e := range ents {
-		if link, err := os.Readlink(dir + "/fd/" + e.Name()); err == nil && !tcp[link] {
+	for _, target := range fds {
+		if !tcp[target] {
 			n++
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/thumbd/thumbd/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,15 +68,11 @@ func set(cpus []int) *unix.CPUSet {
 func PinProcess(cpus []int) error {
 	cs := set(cpus)
 	for pass := 0; pass < 2; pass++ {
-		tasks, err := os.ReadDir("/proc/self/task")
+		tasks, err := procfs.Tasks(os.Getpid())
 		if err != nil {
 			return err
 		}
-		for _, t := range tasks {
-			tid, err := strconv.Atoi(t.Name())
-			if err != nil {
-				continue
-			}
+		for _, tid := range tasks {
 			if err := unix.SchedSetaffinity(tid, cs); err != nil && err != unix.ESRCH {
 				return fmt.Errorf("affinity: thread %d: %w", tid, err)
 			}
@@ -109,16 +106,7 @@ func Start(cmd *exec.Cmd, cpus []int) error {
 
 // Allowed returns the Cpus_allowed_list of a process, for the report.
 func Allowed(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", fmt.Errorf("affinity: no Cpus_allowed_list for %d", pid)
+	return procfs.CPUsAllowed(pid)
 }
 
 // Split is a subcommand's CPU split: the server under test on Server, the

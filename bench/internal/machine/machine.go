@@ -3,7 +3,6 @@
 package machine
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/thumbd/thumbd/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,18 +74,8 @@ func run(ctx context.Context, dir, name string, args ...string) string {
 }
 
 func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	model, _ := procfs.CPUModel()
+	return model
 }
 
 func osRelease() string {

@@ -268,7 +268,7 @@ func armsOf(ctx context.Context, c config, servers []*launch.Server, key []byte,
 	return arms, nil
 }
 
-// signPath is path and q signed with key as the README's "Signed URLs"
+// signPath is path and q signed with key as docs/signing.md's "Signed URLs"
 // tells a site to, written here apart from thumbd's own signer so that the
 // check before the load also checks that recipe: the canonical form (path,
 // "?", the parameters sorted by name, each name=value with every byte

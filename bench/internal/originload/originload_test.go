@@ -43,21 +43,21 @@ func TestOriginAgainstPost(t *testing.T) {
 	}
 }
 
-// signPath follows the README's recipe: it gives the README's worked
+// signPath follows docs/signing.md's recipe: it gives that page's worked
 // example, made there by `thumbd sign`.
-func TestSignPathIsTheREADMERecipe(t *testing.T) {
+func TestSignPathIsTheDocsRecipe(t *testing.T) {
 	key, _ := hex.DecodeString("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
 	q := url.Values{"url": {"https://images.example.com/photos/cat.jpg"}, "w": {"200"}, "h": {"200"}, "exp": {"1893456000"}}
 	const want = "/thumbnail?exp=1893456000&h=200&url=https%3A%2F%2Fimages.example.com%2Fphotos%2Fcat.jpg&w=200&sig=3FLtVtAzfEw4x6V4qGtEIDdN-cia_ueNOzQw12DwUas"
 	if got := signPath(key, "/thumbnail", q); got != want {
 		t.Errorf("%s\nwant\n%s", got, want)
 	}
-	readme, err := os.ReadFile("../../../README.md")
+	doc, err := os.ReadFile("../../../docs/signing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(readme, []byte("# "+want+"\n")) {
-		t.Error("the README's example has changed: update this test")
+	if !bytes.Contains(doc, []byte("# "+want+"\n")) {
+		t.Error("docs/signing.md's example has changed: update this test")
 	}
 	// A space is %20 (not +), and every byte outside the unreserved set is
 	// escaped, in uppercase hex.

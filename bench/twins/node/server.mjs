@@ -1,4 +1,4 @@
-// The Node.js twin of the thumbd HTTP contract (see README.md): the JIT
+// The Node.js twin of the thumbd HTTP contract (see docs/api.md): the JIT
 // baseline the bench driver compares thumbd with. Plain node:http on purpose,
 // so the figures measure Node itself rather than a framework.
 import { createHash } from 'node:crypto';

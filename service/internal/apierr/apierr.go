@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// Code is an error code of the API (the README lists every one).
+// Code is an error code of the API (docs/api.md lists every one, from
+// the table below).
 type Code string
 
 const (
@@ -66,43 +67,79 @@ const (
 // StatusClientGone is the status ClientGone carries: no response is written.
 const StatusClientGone = 499
 
-// codes is every code with its status, in the README's order.
+// codes is every code with its status and when it is sent, in the order
+// of docs/api.md's error table.
 var codes = [...]struct {
 	code   Code
 	status int
+	// when says when the code is sent, for docs/api.md's error table
+	// (Markdown; generated from this table, a test checks it).
+	when string
 }{
-	{BadParameter, http.StatusBadRequest},
-	{BadSourceName, http.StatusBadRequest},
-	{BadURL, http.StatusBadRequest},
-	{URLSchemeNotAllowed, http.StatusBadRequest},
-	{URLCredentials, http.StatusBadRequest},
-	{OriginNotAllowed, http.StatusForbidden},
-	{OriginAddressBlocked, http.StatusForbidden},
-	{SignatureMissing, http.StatusForbidden},
-	{BadSignature, http.StatusForbidden},
-	{SignatureExpired, http.StatusForbidden},
-	{NotFound, http.StatusNotFound},
-	{SourceNotFound, http.StatusNotFound},
-	{SourcesDisabled, http.StatusNotFound},
-	{OriginsDisabled, http.StatusNotFound},
-	{MethodNotAllowed, http.StatusMethodNotAllowed},
-	{UploadsDisabled, http.StatusMethodNotAllowed},
-	{BodyTooLarge, http.StatusRequestEntityTooLarge},
-	{UnsupportedFormat, http.StatusUnsupportedMediaType},
-	{UnprocessableImage, http.StatusUnprocessableEntity},
-	{TooManyPixels, http.StatusUnprocessableEntity},
-	{TooManyFrames, http.StatusUnprocessableEntity},
-	{AnimationTooLarge, http.StatusUnprocessableEntity},
-	{NeedsMoreMemory, http.StatusUnprocessableEntity},
-	{SourceTooLarge, http.StatusUnprocessableEntity},
-	{OriginError, http.StatusBadGateway},
-	{TooManyRedirects, http.StatusBadGateway},
-	{QueueFull, http.StatusServiceUnavailable},
-	{DeadlineExceeded, http.StatusGatewayTimeout},
-	{OriginTimeout, http.StatusGatewayTimeout},
-	{Internal, http.StatusInternalServerError},
-	{EngineCrashed, http.StatusInternalServerError},
-	{ClientGone, StatusClientGone},
+	{BadParameter, http.StatusBadRequest,
+		"a query parameter out of range or malformed (also a broken request body)"},
+	{BadSourceName, http.StatusBadRequest,
+		"`src` absolute, containing `..`, empty, or resolving (symlinks included) outside the source directory"},
+	{BadURL, http.StatusBadRequest,
+		"`url` empty, not an absolute URL with a host, or with a bad port"},
+	{URLSchemeNotAllowed, http.StatusBadRequest,
+		"`url` (or a redirect) with a scheme other than `http` or `https`"},
+	{URLCredentials, http.StatusBadRequest,
+		"`url` (or a redirect) with user information (`user:password@`)"},
+	{OriginNotAllowed, http.StatusForbidden,
+		"`url` (or a redirect) whose scheme, host or port no `THUMBD_ORIGINS` entry allows"},
+	{OriginAddressBlocked, http.StatusForbidden,
+		"the origin's name resolved to an address the guard refuses (private, loopback, link-local, ...)"},
+	{SignatureMissing, http.StatusForbidden,
+		"signed URLs are on (`THUMBD_SIGNING_KEYS`) and the `GET /thumbnail` (or, unless `THUMBD_UNSIGNED_UPLOADS=true`, the `POST /thumbnail`) has no `sig`"},
+	{BadSignature, http.StatusForbidden,
+		"`sig` does not match the path and query under any key, or is not 43 characters of base64url"},
+	{SignatureExpired, http.StatusForbidden,
+		"the signed `exp` (Unix seconds) has passed"},
+	{NotFound, http.StatusNotFound,
+		"no such route"},
+	{SourceNotFound, http.StatusNotFound,
+		"no such file in the source directory, or the origin answered 404 or 410"},
+	{SourcesDisabled, http.StatusNotFound,
+		"`GET /thumbnail?src=` with no `THUMBD_SOURCE_DIR`"},
+	{OriginsDisabled, http.StatusNotFound,
+		"`GET /thumbnail?url=` with no `THUMBD_ORIGINS`"},
+	{MethodNotAllowed, http.StatusMethodNotAllowed,
+		"the route exists, not with this method"},
+	{UploadsDisabled, http.StatusMethodNotAllowed,
+		"`POST /thumbnail` or `POST /hash` with `THUMBD_UPLOADS=false` (sent with `Allow: GET`; the body is not read)"},
+	{BodyTooLarge, http.StatusRequestEntityTooLarge,
+		"body over `THUMBD_MAX_BODY_BYTES`"},
+	{UnsupportedFormat, http.StatusUnsupportedMediaType,
+		"bytes that are not JPEG, PNG, WebP or GIF (SVG, PDF, TIFF, HEIC, BMP, text, empty...)"},
+	{UnprocessableImage, http.StatusUnprocessableEntity,
+		"a supported format that does not decode: truncated, corrupt"},
+	{TooManyPixels, http.StatusUnprocessableEntity,
+		"source width x height (a GIF's declared screen included) over `THUMBD_MAX_PIXELS`, read from the header before decoding; also a `cover` whose scaled source (before the crop) would be over it, such as a 1x40000 strip covered to 256x256"},
+	{TooManyFrames, http.StatusUnprocessableEntity,
+		"more frames than `THUMBD_MAX_FRAMES`"},
+	{AnimationTooLarge, http.StatusUnprocessableEntity,
+		"`animated=true` whose frames x output width x height is over `THUMBD_MAX_ANIMATION_PIXELS` (its frames x source pixels, all decoded, count against `THUMBD_MAX_PIXELS`: `too_many_pixels`)"},
+	{NeedsMoreMemory, http.StatusUnprocessableEntity,
+		"the job's estimated memory (from the source's header, the box and the format) is more than this instance's whole budget for thumbnails (`THUMBD_MEMORY_BUDGET`, derived from its memory limit): it could never run here; the sentence gives both figures. A job that fits the budget but not now waits for memory instead"},
+	{SourceTooLarge, http.StatusUnprocessableEntity,
+		"a source file or an origin's image over the body limit"},
+	{OriginError, http.StatusBadGateway,
+		"the origin answered neither 200 nor 404/410, or its name did not resolve, or it could not be connected to (refused, TLS) or read"},
+	{TooManyRedirects, http.StatusBadGateway,
+		"the origin redirected more than 3 times"},
+	{QueueFull, http.StatusServiceUnavailable,
+		"every processing slot and queue place taken, or the bytes of sources being held at their budget (`source-budget`); sent with `Retry-After: 1`; the request was never admitted"},
+	{DeadlineExceeded, http.StatusGatewayTimeout,
+		"an admitted thumbnail's deadline (queue wait plus processing) passed"},
+	{OriginTimeout, http.StatusGatewayTimeout,
+		"the origin's image was not fetched within `THUMBD_FETCH_TIMEOUT`, or a connect to it took over 2 s"},
+	{Internal, http.StatusInternalServerError,
+		"a failure thumbd did not foresee (logged with the request ID)"},
+	{EngineCrashed, http.StatusInternalServerError,
+		"cells mode: the cell making the thumbnail died during the job (a decoder crash, out of memory, killed by its sandbox) or answered outside the protocol; logged with the request ID, the cell's PID and how it ended (`signal SIGSEGV`); never retried, since a source that kills one cell would kill the next; the cell is replaced"},
+	{ClientGone, StatusClientGone,
+		"never sent: the client left before its answer (nginx's 499); counted in thumbd_thumbnail_rejections_total only"},
 }
 
 // Status is the HTTP status a code is sent with.
@@ -113,6 +150,16 @@ func (c Code) Status() int {
 		}
 	}
 	return http.StatusInternalServerError
+}
+
+// When says when c is sent (Markdown: docs/api.md's error table).
+func (c Code) When() string {
+	for _, e := range codes {
+		if e.code == c {
+			return e.when
+		}
+	}
+	return ""
 }
 
 // Codes lists every code that can be sent (ClientGone is not).

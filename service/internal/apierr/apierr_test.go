@@ -3,6 +3,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,18 @@ func TestSentence(t *testing.T) {
 		if got := Sentence(in); got != want {
 			t.Errorf("Sentence(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Every code says when it is sent: docs/api.md's error table is made from
+// these sentences, so a code without one would be an undocumented code.
+func TestEveryCodeSaysWhen(t *testing.T) {
+	for _, e := range codes {
+		if strings.TrimSpace(e.when) == "" || strings.Contains(e.when, "|") || strings.Contains(e.when, "\n") {
+			t.Errorf("%s: when %q: want one Markdown table cell", e.code, e.when)
+		}
+	}
+	if Code("no_such_code").When() != "" {
+		t.Error("an unknown code says when it is sent")
 	}
 }

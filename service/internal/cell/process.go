@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -253,13 +252,12 @@ func SealInherited() error {
 	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
 		return nil
 	}
-	ents, err := os.ReadDir("/proc/self/fd")
+	fds, err := procfs.FDs(os.Getpid())
 	if err != nil {
 		return fmt.Errorf("inherited descriptors: %w", err)
 	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd < 3 {
+	for _, fd := range fds {
+		if fd < 3 {
 			continue
 		}
 		// The directory's own descriptor is gone by now: EBADF.

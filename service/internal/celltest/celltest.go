@@ -183,11 +183,11 @@ func serve(mode string) int {
 // before and after, to show nothing leaked.
 func OpenFDs(t testing.TB) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	fds, err := procfs.FDs(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(ents)
+	return len(fds)
 }
 
 // Children lists the child processes of pid, zombies included.

@@ -74,7 +74,7 @@ func Read(rows []Setting, args []string, lookupEnv func(string) (string, bool), 
 	return explicit, invalid, nil
 }
 
-// Markdown renders rows as the README's table.
+// Markdown renders rows as a Markdown table (docs/configuration.md's).
 func Markdown(rows []Setting) string {
 	var b strings.Builder
 	b.WriteString("| env | flag | default | meaning |\n|---|---|---|---|\n")

@@ -3,18 +3,19 @@
 // (the hierarchical limit of the memory controller), else the machine's
 // MemTotal. It reads a file system given to it (os.DirFS("/") in the
 // service, fixture trees in tests), so both layouts are tested without a
-// container. KimMachineGun/automemlimit does the same reading but from
+// container; /proc's files in it are parsed by internal/procfs. KimMachineGun/automemlimit does the same reading but from
 // fixed paths and without memory.high, so it could not be tested here.
 package memlimit
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/thumbd/thumbd/internal/procfs"
 )
 
 // Limit is the memory found, and where it came from.
@@ -34,7 +35,7 @@ func Read(root fs.FS) (Limit, error) {
 	if err != nil {
 		return Limit{}, err
 	}
-	best := Limit{Bytes: total, Source: "MemTotal", Path: "/proc/meminfo"}
+	best := Limit{Bytes: total, Source: "MemTotal", Path: "/" + meminfoFile}
 	groups, err := fs.ReadFile(root, "proc/self/cgroup")
 	if err != nil {
 		return best, nil // no cgroup file system visible: the machine's memory
@@ -60,24 +61,18 @@ type candidate struct {
 // own group.
 func candidates(procCgroup []byte) []candidate {
 	var out []candidate
-	sc := bufio.NewScanner(bytes.NewReader(procCgroup))
-	for sc.Scan() {
-		// hierarchy-ID:controllers:path
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
+	for _, g := range procfs.ParseCgroups(string(procCgroup)) {
 		var mount string
 		var version int
 		switch {
-		case parts[0] == "0" && parts[1] == "":
+		case g.ID == 0 && len(g.Controllers) == 0:
 			mount, version = "sys/fs/cgroup", 2
-		case hasController(parts[1], "memory"):
+		case slices.Contains(g.Controllers, "memory"):
 			mount, version = "sys/fs/cgroup/memory", 1
 		default:
 			continue
 		}
-		for p := path.Clean("/" + parts[2]); ; p = path.Dir(p) {
+		for p := path.Clean("/" + g.Path); ; p = path.Dir(p) {
 			out = append(out, candidate{dir: path.Join(mount, p), version: version})
 			if p == "/" {
 				break
@@ -85,15 +80,6 @@ func candidates(procCgroup []byte) []candidate {
 		}
 	}
 	return out
-}
-
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // read reads the candidate's limit; ok is false when it has none (the
@@ -150,20 +136,18 @@ func statValue(root fs.FS, name, key string) (int64, bool) {
 	return 0, false
 }
 
+// meminfoFile is /proc/meminfo's name in the root Read is given.
+const meminfoFile = "proc/meminfo"
+
 // memTotal is /proc/meminfo's MemTotal in bytes.
 func memTotal(root fs.FS) (int64, error) {
-	b, err := fs.ReadFile(root, "proc/meminfo")
+	b, err := fs.ReadFile(root, meminfoFile)
 	if err != nil {
 		return 0, fmt.Errorf("memlimit: %w", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil || kb <= 0 {
-				return 0, fmt.Errorf("memlimit: /proc/meminfo: MemTotal %q", strings.TrimSpace(v))
-			}
-			return kb << 10, nil
-		}
+	n, err := procfs.ParseMemTotal(string(b))
+	if err != nil {
+		return 0, fmt.Errorf("memlimit: %w", err)
 	}
-	return 0, fmt.Errorf("memlimit: /proc/meminfo has no MemTotal")
+	return n, nil
 }

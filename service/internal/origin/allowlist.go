@@ -179,6 +179,11 @@ func (p Pattern) matches(scheme, host string, port int) bool {
 		return false
 	}
 	if p.Wildcard {
+		// DNS names only: an IP literal is no name below a domain, even
+		// one that ends in its text (1.2.3.4 against *.2.3.4).
+		if _, err := netip.ParseAddr(host); err == nil || !validName(host) {
+			return false
+		}
 		return strings.HasSuffix(host, p.Host) && len(host) > len(p.Host)
 	}
 	return host == p.Host
@@ -225,6 +230,12 @@ func checkURL(u *url.URL, patterns []Pattern) error {
 		}
 		port = n
 	}
+	if strings.Contains(u.Hostname(), "%") {
+		// A zone ([::1%25eth0]) or a percent sign left after decoding:
+		// "[::1%25x.static.example.net]" ends in a wildcard's domain but
+		// is dialed as ::1. No origin is reached so.
+		return apierr.New(apierr.BadURL, "The URL's host has a zone or a percent sign (%%): thumbd fetches no such host.")
+	}
 	if host, ok := normalHost(u.Hostname()); ok {
 		for _, p := range patterns {
 			if p.matches(u.Scheme, host, port) {
@@ -260,8 +271,11 @@ func normalHost(h string) (string, bool) {
 		}
 		h = a
 	}
+	if strings.Contains(h, "%") {
+		return "", false // a zone: never an origin (checkURL says why)
+	}
 	h = strings.TrimSuffix(asciiLower(h), ".")
-	if a, err := netip.ParseAddr(h); err == nil && a.Zone() == "" {
+	if a, err := netip.ParseAddr(h); err == nil {
 		return a.Unmap().String(), true
 	}
 	return h, true

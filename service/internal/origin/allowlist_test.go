@@ -180,3 +180,48 @@ func TestIPLiteralWithTrailingDot(t *testing.T) {
 		t.Errorf("%v %v: want host 127.0.0.1:9000", u, err)
 	}
 }
+
+// A host with a zone (%) is refused outright, whatever entry it would
+// match: "[::1%25x.static.example.net]" ends in a wildcard's domain but is
+// dialed as ::1. Wildcards match DNS names only, never IP literals; exact
+// and literal entries see no zoned form either. Every entry kind against
+// zoned, bracketed, percent-encoded and doubly encoded forms.
+func TestCheckRefusesZonesAndWildcardLiterals(t *testing.T) {
+	patterns, err := ParsePatterns("http://images.example.com:81, http://*.static.example.net:81, http://[::1]:81, " +
+		"http://127.0.0.1:81, http://[2001:4860::1]:81, http://*.2.3.4:81")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{
+		// wildcard
+		"http://[::1%25x.static.example.net]:81/a.jpg",
+		"http://[2001:4860::1%25x.static.example.net]:81/a.jpg",
+		"http://[fe80::1%25eth0.static.example.net]:81/a.jpg",
+		"http://[::1%2525x.static.example.net]:81/a.jpg",
+		"http://x%25y.static.example.net:81/a.jpg",
+		"http://%5B::1%25x.static.example.net%5D:81/a.jpg",
+		"http://1.2.3.4:81/a.jpg", // an IP literal ending in a wildcard's "domain"
+		"http://[::ffff:1.2.3.4]:81/a.jpg",
+		// exact
+		"http://[::1%25images.example.com]:81/a.jpg",
+		"http://images.example.com%25x:81/a.jpg",
+		// literal
+		"http://[::1%25lo]:81/a.jpg",
+		"http://[::1%251]:81/a.jpg",
+		"http://[2001:4860::1%25eth0]:81/a.jpg",
+		"http://[::ffff:127.0.0.1%25lo]:81/a.jpg",
+		"http://127.0.0.1%25lo:81/a.jpg",
+	} {
+		u, err := Check(raw, patterns)
+		if err == nil {
+			t.Errorf("Check(%q) allowed host %q", raw, u.Host)
+		}
+	}
+	// What the entries do allow still passes.
+	for _, raw := range []string{"http://x.static.example.net:81/", "http://[::1]:81/", "http://127.0.0.1:81/",
+		"http://[2001:4860::1]:81/", "http://images.example.com:81/", "http://a.1.2.3.4:81/"} {
+		if _, err := Check(raw, patterns); err != nil {
+			t.Errorf("Check(%q) = %v", raw, err)
+		}
+	}
+}

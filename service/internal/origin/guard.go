@@ -170,7 +170,12 @@ func guard(allowLoopback bool) func(network, address string, _ syscall.RawConn) 
 // trailing dot, an IP literal canonical) names loopback itself: a
 // loopback literal, localhost, or a name below .localhost (RFC 6761). Only
 // such hosts are let through to loopback by THUMBD_ORIGINS_ALLOW_LOOPBACK.
+// A zoned address ("::1%lo") never is: Check lets none through, and the
+// switch does not depend on that.
 func LoopbackHost(host string) bool {
+	if strings.Contains(host, "%") {
+		return false
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Unmap().IsLoopback()
 	}

@@ -207,6 +207,8 @@ func TestLoopbackHost(t *testing.T) {
 		"127.0.0.1": true, "127.8.9.10": true, "::1": true, "localhost": true, "images.localhost": true, "a.b.localhost": true,
 		"images.example.com": false, "localhost.example.com": false, "xlocalhost": false, "10.0.0.1": false, "::": false,
 		"0.0.0.0": false, "": false, "example.localhost.test": false,
+		// a zoned address is never loopback for the switch
+		"::1%lo": false, "::1%x.localhost": false, "127.0.0.1%lo": false, "::ffff:127.0.0.1%1": false,
 	} {
 		if got := LoopbackHost(host); got != want {
 			t.Errorf("LoopbackHost(%q) = %v", host, got)

@@ -92,9 +92,15 @@ type Client struct {
 
 // New returns a client for cfg. Its HTTP client is its own: no proxy from
 // the environment is needed to reach a collector, but one is honoured as
-// by any Go client.
+// by any Go client. It follows no redirect: Go's client re-sends every
+// header but Authorization and Cookie to a redirect's target (all of them
+// when its host is the same), so a collector answering 307 elsewhere would
+// have the spans and OTEL_EXPORTER_OTLP_HEADERS (an API key) sent there.
+// A redirect is an export error naming it; the endpoint to configure is
+// the one that answers.
 func New(cfg Config) *Client {
-	return &Client{cfg: cfg, http: &http.Client{Timeout: cfg.Timeout}}
+	return &Client{cfg: cfg, http: &http.Client{Timeout: cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 func (c *Client) Start(context.Context) error { return nil }
@@ -124,6 +130,9 @@ func (c *Client) UploadTraces(ctx context.Context, spans []*tracepb.ResourceSpan
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 3 {
+		return fmt.Errorf("OTLP export to %s: the collector answered %s, a redirect, which is not followed (set the endpoint it names, if it is yours)", c.cfg.URL, resp.Status)
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("OTLP export to %s: the collector answered %s", c.cfg.URL, resp.Status)
 	}

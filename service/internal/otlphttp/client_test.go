@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,4 +86,35 @@ func TestUploadTraces(t *testing.T) {
 		t.Errorf("a 503: %v", err)
 	}
 	c.Stop(context.Background())
+}
+
+// A collector that redirects is refused, not followed: following would
+// send the spans and the headers (OTEL_EXPORTER_OTLP_HEADERS, an API key)
+// to wherever the redirect points. Every redirect status is tried, with a
+// target on another port (what a 307 to an attacker's address looks like
+// on loopback).
+func TestUploadTracesFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		if r.Header.Get("Api-Key") != "" {
+			t.Errorf("the redirect's target got the API key")
+		}
+	}))
+	defer target.Close()
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.URL+"/v1/traces", status)
+		}))
+		c := New(Config{URL: srv.URL + "/v1/traces", Headers: http.Header{"Api-Key": {"k"}}, Timeout: 5 * time.Second})
+		err := c.UploadTraces(context.Background(), []*tracepb.ResourceSpans{{}})
+		if err == nil || !strings.Contains(err.Error(), strconv.Itoa(status)) || !strings.Contains(err.Error(), "redirect") {
+			t.Errorf("a %d: %v, want an error naming the redirect", status, err)
+		}
+		c.Stop(context.Background())
+		srv.Close()
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests", n)
+	}
 }

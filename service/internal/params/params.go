@@ -116,11 +116,17 @@ type Rules struct {
 	// Hints are the request's client hints; nil when they are off
 	// (THUMBD_CLIENT_HINTS=false).
 	Hints *Hints
+	// HintsSigned (signing on): hints apply only to a query that says
+	// hints=on, which the signature covers; elsewhere hints=off is the
+	// default. Hints are outside the signature: left to them, a signed
+	// URL without w would be any width up to the max side, each a job and
+	// a cache key of its own.
+	HintsSigned bool
 }
 
 // uploadNames are the parameters of POST /thumbnail: its signature and
 // the options (the body is the source).
-var uploadNames = append([]string{"sig", "exp", "preset"}, optionNames...)
+var uploadNames = append([]string{"sig", "exp", "preset", "hints"}, optionNames...)
 
 // UploadQuery decodes the query of POST /thumbnail, strictly. The
 // signature is checked on what it returns, before Upload reads it.
@@ -138,18 +144,43 @@ func (r Rules) thumbnail(q map[string]string) (Thumbnail, error) {
 	if err != nil {
 		return Thumbnail{}, err
 	}
-	q, vary, err := r.Hints.apply(q, r.MaxSide)
+	hints, err := r.hintsFor(q)
+	if err != nil {
+		return Thumbnail{}, err
+	}
+	q, vary, err := hints.apply(q, r.MaxSide)
 	if err != nil {
 		return Thumbnail{}, err
 	}
 	o, err := options(q, r.MaxSide)
 	_, given := q["q"]
-	return Thumbnail{Options: o, Vary: vary, qualityGiven: given, hints: r.Hints}, err
+	return Thumbnail{Options: o, Vary: vary, qualityGiven: given, hints: hints}, err
+}
+
+// hintsFor is the request's hints as q allows them: hints=on or off, by
+// default on, or off when signing is on (HintsSigned). nil: none apply,
+// and the answer varies with none.
+func (r Rules) hintsFor(q map[string]string) (*Hints, error) {
+	on := !r.HintsSigned
+	if v, ok := q["hints"]; ok {
+		switch v {
+		case "on":
+			on = true
+		case "off":
+			on = false
+		default:
+			return nil, bad("hints", "must be on or off")
+		}
+	}
+	if !on {
+		return nil, nil
+	}
+	return r.Hints, nil
 }
 
 // getNames are the parameters of GET /thumbnail: its source, its
 // signature and the options.
-var getNames = append([]string{"src", "url", "sig", "exp", "preset"}, optionNames...)
+var getNames = append([]string{"src", "url", "sig", "exp", "preset", "hints"}, optionNames...)
 
 // GetQuery decodes the query of GET /thumbnail, strictly (known names,
 // each once). The signature is checked on what it returns, before Get

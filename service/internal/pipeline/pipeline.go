@@ -253,7 +253,7 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	defer blob.Release()
 	tag := etag(blob.ID, norm)
 	if inm != "" && matchesETag(inm, tag) {
-		return &results.Entry{ETag: tag}, nil
+		return &results.Entry{ETag: tag, Fresh: blob.Fresh}, nil // its 304 says the source's rules
 	}
 	ticket, err := p.admit(ctx, p.Cost(blob.Bytes, job), job, len(blob.Bytes))
 	if err != nil {

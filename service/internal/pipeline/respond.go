@@ -14,13 +14,16 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/results"
+	"github.com/thumbd/thumbd/service/internal/source"
 )
 
 // The respond stage: every answer thumbd writes, errors included, goes
 // through here.
 
-// CacheControl is the caching header of every thumbnail and /info answer.
-const CacheControl = "public, max-age=86400"
+// CacheControl is the caching header of an answer whose source sets no
+// rules of its own (files, uploads): a day. An origin's answer carries the
+// origin's rules (source.Freshness.CacheControl).
+const CacheControl = source.DefaultCacheControl
 
 // jsonType is the media type of every JSON answer.
 const jsonType = "application/json"
@@ -191,15 +194,16 @@ func matchesETag(header, tag string) bool {
 
 // entry answers with a finished job, with its caching headers: a 304 when
 // the job found the request's If-None-Match matched (an entry without a
-// body) or when inm matches; else the answer's body. Each request's
-// If-None-Match is compared once: by the job when it ran for this request
-// alone, else here (inm: a kept or shared answer). A cached entry and a
-// merged job's answer are written by the same lines as a fresh one, so
-// their headers are the same.
+// body: no job was admitted) or when inm matches; else the answer's body.
+// The 304 is written here alone. A cached entry and a merged job's answer
+// are written by the same lines as a fresh one, so their headers are the
+// same.
 func (rs *Responder) entry(w http.ResponseWriter, e *results.Entry, inm string) {
 	h := w.Header()
 	h.Set("ETag", e.ETag)
-	h.Set("Cache-Control", CacheControl)
+	// The source's rules as they stand now: an origin's remaining lifetime
+	// shrinks as the entry ages; the same on a 304.
+	h.Set("Cache-Control", e.Fresh.CacheControl(time.Now()))
 	if e.Body == nil || inm != "" && matchesETag(inm, e.ETag) {
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime/debug"
@@ -73,7 +74,9 @@ func (p *Pipeline) shared(ctx context.Context, w http.ResponseWriter, r *http.Re
 		if e.Body != nil {
 			p.keep(key, e)
 		}
-		p.answer(ctx, w, e, "") // the job compared inm
+		// An entry with a body may still be a 304: a stale one its origin
+		// said had not changed, whose ETag the job did not compare.
+		p.answer(ctx, w, e, inm)
 		return nil
 	}
 	fl, leader := p.flights.join(key, p.keeps(), func() (jobCtx context.Context, cancel context.CancelFunc) {
@@ -94,7 +97,13 @@ func (p *Pipeline) shared(ctx context.Context, w http.ResponseWriter, r *http.Re
 	select {
 	case <-fl.done:
 	case <-ctx.Done():
-		p.flights.leave(key, fl)
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The client left. A waiter whose deadline passed leaves the
+			// job to its own deadline, which is the same or earlier (the
+			// job's is its starter's, who came first): it ends as the
+			// deadline's, not as a cancel.
+			p.flights.leave(key, fl)
+		}
 		return p.deadlineOrGone(ctx.Err()) // this waiter's own deadline or departure
 	}
 	if fl.err != nil {

@@ -101,7 +101,10 @@ func (c *Cache) Put(key string, e *Entry) {
 	c.c.Set(key, e)
 }
 
-// Bytes is the cache's weight now; CleanUp first settles pending work.
+// Bytes is the cache's weight as otter counts it now (its WeightedSize):
+// approximate, since writes and evictions otter has buffered but not yet
+// applied may be missing from it. It settles nothing itself: a caller that
+// needs the settled figure (a test, after its writes) calls CleanUp first.
 func (c *Cache) Bytes() int64 {
 	if c == nil {
 		return 0

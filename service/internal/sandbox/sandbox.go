@@ -14,12 +14,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/thumbd/thumbd/internal/procfs"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
@@ -109,16 +108,11 @@ func setRLimits(cfg Config) (string, error) {
 
 // mappedBytes is the process's address space now (VmSize).
 func mappedBytes() (uint64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
+	st, err := procfs.Read(os.Getpid())
 	if err != nil {
 		return 0, err
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, fmt.Errorf("statm: %q", b)
-	}
-	pages, err := strconv.ParseUint(f[0], 10, 64)
-	return pages * uint64(os.Getpagesize()), err
+	return uint64(st.VmSize), nil
 }
 
 // dropCapabilities empties every thread's capabilities: a supervisor run
@@ -131,12 +125,15 @@ func mappedBytes() (uint64, error) {
 // needs) is still held; a process without it has nothing there to fear,
 // as no_new_privs and the seccomp filter stop every exec.
 func dropCapabilities() (string, error) {
-	status, err := os.ReadFile("/proc/self/status")
+	pid := os.Getpid()
+	// The main thread's sets: every thread of a cell has the same until
+	// this function changes them.
+	caps, err := procfs.TaskCaps(pid, pid)
 	if err != nil {
 		return "", err
 	}
 	detail := "none held, on every thread"
-	if eff, _ := capSet(string(status), "CapEff"); eff&(1<<unix.CAP_SETPCAP) != 0 {
+	if caps.Effective&(1<<unix.CAP_SETPCAP) != 0 {
 		for c := uintptr(0); ; c++ {
 			_, _, errno := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0, 0, 0, 0)
 			if errno == unix.EINVAL { // past the kernel's last capability
@@ -157,32 +154,23 @@ func dropCapabilities() (string, error) {
 		return "", fmt.Errorf("capset: %w", errno)
 	}
 	// What the kernel says of each thread, not what the calls returned.
-	tasks, err := os.ReadDir("/proc/self/task")
+	tasks, err := procfs.Tasks(pid)
 	if err != nil {
 		return "", err
 	}
-	for _, task := range tasks {
-		status, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
-		if err != nil {
+	for _, tid := range tasks {
+		c, err := procfs.TaskCaps(pid, tid)
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 			continue // the thread has exited
 		}
-		for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
-			if v, err := capSet(string(status), set); err != nil || v != 0 {
-				return "", fmt.Errorf("thread %s: %s %x after dropping (%v)", task.Name(), set, v, err)
-			}
+		if err != nil {
+			return "", fmt.Errorf("thread %d: %w", tid, err)
+		}
+		if c.Inheritable|c.Permitted|c.Effective|c.Ambient != 0 {
+			return "", fmt.Errorf("thread %d: capabilities inheritable %x, permitted %x, effective %x, ambient %x after dropping", tid, c.Inheritable, c.Permitted, c.Effective, c.Ambient)
 		}
 	}
 	return detail, nil
-}
-
-// capSet reads one capability set ("CapEff") from a status file.
-func capSet(status, name string) (uint64, error) {
-	for _, line := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(line, name+":\t"); ok {
-			return strconv.ParseUint(v, 16, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in the status", name)
 }
 
 // setNoNewPrivs stops execve from granting privileges (setuid binaries,

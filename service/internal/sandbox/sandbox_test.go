@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/net/bpf"
@@ -111,6 +112,35 @@ func attempt(what string) string {
 	case "fcntl-other":
 		_, err := unix.FcntlInt(0, unix.F_DUPFD, 0)
 		return outcome(err)
+	case "read-parent":
+		// What a cell may learn about another process: the supervisor's
+		// robust-list pointer (its address layout), affinity, scheduling
+		// and limits. Each is refused; the same about itself works.
+		ppid := uintptr(os.Getppid())
+		var head, size uintptr
+		var mask [128]byte
+		var param [8]byte
+		var lim unix.Rlimit
+		var out []string
+		for _, c := range []struct {
+			name string
+			nr   uintptr
+			args [4]uintptr
+		}{
+			{"get_robust_list", unix.SYS_GET_ROBUST_LIST, [4]uintptr{ppid, uintptr(unsafe.Pointer(&head)), uintptr(unsafe.Pointer(&size))}},
+			{"sched_getaffinity", unix.SYS_SCHED_GETAFFINITY, [4]uintptr{ppid, uintptr(len(mask)), uintptr(unsafe.Pointer(&mask[0]))}},
+			{"sched_getparam", unix.SYS_SCHED_GETPARAM, [4]uintptr{ppid, uintptr(unsafe.Pointer(&param[0]))}},
+			{"sched_getscheduler", unix.SYS_SCHED_GETSCHEDULER, [4]uintptr{ppid}},
+			{"prlimit64", unix.SYS_PRLIMIT64, [4]uintptr{ppid, unix.RLIMIT_NOFILE, 0, uintptr(unsafe.Pointer(&lim))}},
+			{"own sched_getaffinity", unix.SYS_SCHED_GETAFFINITY, [4]uintptr{0, uintptr(len(mask)), uintptr(unsafe.Pointer(&mask[0]))}},
+			{"own sched_getaffinity by PID", unix.SYS_SCHED_GETAFFINITY, [4]uintptr{uintptr(os.Getpid()), uintptr(len(mask)), uintptr(unsafe.Pointer(&mask[0]))}},
+			{"own sched_getscheduler", unix.SYS_SCHED_GETSCHEDULER, [4]uintptr{0}},
+			{"own prlimit64", unix.SYS_PRLIMIT64, [4]uintptr{uintptr(os.Getpid()), unix.RLIMIT_NOFILE, 0, uintptr(unsafe.Pointer(&lim))}},
+		} {
+			_, _, errno := syscall.Syscall6(c.nr, c.args[0], c.args[1], c.args[2], c.args[3], 0, 0)
+			out = append(out, c.name+": "+outcome(errnoErr(errno)))
+		}
+		return strings.Join(out, "; ")
 	case "mount":
 		return outcome(syscall.Mount("none", "/tmp", "tmpfs", 0, ""))
 	case "threads":
@@ -189,6 +219,24 @@ func TestFcntlWithoutLandlock(t *testing.T) {
 				t.Fatalf("want %q, got %q (%v)", tc.outcome, out, err)
 			}
 		})
+	}
+}
+
+// Without Landlock (which would keep a cell from another process's
+// /proc and ptrace-like reads), seccomp alone lets a cell read about
+// itself only: the supervisor's robust-list pointer, affinity, scheduling
+// and limits are refused (EPERM, so that a library asking copes).
+func TestReadsAboutOtherProcessesWithoutLandlock(t *testing.T) {
+	cmd := child(t, "read-parent")
+	cmd.Env = append(cmd.Env, "SANDBOX_TEST_NO_LANDLOCK=1")
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := "get_robust_list: operation not permitted; sched_getaffinity: operation not permitted; " +
+		"sched_getparam: operation not permitted; sched_getscheduler: operation not permitted; " +
+		"prlimit64: operation not permitted; own sched_getaffinity: done; own sched_getaffinity by PID: done; " +
+		"own sched_getscheduler: done; own prlimit64: done"
+	if err != nil || len(lines) < 2 || lines[1] != want {
+		t.Fatalf("got %q (%v)\nwant %q", out, err, want)
 	}
 }
 

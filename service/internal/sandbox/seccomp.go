@@ -27,15 +27,14 @@ var allowed = []string{
 	// memory
 	"brk", "mmap", "munmap", "mprotect", "madvise", "mremap", "membarrier",
 	// threads and waiting
-	"futex", "futex_waitv", "set_robust_list", "get_robust_list", "rseq", "sched_yield",
-	"sched_getaffinity", "gettid", "getpid", "set_tid_address", "exit", "exit_group",
+	"futex", "futex_waitv", "set_robust_list", "rseq", "sched_yield", "gettid", "getpid", "set_tid_address", "exit", "exit_group",
 	"restart_syscall", "nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday",
 	// signals (the Go runtime preempts goroutines with them)
 	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
 	// reading about itself and the machine (glibc, glib and libvips ask;
 	// nothing here changes anything)
 	"getrusage", "getrandom", "sysinfo", "uname", "getcpu", "getuid", "geteuid", "getgid", "getegid",
-	"getppid", "getrlimit", "sched_getparam", "sched_getscheduler",
+	"getppid", "getrlimit",
 	// the file-creation mask: ORC (Debian's libvips) sets it before trying
 	// a temporary file for its compiled code, which the sandbox refuses
 	"umask",
@@ -59,14 +58,25 @@ var refused = []string{
 	"unlink", "unlinkat", "mkdir", "mkdirat", "rename", "renameat", "renameat2",
 	"ioctl", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "eventfd", "eventfd2", "memfd_create",
 	"get_mempolicy", "set_mempolicy", "mbind", "sched_setaffinity", "sched_setscheduler", "setpriority",
+	// Another thread's robust-list pointer is an address of its process
+	// (the supervisor's, without Landlock): its layout given away. The
+	// runtime and glibc only ever set their own.
+	"get_robust_list",
 }
+
+// aboutItself are calls that read about a process: the cell may ask them
+// about itself only (PID 0, or its own PID); about any other process they
+// fail with EPERM (glibc and glib ask about the calling thread by PID 0).
+var aboutItself = []string{"sched_getaffinity", "sched_getparam", "sched_getscheduler"}
 
 // policy is the filter: the calls above, clone only for threads, clone3
 // answered ENOSYS (its flags are behind a pointer the filter cannot read;
 // glibc then falls back to clone), signals only to this process, fcntl
 // only for what the Go runtime and glibc do with a descriptor (flags,
 // close-on-exec, a duplicate), prctl only to name threads and memory
-// regions, prlimit64 only to read, and any other call kills the process.
+// regions, prlimit64 only to read, the reads about a process
+// (aboutItself, prlimit64) only about the cell itself, and any other call
+// kills the process.
 //
 // fcntl is narrowed because signals have a second path: a descriptor's
 // owner (F_SETOWN, F_SETOWN_EX) is sent SIGIO, or the F_SETSIG signal
@@ -81,6 +91,8 @@ func policy(pid int) (filter, error) {
 		return filter{}, err
 	}
 	self := []cond{{arg: 0, op: eq32, value: uint64(pid)}}
+	// The kernel reads a pid_t: 32 bits. PID 0 is the caller itself.
+	itself := [][]cond{{{arg: 0, op: eq32, value: 0}}, self}
 	fcntl := func(cmd int, more ...cond) []cond {
 		return append([]cond{{arg: 1, op: eq32, value: uint64(cmd)}}, more...)
 	}
@@ -98,8 +110,13 @@ func policy(pid int) (filter, error) {
 		{{arg: 0, op: eq32, value: unix.PR_SET_NAME}},
 		{{arg: 0, op: eq32, value: unix.PR_SET_VMA}},
 	})
-	// reading a limit, never setting one
-	add(seccomp.ActionAllow, []string{"prlimit64"}, [][]cond{{{arg: 2, op: eq64, value: 0}}})
+	add(seccomp.ActionAllow, aboutItself, itself)
+	add(seccomp.ActionErrno|seccomp.Action(unix.EPERM), aboutItself, always)
+	// reading its own limit, never setting one: reading another's is
+	// refused, setting any kills (below, as an unmatched call)
+	readLimit := cond{arg: 2, op: eq64, value: 0}
+	add(seccomp.ActionAllow, []string{"prlimit64"}, [][]cond{{itself[0][0], readLimit}, {self[0], readLimit}})
+	add(seccomp.ActionErrno|seccomp.Action(unix.EPERM), []string{"prlimit64"}, [][]cond{{readLimit}})
 	add(seccomp.ActionAllow, []string{"fcntl"}, [][]cond{
 		fcntl(unix.F_GETFD), fcntl(unix.F_SETFD), fcntl(unix.F_GETFL), fcntl(unix.F_DUPFD_CLOEXEC),
 		fcntl(unix.F_SETFL, cond{arg: 2, op: bitsClear, value: unix.O_ASYNC}),

@@ -32,7 +32,7 @@ func code(err error) apierr.Code {
 }
 
 // Vectors computed with Python's hmac and urllib.parse.quote(s, safe=""),
-// the README's recipe: another language reproduces them byte for byte.
+// docs/signing.md's recipe: another language reproduces them byte for byte.
 func TestVectors(t *testing.T) {
 	for _, v := range []struct {
 		q         map[string]string

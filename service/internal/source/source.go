@@ -14,6 +14,7 @@ import (
 	"hash"
 	"io"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
@@ -48,6 +49,47 @@ type Freshness struct {
 	Until time.Time // reusable without asking until then (zero: ask every time)
 	// The source's validators, for a conditional read once Until passed.
 	ETag, LastModified string
+	// Origin: the source's own caching rules (an origin's headers) decide
+	// the answer's Cache-Control; false (files, uploads): thumbd's.
+	Origin bool
+	// The origin said no-store, or private: the answer says the same.
+	NoStore, Private bool
+	// AnswerUntil is how long the answer may be reused by the caches in
+	// front of thumbd: the shorter of the origin's lifetime for a shared
+	// cache (Until) and for a browser (max-age, Expires).
+	AnswerUntil time.Time
+}
+
+// MaxAge is the answer's lifetime where the source sets none of its own
+// (files, uploads): the ETag is of the bytes, so a CDN revalidating after
+// a day gets a 304 when nothing changed. No origin's rule gives longer.
+const MaxAge = 24 * time.Hour
+
+// DefaultCacheControl is the Cache-Control of an answer whose source sets
+// no rules of its own (MaxAge).
+const DefaultCacheControl = "public, max-age=86400"
+
+// CacheControl is the Cache-Control of an answer made from the source,
+// written at now: thumbd's day for files and uploads; an origin's rules
+// carried on (no-store and private through, a lifetime no longer than
+// what is left of the origin's, nor than a day; "no-cache", which lets a
+// cache keep the answer but revalidate it with thumbd, once none is left).
+func (f Freshness) CacheControl(now time.Time) string {
+	if !f.Origin {
+		return DefaultCacheControl
+	}
+	if f.NoStore {
+		return "no-store"
+	}
+	scope := "public"
+	if f.Private {
+		scope = "private"
+	}
+	left := min(f.AnswerUntil.Sub(now), MaxAge)
+	if left < time.Second {
+		return scope + ", no-cache"
+	}
+	return scope + ", max-age=" + strconv.Itoa(int(left/time.Second))
 }
 
 // Fresh reports whether a thumbnail may be reused at now without asking.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -192,5 +193,12 @@ func TestSourceReadATurnAtATime(t *testing.T) {
 	}
 	if len(body.seen) < size/turn {
 		t.Fatalf("%d reads for %d bytes", len(body.seen), size)
+	}
+}
+
+// DefaultCacheControl says MaxAge.
+func TestDefaultCacheControlIsMaxAge(t *testing.T) {
+	if want := "public, max-age=" + strconv.Itoa(int(MaxAge/time.Second)); DefaultCacheControl != want {
+		t.Errorf("%q, want %q", DefaultCacheControl, want)
 	}
 }
