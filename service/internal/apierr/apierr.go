@@ -129,7 +129,7 @@ var codes = [...]struct {
 	{TooManyRedirects, http.StatusBadGateway,
 		"the origin redirected more than 3 times"},
 	{QueueFull, http.StatusServiceUnavailable,
-		"every processing slot and queue place taken, or the bytes of sources being held at their budget (`source-budget`); sent with `Retry-After: 1`; the request was never admitted"},
+		"every processing slot and queue place taken, the queue would keep the request past its deadline (by the recent jobs' service times; `Retry-After` is then the estimated wait, and the upload is unread), or the bytes of sources being held at their budget (`source-budget`); otherwise sent with `Retry-After: 1`; the request was never admitted, or its job never started"},
 	{DeadlineExceeded, http.StatusGatewayTimeout,
 		"an admitted thumbnail's deadline (queue wait plus processing) passed"},
 	{OriginTimeout, http.StatusGatewayTimeout,
