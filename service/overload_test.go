@@ -326,16 +326,18 @@ func TestLateRequestRefusedUnreadWithRetryAfter(t *testing.T) {
 	cfg.Concurrency, cfg.Queue, cfg.Deadline = 1, 20, 2*time.Second
 	srv, d := newTestServer(t, cfg)
 	gate := d.thumbs.Gate
-	// One job 300 ms in its slot: the gate's service time.
-	tk, err := gate.Admit(0)
-	if err != nil {
-		t.Fatal(err)
+	// Three jobs 300 ms in their slot: the gate's service time.
+	for range 3 {
+		tk, err := gate.Admit(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		tk.Release()
 	}
-	if err := tk.Run(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	tk.Release()
 	// 10 such jobs ahead on one slot: about 3 s of wait, past 2 s.
 	for range 10 {
 		held, err := gate.Admit(0)

@@ -67,6 +67,7 @@ type Ticket struct {
 	service           time.Duration // estimated at admission
 	inWork            bool          // service counts in the gate's work
 	began             time.Time     // the slot was taken
+	deadline          time.Time     // Run's; zero: none
 }
 
 // memoryTurns bounds the memory of the jobs admitted to wait: that many
@@ -172,6 +173,7 @@ func (t *Ticket) Run(ctx context.Context) error {
 		}
 		t.running = true
 		t.began = time.Now()
+		t.deadline, _ = ctx.Deadline()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -183,7 +185,11 @@ func (t *Ticket) Run(ctx context.Context) error {
 // until Release.
 func (t *Ticket) Finish() {
 	if t.running {
-		t.g.times.record(t.cost, time.Since(t.began))
+		// A job cut off by its deadline (a cell killed, an engine that
+		// noticed) did not show how long it takes: not a service time.
+		if now := time.Now(); t.deadline.IsZero() || now.Before(t.deadline) {
+			t.g.times.record(t.cost, now.Sub(t.began))
+		}
 		t.uncounted()
 		t.finished = true
 		t.g.finished.Add(1)

@@ -40,8 +40,13 @@ func (r *ring) add(d time.Duration) {
 	r.n = min(r.n+1, recent)
 }
 
+// measured is how many service times an estimate needs: one job held long
+// (a test's held slot; the first jobs, while a wave of uploads is read)
+// does not make the next ones late.
+const measured = 3
+
 func (r *ring) median() time.Duration {
-	if r.n == 0 {
+	if r.n < measured {
 		return 0
 	}
 	s := slices.Clone(r.d[:r.n])
@@ -75,13 +80,14 @@ func (s *serviceTimes) record(cost int64, d time.Duration) {
 	s.all.add(d)
 }
 
-// estimate is a job's service time: its class's median, else (a class not
-// seen yet, or cost < 0: not known yet) the median of every recent job; 0
-// before any job has run, when nothing is refused.
+// estimate is a job's service time: its class's median, else (a class
+// with fewer than measured jobs, or cost < 0: not known yet) the median of
+// every recent job; 0 before measured jobs have run, when nothing is
+// refused.
 func (s *serviceTimes) estimate(cost int64) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.byClass[costClass(cost)]; cost >= 0 && r != nil {
+	if r := s.byClass[costClass(cost)]; cost >= 0 && r != nil && r.n >= measured {
 		return r.median()
 	}
 	return s.all.median()

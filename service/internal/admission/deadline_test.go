@@ -14,12 +14,21 @@ func TestServiceTimeIsTheClassMedian(t *testing.T) {
 	if got := s.estimate(5 * mib); got != 0 {
 		t.Fatalf("no history: %v, want 0 (nothing refused)", got)
 	}
+	s.record(5*mib, 3*time.Second)
+	s.record(5*mib, 3*time.Second)
+	if got := s.estimate(5 * mib); got != 0 {
+		t.Fatalf("two jobs measured: %v, want 0 (nothing refused yet)", got)
+	}
+	s = serviceTimes{}
 	// A burst of slow jobs (as while a wave of uploads is read) does not
 	// move the median of a class that has seen more fast ones.
-	for _, ms := range []int{70, 70, 400, 70, 400, 70, 70} {
+	for _, ms := range []int{70, 70, 400, 70, 400, 70, 70, 70, 70} {
 		s.record(5*mib, time.Duration(ms)*time.Millisecond)
 	}
-	s.record(300*mib, 2*time.Second)
+	for range measured {
+		s.record(300*mib, 2*time.Second)
+	}
+	s.record(40*mib, time.Hour) // one job: its class has no estimate of its own
 	if got := s.estimate(6 * mib); got != 70*time.Millisecond {
 		t.Fatalf("a 6 MiB job (the 5 MiB one's class): %v, want 70ms", got)
 	}
@@ -41,19 +50,45 @@ func TestServiceTimeIsTheClassMedian(t *testing.T) {
 	}
 }
 
-// ran puts one job of cost through a slot taking d, so the gate has a
-// service time for its class.
+// ran puts measured jobs of cost through a slot, each taking d, so the
+// gate has a service time for its class.
 func ran(t *testing.T, g *Gate, cost int64, d time.Duration) {
 	t.Helper()
-	tk, err := g.Admit(cost)
-	if err != nil {
-		t.Fatal(err)
+	for range measured {
+		tk, err := g.Admit(cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tk.began = tk.began.Add(-d) // as if it had run d
+		tk.Release()
 	}
-	if err := tk.Run(context.Background()); err != nil {
-		t.Fatal(err)
+}
+
+// A job cut off by its deadline is not a service time: a hung job killed
+// at its deadline does not make the next ones late.
+func TestJobPastItsDeadlineIsNotMeasured(t *testing.T) {
+	g := New(1, 1, 1<<30)
+	ran(t, g, mib, 100*time.Millisecond)
+	for range recent {
+		tk, err := g.Admit(mib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		if err := tk.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		tk.deadline = time.Now().Add(-time.Millisecond) // it ran past its deadline
+		tk.began = tk.began.Add(-time.Minute)
+		tk.Release()
 	}
-	tk.began = tk.began.Add(-d) // as if it had run d
-	tk.Release()
+	if got := g.times.estimate(mib); got < 100*time.Millisecond || got > time.Second {
+		t.Fatalf("after jobs cut off by their deadline: %v, want the finished jobs' 100ms", got)
+	}
 }
 
 func TestLateCountsTheWorkAdmittedAhead(t *testing.T) {
