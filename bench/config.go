@@ -88,7 +88,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured warm-up before each load step, at the step's concurrency")
 	fs.IntVar(&c.rounds, "rounds", 1, "passes over the targets per step (A B A B ...); the report gives the median pass and the range")
 	fs.StringVar(&conc, "concurrency", "10,100,500", "concurrent clients per step")
-	fs.StringVar(&routes, "routes", strings.Join(allRoutes(), ","), "routes to load (thumb-SOURCE[-FORMAT]: small, large, photo12 to png, jpeg, webp, avif; thumb-animated-webp; info-photo12[-header]; -quick: "+strings.Join(quickRoutes(), ",")+")")
+	fs.StringVar(&routes, "routes", strings.Join(allRoutes(), ","), "routes to load (thumb-SOURCE[-FORMAT]: small, large, photo12 to png, jpeg, webp, avif; thumb-animated-webp; info-photo12[-header], info-photo12-exif; -quick: "+strings.Join(quickRoutes(), ",")+")")
 	fs.BoolVar(&c.pin, "pin", true, "pin servers and the load generator to separate CPUs")
 	fs.StringVar(&serverCPUs, "server-cpus", "1", "CPUs for the server under test when pinned")
 	fs.StringVar(&clientCPUs, "client-cpus", "0", "CPUs for this driver (the load generator) when pinned")

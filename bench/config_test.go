@@ -38,8 +38,8 @@ func TestTheDefaultSuiteLoadsEverySourceInEveryFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.routes) != 4+3*4+1+2 || c.routes[4] != "thumb-small" || c.routes[14] != "thumb-photo12-webp" || c.routes[15] != "thumb-photo12-avif" ||
-		c.routes[16] != "thumb-animated-webp" || c.routes[17] != "info-photo12" || c.routes[18] != "info-photo12-header" {
+	if len(c.routes) != 4+3*4+1+3 || c.routes[4] != "thumb-small" || c.routes[14] != "thumb-photo12-webp" || c.routes[15] != "thumb-photo12-avif" ||
+		c.routes[16] != "thumb-animated-webp" || c.routes[17] != "info-photo12" || c.routes[18] != "info-photo12-header" || c.routes[19] != "info-photo12-exif" {
 		t.Fatalf("routes %v", c.routes)
 	}
 	r := routeFor("thumb-photo12-webp", map[string]int{"photo12": 3_724_857})
@@ -74,6 +74,11 @@ func TestInfoRoutes(t *testing.T) {
 	}
 	if h.Path != "/info?thumbhash=false" || !h.Info || !h.HeaderOnly {
 		t.Fatalf("%+v", h)
+	}
+	e := routeFor("info-photo12-exif", map[string]int{"photo12-exif": 3_730_000})
+	if e.Path != "/info" || !e.Info || e.HeaderOnly || e.Source != "photo12-exif" || e.BodyBytes != 3_730_000 ||
+		e.Label != "POST /info, photo12-exif: 3730.0 KB JPEG with an EXIF thumbnail, 4032x3024, with the ThumbHash (thumbd; the Node twin answers without: sharp has none)" {
+		t.Fatalf("%+v", e)
 	}
 	srcs := map[string][]byte{"photo12": []byte("jpeg")}
 	if ts := thumbChecks([]results.Route{r, h}, srcs); len(ts) != 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/thumbd/thumbd/bench/internal/contract"
@@ -52,14 +53,18 @@ func allRoutes() []string {
 }
 
 // infoSource is the /info routes' source: the 12 MP photo, where reading
-// the header alone matters most.
-const infoSource = "photo12"
+// the header alone matters most; infoEXIFSource is the same photo as a
+// camera writes it, with an EXIF thumbnail, which thumbd's ThumbHash
+// reads instead of decoding the photo.
+const infoSource, infoEXIFSource = "photo12", "photo12-exif"
 
 // infoRoutes are POST /info of infoSource: thumbd's default, with the
 // ThumbHash (the Node twin has none: sharp cannot make one, so it answers
 // without, and the route's label says so), and thumbhash=false, the same
-// work on both.
-func infoRoutes() []string { return []string{"info-" + infoSource, "info-" + infoSource + "-header"} }
+// work on both; then the default on infoEXIFSource.
+func infoRoutes() []string {
+	return []string{"info-" + infoSource, "info-" + infoSource + "-header", "info-" + infoEXIFSource}
+}
 
 // quickRoutes keep -quick short: every route kind, each source and each
 // format once, not the whole matrix.
@@ -106,16 +111,19 @@ func routeFor(id string, sizes map[string]int) results.Route {
 		}
 		return fmt.Sprintf("POST /thumbnail, %s: %.1f KB %s to 256x256 cover %s", s, float64(sizes[s])/1000, in, out)
 	}
-	if ids := infoRoutes(); id == ids[0] || id == ids[1] {
-		header := id == ids[1]
-		r, _ := sources.Lookup(infoSource)
-		label := fmt.Sprintf("POST /info, %s: %.1f KB JPEG %dx%d, with the ThumbHash (thumbd; the Node twin answers without: sharp has none)", infoSource, float64(sizes[infoSource])/1000, r.Width, r.Height)
+	if ids := infoRoutes(); slices.Contains(ids, id) {
+		header, src, what := id == ids[1], infoSource, "JPEG"
+		if id == ids[2] {
+			src, what = infoEXIFSource, "JPEG with an EXIF thumbnail,"
+		}
+		r, _ := sources.Lookup(src)
+		label := fmt.Sprintf("POST /info, %s: %.1f KB %s %dx%d, with the ThumbHash (thumbd; the Node twin answers without: sharp has none)", src, float64(sizes[src])/1000, what, r.Width, r.Height)
 		path := "/info"
 		if header {
-			label = fmt.Sprintf("POST /info?thumbhash=false, %s: %.1f KB JPEG %dx%d, the header alone", infoSource, float64(sizes[infoSource])/1000, r.Width, r.Height)
+			label = fmt.Sprintf("POST /info?thumbhash=false, %s: %.1f KB JPEG %dx%d, the header alone", src, float64(sizes[src])/1000, r.Width, r.Height)
 			path += "?thumbhash=false"
 		}
-		return results.Route{ID: id, Method: "POST", Path: path, BodyBytes: sizes[infoSource], Source: infoSource, Info: true, HeaderOnly: header, Label: label}
+		return results.Route{ID: id, Method: "POST", Path: path, BodyBytes: sizes[src], Source: src, Info: true, HeaderOnly: header, Label: label}
 	}
 	if id == thumbRouteID(animatedSource, "webp") {
 		return results.Route{ID: id, Method: "POST", Path: thumbPath("webp", true), BodyBytes: sizes[animatedSource], Source: animatedSource,

@@ -4,7 +4,8 @@
 // libvips gives the same bytes. small and large are byte for byte what
 // scripts/make-sources.sh made with the vips CLI of Debian's libvips 8.14.1
 // (and service/internal/thumb/testdata/sources holds); photo12 is the
-// 12-megapixel phone photo of issue 11. animated is an animated GIF drawn
+// 12-megapixel phone photo of issue 11, photo12-exif the same with a
+// camera's EXIF thumbnail. animated is an animated GIF drawn
 // and encoded in Go (animated.go): the same bytes everywhere.
 package sources
 
@@ -51,6 +52,9 @@ type Recipe struct {
 	// Flat makes the source an opaque PNG of one colour: a small file of
 	// many pixels (PNG has no shrink-on-load, so every pixel is decoded).
 	Flat bool
+	// EXIF gives the photo the EXIF a camera writes: orientation 1 and a
+	// 160-pixel JPEG thumbnail in IFD1 (exif.go).
+	EXIF bool
 }
 
 // File is the recipe's file name.
@@ -91,17 +95,23 @@ func photoRecipe(name string, w, h, q int, grain float64, detail ...Term) Recipe
 
 // Recipes are the sources this package knows.
 func Recipes() []Recipe {
+	// A phone's 12 MP photo at quality 90: texture down to a few pixels
+	// (foliage, fabric, cell edges) and sensor grain; 3.7 MB, like a real
+	// upload.
+	photo12 := photoRecipe("photo12", 4032, 3024, 90, 5,
+		Term{Cell: 48, Seed: 17, A: 12},
+		Term{Cell: 12, Seed: 18, A: 10},
+		Term{Cell: 4, Seed: 20, A: 5},
+		Term{Worley: true, Cell: 64, Seed: 19, A: 14.0 / 64})
+	// The same pixels as a camera's file: with its EXIF thumbnail, which
+	// /info's ThumbHash reads instead of the photo.
+	photo12EXIF := photo12
+	photo12EXIF.Name, photo12EXIF.EXIF = "photo12-exif", true
 	return []Recipe{
 		photoRecipe("small", 400, 300, 70, 4),
 		photoRecipe("large", 1920, 1280, 85, 4),
-		// A phone's 12 MP photo at quality 90: texture down to a few pixels
-		// (foliage, fabric, cell edges) and sensor grain; 3.7 MB, like a
-		// real upload.
-		photoRecipe("photo12", 4032, 3024, 90, 5,
-			Term{Cell: 48, Seed: 17, A: 12},
-			Term{Cell: 12, Seed: 18, A: 10},
-			Term{Cell: 4, Seed: 20, A: 5},
-			Term{Worley: true, Cell: 64, Seed: 19, A: 14.0 / 64}),
+		photo12,
+		photo12EXIF,
 		// The old "huge" source of scripts/make-sources.sh (docs/hardening.md).
 		photoRecipe("huge", 4000, 3000, 94, 4),
 		// A short animated GIF as sites show them: 2 s at 25 frames a second.
@@ -164,7 +174,11 @@ func Make(r Recipe) ([]byte, error) {
 		return nil, fmt.Errorf("source %s: libvips: %s", r.Name, strings.TrimSpace(C.GoString(cerr)))
 	}
 	defer C.g_free(C.gpointer(buf))
-	return C.GoBytes(buf, C.int(n)), nil
+	photo := C.GoBytes(buf, C.int(n))
+	if r.EXIF {
+		return withEXIFThumbnail(photo, 1)
+	}
+	return photo, nil
 }
 
 // Read returns the file at path; when it is missing and named after a

@@ -4,15 +4,20 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 
+	"github.com/davidbyttow/govips/v2/vips"
+
+	"github.com/thumbd/thumbd/service/internal/exifthumb"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbhash"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Info describes src from its header, under the same limits as a
-// thumbnail; with job.ThumbHash it also decodes the source shrunk on load
-// to at most thumbjob.ThumbHashSide a side and makes its ThumbHash. Bytes
+// thumbnail; with job.ThumbHash it also makes its ThumbHash, from the
+// camera's EXIF thumbnail or else from the source decoded shrunk on load
+// to at most thumbjob.ThumbHashSide a side (thumbHash). Bytes
 // is left to the caller, which knows the source.
 func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
 	if err := ctx.Err(); err != nil {
@@ -42,17 +47,22 @@ func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (th
 		}
 	}
 	if job.ThumbHash {
-		if info.ThumbHash, err = e.thumbHash(src, h); err != nil {
+		if info.ThumbHash, err = e.thumbHash(src, h, d.space); err != nil {
 			return thumbjob.Info{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 		}
 	}
 	return info, nil
 }
 
-// thumbHash decodes the first frame inside a thumbjob.ThumbHashSide box
-// (never enlarged), with shrink-on-load as a thumbnail, in 8-bit sRGB with
-// alpha, and encodes it.
-func (e *Engine) thumbHash(src []byte, h header) (string, error) {
+// thumbHash is the ThumbHash of the source's EXIF thumbnail when it shows
+// the whole image (exifThumbHash); otherwise it decodes the first frame
+// inside a thumbjob.ThumbHashSide box (never enlarged), with shrink-on-load
+// as a thumbnail, in 8-bit sRGB with alpha, and encodes it. space is
+// libvips' interpretation of the source.
+func (e *Engine) thumbHash(src []byte, h header, space string) (string, error) {
+	if hash, ok := e.exifThumbHash(src, h, space); ok {
+		return hash, nil
+	}
 	dw, dh := h.displayed()
 	o := thumbjob.Options{Width: min(dw, thumbjob.ThumbHashSide), Height: min(dh, thumbjob.ThumbHashSide), Fit: thumbjob.FitInside}
 	img, _, err := e.load(src, o, h, 1)
@@ -60,6 +70,12 @@ func (e *Engine) thumbHash(src []byte, h header) (string, error) {
 		return "", err
 	}
 	defer img.Close()
+	return e.encodeThumbHash(img, o)
+}
+
+// encodeThumbHash makes img, the decoded hash-sized image, 8-bit sRGB with
+// alpha and encodes its ThumbHash.
+func (e *Engine) encodeThumbHash(img *vips.ImageRef, o thumbjob.Options) (string, error) {
 	if err := e.finish(img, o, imagefmt.Spec{Alpha: true}); err != nil {
 		return "", err
 	}
@@ -80,6 +96,81 @@ func (e *Engine) thumbHash(src []byte, h header) (string, error) {
 		return "", err
 	}
 	return base64.StdEncoding.EncodeToString(hash), nil
+}
+
+// exifAspectTolerance is how far, relatively, an EXIF thumbnail's aspect
+// ratio may be from the image's for it to stand in for the image. Within
+// 1 %, a thumbnail has at most 1 % of its rows or columns that are not the
+// image's (a 160x120 thumbnail: 1.2 rows), so any padding moves an average
+// colour by at most 1 % of its range, under the ThumbHash's finest step (its
+// average luminance has 6 bits: 1.6 %). Rounding a 160-pixel side to whole
+// pixels errs by at most 0.3 % (3:2 as 160x107), so every honest thumbnail
+// passes; a 16:9 photo's 160x120 letterboxed thumbnail (33 % off) or a 3:2
+// one padded to 160x112 (4.8 %) does not.
+const exifAspectTolerance = 0.01
+
+// exifThumbHash is the ThumbHash of src's EXIF thumbnail (exifthumb.Read),
+// when it can stand in for the image: a colour JPEG source (interpretation
+// srgb: a CMYK or grey source decodes to other colours than its thumbnail),
+// the thumbnail's orientation libvips' own, its aspect ratio within
+// exifAspectTolerance of the image's, and its sides at least the hash's (it
+// is never enlarged). The thumbnail is untrusted like the source: exifthumb
+// bounds its size, libvips decodes it under the pixel limit and fails on
+// any error; then the orientation is applied and it is scaled to exactly
+// the size the full decode would have. ok is false, and the caller decodes
+// the source, whenever any of that does not hold.
+func (e *Engine) exifThumbHash(src []byte, h header, space string) (hash string, ok bool) {
+	if space != "srgb" {
+		return "", false
+	}
+	t, err := exifthumb.Read(src)
+	if err != nil || t.Orientation != max(h.orientation, 1) {
+		return "", false
+	}
+	if !sameAspect(t.Width, t.Height, h.width, h.height) || int64(t.Width)*int64(t.Height) > e.cfg.MaxPixels {
+		return "", false
+	}
+	dw, dh := h.displayed()
+	w, ht := insideSize(dw, dh, thumbjob.ThumbHashSide)
+	sw, sh := w, ht // the hash's size as stored, like the thumbnail
+	if h.orientation >= 5 && h.orientation <= 8 {
+		sw, sh = ht, w
+	}
+	if t.Width < sw || t.Height < sh {
+		return "", false
+	}
+	img, err := vips.LoadImageFromBuffer(t.JPEG, vips.NewImportParams())
+	if err != nil {
+		return "", false
+	}
+	defer img.Close()
+	if img.Width() != t.Width || img.Height() != t.Height || img.Bands() != 3 || img.Interpretation() != vips.InterpretationSRGB {
+		return "", false
+	}
+	// The thumbnail's own EXIF, if any, says nothing: IFD0's orientation is
+	// set on it, and libvips' thumbnail applies it and scales in one step.
+	if img.SetOrientation(t.Orientation) != nil || img.ThumbnailWithSize(w, ht, vips.InterestingNone, vips.SizeForce) != nil {
+		return "", false
+	}
+	if img.Width() != w || img.Height() != ht {
+		return "", false
+	}
+	hash, err = e.encodeThumbHash(img, thumbjob.Options{Width: w, Height: ht, Fit: thumbjob.FitInside})
+	return hash, err == nil
+}
+
+// sameAspect says whether a w x h thumbnail has the aspect ratio of an
+// iw x ih image, within exifAspectTolerance (both as stored).
+func sameAspect(w, h, iw, ih int) bool {
+	thumb, image := float64(w)/float64(h), float64(iw)/float64(ih)
+	return math.Abs(thumb-image) <= exifAspectTolerance*image
+}
+
+// insideSize is the size of a w x h image scaled to fit inside a box of
+// side x side, never enlarged: what libvips' thumbnail makes of it.
+func insideSize(w, h, side int) (int, int) {
+	scale := min(float64(side)/float64(w), float64(side)/float64(h), 1)
+	return max(int(math.Round(float64(w)*scale)), 1), max(int(math.Round(float64(h)*scale)), 1)
 }
 
 // Run runs one job, a thumbnail or a description (the pipeline's one

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"math"
 	"testing"
+
+	"github.com/thumbd/thumbd/service/internal/thumbhashtest"
 )
 
 // pattern is the fixed test image: gradients, and with alpha its right
@@ -58,11 +60,11 @@ func TestEncodeRoundTripsThroughReferenceDecoder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ratio := ReferenceAspectRatio(hash)
+		ratio := thumbhashtest.AspectRatio(hash)
 		if want := float64(c.w) / float64(c.h); math.Abs(math.Log(ratio/want)) > math.Log(1.5) {
 			t.Errorf("%dx%d: aspect ratio %.2f, want about %.2f", c.w, c.h, ratio, want)
 		}
-		avg := ReferenceAverageRGBA(hash)
+		avg := thumbhashtest.AverageRGBA(hash)
 		if (avg[3] < 1) != c.alpha {
 			t.Errorf("%dx%d alpha=%t: decoded alpha %.2f", c.w, c.h, c.alpha, avg[3])
 		}
@@ -73,7 +75,7 @@ func TestEncodeRoundTripsThroughReferenceDecoder(t *testing.T) {
 				t.Errorf("%dx%d alpha=%t: average %s %.3f, source %.3f", c.w, c.h, c.alpha, name, avg[i], want[i])
 			}
 		}
-		w, h, rgba := ReferenceRGBA(hash)
+		w, h, rgba := thumbhashtest.RGBA(hash)
 		if len(rgba) != w*h*4 || max(w, h) != 32 {
 			t.Errorf("%dx%d: decoded a %dx%d placeholder with %d bytes", c.w, c.h, w, h, len(rgba))
 		}

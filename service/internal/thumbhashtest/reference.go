@@ -1,18 +1,20 @@
-package thumbhash
+// Package thumbhashtest is the published ThumbHash decoder
+// (thumbHashToRGBA, thumbHashToAverageRGBA, thumbHashToApproximateAspectRatio
+// of https://evanw.github.io/thumbhash/), written in Go for the tests alone:
+// what a client does with a hash. The encoder's tests and the engine's
+// (which compares the hash of an EXIF thumbnail with the full decode's)
+// read hashes through it.
+package thumbhashtest
 
 import "math"
 
-// The published decoder (thumbHashToRGBA, thumbHashToAverageRGBA,
-// thumbHashToApproximateAspectRatio of https://evanw.github.io/thumbhash/),
-// written in Go for the tests alone: what a client does with a hash.
-
-// ReferenceAspectRatio is the width / height a hash says.
-func ReferenceAspectRatio(hash []byte) float64 {
-	lx, ly := referenceTerms(hash)
+// AspectRatio is the width / height a hash says.
+func AspectRatio(hash []byte) float64 {
+	lx, ly := terms(hash)
 	return float64(lx) / float64(ly)
 }
 
-func referenceTerms(hash []byte) (lx, ly int) {
+func terms(hash []byte) (lx, ly int) {
 	header := int(hash[3])
 	hasAlpha, landscape := hash[2]&0x80 != 0, hash[4]&0x80 != 0
 	long := 7
@@ -25,8 +27,8 @@ func referenceTerms(hash []byte) (lx, ly int) {
 	return header & 7, long
 }
 
-// ReferenceAverageRGBA is the hash's average colour, each 0..1.
-func ReferenceAverageRGBA(hash []byte) [4]float64 {
+// AverageRGBA is the hash's average colour, each 0..1.
+func AverageRGBA(hash []byte) [4]float64 {
 	header := int(hash[0]) | int(hash[1])<<8 | int(hash[2])<<16
 	l := float64(header&63) / 63
 	p := float64(header>>6&63)/31.5 - 1
@@ -48,8 +50,8 @@ func lpqToRGB(l, p, q float64) (r, g, b float64) {
 
 func clamp01(v float64) float64 { return max(0, min(1, v)) }
 
-// ReferenceRGBA renders the placeholder, at most 32 pixels a side.
-func ReferenceRGBA(hash []byte) (w, h int, rgba []byte) {
+// RGBA renders the placeholder, at most 32 pixels a side.
+func RGBA(hash []byte) (w, h int, rgba []byte) {
 	header24 := int(hash[0]) | int(hash[1])<<8 | int(hash[2])<<16
 	header16 := int(hash[3]) | int(hash[4])<<8
 	lDC := float64(header24&63) / 63
@@ -59,7 +61,7 @@ func ReferenceRGBA(hash []byte) (w, h int, rgba []byte) {
 	hasAlpha := header24>>23 != 0
 	pScale := float64(header16>>3&63) / 63
 	qScale := float64(header16>>9&63) / 63
-	lx, ly := referenceTerms(hash)
+	lx, ly := terms(hash)
 	lx, ly = max(3, lx), max(3, ly)
 	aDC, aScale := 1.0, 0.0
 	start := 5
@@ -90,7 +92,7 @@ func ReferenceRGBA(hash []byte) (w, h int, rgba []byte) {
 	if hasAlpha {
 		aAC = decode(5, 5, aScale)
 	}
-	ratio := ReferenceAspectRatio(hash)
+	ratio := AspectRatio(hash)
 	if ratio > 1 {
 		w, h = 32, int(math.Round(32/ratio))
 	} else {
