@@ -316,3 +316,54 @@ func TestFullGateRefusesWithoutReadingBody(t *testing.T) {
 		})
 	}
 }
+
+// A request the queue would keep past its deadline is refused at the door,
+// its upload unread, after the door's wait (not at once: closed-loop
+// clients would send again at once), with the queue's estimated wait as
+// its Retry-After.
+func TestLateRequestRefusedUnreadWithRetryAfter(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Concurrency, cfg.Queue, cfg.Deadline = 1, 20, 2*time.Second
+	srv, d := newTestServer(t, cfg)
+	gate := d.thumbs.Gate
+	// Three jobs 300 ms in their slot: the gate's service time.
+	for range 3 {
+		tk, err := gate.Admit(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		tk.Release()
+	}
+	// 10 such jobs ahead on one slot: about 3 s of wait, past 2 s.
+	for range 10 {
+		held, err := gate.Admit(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Release()
+	}
+	c := slowUpload(t, srv.URL, 1<<20, nil)
+	c.SetReadDeadline(time.Now().Add(10 * cfg.Deadline))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer without the body: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 503 || retry < 3 || !resp.Close {
+		t.Fatalf("status %d, Retry-After %q, close %v; want 503, the queue's wait (3 s or more), close", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Close)
+	}
+	assertError(t, body, apierr.QueueFull)
+	if !strings.Contains(string(body), "deadline") {
+		t.Fatalf("the refusal does not say why: %s", body)
+	}
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the answer: %d bytes, %v; want the server's close (EOF) without the body sent", n, err)
+	}
+}

@@ -43,6 +43,11 @@ type Gate struct {
 	// wake the requests waiting at the door (WaitRoom).
 	mu    sync.Mutex
 	freed chan struct{}
+	// times and work are the deadline-aware door's (deadline.go): the
+	// recent service times, and the estimated service time (ns) of the
+	// admitted jobs not done.
+	times serviceTimes
+	work  atomic.Int64
 }
 
 // New returns a gate with slots running places, queue waiting places and
@@ -59,6 +64,10 @@ type Ticket struct {
 	held              bool  // cost is taken
 	queued            bool  // cost counts in the gate's queued memory
 	running, finished bool
+	service           time.Duration // estimated at admission
+	inWork            bool          // service counts in the gate's work
+	began             time.Time     // the slot was taken
+	deadline          time.Time     // Run's; zero: none
 }
 
 // memoryTurns bounds the memory of the jobs admitted to wait: that many
@@ -85,7 +94,9 @@ func (g *Gate) Admit(cost int64) (*Ticket, error) {
 	select {
 	case g.tickets <- struct{}{}:
 		g.admitted.Add(1)
-		return &Ticket{g: g, cost: cost, queued: true}, nil
+		t := &Ticket{g: g, cost: cost, queued: true}
+		t.counted()
+		return t, nil
 	default:
 		g.queued.Add(-cost)
 		return nil, ErrFull
@@ -139,7 +150,9 @@ func (g *Gate) AdmitWithin(ctx context.Context, cost int64, wait time.Duration) 
 
 // Run waits, until ctx is done, for the job's memory and then a running
 // slot; it returns ctx's error then, and the ticket keeps its waiting place
-// (and any memory taken) until released.
+// (and any memory taken) until released. A job whose slot comes too late
+// to be done before ctx's deadline, by its cost class's recent service
+// times, is not started: ErrLate, its slot given back.
 func (t *Ticket) Run(ctx context.Context) error {
 	if !t.held {
 		t.g.memoryWaiting.Add(1)
@@ -154,7 +167,13 @@ func (t *Ticket) Run(ctx context.Context) error {
 	}
 	select {
 	case t.g.slots <- struct{}{}:
+		if t.late(ctx) {
+			<-t.g.slots
+			return ErrLate
+		}
 		t.running = true
+		t.began = time.Now()
+		t.deadline, _ = ctx.Deadline()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -166,6 +185,12 @@ func (t *Ticket) Run(ctx context.Context) error {
 // until Release.
 func (t *Ticket) Finish() {
 	if t.running {
+		// A job cut off by its deadline (a cell killed, an engine that
+		// noticed) did not show how long it takes: not a service time.
+		if now := time.Now(); t.deadline.IsZero() || now.Before(t.deadline) {
+			t.g.times.record(t.cost, now.Sub(t.began))
+		}
+		t.uncounted()
 		t.finished = true
 		t.g.finished.Add(1)
 		<-t.g.slots
@@ -178,6 +203,7 @@ func (t *Ticket) Finish() {
 // still in memory.
 func (t *Ticket) Release() {
 	t.dequeue()
+	t.uncounted()
 	t.Finish()
 	if t.finished {
 		t.g.finished.Add(-1)
@@ -191,25 +217,37 @@ func (t *Ticket) Release() {
 	t.g.notify()
 }
 
-// WaitRoom waits until a place is free, ctx is done or wait has passed,
-// and reports whether there is room. It takes nothing: the caller still
-// reads its source, then Admits (which may find the room taken). A request
-// waiting here has had nothing of its upload read, so under overload the
-// client waits on its connection (TCP backpressure) instead of being
-// refused and sending again at once, and refusals come at most once per
-// wait per client.
+// WaitRoom waits until a place is free and a job admitted now would be
+// done before ctx's deadline (Late, its cost not known yet), or until ctx
+// is done or wait has passed, and reports whether there is room. It takes
+// nothing: the caller still reads its source, then Admits (which may find
+// the room taken). A request waiting here has had nothing of its upload
+// read, so under overload the client waits on its connection (TCP
+// backpressure) instead of being refused and sending again at once, and
+// refusals come at most once per wait per client.
 func (g *Gate) WaitRoom(ctx context.Context, wait time.Duration) bool {
+	room := func() bool {
+		if g.Full() {
+			return false
+		}
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			return true
+		}
+		late, _ := g.Late(deadline, -1)
+		return !late
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		freed := g.changed()
-		if !g.Full() {
+		if room() {
 			return true
 		}
 		select {
 		case <-freed:
 		case <-timer.C:
-			return !g.Full()
+			return room()
 		case <-ctx.Done():
 			return false
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Code is an error code of the API (docs/api.md lists every one, from
@@ -145,7 +146,7 @@ var codes = [...]struct {
 	{BucketError, http.StatusBadGateway,
 		"the source bucket failed otherwise (a 5xx after bounded retries, an answer that broke off)"},
 	{QueueFull, http.StatusServiceUnavailable,
-		"every processing slot and queue place taken, or the bytes of sources being held at their budget (`source-budget`); sent with `Retry-After: 1`; the request was never admitted"},
+		"every processing slot and queue place taken, the queue would keep the request past its deadline (by the recent jobs' service times; `Retry-After` is then the estimated wait, and the upload is unread), or the bytes of sources being held at their budget (`source-budget`); otherwise sent with `Retry-After: 1`; the request was never admitted, or its job never started"},
 	{DeadlineExceeded, http.StatusGatewayTimeout,
 		"an admitted thumbnail's deadline (queue wait plus processing) passed"},
 	{OriginTimeout, http.StatusGatewayTimeout,
@@ -204,6 +205,9 @@ type Error struct {
 	CloseConnection bool
 	// Cause is logged with a 5xx, never sent.
 	Cause error
+	// RetryAfter is a 503's Retry-After, in whole seconds rounded up (at
+	// most 1 s less is sent as 1).
+	RetryAfter time.Duration
 }
 
 // New returns an error with code and a message made from format and args.

@@ -108,7 +108,7 @@ func (rs *Responder) error(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	h := w.Header()
 	if e.Status() == http.StatusServiceUnavailable {
-		h.Set("Retry-After", "1")
+		h.Set("Retry-After", strconv.FormatInt(int64(max((e.RetryAfter+time.Second-1)/time.Second, 1)), 10))
 	}
 	if e.Code == apierr.UploadsDisabled {
 		h.Set("Allow", http.MethodGet) // a 405 names what the route serves

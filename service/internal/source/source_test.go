@@ -160,6 +160,42 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// sizes records the buffer each Read is given.
+type sizes struct {
+	r    io.Reader
+	seen []int
+}
+
+func (s *sizes) Read(p []byte) (int, error) {
+	s.seen = append(s.seen, len(p))
+	return s.r.Read(p)
+}
+
+// A source is read and hashed a turn at a time, so that a goroutine reading
+// one whose bytes are all in the socket's buffer yields its processor (to
+// a probe) at least every turn bytes instead of every 10 ms.
+func TestSourceReadATurnAtATime(t *testing.T) {
+	const size = 3 << 20
+	body := &sizes{r: strings.NewReader(strings.Repeat("x", size))}
+	limits := Limits{MaxBytes: size, Budget: admission.NewBytes(size), Wait: time.Second}
+	blob, err := limits.ReadSized(context.Background(), body, size, func() error { return errors.New("too large") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blob.Release()
+	if len(blob.Bytes) != size {
+		t.Fatalf("read %d bytes", len(blob.Bytes))
+	}
+	for _, n := range body.seen {
+		if n > turn {
+			t.Fatalf("a read of up to %d bytes in one go (reads: %v); want at most %d", n, body.seen, turn)
+		}
+	}
+	if len(body.seen) < size/turn {
+		t.Fatalf("%d reads for %d bytes", len(body.seen), size)
+	}
+}
+
 // DefaultCacheControl says MaxAge.
 func TestDefaultCacheControlIsMaxAge(t *testing.T) {
 	if want := "public, max-age=" + strconv.Itoa(int(MaxAge/time.Second)); DefaultCacheControl != want {
