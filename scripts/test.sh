@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second line; CI runs it through
 # .ci/run). Installs what the tests need, then runs every suite:
-#   go vet, go mod tidy -diff, go test -race (service, bench; the tracing
+#   gofmt, go vet, go mod tidy -diff, go test -race (service, bench; the tracing
 #   test against a real Jaeger, built once by scripts/build-jaeger.sh; the
 #   object storage tests against a real S3 server, versitygw, built once by
 #   scripts/build-versitygw.sh), promtool on a live /metrics,
@@ -49,7 +49,14 @@ main() {
   cd "$(dirname "$0")/.."
   step "dependencies"
   scripts/deps.sh dev promtool node
-  step "go vet, go mod tidy"
+  step "gofmt, go vet, go mod tidy"
+  # gofmt -l lists unformatted files and exits 0 all the same: fail on output.
+  unformatted=$(gofmt -l service bench)
+  if [[ -n $unformatted ]]; then
+    echo "gofmt: not formatted (run gofmt -w):" >&2
+    echo "$unformatted" >&2
+    exit 1
+  fi
   go vet ./...
   go mod tidy -diff
   # The tracing test's collector (service/tracing_jaeger_test.go): the
