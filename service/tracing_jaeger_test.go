@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/internal/toolbin"
 )
 
 // jaegerConfig is a Jaeger v2 that listens on loopback only: OTLP/HTTP in,
@@ -67,13 +68,7 @@ type jaeger struct {
 // except in CI, where it fails.
 func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
-	bin := os.Getenv("THUMBD_JAEGER")
-	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI: THUMBD_JAEGER must name the Jaeger binary (scripts/test.sh sets it from scripts/build-jaeger.sh)")
-		}
-		t.Skip("THUMBD_JAEGER is unset: THUMBD_JAEGER=$(scripts/build-jaeger.sh) runs this test against a real Jaeger")
-	}
+	bin := toolbin.ForTest(t, "THUMBD_JAEGER", "scripts/build-jaeger.sh", "a real Jaeger")
 	ports := freePorts(t, 3)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jaeger.yaml")

@@ -34,6 +34,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/procfs"
+	"github.com/thumbd/thumbd/internal/toolbin"
 )
 
 // The credentials the server accepts, and its region.
@@ -65,13 +66,7 @@ type Server struct {
 // t ends. Without THUMBD_VERSITYGW it skips t, or fails it when CI is set.
 func ForTest(t testing.TB) *Server {
 	t.Helper()
-	bin := os.Getenv("THUMBD_VERSITYGW")
-	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI: THUMBD_VERSITYGW must name the versitygw binary (scripts/test.sh sets it from scripts/build-versitygw.sh)")
-		}
-		t.Skip("THUMBD_VERSITYGW is unset: THUMBD_VERSITYGW=$(scripts/build-versitygw.sh) runs this test against a real S3 server")
-	}
+	bin := toolbin.ForTest(t, "THUMBD_VERSITYGW", "scripts/build-versitygw.sh", "a real S3 server")
 	s, err := Start(bin, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
