@@ -35,6 +35,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/tracing"
 )
 
 // faultEnv makes a cell started from this test binary (see TestMain) wrap
@@ -126,7 +127,7 @@ func newCellsServer(t *testing.T, cfg config, faults string) *cellsServer {
 }
 
 // newCellsServerTraced is newCellsServer with tracing tr (nil: off).
-func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing) *cellsServer {
+func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing.Tracing) *cellsServer {
 	t.Helper()
 	cfg.Engine = engineCells
 	logs := &launch.Log{}
