@@ -25,7 +25,7 @@ import (
 
 // Frame kinds.
 const (
-	kindHello  byte = 'H' // cell → supervisor, once: ready
+	kindHello byte = 'H' // cell → supervisor, once: ready
 	// kindJob: supervisor → cell: a job (a thumbnail or a description,
 	// thumbjob.Job says which) and its source's look, then the source bytes.
 	kindJob byte = 'J'
