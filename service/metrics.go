@@ -34,7 +34,7 @@ type metrics struct {
 // verify signed URLs (0: signing is off).
 func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engines.Engine, mode string, signingKeys int) *metrics {
 	m := &metrics{
-		Metrics: pipeline.NewMetrics(reg), http: httpmetrics.New(reg),
+		Metrics: pipeline.NewMetrics(reg, gate), http: httpmetrics.New(reg),
 		fetchTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "thumbd_origin_fetch_duration_seconds", Help: "Time to fetch a source from an origin (GET /thumbnail?url=), failed fetches included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
@@ -62,12 +62,6 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 	signing.Set(float64(signingKeys))
 	reg.MustRegister(buildInfo, engineInfo, signing, eng.Collector(),
 		m.fetchTime, m.fetchBytes, m.fetchErrors,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
-		}, func() float64 { return float64(gate.Waiting()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "thumbd_thumbnail_jobs_running", Help: "Thumbnails being processed by libvips.",
-		}, func() float64 { return float64(gate.Running()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_libvips_memory_bytes", Help: "Memory libvips tracks as allocated now (cells mode: summed over the cells, as of their last job).",
 		}, func() float64 { return libvipsMemory(life, eng, false) }),
