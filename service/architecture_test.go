@@ -42,6 +42,10 @@ func TestPackageImports(t *testing.T) {
 		"imagefmt":      {},
 		"apierr":        {},
 		"otlphttp":      {},
+		"tracing":       {"flagenv", "otlphttp"},
+		"requestlog":    {"pipeline", "statuswriter"},
+		"httpmetrics":   {"statuswriter"},
+		"statuswriter":  {},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {

@@ -33,8 +33,10 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/celltest"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/tracing"
 )
 
 // faultEnv makes a cell started from this test binary (see TestMain) wrap
@@ -87,11 +89,12 @@ func runFaultyCell(mode string) error {
 
 type faultEngine struct{ cell.Engine }
 
-func (f faultEngine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
+func (f faultEngine) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
 	// A 422 carries the outcome back to the test.
-	report := func(what string, err error) (thumbjob.Image, error) {
-		return thumbjob.Image{}, fmt.Errorf("%w: %s: %v", thumbjob.ErrUndecodable, what, err)
+	report := func(what string, err error) (thumbjob.Result, error) {
+		return thumbjob.Result{}, fmt.Errorf("%w: %s: %v", thumbjob.ErrUndecodable, what, err)
 	}
+	o := job.Options
 	switch o.Width {
 	case wOpen:
 		fd, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0)
@@ -109,7 +112,7 @@ func (f faultEngine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Optio
 	case wHang:
 		select {}
 	}
-	return f.Engine.Thumbnail(ctx, src, o)
+	return f.Engine.Run(ctx, src, job)
 }
 
 // cellsServer is the service in cells mode, its cells this test binary.
@@ -126,7 +129,7 @@ func newCellsServer(t *testing.T, cfg config, faults string) *cellsServer {
 }
 
 // newCellsServerTraced is newCellsServer with tracing tr (nil: off).
-func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing) *cellsServer {
+func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing.Tracing) *cellsServer {
 	t.Helper()
 	cfg.Engine = engineCells
 	logs := &launch.Log{}
@@ -695,9 +698,13 @@ func TestCellTrimsAfterLargeJobsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	box := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Format: imagefmt.PNG}
-	if !engines.LargeJob(png, box) || engines.LargeJob(small, box) || engines.LargeJob([]byte("not an image"), box) {
+	box := thumbjob.Job{Options: thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Format: imagefmt.PNG}}
+	large := func(src []byte) bool {
+		look, _ := memcost.Look(src) // the supervisor's look, which travels to the cell
+		return engines.LargeJob(look, box)
+	}
+	if !large(png) || large(small) || large([]byte("not an image")) {
 		t.Fatalf("large: 35 MP PNG %v, small JPEG %v, garbage %v; want true, false, false",
-			engines.LargeJob(png, box), engines.LargeJob(small, box), engines.LargeJob([]byte("not an image"), box))
+			large(png), large(small), large([]byte("not an image")))
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/tracing"
 )
 
 // config is every setting, read once from flags and environment and passed
@@ -86,8 +87,11 @@ type config struct {
 	CellSpares        int
 	CellIdleRecycle   time.Duration
 	SandboxRequired   bool
-	// getenv is run's: tracing reads the OTEL_* variables (the SDK's
-	// standard ones, no flag twins) through it, not from the process.
+	// Tracing: the sampler and the resource, given to the SDK explicitly.
+	Tracing tracing.Config
+	// getenv is run's: tracing reads the exporter's OTEL_EXPORTER_OTLP_*
+	// variables (the SDK's standard ones, no flag twins) through it, not
+	// from the process.
 	getenv func(string) string
 }
 
@@ -150,6 +154,10 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_WRITE_TIMEOUT", "write-timeout", "60s", "", "must exceed the deadline", flagenv.Duration(&c.WriteTimeout)},
 		{"THUMBD_IDLE_TIMEOUT", "idle-timeout", "120s", "", "keep-alive idle time", flagenv.Duration(&c.IdleTimeout)},
 		{"THUMBD_TRACE_PUBLIC_ENDPOINT", "trace-public-endpoint", "false", "", "with tracing on ([Traces](observability.md#traces)): `true` for a thumbd the public reaches directly: a caller's `traceparent` starts a new trace of thumbd's own with a link to the caller's span, so a client cannot choose the trace ID thumbd's spans and its requests to origins carry; `false` (behind an ingress or CDN that starts the trace): the caller's trace is continued. Either way a caller's `tracestate` is never sent on to an origin", flagenv.Bool(&c.TracePublicEndpoint)},
+		{"OTEL_TRACES_SAMPLER", "trace-sampler", "parentbased_always_on", "", "with tracing on: which requests are traced, one of `" + strings.Join(tracing.Samplers, "`, `") + "` (the OpenTelemetry names; `parentbased_*` follow the caller's decision when its `traceparent` has one)", flagenv.Enum(&c.Tracing.Sampler, tracing.Samplers...)},
+		{"OTEL_TRACES_SAMPLER_ARG", "trace-sampler-arg", "1", "", "the ratio of requests the `traceidratio` samplers trace, 0..1", tracing.Ratio(&c.Tracing.SamplerArg)},
+		{"OTEL_SERVICE_NAME", "service-name", "", "`service.name` of `OTEL_RESOURCE_ATTRIBUTES`, else `thumbd`", "`service.name` of the spans; wins over the one in `OTEL_RESOURCE_ATTRIBUTES`", tracing.ServiceName(&c.Tracing.ServiceName)},
+		{"OTEL_RESOURCE_ATTRIBUTES", "resource-attributes", "", "", "more resource attributes of the spans, `key=value,...` with values percent-encoded (e.g. `deployment.environment=prod`)", tracing.Attributes(&c.Tracing.Attributes)},
 		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([engine.md](engine.md))", shrinkValue(&c.JPEGShrink)},
 		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([engine.md](engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
 		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", flagenv.Enum(&c.Engine, engineInProcess, engineCells)},
@@ -329,8 +337,8 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 		rows[i].Flag = "-" + rows[i].Flag
 	}
 	var otel []flagenv.Setting
-	for _, v := range tracingEnv {
-		otel = append(otel, flagenv.Setting{Env: v.name, Meaning: v.meaning})
+	for _, v := range tracing.Env {
+		otel = append(otel, flagenv.Setting{Env: v.Name, Meaning: v.Meaning})
 	}
 	if *tracingVars && !*asJSON {
 		var b strings.Builder

@@ -13,6 +13,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/tracing"
 )
 
 // envOf is an environment of kv's variables, in os.LookupEnv's shape: a
@@ -93,10 +94,10 @@ func TestSettingsJSON(t *testing.T) {
 	}
 	// The OpenTelemetry variables come last, without a flag: the SDK reads
 	// them (docs/observability.md lists them: TestDocsSettingsTables).
-	otel := rows[len(rows)-len(tracingEnv):]
-	rows = rows[:len(rows)-len(tracingEnv)]
+	otel := rows[len(rows)-len(tracing.Env):]
+	rows = rows[:len(rows)-len(tracing.Env)]
 	for i, r := range otel {
-		if r.Env != tracingEnv[i].name || r.Flag != "" || r.Default != "" || r.Meaning == "" {
+		if r.Env != tracing.Env[i].Name || r.Flag != "" || r.Default != "" || r.Meaning == "" {
 			t.Errorf("tracing row %+v", r)
 		}
 	}

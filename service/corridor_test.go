@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -88,7 +89,7 @@ func TestInfoIsCached(t *testing.T) {
 // the engine would.
 type panicky struct{ engines.Engine }
 
-func (panicky) Run(context.Context, []byte, thumbjob.Job) (thumbjob.Result, error) {
+func (panicky) Run(context.Context, thumbjob.Source, thumbjob.Job) (thumbjob.Result, error) {
 	panic("a bug")
 }
 
@@ -226,5 +227,40 @@ func TestRevalidatedAnswerIsA304(t *testing.T) {
 	}
 	if s, _, b := do(t, "GET", u, nil, "If-None-Match", first.header.Get("ETag")); s != 304 || cacheCount(t, d, "revalidations") != 1 {
 		t.Fatalf("a conditional GET revalidated with the origin: %d %s, %v revalidations; want 304", s, b, cacheCount(t, d, "revalidations"))
+	}
+}
+
+// looking records the look each engine call is given, then runs the job.
+type looking struct {
+	engines.Engine
+	looks chan thumbjob.Source
+}
+
+func (l looking) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	l.looks <- src
+	return l.Engine.Run(ctx, src, job)
+}
+
+// The pipeline looks at a source once (its format sniffed, its header
+// read: admission prices the job with it) and hands that look to the
+// engine, which trusts it (thumb's TestRunTrustsTheLookItIsGiven): a
+// thumbnail and a description each reach the engine with the format and
+// the header already read.
+func TestTheEngineGetsThePipelinesLook(t *testing.T) {
+	cfg := testConfig(t)
+	life := newLifecycle()
+	life.engineStarted()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng := looking{engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, make(chan thumbjob.Source, 2)}
+	srv := newTestServerFrom(t, newDeps(cfg, logger, eng, life, nil, nil))
+	src := encodeJPEG(t, scene(400, 300), 90)
+	for _, path := range []string{"/thumbnail?w=100", "/info"} {
+		if status, _, body := do(t, "POST", srv.URL+path, bytes.NewReader(src)); status != 200 {
+			t.Fatalf("%s: %d %s", path, status, body)
+		}
+		look := <-eng.looks
+		if look.Format != imagefmt.JPEG || look.Header.Format != imagefmt.JPEG || look.Header.Width != 400 || look.Header.Height != 300 || len(look.Bytes) != len(src) {
+			t.Errorf("%s: the engine got %s, header %+v, %d bytes", path, look.Format, look.Header, len(look.Bytes))
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -105,7 +106,8 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		}
 		// The source itself is in Go's heap, held by the source budget, not
 		// the job's: up to twice its length while io.ReadAll grows it.
-		est := pipeline.New(cfg.pipeline(), pipeline.Parts{}).Cost(src, thumbjob.Job{Options: req.Options})
+		look, _ := memcost.Look(src)
+		est := pipeline.New(cfg.pipeline(), pipeline.Parts{}).Cost(look, thumbjob.Job{Options: req.Options})
 		job := peak - 2*int64(len(src))
 		fmt.Fprintf(&table, "| %s (%s) | `%s` | %s | %s | %s | %.2f |\n", c.name, memplan.MiB(int64(len(src))), c.query, memplan.MiB(peak), memplan.MiB(job), memplan.MiB(est), float64(est)/float64(job))
 		if job > est {

@@ -27,6 +27,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/tracing"
 )
 
 func main() {
@@ -148,11 +149,12 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	tr, err := newTracing(ctx, getenv)
+	cfg.Tracing.Version = version
+	tr, err := tracing.New(ctx, cfg.Tracing, getenv)
 	if err != nil {
 		return err
 	}
-	if tr.on {
+	if tr.On {
 		logger.Info("tracing: on (OTLP/HTTP)")
 	}
 
@@ -160,14 +162,14 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	// libvips starts concurrently (its start-up maps many libraries).
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
 	if err != nil {
-		tr.shutdown(context.Background()) // nothing traced yet: its exporter stops
+		tr.Shutdown(context.Background()) // nothing traced yet: its exporter stops
 		return err
 	}
 	life := newLifecycle()
 	engine, err := newEngine(cfg, logger, logOut)
 	if err != nil {
 		ln.Close()
-		tr.shutdown(context.Background())
+		tr.Shutdown(context.Background())
 		return err
 	}
 	// engineUp is closed once Start has returned; an engine that cannot
@@ -249,7 +251,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	if serr := d.store.Close(shutdownCtx); serr != nil {
 		logger.Warn("result store: writes still queued at shutdown were dropped", "err", serr)
 	}
-	if terr := tr.shutdown(shutdownCtx); terr != nil {
+	if terr := tr.Shutdown(shutdownCtx); terr != nil {
 		logger.Warn("tracing: spans not flushed at shutdown", "err", terr)
 	}
 	<-engineUp

@@ -25,14 +25,14 @@ func TestMetrics(t *testing.T) {
 		name      string
 		got, want float64
 	}{
-		{"health 200", testutil.ToFloat64(m.requests.WithLabelValues("/health", "GET", "200")), 3},
-		{"unmatched 404", testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "GET", "404")), 1},
-		{"unknown method", testutil.ToFloat64(m.requests.WithLabelValues("unmatched", "other", "405")) + testutil.ToFloat64(m.requests.WithLabelValues("/health", "other", "405")), 1},
-		{"thumbnail 200", testutil.ToFloat64(m.requests.WithLabelValues("/thumbnail", "POST", "200")), 1},
+		{"health 200", testutil.ToFloat64(m.http.Requests.WithLabelValues("/health", "GET", "200")), 3},
+		{"unmatched 404", testutil.ToFloat64(m.http.Requests.WithLabelValues("unmatched", "GET", "404")), 1},
+		{"unknown method", testutil.ToFloat64(m.http.Requests.WithLabelValues("unmatched", "other", "405")) + testutil.ToFloat64(m.http.Requests.WithLabelValues("/health", "other", "405")), 1},
+		{"thumbnail 200", testutil.ToFloat64(m.http.Requests.WithLabelValues("/thumbnail", "POST", "200")), 1},
 		{"unsupported", testutil.ToFloat64(m.Rejections.WithLabelValues("unsupported_format")), 1},
 		{"bad parameter", testutil.ToFloat64(m.Rejections.WithLabelValues("bad_parameter")), 1},
 		{"source bytes observed", float64(testutil.CollectAndCount(m.SourceBytes)), 1},
-		{"in flight back to zero", testutil.ToFloat64(m.inFlight), 0},
+		{"in flight back to zero", testutil.ToFloat64(m.http.InFlight), 0},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

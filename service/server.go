@@ -15,15 +15,19 @@ import (
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/bucketsource"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
+	"github.com/thumbd/thumbd/service/internal/requestlog"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // deps is what the handlers need, built once in run.
@@ -35,15 +39,15 @@ type deps struct {
 	life     *lifecycle
 	respond  *pipeline.Responder
 	thumbs   *pipeline.Pipeline // the engine routes' pipeline
-	tracing  *tracing
+	tracing  *tracing.Tracing
 	store    *resultstore.Store
 }
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
 // off); tr may be nil (tracing off).
-func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle, sources *os.Root, tr *tracing) deps {
+func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle, sources *os.Root, tr *tracing.Tracing) deps {
 	if tr == nil {
-		tr = tracingOff()
+		tr = tracing.Off()
 	}
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
@@ -70,7 +74,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 			Engine: eng, Ready: life.engineReady, Gate: gate, Limits: limits,
 			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, limits, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
 			Signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
-			Cache:   cache, Store: store, Tracer: tr.tracer, Metrics: m.Metrics, Respond: rs,
+			Cache:   cache, Store: store, Tracer: tr.Tracer, Metrics: m.Metrics, Respond: rs,
 		}),
 	}
 }
@@ -88,11 +92,11 @@ func (c config) pipeline() pipeline.Config {
 
 // newSourceBucket is the source of GET /thumbnail?src= when THUMBD_SOURCE
 // is a bucket, else nil.
-func newSourceBucket(cfg config, limits source.Limits, m *bucket.Metrics, tr *tracing, logger *slog.Logger) *bucketsource.Bucket {
+func newSourceBucket(cfg config, limits source.Limits, m *bucket.Metrics, tr *tracing.Tracing, logger *slog.Logger) *bucketsource.Bucket {
 	if cfg.SourceBucket == nil {
 		return nil
 	}
-	client, err := bucket.New(*cfg.SourceBucket, cfg.S3, bucket.Options{Use: "source", Metrics: m, Tracer: tr.tracer,
+	client, err := bucket.New(*cfg.SourceBucket, cfg.S3, bucket.Options{Use: "source", Metrics: m, Tracer: tr.Tracer,
 		Timeout: cfg.SourceTimeout, MaxConns: cfg.SourceMaxConns})
 	if err != nil {
 		// loadConfig made this client once already: it cannot fail here.
@@ -105,7 +109,7 @@ func newSourceBucket(cfg config, limits source.Limits, m *bucket.Metrics, tr *tr
 // newOrigins is the source of GET /thumbnail?url=, nil when no origin is
 // allowed. resolver resolves origin names (nil: the system's); tr traces
 // the fetches.
-func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Resolver, tr *tracing) *origin.Fetcher {
+func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Resolver, tr *tracing.Tracing) *origin.Fetcher {
 	if len(cfg.Origins) == 0 {
 		return nil
 	}
@@ -118,7 +122,7 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 		// Every connection the cap allows can be kept.
 		IdleConns: cfg.OriginMaxConns, MaxConnsPerHost: cfg.OriginMaxConns,
 		Resolver: resolver, UserAgent: "thumbd/" + version, Accept: strings.Join(accept, ", "),
-		Observe: m.observeFetch, Transport: tr.transport,
+		Observe: m.observeFetch, Transport: tr.Transport,
 	}, limits)
 }
 
@@ -127,12 +131,22 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 // the routes.
 func newServer(d deps) http.Handler {
 	r := chi.NewRouter()
-	r.Use(nosniff, withRequestLog(d.logger, newRequestIDs()), d.metrics.instrument)
-	if d.tracing.on {
+	r.Use(nosniff, requestlog.Middleware(d.logger, requestlog.NewIDs()), d.metrics.http.Instrument)
+	if d.tracing.On {
 		r.Use(nameSpan)
 	}
 	addRoutes(r, d)
-	return d.tracing.handler(r, d.cfg.TracePublicEndpoint)
+	return d.tracing.Handler(r, d.cfg.TracePublicEndpoint)
+}
+
+// nameSpan names the request's server span by its method and route
+// pattern, known once chi has matched the route: it runs inside the
+// router, after the handler.
+func nameSpan(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		trace.SpanFromContext(r.Context()).SetName(httpmetrics.Method(r.Method) + " " + httpmetrics.Route(r))
+	})
 }
 
 // nosniff marks every answer, before any handler writes: no browser may

@@ -9,6 +9,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
+	"github.com/thumbd/thumbd/service/internal/tracing"
 )
 
 // The result store (THUMBD_RESULT_STORE, docs/storage.md): built here from
@@ -24,13 +25,13 @@ const (
 
 // newResultStore is the store THUMBD_RESULT_STORE names (off when unset).
 // Its bucket client counts its calls in metrics (use "result_store").
-func newResultStore(cfg config, metrics *bucket.Metrics, logger *slog.Logger, tr *tracing) *resultstore.Store {
+func newResultStore(cfg config, metrics *bucket.Metrics, logger *slog.Logger, tr *tracing.Tracing) *resultstore.Store {
 	var backend resultstore.Backend
 	switch loc := cfg.ResultStore; {
 	case loc.Dir != "":
 		backend = resultstore.Dir{Root: loc.Dir}
 	case loc.Bucket != nil:
-		c, err := bucket.New(*loc.Bucket, cfg.S3, bucket.Options{Use: "result_store", Metrics: metrics, Tracer: tr.tracer})
+		c, err := bucket.New(*loc.Bucket, cfg.S3, bucket.Options{Use: "result_store", Metrics: metrics, Tracer: tr.Tracer})
 		if err != nil {
 			// loadConfig made this client already: a configuration it
 			// accepted cannot fail here.
@@ -41,7 +42,7 @@ func newResultStore(cfg config, metrics *bucket.Metrics, logger *slog.Logger, tr
 	}
 	return resultstore.New(resultstore.Config{
 		Backend: backend, LookupTimeout: cfg.ResultStoreTimeout, WriteTimeout: resultStoreWriteTimeout,
-		QueueBytes: cfg.memory.StoreQueue, MaxBytes: cfg.MaxBodyBytes, Tracer: tr.tracer, Logger: logger,
+		QueueBytes: cfg.memory.StoreQueue, MaxBytes: cfg.MaxBodyBytes, Tracer: tr.Tracer, Logger: logger,
 	})
 }
 

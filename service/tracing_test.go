@@ -28,6 +28,7 @@ import (
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/thumb"
+	"github.com/thumbd/thumbd/service/internal/tracing"
 )
 
 // The caller's trace, as a CDN or an instrumented client would send it.
@@ -38,9 +39,9 @@ const (
 )
 
 // recorded is tracing through the real SDK, its spans kept in memory.
-func recorded() (*tracing, *tracetest.SpanRecorder) {
+func recorded() (*tracing.Tracing, *tracetest.SpanRecorder) {
 	rec := tracetest.NewSpanRecorder()
-	return tracingWith(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))), rec
+	return tracing.With(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))), rec
 }
 
 // tracedServer is the in-process service with tracing on; logs holds its
@@ -118,59 +119,75 @@ func TestTracingOffWithoutEndpoint(t *testing.T) {
 		{"OTEL_SERVICE_NAME": "x", "OTEL_TRACES_SAMPLER": "always_on"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "true"},
 	} {
-		tr, err := newTracing(context.Background(), func(k string) string { return env[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := tracingOf(t, env)
 		var h http.Handler = &struct{ http.Handler }{http.NotFoundHandler()}
 		rt := http.DefaultTransport
-		if tr.on || tr.transport(rt) != rt || tr.handler(h, false) != h || tr.handler(h, true) != h {
+		if tr.On || tr.Transport(rt) != rt || tr.Handler(h, false) != h || tr.Handler(h, true) != h {
 			t.Errorf("%v: tracing on, or the handler or transport wrapped", env)
 		}
-		if _, span := tr.tracer.Start(context.Background(), "x"); span.IsRecording() {
+		if _, span := tr.Tracer.Start(context.Background(), "x"); span.IsRecording() {
 			t.Errorf("%v: a span records", env)
 		}
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("%d goroutines, %d before", after, before)
 	}
-	tr, err := newTracing(context.Background(), func(k string) string {
-		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}[k]
-	})
-	if err != nil || !tr.on {
-		t.Fatalf("endpoint set: on=%v, %v", tr != nil && tr.on, err)
+	tr := tracingOf(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"})
+	if !tr.On {
+		t.Fatal("endpoint set: tracing off")
 	}
-	tr.shutdown(context.Background())
+	tr.Shutdown(context.Background())
 }
 
-// The SDK reads the sampler and the resource from the standard variables;
-// a bad endpoint stops start-up.
-func TestTracingReadsStandardVariables(t *testing.T) {
-	t.Setenv("OTEL_SERVICE_NAME", "thumbd-eu")
-	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
-	t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
-	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0")
-	getenv := func(k string) string {
-		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}[k]
-	}
-	tr, err := newTracing(context.Background(), getenv)
+// tracingOf is tracing as run makes it from env: the settings read
+// through loadConfig's lookup, then the exporter's variables through
+// getenv. env is never the process environment.
+func tracingOf(t testing.TB, env map[string]string) *tracing.Tracing {
+	t.Helper()
+	cfg, err := loadConfig(nil, envOf(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.shutdown(context.Background())
+	cfg.Tracing.Version = version
+	tr, err := tracing.New(context.Background(), cfg.Tracing, cfg.getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// The sampler and the resource are settings read through run's getenv,
+// given to the SDK explicitly: values only in the map (the process
+// environment says otherwise) decide them. Bad values stop start-up,
+// naming the variable; a bad endpoint too.
+func TestTracingReadsSettings(t *testing.T) {
+	// The process environment says the opposite of the map: the map wins
+	// (the SDK still reads the process', see tracing.Config.Resource).
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	t.Setenv("OTEL_SERVICE_NAME", "from-process")
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1",
+		"OTEL_SERVICE_NAME": "thumbd-eu", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test,team=img%2Cthumbs,service.name=ignored",
+		"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}
 	rec := tracetest.NewSpanRecorder()
-	tr.provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
-	if _, span := tr.tracer.Start(context.Background(), "x"); span.IsRecording() {
+	tr := tracingOf(t, env)
+	defer tr.Shutdown(context.Background())
+	tr.Provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
+	if _, span := tr.Tracer.Start(context.Background(), "x"); span.IsRecording() {
 		t.Error("ratio 0 sampled a span")
 	}
-	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-	tr2, err := newTracing(context.Background(), getenv)
-	if err != nil {
-		t.Fatal(err)
+	env["OTEL_TRACES_SAMPLER"] = "parentbased_always_off"
+	delete(env, "OTEL_SERVICE_NAME")
+	tr2 := tracingOf(t, env)
+	defer tr2.Shutdown(context.Background())
+	if _, span := tr2.Tracer.Start(context.Background(), "x"); span.IsRecording() {
+		t.Error("parentbased_always_off sampled a root span")
 	}
-	defer tr2.shutdown(context.Background())
-	tr2.provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
-	_, span := tr2.tracer.Start(context.Background(), "x")
+	env["OTEL_TRACES_SAMPLER"] = "always_on"
+	env["OTEL_SERVICE_NAME"] = "thumbd-eu"
+	tr3 := tracingOf(t, env)
+	defer tr3.Shutdown(context.Background())
+	tr3.Provider.(*sdktrace.TracerProvider).RegisterSpanProcessor(rec)
+	_, span := tr3.Tracer.Start(context.Background(), "x")
 	span.End()
 	if len(rec.Ended()) != 1 {
 		t.Fatal("always_on: no span")
@@ -179,10 +196,39 @@ func TestTracingReadsStandardVariables(t *testing.T) {
 	for _, kv := range rec.Ended()[0].Resource().Attributes() {
 		res[string(kv.Key)] = kv.Value.Emit()
 	}
-	if res["service.name"] != "thumbd-eu" || res["deployment.environment"] != "test" || res["service.version"] != version {
+	if res["service.name"] != "thumbd-eu" || res["deployment.environment"] != "test" || res["team"] != "img,thumbs" || res["service.version"] != version {
 		t.Errorf("resource %v", res)
 	}
-	if _, err := newTracing(context.Background(), func(k string) string {
+	// Without OTEL_SERVICE_NAME, the attributes' service.name; without
+	// either, thumbd.
+	for _, c := range []struct{ attrs, want string }{{"service.name=from-attrs", "from-attrs"}, {"", "thumbd"}} {
+		cfg, err := loadConfig(nil, envOf(map[string]string{"OTEL_RESOURCE_ATTRIBUTES": c.attrs}), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cfg.Tracing.Resource(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := r.Set().Value("service.name"); got.Emit() != c.want {
+			t.Errorf("attributes %q: service.name %q, want %q", c.attrs, got.Emit(), c.want)
+		}
+	}
+	for _, bad := range []struct{ env, value, says string }{
+		{"OTEL_TRACES_SAMPLER", "jaeger_remote", "want one of parentbased_always_on"},
+		{"OTEL_TRACES_SAMPLER_ARG", "1.5", "want a ratio from 0 to 1"},
+		{"OTEL_TRACES_SAMPLER_ARG", "half", "want a ratio from 0 to 1"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "deployment.environment", "want key=value"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "a=%zz", "two hex digits"},
+		{"OTEL_SERVICE_NAME", "a\nb", "control character"},
+	} {
+		_, err := loadConfig(nil, envOf(map[string]string{bad.env: bad.value}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), bad.env) || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("%s=%q: %v", bad.env, bad.value, err)
+		}
+	}
+	cfg, _ := loadConfig(nil, envOf(nil), io.Discard)
+	if _, err := tracing.New(context.Background(), cfg.Tracing, func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}[k]
 	}); err == nil || !strings.Contains(err.Error(), "not an http(s) URL") {
 		t.Errorf("endpoint without a scheme: %v", err)
@@ -483,17 +529,12 @@ func BenchmarkTracing(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var tr *tracing
+			var tr *tracing.Tracing
 			if on {
 				sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
 				defer sink.Close()
-				tr, err = newTracing(context.Background(), func(k string) string {
-					return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL}[k]
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer tr.shutdown(context.Background())
+				tr = tracingOf(b, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL})
+				defer tr.Shutdown(context.Background())
 			}
 			life := newLifecycle()
 			life.engineStarted()

@@ -22,12 +22,16 @@ var pngBytes = []byte("\x89PNG\r\n\x1a\n fake")
 // echo is an engine that makes a tiny PNG of every job.
 type echo struct{}
 
-func (echo) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thumbjob.Image, error) {
+func (e echo) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, e.Thumbnail, e.Info)
+}
+
+func (echo) Thumbnail(_ context.Context, _ thumbjob.Source, o thumbjob.Options) (thumbjob.Image, error) {
 	return thumbjob.Image{Bytes: pngBytes, Format: o.Format, Width: o.Width, Height: o.Width}, nil
 }
 
 // Info describes every source as a 40x30 JPEG, with a ThumbHash when asked.
-func (echo) Info(_ context.Context, _ []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
+func (echo) Info(_ context.Context, _ thumbjob.Source, job thumbjob.InfoJob) (thumbjob.Info, error) {
 	return echoInfo(job), nil
 }
 
@@ -129,11 +133,15 @@ func TestResultsOfOutputOnlyAndAlphaFormats(t *testing.T) {
 // failing is an engine that fails every job with err.
 type failing struct{ err error }
 
-func (f failing) Thumbnail(context.Context, []byte, thumbjob.Options) (thumbjob.Image, error) {
+func (f failing) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, f.Thumbnail, f.Info)
+}
+
+func (f failing) Thumbnail(context.Context, thumbjob.Source, thumbjob.Options) (thumbjob.Image, error) {
 	return thumbjob.Image{}, fmt.Errorf("%w: the detail", f.err)
 }
 
-func (f failing) Info(context.Context, []byte, thumbjob.InfoJob) (thumbjob.Info, error) {
+func (f failing) Info(context.Context, thumbjob.Source, thumbjob.InfoJob) (thumbjob.Info, error) {
 	return thumbjob.Info{}, fmt.Errorf("%w: the detail", f.err)
 }
 
@@ -142,18 +150,18 @@ func (f failing) Info(context.Context, []byte, thumbjob.InfoJob) (thumbjob.Info,
 func TestEngineErrorsCrossTheWire(t *testing.T) {
 	c := &Cell{spec: &Spec{MaxSide: 100}}
 	for _, want := range thumbjob.Errors() {
-		meta, payload := Worker{Engine: failing{want}}.run(nil, jobMeta{Options: job(8)})
+		meta, payload := Worker{Engine: failing{want}}.run(jobMeta{Job: thumbjob.Job{Options: job(8)}})
 		if _, err := c.result(job(8), meta, payload); !errors.Is(err, want) || !strings.Contains(err.Error(), "the detail") {
 			t.Errorf("%v came back as %v", want, err)
 		}
 	}
 	for _, want := range thumbjob.Errors() {
-		meta := Worker{Engine: failing{want}}.info(nil, thumbjob.InfoJob{ThumbHash: true})
+		meta, _ := Worker{Engine: failing{want}}.run(jobMeta{Job: thumbjob.Job{Info: &thumbjob.InfoJob{ThumbHash: true}}})
 		if _, err := infoResult(thumbjob.InfoJob{ThumbHash: true}, meta); !errors.Is(err, want) || !strings.Contains(err.Error(), "the detail") {
 			t.Errorf("info: %v came back as %v", want, err)
 		}
 	}
-	meta, payload := Worker{Engine: failing{errors.New("no exporter")}}.run(nil, jobMeta{Options: job(8)})
+	meta, payload := Worker{Engine: failing{errors.New("no exporter")}}.run(jobMeta{Job: thumbjob.Job{Options: job(8)}})
 	_, err := c.result(job(8), meta, payload)
 	var typed *thumbjob.Error
 	if err == nil || isProtocol(err) || errors.As(err, &typed) {
@@ -178,7 +186,7 @@ func TestWorkerEndsWithItsSupervisor(t *testing.T) {
 	ours, theirs = net.Pipe()
 	go func() { done <- Worker{Engine: echo{}, MaxSource: 10}.Serve(theirs, Hello{PID: 1}) }()
 	readFrame(ours, kindHello, &h, 0)
-	go writeFrame(ours, kindJob, thumbjob.Options{Width: 10}, make([]byte, 11))
+	go writeFrame(ours, kindJob, jobMeta{Job: thumbjob.Job{Options: thumbjob.Options{Width: 10}}}, make([]byte, 11))
 	if err := <-done; !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a source over the limit: %v", err)
 	}
@@ -211,7 +219,7 @@ func TestWorkerRunsAfterJobOncePerJob(t *testing.T) {
 	ours, theirs := net.Pipe()
 	defer ours.Close()
 	ran := make(chan struct{}, 4)
-	w := Worker{Engine: echo{}, MaxSource: 10, AfterJob: func([]byte, thumbjob.Options) { ran <- struct{}{} }}
+	w := Worker{Engine: echo{}, MaxSource: 10, AfterJob: func(thumbjob.Source, thumbjob.Job) { ran <- struct{}{} }}
 	go w.Serve(theirs, Hello{PID: 1})
 	var h Hello
 	readFrame(ours, kindHello, &h, 0)
@@ -219,7 +227,7 @@ func TestWorkerRunsAfterJobOncePerJob(t *testing.T) {
 		if len(ran) != 0 {
 			t.Fatalf("job %d: AfterJob ran before its job", i)
 		}
-		go writeFrame(ours, kindJob, thumbjob.Options{Width: 8, Height: 8, Format: "png"}, []byte("src"))
+		go writeFrame(ours, kindJob, jobMeta{Job: thumbjob.Job{Options: thumbjob.Options{Width: 8, Height: 8, Format: "png"}}}, []byte("src"))
 		var meta resultMeta
 		if _, err := readFrame(ours, kindResult, &meta, 1<<20); err != nil {
 			t.Fatalf("job %d: %v", i, err)
@@ -270,26 +278,25 @@ func TestInfoResultsAreChecked(t *testing.T) {
 }
 
 // A worker answers info jobs and thumbnail jobs on the same socket, in
-// any order.
+// any order: one frame kind, the job saying which it is.
 func TestWorkerServesInfoJobs(t *testing.T) {
 	ours, theirs := net.Pipe()
 	defer ours.Close()
 	go Worker{Engine: echo{}, MaxSource: 10}.Serve(theirs, Hello{PID: 1})
 	var h Hello
 	readFrame(ours, kindHello, &h, 0)
-	for _, kind := range []byte{kindInfo, kindJob, kindInfo} {
-		var err error
-		if kind == kindInfo {
-			go writeFrame(ours, kindInfo, thumbjob.InfoJob{ThumbHash: true}, []byte("src"))
-		} else {
-			go writeFrame(ours, kindJob, job(8), []byte("src"))
+	for _, info := range []bool{true, false, true} {
+		j := thumbjob.Job{Options: job(8)}
+		if info {
+			j = thumbjob.Job{Info: &thumbjob.InfoJob{ThumbHash: true}}
 		}
+		go writeFrame(ours, kindJob, jobMeta{Job: j}, []byte("src"))
 		var meta resultMeta
 		payload, err := readFrame(ours, kindResult, &meta, 1<<20)
 		switch {
 		case err != nil:
-			t.Fatalf("%c: %v", kind, err)
-		case kind == kindInfo:
+			t.Fatalf("info %t: %v", info, err)
+		case info:
 			if info, err := infoResult(thumbjob.InfoJob{ThumbHash: true}, meta); err != nil || len(payload) != 0 {
 				t.Errorf("info: %+v %v, %d bytes", info, err, len(payload))
 			}
@@ -309,7 +316,7 @@ func TestJobSourceIsReadIntoOneBuffer(t *testing.T) {
 	writeFrame(&frame, kindJob, jobMeta{}, src)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, got, err := readFrameOf(&frame, string(kindJob), func(byte) any { return &jobMeta{} }, 8<<20, true)
+	got, err := readFrameOf(&frame, kindJob, &jobMeta{}, 8<<20, true)
 	runtime.ReadMemStats(&after)
 	if err != nil || len(got) != len(src) {
 		t.Fatalf("read %d bytes, %v", len(got), err)

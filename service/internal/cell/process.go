@@ -418,47 +418,51 @@ func (c *Cell) RSS() (int64, error) {
 	return st.VmRSS, err
 }
 
-// Run makes one thumbnail in the cell. When ctx ends first the cell is
-// killed (libvips cannot be interrupted; the process can) and ctx's error
-// returned: then, and only then, is the error ctx's. A cell that dies under the job, or answers outside the
-// protocol, gives a *CrashError; the caller must not use the cell again
-// after any error but a typed engine error.
-func (c *Cell) Run(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, Stats, error) {
-	var img thumbjob.Image
-	job := jobMeta{Options: o, Traceparent: traceparent(ctx)}
-	stats, err := c.exchange(ctx, kindJob, job, src, c.spec.resultBound(o), func(meta resultMeta, payload []byte, hop thumbjob.Stage) (err error) {
-		img, err = c.result(o, meta, payload)
-		if err == nil && job.Traceparent != "" {
-			img.Trace = cellTrace(job.Traceparent, meta, hop)
+// Run runs one job in the cell, a thumbnail or a description (the
+// in-process engine's one call, across the socket; a description's byte
+// size is left to the caller). When ctx ends first the cell is killed
+// (libvips cannot be interrupted; the process can) and ctx's error
+// returned: then, and only then, is the error ctx's. A cell that dies
+// under the job, or answers outside the protocol, gives a *CrashError;
+// the caller must not use the cell again after any error but a typed
+// engine error.
+func (c *Cell) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, Stats, error) {
+	if int64(len(src.Bytes)) > c.spec.MaxSource {
+		return thumbjob.Result{}, Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src.Bytes), c.spec.MaxSource)
+	}
+	var res thumbjob.Result
+	meta := jobMeta{Job: job, Source: src, Traceparent: traceparent(ctx)}
+	var bound int64 // a description has no payload
+	if job.Info == nil {
+		bound = c.spec.resultBound(job.Options)
+	} else {
+		meta.Traceparent = "" // descriptions are not traced stage by stage
+	}
+	stats, err := c.exchange(ctx, meta, src.Bytes, bound, func(r resultMeta, payload []byte, hop thumbjob.Stage) (err error) {
+		if job.Info != nil {
+			var info thumbjob.Info
+			info, err = infoResult(*job.Info, r)
+			res.Info = &info
+			return err
+		}
+		res.Image, err = c.result(job.Options, r, payload)
+		if err == nil && meta.Traceparent != "" {
+			res.Image.Trace = cellTrace(meta.Traceparent, r, hop)
 		}
 		return err
 	})
-	return img, stats, err
-}
-
-// Info describes a source in the cell (an info job), as Run makes a
-// thumbnail; the source's byte size is left to the caller.
-func (c *Cell) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, Stats, error) {
-	var info thumbjob.Info
-	stats, err := c.exchange(ctx, kindInfo, job, src, 0, func(meta resultMeta, _ []byte, _ thumbjob.Stage) (err error) {
-		info, err = infoResult(job, meta)
-		return err
-	})
-	return info, stats, err
+	return res, stats, err
 }
 
 // exchange sends one job frame and reads its result frame (a payload of
 // at most bound bytes), which check turns into the job's answer, as Run
 // says; check is also given when the job was sent and its result read.
-func (c *Cell) exchange(ctx context.Context, kind byte, job any, src []byte, bound int64, check func(meta resultMeta, payload []byte, hop thumbjob.Stage) error) (Stats, error) {
-	if int64(len(src)) > c.spec.MaxSource {
-		return Stats{}, fmt.Errorf("cell: a %d-byte source, more than the %d allowed", len(src), c.spec.MaxSource)
-	}
+func (c *Cell) exchange(ctx context.Context, job jobMeta, src []byte, bound int64, check func(meta resultMeta, payload []byte, hop thumbjob.Stage) error) (Stats, error) {
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
 	var meta resultMeta
 	var payload []byte
 	sent := time.Now()
-	err := writeFrame(c.conn, kind, job, src)
+	err := writeFrame(c.conn, kindJob, job, src)
 	if err == nil {
 		payload, err = readFrame(c.conn, kindResult, &meta, bound)
 	}

@@ -45,8 +45,8 @@ func startCell(t *testing.T, mode string) *cell.Cell {
 func run(c *cell.Cell, w int, timeout time.Duration) (thumbjob.Image, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	img, _, err := c.Run(ctx, []byte("source"), celltest.Job(w))
-	return img, err
+	res, _, err := c.Run(ctx, thumbjob.Source{Bytes: []byte("source")}, thumbjob.Job{Options: celltest.Job(w)})
+	return res.Image, err
 }
 
 func TestCellServesJobsInTurn(t *testing.T) {
@@ -67,7 +67,7 @@ func TestCellServesJobsInTurn(t *testing.T) {
 	if _, err := run(c, ok, 30*time.Second); err != nil {
 		t.Fatalf("after a typed error the cell serves on: %v", err)
 	}
-	if _, _, err := c.Run(context.Background(), make([]byte, 2<<20), celltest.Job(ok)); err == nil || errors.Is(err, cell.ErrCrashed) {
+	if _, _, err := c.Run(context.Background(), thumbjob.Source{Bytes: make([]byte, 2<<20)}, thumbjob.Job{Options: celltest.Job(ok)}); err == nil || errors.Is(err, cell.ErrCrashed) {
 		t.Fatalf("a source over the limit is refused before it is sent: %v", err)
 	}
 	c.Close(5 * time.Second)

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/sandbox"
@@ -26,12 +25,13 @@ import (
 
 // Frame kinds.
 const (
-	kindHello  byte = 'H' // cell → supervisor, once: ready
-	kindJob    byte = 'J' // supervisor → cell: options, then the source bytes
-	kindResult byte = 'R' // cell → supervisor: outcome, then the image bytes
-	// kindInfo: supervisor → cell: a thumbjob.InfoJob, then the source
-	// bytes; its result carries a thumbjob.Info and no payload.
-	kindInfo byte = 'I'
+	kindHello byte = 'H' // cell → supervisor, once: ready
+	// kindJob: supervisor → cell: a job (a thumbnail or a description,
+	// thumbjob.Job says which) and its source's look, then the source bytes.
+	kindJob byte = 'J'
+	// kindResult: cell → supervisor: the outcome, then the image bytes (a
+	// description travels in the outcome, with no payload).
+	kindResult byte = 'R'
 )
 
 // headerSize is a frame's fixed header: kind, three zero bytes, the length
@@ -52,13 +52,14 @@ type Hello struct {
 	Sandbox []sandbox.Layer `json:"sandbox"`
 }
 
-// jobMeta is a job on the wire; the source bytes follow. Its options
-// travel as thumbjob.Options itself, embedded so that its fields stay at
-// the top level (JSON, the Go field names): supervisor and cell are the
-// same binary, and a wire struct of its own once dropped options added
-// later (format=auto's alpha format, animated) without any test noticing.
+// jobMeta is a job on the wire; the source bytes follow. The job travels
+// as thumbjob.Job itself, and the source's look (format, header) as
+// thumbjob.Source without its bytes: supervisor and cell are the same
+// binary, and a wire struct of its own once dropped options added later
+// (format=auto's alpha format, animated) without any test noticing.
 type jobMeta struct {
-	thumbjob.Options
+	thumbjob.Job
+	Source thumbjob.Source `json:"source"`
 	// Traceparent is the job's span context (W3C), when the request is
 	// traced: the cell echoes it with its stage timings, which the
 	// supervisor records only for the job it asked for.
@@ -123,45 +124,42 @@ func writeFrame(w io.Writer, kind byte, meta any, payload []byte) error {
 // its payload (at most maxPayload bytes) into a new slice. io.EOF means the
 // peer closed the socket before a frame began.
 func readFrame(r io.Reader, want byte, meta any, maxPayload int64) ([]byte, error) {
-	_, payload, err := readFrameOf(r, string(want), func(byte) any { return meta }, maxPayload, false)
-	return payload, err
+	return readFrameOf(r, want, meta, maxPayload, false)
 }
 
-// readFrameOf reads one frame of any of the kinds, its metadata into what
-// meta gives for its kind, and says which kind it was. trusted says the
-// peer is the supervisor (the reader a cell): its declared length is the
-// source it read and bounded itself, so the payload's buffer is sized from
-// it at once; a cell's payload is read as it arrives.
-func readFrameOf(r io.Reader, kinds string, meta func(kind byte) any, maxPayload int64, trusted bool) (byte, []byte, error) {
+// readFrameOf is readFrame; trusted says the peer is the supervisor (the
+// reader a cell): its declared length is the source it read and bounded
+// itself, so the payload's buffer is sized from it at once; a cell's
+// payload is read as it arrives.
+func readFrameOf(r io.Reader, want byte, meta any, maxPayload int64, trusted bool) ([]byte, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	metaLen, payloadLen := binary.LittleEndian.Uint32(h[4:]), binary.LittleEndian.Uint32(h[8:])
 	switch {
-	case strings.IndexByte(kinds, h[0]) < 0 || h[1] != 0 || h[2] != 0 || h[3] != 0:
-		return 0, nil, fmt.Errorf("%w: frame kind %q, want one of %q", ErrProtocol, h[0], kinds)
+	case h[0] != want || h[1] != 0 || h[2] != 0 || h[3] != 0:
+		return nil, fmt.Errorf("%w: frame kind %q, want %q", ErrProtocol, h[0], want)
 	case metaLen > maxMeta:
-		return 0, nil, fmt.Errorf("%w: %d bytes of metadata", ErrProtocol, metaLen)
+		return nil, fmt.Errorf("%w: %d bytes of metadata", ErrProtocol, metaLen)
 	case int64(payloadLen) > maxPayload:
-		return 0, nil, fmt.Errorf("%w: a %d-byte payload, more than the %d allowed", ErrProtocol, payloadLen, maxPayload)
+		return nil, fmt.Errorf("%w: a %d-byte payload, more than the %d allowed", ErrProtocol, payloadLen, maxPayload)
 	}
 	m := make([]byte, metaLen)
 	if _, err := io.ReadFull(r, m); err != nil {
-		return 0, nil, unexpectedEOF(err)
+		return nil, unexpectedEOF(err)
 	}
-	if err := json.Unmarshal(m, meta(h[0])); err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	if err := json.Unmarshal(m, meta); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	if trusted {
 		payload := make([]byte, payloadLen)
 		if _, err := io.ReadFull(r, payload); err != nil {
-			return 0, nil, unexpectedEOF(err)
+			return nil, unexpectedEOF(err)
 		}
-		return h[0], payload, nil
+		return payload, nil
 	}
-	payload, err := readPayload(r, int(payloadLen))
-	return h[0], payload, err
+	return readPayload(r, int(payloadLen))
 }
 
 // readPayload reads n bytes into a buffer that grows as they arrive

@@ -64,10 +64,10 @@ func Socket(getenv func(string) string) (io.ReadWriter, error) {
 	return f, nil
 }
 
-// Engine is what a cell runs its jobs on: a started thumb.Engine.
+// Engine is what a cell runs its jobs on: a started thumb.Engine, whose
+// one call is the in-process engine's.
 type Engine interface {
-	Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error)
-	Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error)
+	Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error)
 }
 
 // Worker is the cell's side of the protocol.
@@ -81,7 +81,7 @@ type Worker struct {
 	// cell gives its
 	// freed memory back (malloc_trim), so that between jobs it holds about
 	// its idle memory, which is what the supervisor's memory plan counts.
-	AfterJob func(src []byte, job thumbjob.Options)
+	AfterJob func(src thumbjob.Source, job thumbjob.Job)
 }
 
 // Serve says hello on conn, then answers one job at a time until the
@@ -92,44 +92,45 @@ func (w Worker) Serve(conn io.ReadWriter, hello Hello) error {
 	}
 	for {
 		var job jobMeta
-		var info thumbjob.InfoJob
-		kind, src, err := readFrameOf(conn, string([]byte{kindJob, kindInfo}), func(kind byte) any {
-			if kind == kindInfo {
-				return &info
-			}
-			return &job
-		}, w.MaxSource, true)
+		src, err := readFrameOf(conn, kindJob, &job, w.MaxSource, true)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var meta resultMeta
-		var img []byte
-		if kind == kindInfo {
-			meta = w.info(src, info)
-			job.Options = info.AsThumbnail() // what its decode cost, for AfterJob
-		} else {
-			meta, img = w.run(src, job)
-		}
+		// The source's look (its format and header) is the supervisor's,
+		// made of these same bytes before it sent them: the cell does not
+		// sniff them again. What libvips then loads is held by the sandbox
+		// whatever the bytes are.
+		job.Source.Bytes = src
+		meta, img := w.run(job)
 		if err := writeFrame(conn, kindResult, meta, img); err != nil {
 			return err
 		}
 		if w.AfterJob != nil {
-			w.AfterJob(src, job.Options)
+			w.AfterJob(job.Source, job.Job)
 		}
 	}
 }
 
-// run makes one thumbnail and measures what it cost the process.
-func (w Worker) run(src []byte, job jobMeta) (resultMeta, []byte) {
-	var img thumbjob.Image
+// run runs one job, a thumbnail or a description, and measures what it
+// cost the process. Only a thumbnail is traced stage by stage (the
+// supervisor's engine span holds a description whole).
+func (w Worker) run(job jobMeta) (resultMeta, []byte) {
+	var res thumbjob.Result
 	began := time.Now()
 	meta := w.measure(func() (err error) {
-		img, err = w.Engine.Thumbnail(context.Background(), src, job.Options)
+		res, err = w.Engine.Run(context.Background(), job.Source, job.Job)
 		return err
 	})
+	if job.Info != nil {
+		if meta.Error == "" {
+			meta.Info = res.Info
+		}
+		return meta, nil
+	}
+	img := res.Image
 	if job.Traceparent != "" {
 		// Timings only for a traced job: an untraced one sends what it
 		// always did.
@@ -143,21 +144,6 @@ func (w Worker) run(src []byte, job jobMeta) (resultMeta, []byte) {
 	}
 	meta.Format, meta.Width, meta.Height = string(img.Format), img.Width, img.Height
 	return meta, img.Bytes
-}
-
-// info describes one source and measures what it cost the process (info
-// jobs are not traced stage by stage: the supervisor's engine span holds
-// them whole).
-func (w Worker) info(src []byte, job thumbjob.InfoJob) resultMeta {
-	var info thumbjob.Info
-	meta := w.measure(func() (err error) {
-		info, err = w.Engine.Info(context.Background(), src, job)
-		return err
-	})
-	if meta.Error == "" {
-		meta.Info = &info
-	}
-	return meta
 }
 
 // measure runs one job and gives its result's stats, and its error as

@@ -14,7 +14,11 @@ import (
 // staged is an engine that reports three stages.
 type staged struct{}
 
-func (staged) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thumbjob.Image, error) {
+func (s staged) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, s.Thumbnail, s.Info)
+}
+
+func (staged) Thumbnail(_ context.Context, _ thumbjob.Source, o thumbjob.Options) (thumbjob.Image, error) {
 	var tr thumbjob.Trace
 	t := time.Now()
 	for _, name := range []string{thumbjob.StageDecode, thumbjob.StageResize, thumbjob.StageEncode} {
@@ -24,7 +28,7 @@ func (staged) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thumbj
 	return thumbjob.Image{Bytes: pngBytes, Format: o.Format, Width: o.Width, Height: o.Width, Trace: tr}, nil
 }
 
-func (staged) Info(context.Context, []byte, thumbjob.InfoJob) (thumbjob.Info, error) {
+func (staged) Info(context.Context, thumbjob.Source, thumbjob.InfoJob) (thumbjob.Info, error) {
 	return thumbjob.Info{}, errors.New("staged: no info jobs")
 }
 
@@ -45,12 +49,12 @@ func TestJobTraceCrossesTheWire(t *testing.T) {
 	}
 
 	start := time.Now()
-	meta, _ := Worker{Engine: staged{}}.run(nil, jobMeta{Options: job(8), Traceparent: tp})
+	meta, _ := Worker{Engine: staged{}}.run(jobMeta{Job: thumbjob.Job{Options: job(8)}, Traceparent: tp})
 	got := cellTrace(tp, meta, thumbjob.Stage{Start: start, End: time.Now()})
 	if len(got.Stages) != 3 || got.SourceFormat != "jpeg" || got.Shrink != 2 || got.Job.Start.IsZero() || got.Exchange.Start.IsZero() {
 		t.Errorf("trace %+v", got)
 	}
-	plain, _ := Worker{Engine: staged{}}.run(nil, jobMeta{Options: job(8)})
+	plain, _ := Worker{Engine: staged{}}.run(jobMeta{Job: thumbjob.Job{Options: job(8)}})
 	if plain.Trace != nil || plain.Traceparent != "" || !plain.JobStart.IsZero() {
 		t.Errorf("an untraced job's result carries %+v", plain)
 	}
@@ -60,7 +64,7 @@ func TestJobTraceCrossesTheWire(t *testing.T) {
 // job, name known stages and lie within the supervisor's own exchange.
 func TestCellTimingsAreChecked(t *testing.T) {
 	start := time.Now()
-	good, _ := Worker{Engine: staged{}}.run(nil, jobMeta{Options: job(8), Traceparent: parent})
+	good, _ := Worker{Engine: staged{}}.run(jobMeta{Job: thumbjob.Job{Options: job(8)}, Traceparent: parent})
 	exchange := thumbjob.Stage{Start: start, End: time.Now()}
 	for _, tc := range []struct {
 		name   string

@@ -224,7 +224,7 @@ func freshArm(t *testing.T, name string, spec *cell.Spec, src armSource, jobs in
 		r.StartRSS, _ = c.RSS()
 		if warm != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			_, _, err := c.Run(ctx, warm, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG})
+			_, _, err := c.Run(ctx, thumbjob.Sniffed(warm), thumbjob.Job{Options: thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}})
 			cancel()
 			if err != nil {
 				t.Fatal(err)
@@ -268,7 +268,8 @@ func armJob(t *testing.T, c *cell.Cell, src []byte) (ms float64, faults int64, o
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	img, stats, err := c.Run(ctx, src, coverPNG())
+	res, stats, err := c.Run(ctx, thumbjob.Sniffed(src), thumbjob.Job{Options: coverPNG()})
+	img := res.Image
 	ms = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
 		t.Fatal(err)

@@ -133,30 +133,15 @@ func (p *Pool) Start() error {
 	return nil
 }
 
-// Thumbnail runs one job on an idle cell, waiting for one within ctx.
-func (p *Pool) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
-	var img thumbjob.Image
+// Run runs one job, a thumbnail or a description, on an idle cell,
+// waiting for one within ctx (the pipeline's one engine call).
+func (p *Pool) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	var res thumbjob.Result
 	err := p.run(ctx, func(m *member) (s cell.Stats, err error) {
-		img, s, err = m.Run(ctx, src, o)
+		res, s, err = m.Run(ctx, src, job)
 		return s, err
 	})
-	return img, err
-}
-
-// Info describes a source on an idle cell, as Thumbnail makes a thumbnail.
-func (p *Pool) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
-	var info thumbjob.Info
-	err := p.run(ctx, func(m *member) (s cell.Stats, err error) {
-		info, s, err = m.Info(ctx, src, job)
-		return s, err
-	})
-	return info, err
-}
-
-// Run runs one job, a thumbnail or a description, on an idle cell (the
-// pipeline's one engine call).
-func (p *Pool) Run(ctx context.Context, src []byte, job thumbjob.Job) (thumbjob.Result, error) {
-	return job.Run(ctx, src, p.Thumbnail, p.Info)
+	return res, err
 }
 
 // run runs one job on an idle cell, waiting for one within ctx, and keeps

@@ -60,7 +60,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func thumbnail(p *Pool, w int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, err := p.Thumbnail(ctx, []byte("source"), celltest.Job(w))
+	_, err := p.Run(ctx, thumbjob.Source{Bytes: []byte("source")}, thumbjob.Job{Options: celltest.Job(w)})
 	return err
 }
 
@@ -187,7 +187,7 @@ func TestDeadlineAfterAnErrorKeepsTheCell(t *testing.T) {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
-			if _, err := p.Thumbnail(expiring{context.Background()}, tc.src, celltest.Job(tc.w)); err == nil || errors.Is(err, context.DeadlineExceeded) {
+			if _, err := p.Run(expiring{context.Background()}, thumbjob.Source{Bytes: tc.src}, thumbjob.Job{Options: celltest.Job(tc.w)}); err == nil || errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want the job's own error", err)
 			}
 			if s := p.Stats(); s.Exits[ExitDeadline] != 0 || s.Idle != 1 || s.PIDs[0] != pid || s.Started != 1 {
@@ -363,9 +363,9 @@ func TestInfoJobsRunOnCells(t *testing.T) {
 	first := p.Stats().PIDs
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	info, err := p.Info(ctx, []byte("source"), thumbjob.InfoJob{ThumbHash: true})
-	if err != nil || info.Width != 1 || info.ThumbHash == "" {
-		t.Fatalf("info: %+v %v", info, err)
+	res, err := p.Run(ctx, thumbjob.Source{Bytes: []byte("source")}, thumbjob.Job{Info: &thumbjob.InfoJob{ThumbHash: true}})
+	if err != nil || res.Info == nil || res.Info.Width != 1 || res.Info.ThumbHash == "" {
+		t.Fatalf("info: %+v %v", res.Info, err)
 	}
 	if err := thumbnail(p, ok, waitLong); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,12 @@ func Job(width int) thumbjob.Options {
 
 type engine struct{ conn io.Writer }
 
-func (e engine) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thumbjob.Image, error) {
+// Run is the engine's one call: a thumbnail or a description.
+func (e engine) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, e.thumbnail, e.info)
+}
+
+func (e engine) thumbnail(_ context.Context, _ thumbjob.Source, o thumbjob.Options) (thumbjob.Image, error) {
 	switch o.Width {
 	case Segfault:
 		// The signal may land on another thread: wait for it.
@@ -114,9 +119,9 @@ func (e engine) Thumbnail(_ context.Context, _ []byte, o thumbjob.Options) (thum
 	return thumbjob.Image{Bytes: PNG, Format: o.Format, Width: o.Width, Height: o.Width}, nil
 }
 
-// Info describes every source as a 1x1 PNG; with a ThumbHash when asked
+// info describes every source as a 1x1 PNG; with a ThumbHash when asked
 // (a one-pixel image's, as the published encoder gives it).
-func (engine) Info(_ context.Context, _ []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
+func (engine) info(_ context.Context, _ thumbjob.Source, job thumbjob.InfoJob) (thumbjob.Info, error) {
 	i := thumbjob.Info{Format: imagefmt.PNG, Width: 1, Height: 1, StoredWidth: 1, StoredHeight: 1, Orientation: 1, Frames: 1, Space: "srgb"}
 	if job.ThumbHash {
 		i.ThumbHash = "AAgCBwAAAAAAAAAAAAAAAAAAAAAAAAAA"

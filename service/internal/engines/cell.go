@@ -72,15 +72,19 @@ const trimLargerThan = 32 << 20
 
 // trimAfterLargeJob runs malloc_trim after a large job, so that between
 // jobs a cell holds about the idle memory the supervisor's plan counts.
-func trimAfterLargeJob(src []byte, o thumbjob.Options) {
-	if LargeJob(src, o) {
+func trimAfterLargeJob(src thumbjob.Source, job thumbjob.Job) {
+	if LargeJob(src, job) {
 		thumb.TrimHeap()
 	}
 }
 
-// LargeJob reports whether the job's estimated peak (memcost: the source's
-// header, no decoding) is over trimLargerThan.
-func LargeJob(src []byte, o thumbjob.Options) bool {
-	h, err := memcost.ReadHeader(src)
-	return err == nil && memcost.Estimate(h, memcost.JobOf(o)) > trimLargerThan
+// LargeJob reports whether the job's estimated peak (memcost, from the
+// header the supervisor's look read: no decoding, no second read) is over
+// trimLargerThan. A description costs what its decode resembles.
+func LargeJob(src thumbjob.Source, job thumbjob.Job) bool {
+	o := job.Options
+	if job.Info != nil {
+		o = job.Info.AsThumbnail()
+	}
+	return src.Header.Width > 0 && memcost.Estimate(src.Header, memcost.JobOf(o)) > trimLargerThan
 }

@@ -27,7 +27,7 @@ import (
 // worker processes (Cells). Start once, Stop once no job runs any more.
 type Engine interface {
 	// Run runs one job, a thumbnail or a description.
-	Run(ctx context.Context, src []byte, job thumbjob.Job) (thumbjob.Result, error)
+	Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error)
 	Start() error
 	Stop()
 	// Memory is libvips' tracked allocations, current and peak; called

@@ -17,33 +17,31 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
-// Header is what sizing a job needs of a source.
-type Header struct {
-	Format         imagefmt.Format
-	Width, Height  int // as stored (before EXIF orientation)
-	Bands          int // samples per pixel after decoding
-	Alpha          bool
-	BytesPerSample int // 1, or 2 for 16-bit PNG
-	Frames         int // 1 unless animated
-	// Progressive: a progressive JPEG, whose decoder keeps every DCT
-	// coefficient of the whole image (2 bytes a sample) whatever the
-	// shrink-on-load: a 12 MP one holds 73 MB to make a 256-pixel thumbnail.
-	Progressive bool
+// Header is what sizing a job needs of a source (thumbjob's, so that it
+// travels with the source into the engine).
+type Header = thumbjob.Header
+
+// ReadHeader reads src's header (Look's, without the source).
+func ReadHeader(src []byte) (Header, error) {
+	s, err := Look(src)
+	return s.Header, err
 }
 
-// Pixels is the first frame's width x height.
-func (h Header) Pixels() int64 { return int64(h.Width) * int64(h.Height) }
-
-// ReadHeader reads src's header. It reads no pixel data: a JPEG up to its
-// frame header, a PNG's IHDR, a GIF's and a WebP's blocks (skipped by their
-// lengths, to count frames).
-func ReadHeader(src []byte) (Header, error) {
+// Look is the one look at a job's source: its format sniffed, and its
+// header read (no pixel data: a JPEG up to its frame header, a PNG's IHDR,
+// a GIF's and a WebP's blocks, skipped by their lengths to count frames).
+// The error is the header's; Format is set whenever the bytes are an input
+// format, the Header only when it could be read.
+func Look(src []byte) (thumbjob.Source, error) {
+	s := thumbjob.Source{Bytes: src}
 	spec, ok := imagefmt.Sniff(src)
 	if !ok {
-		return Header{}, errors.New("not an input format")
+		return s, errors.New("not an input format")
 	}
+	s.Format = spec.Format
 	var h Header
 	var err error
 	switch spec.Format {
@@ -61,7 +59,10 @@ func ReadHeader(src []byte) (Header, error) {
 	if err == nil && (h.Width <= 0 || h.Height <= 0) {
 		err = fmt.Errorf("%s of %dx%d pixels", spec.Name, h.Width, h.Height)
 	}
-	return h, err
+	if err == nil {
+		s.Header = h
+	}
+	return s, err
 }
 
 // jpegHeader walks the markers to the frame header (SOFn), skipping each

@@ -15,28 +15,27 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
-	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Engine is the engine seam: one call for every job, a thumbnail or a
 // description, in process (thumb.Engine) or in cells (cellpool.Pool).
 type Engine interface {
-	Run(ctx context.Context, src []byte, job thumbjob.Job) (thumbjob.Result, error)
+	Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error)
 }
 
 // engine is the engine stage: an admitted job that holds its slot runs
 // within ctx, timed into its histogram and traced as the engine span; the
 // engine's errors become answers. An answer finished after the deadline
 // is not sent late.
-func (p *Pipeline) engine(ctx context.Context, ticket *admission.Ticket, blob *source.Blob, job thumbjob.Job) (res thumbjob.Result, err error) {
+func (p *Pipeline) engine(ctx context.Context, ticket *admission.Ticket, src thumbjob.Source, job thumbjob.Job) (res thumbjob.Result, err error) {
 	var processing prometheus.Observer = p.Metrics.Processing
 	if job.Info != nil {
 		processing = p.Metrics.InfoProcessing.WithLabelValues(strconv.FormatBool(job.Info.ThumbHash))
 	}
 	err = stage(ctx, p.Tracer, "engine", func(ctx context.Context, span trace.Span) error {
 		began := time.Now()
-		res, err = p.Engine.Run(ctx, blob.Bytes, job)
+		res, err = p.Engine.Run(ctx, src, job)
 		ticket.Finish()
 		processing.Observe(time.Since(began).Seconds())
 		if err != nil {
@@ -114,13 +113,13 @@ func (p *Pipeline) traceJob(ctx context.Context, span trace.Span, img thumbjob.I
 }
 
 // Cost is a job's estimated peak memory, the price of its admission, from
-// the source's header (read in Go: no pixel is decoded). A header that
+// the header the source's look read (in Go: no pixel is decoded). A header that
 // cannot be read, or a source the engine will refuse for its size, costs
 // the smallest job: the engine answers those from libvips' own header
 // check, before decoding. An info job costs a thumbnail into the
 // ThumbHash's box (libvips decodes for it as for a thumbnail, shrunk on
 // load where the format allows), or the smallest job for the header alone.
-func (p *Pipeline) Cost(src []byte, job thumbjob.Job) int64 {
+func (p *Pipeline) Cost(src thumbjob.Source, job thumbjob.Job) int64 {
 	o := job.Options
 	if job.Info != nil {
 		o = job.Info.AsThumbnail()
@@ -131,8 +130,8 @@ func (p *Pipeline) Cost(src []byte, job thumbjob.Job) int64 {
 	}
 	mj := memcost.JobOf(o)
 	mj.QualityShrink, mj.MaxSide, mj.MaxPixels = p.cfg.QualityShrink, p.cfg.MaxSide, p.cfg.MaxPixels
-	h, err := memcost.ReadHeader(src)
-	if err != nil || h.Pixels() > p.cfg.MaxPixels || h.Frames > p.cfg.MaxFrames && o.Animated {
+	h := src.Header
+	if h.Width == 0 || h.Pixels() > p.cfg.MaxPixels || h.Frames > p.cfg.MaxFrames && o.Animated {
 		h, mj = smallestJob(mj)
 	}
 	if o.AlphaFormat != "" {
@@ -151,9 +150,9 @@ func smallestJob(job memcost.Job) (memcost.Header, memcost.Job) {
 }
 
 // withSource adds to a job's cost the copy of its source a cell holds.
-func (p *Pipeline) withSource(cost int64, src []byte) int64 {
+func (p *Pipeline) withSource(cost int64, src thumbjob.Source) int64 {
 	if p.cfg.SourceInJob {
-		cost += int64(len(src))
+		cost += int64(len(src.Bytes))
 	}
 	return cost
 }

@@ -1,8 +1,13 @@
 package pipeline
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the pipeline's own instruments. The result cache's
+	"github.com/thumbd/thumbd/service/internal/admission"
+)
+
+// Metrics are the pipeline's own instruments, its admission gate's gauges
+// among them. The result cache's
 // (thumbd_cache_*) are the cache's: results.Cache.Collector.
 type Metrics struct {
 	QueueWait  prometheus.Histogram
@@ -17,7 +22,7 @@ type Metrics struct {
 }
 
 // NewMetrics registers the pipeline's metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func NewMetrics(reg prometheus.Registerer, gate *admission.Gate) *Metrics {
 	m := &Metrics{
 		QueueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "thumbd_thumbnail_queue_wait_seconds", Help: "Time admitted jobs (thumbnails and /info) waited for libvips and a processing slot.",
@@ -48,6 +53,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, hash := range []string{"true", "false"} {
 		m.InfoProcessing.WithLabelValues(hash) // both series exist from the start
 	}
-	reg.MustRegister(m.QueueWait, m.Processing, m.InfoProcessing, m.SourceBytes, m.Rejections, m.Merged, m.Panics)
+	reg.MustRegister(m.QueueWait, m.Processing, m.InfoProcessing, m.SourceBytes, m.Rejections, m.Merged, m.Panics,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
+		}, func() float64 { return float64(gate.Waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_thumbnail_jobs_running", Help: "Thumbnails being processed by libvips.",
+		}, func() float64 { return float64(gate.Running()) }))
 	return m
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/bucketsource"
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
@@ -288,12 +289,16 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	if inm != "" && matchesETag(inm, tag) {
 		return &results.Entry{ETag: tag, Fresh: blob.Fresh}, nil // its 304 says the source's rules
 	}
-	ticket, err := p.admit(ctx, p.Cost(blob.Bytes, job), job, len(blob.Bytes))
+	// The one look at the source's bytes (its format sniffed, its header
+	// read): admission prices the job with it and the engine gets it, so
+	// neither sniffs again (in cells mode it travels with the bytes).
+	look, _ := memcost.Look(blob.Bytes)
+	ticket, err := p.admit(ctx, p.Cost(look, job), job, len(blob.Bytes))
 	if err != nil {
 		return nil, err
 	}
 	defer ticket.Release()
-	res, err := p.engine(ctx, ticket, blob, job)
+	res, err := p.engine(ctx, ticket, look, job)
 	if err != nil {
 		return nil, err
 	}

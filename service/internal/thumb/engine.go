@@ -85,25 +85,31 @@ func slogLevel(l vips.LogLevel) slog.Level {
 	return slog.LevelDebug
 }
 
-// Thumbnail makes one thumbnail of src. The source's format comes from its
-// bytes; its header is checked against the limits before any pixel is
+// Thumbnail makes one thumbnail of src, sniffed here (the pipeline's
+// jobs come through Run, their source already looked at).
+func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
+	return e.thumbnail(ctx, thumbjob.Sniffed(src), o)
+}
+
+// thumbnail makes one thumbnail of src. The source's format is the one
+// its look found (src.Format: the engine never sniffs); its header is checked against the limits before any pixel is
 // decoded; decoding uses libvips' thumbnail operation on the buffer, so JPEG
 // and WebP shrink on load. libvips cannot be interrupted, so ctx only stops
 // a job that has not started.
-func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
+func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.Options) (thumbjob.Image, error) {
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Image{}, err
 	}
 	began := time.Now()
-	format, err := e.checkSource(src)
-	if err != nil {
+	if err := e.checkSource(in); err != nil {
 		return thumbjob.Image{}, err
 	}
+	src := in.Bytes
 	h, err := probe(src)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
-	h.format = format
+	h.format = in.Format
 	if err := e.checkHeader(h); err != nil {
 		return thumbjob.Image{}, err
 	}
@@ -153,21 +159,20 @@ func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) 
 	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight(), Trace: tr}, nil
 }
 
-// checkSource refuses, before libvips reads it, a source that is no input
-// format or a GIF whose screen is over the pixel limit; it returns the
-// source's format (sniffed here once a job).
-func (e *Engine) checkSource(src []byte) (imagefmt.Format, error) {
-	spec, ok := imagefmt.Sniff(src)
-	if !ok {
-		return "", fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
+// checkSource refuses, before libvips reads it, a source whose look found
+// no input format (src.Format: sniffed once, by the caller) or a GIF whose
+// screen is over the pixel limit.
+func (e *Engine) checkSource(src thumbjob.Source) error {
+	if spec, ok := imagefmt.Lookup(src.Format); !ok || !spec.Input {
+		return fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
 	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
 	// bytes would be decoded; the limit holds for what the header declares.
-	if w, h, ok := imagefmt.GIFScreen(src); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
-		return "", fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
+	if w, h, ok := imagefmt.GIFScreen(src.Bytes); ok && int64(w)*int64(h) > e.cfg.MaxPixels {
+		return fmt.Errorf("%w: the GIF declares a %dx%d screen, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, w, h, e.cfg.MaxPixels)
 	}
-	return spec.Format, nil
+	return nil
 }
 
 // checkHeader holds the header to the pixel and frame limits.
@@ -228,10 +233,6 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 		size = vips.SizeForce
 	}
 	params := vips.NewImportParams() // fail on error: a truncated or corrupt source is a 422, never a half-grey thumbnail
-	if h.format == "" {
-		spec, _ := imagefmt.Sniff(src)
-		h.format = spec.Format
-	}
 	if h.format == imagefmt.JPEG && e.cfg.JPEGShrink != thumbjob.JPEGShrinkQuality {
 		if shrink := jpegShrink(o, h); shrink > 1 {
 			// libvips' thumbnail operation would stop one step earlier;

@@ -20,12 +20,19 @@ import (
 // to at most thumbjob.ThumbHashSide a side (thumbHash). Bytes
 // is left to the caller, which knows the source.
 func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
+	return e.info(ctx, thumbjob.Sniffed(src), job)
+}
+
+// info is Info of a source already looked at (its format is in.Format:
+// the engine never sniffs).
+func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.InfoJob) (thumbjob.Info, error) {
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Info{}, err
 	}
-	if _, err := e.checkSource(src); err != nil {
+	if err := e.checkSource(in); err != nil {
 		return thumbjob.Info{}, err
 	}
+	src := in.Bytes
 	h, d, err := describe(src)
 	if err != nil {
 		return thumbjob.Info{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
@@ -33,10 +40,9 @@ func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (th
 	if err := e.checkHeader(h); err != nil {
 		return thumbjob.Info{}, err
 	}
-	spec, _ := imagefmt.Sniff(src)
 	dw, dh := h.displayed()
 	info := thumbjob.Info{
-		Format: spec.Format, Width: dw, Height: dh, StoredWidth: h.width, StoredHeight: h.height,
+		Format: in.Format, Width: dw, Height: dh, StoredWidth: h.width, StoredHeight: h.height,
 		Orientation: max(h.orientation, 1), Frames: max(h.pages, 1), Alpha: h.alpha, Space: d.space, ICC: d.icc,
 	}
 	if info.Frames > 1 {
@@ -174,7 +180,8 @@ func insideSize(w, h, side int) (int, int) {
 }
 
 // Run runs one job, a thumbnail or a description (the pipeline's one
-// engine call).
-func (e *Engine) Run(ctx context.Context, src []byte, job thumbjob.Job) (thumbjob.Result, error) {
-	return job.Run(ctx, src, e.Thumbnail, e.Info)
+// engine call), on a source already looked at: src.Format is trusted, not
+// sniffed again.
+func (e *Engine) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	return job.Run(ctx, src, e.thumbnail, e.info)
 }

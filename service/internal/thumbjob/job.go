@@ -28,9 +28,9 @@ type Result struct {
 
 // Run runs j with an engine's two kinds of work: every engine mode's Run
 // is this one dispatch.
-func (j Job) Run(ctx context.Context, src []byte,
-	thumbnail func(context.Context, []byte, Options) (Image, error),
-	info func(context.Context, []byte, InfoJob) (Info, error)) (Result, error) {
+func (j Job) Run(ctx context.Context, src Source,
+	thumbnail func(context.Context, Source, Options) (Image, error),
+	info func(context.Context, Source, InfoJob) (Info, error)) (Result, error) {
 	if j.Info != nil {
 		i, err := info(ctx, src, *j.Info)
 		return Result{Info: &i}, err

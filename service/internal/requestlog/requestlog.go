@@ -1,4 +1,6 @@
-package main
+// Package requestlog gives every request an ID and a logger carrying it,
+// and logs one line per request.
+package requestlog
 
 import (
 	"crypto/rand"
@@ -12,22 +14,23 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/thumbd/thumbd/service/internal/pipeline"
+	"github.com/thumbd/thumbd/service/internal/statuswriter"
 )
 
-// requestIDs makes IDs that are unique per process without a syscall per
+// IDs makes IDs that are unique per process without a syscall per
 // request: a random prefix chosen at start-up and a counter.
-type requestIDs struct {
+type IDs struct {
 	prefix string
 	next   atomic.Uint64
 }
 
-func newRequestIDs() *requestIDs {
+func NewIDs() *IDs {
 	b := make([]byte, 6)
 	rand.Read(b)
-	return &requestIDs{prefix: hex.EncodeToString(b)}
+	return &IDs{prefix: hex.EncodeToString(b)}
 }
 
-func (g *requestIDs) new() string {
+func (g *IDs) new() string {
 	return g.prefix + "-" + strconv.FormatUint(g.next.Add(1), 10)
 }
 
@@ -45,12 +48,12 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// withRequestLog gives every request an ID (the caller's X-Request-Id when
+// Middleware gives every request an ID (the caller's X-Request-Id when
 // valid), echoes it in the response, puts a logger carrying it in the
 // context, and logs one line per request: 5xx at error, 4xx at info and
 // the rest at debug, so that a service taking thousands of requests a
 // second does not spend its CPU on logging successes that metrics count.
-func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.Handler {
+func Middleware(base *slog.Logger, ids *IDs) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.Header.Get("X-Request-Id")
@@ -65,7 +68,7 @@ func withRequestLog(base *slog.Logger, ids *requestIDs) func(http.Handler) http.
 			} else {
 				logger = base.With("request_id", id)
 			}
-			ww := wrapped(w)
+			ww := statuswriter.Wrap(w)
 			start := time.Now()
 			next.ServeHTTP(ww, r.WithContext(pipeline.WithLogger(r.Context(), logger)))
 			level := slog.LevelDebug

@@ -1,4 +1,4 @@
-package main
+package statuswriter
 
 import (
 	"net/http"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// statusWriter records what the request log and the metrics read: the
+// Writer records what the request log and the metrics read: the
 // final status (not an informational one, not a second WriteHeader), 200
 // for a body written without one, 0 for no answer yet, and the body's
 // bytes; flushing reaches the connection's writer through Unwrap.
@@ -29,8 +29,8 @@ func TestStatusWriter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			ww := wrapped(rec)
-			if again := wrapped(ww); again != ww {
+			ww := Wrap(rec)
+			if again := Wrap(ww); again != ww {
 				t.Fatal("a wrapped writer was wrapped again")
 			}
 			tc.handle(ww)
@@ -43,7 +43,7 @@ func TestStatusWriter(t *testing.T) {
 		})
 	}
 	rec := httptest.NewRecorder()
-	ww := wrapped(rec)
+	ww := Wrap(rec)
 	ww.Write([]byte("x"))
 	if err := http.NewResponseController(ww).Flush(); err != nil || !rec.Flushed {
 		t.Errorf("flush through the wrapper: err %v, flushed %v", err, rec.Flushed)
