@@ -100,10 +100,7 @@ func (s *serviceTimes) record(cost int64, d time.Duration) {
 func (s *serviceTimes) estimate(cost int64) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.byClass[costClass(cost)]; cost >= 0 && r != nil && r.n >= measured {
-		return r.median()
-	}
-	return s.all.median()
+	return s.ring(cost).median()
 }
 
 // startBudget is the time a job of cost must have left when it starts:
@@ -112,10 +109,16 @@ func (s *serviceTimes) estimate(cost int64) time.Duration {
 func (s *serviceTimes) startBudget(cost int64) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.ring(cost).slowest()
+}
+
+// ring is the service times an estimate for cost reads: its class's once
+// measured jobs ran in it, else every job's. s.mu is held.
+func (s *serviceTimes) ring(cost int64) *ring {
 	if r := s.byClass[costClass(cost)]; cost >= 0 && r != nil && r.n >= measured {
-		return r.slowest()
+		return r
 	}
-	return s.all.slowest()
+	return &s.all
 }
 
 // latestStart is the last moment a job holding budget of service time may
