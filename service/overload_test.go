@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -322,22 +324,7 @@ func TestFullGateRefusesWithoutReadingBody(t *testing.T) {
 // clients would send again at once), with the queue's estimated wait as
 // its Retry-After.
 func TestLateRequestRefusedUnreadWithRetryAfter(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.Concurrency, cfg.Queue, cfg.Deadline = 1, 20, 2*time.Second
-	srv, d := newTestServer(t, cfg)
-	gate := d.thumbs.Gate
-	// Three jobs 300 ms in their slot: the gate's service time.
-	for range 3 {
-		tk, err := gate.Admit(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tk.Run(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(300 * time.Millisecond)
-		tk.Release()
-	}
+	srv, gate, cfg := measuredServer(t)
 	// 10 such jobs ahead on one slot: about 3 s of wait, past 2 s.
 	for range 10 {
 		held, err := gate.Admit(0)
@@ -366,4 +353,55 @@ func TestLateRequestRefusedUnreadWithRetryAfter(t *testing.T) {
 	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("after the answer: %d bytes, %v; want the server's close (EOF) without the body sent", n, err)
 	}
+}
+
+// A job admitted in time whose slot does not come before its latest start
+// (its deadline less the slowest recent service time) is refused there
+// with a 503 and Retry-After, not left to wait out its deadline for a 504:
+// no 504 from work that was admitted.
+func TestAdmittedJobRefusedAtItsLatestStart(t *testing.T) {
+	srv, gate, _ := measuredServer(t)
+	// One job holds the only slot: 300 ms of work ahead, which the door
+	// lets a 2 s request past; the slot never comes.
+	held, err := gate.Admit(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	if err := held.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	status, h, body := postThumb(t, srv.URL, "?w=32&h=32", encodeJPEG(t, scene(64, 48), 85))
+	took := time.Since(began)
+	if status != 503 || h.Get("Retry-After") == "" {
+		t.Fatalf("status %d, Retry-After %q: %s; want 503 with Retry-After", status, h.Get("Retry-After"), body)
+	}
+	assertError(t, body, apierr.QueueFull)
+	if took < 1200*time.Millisecond || took > 1900*time.Millisecond {
+		t.Fatalf("answered after %v; want at the latest start, about 1.7 s (2 s less 300 ms), before the deadline", took)
+	}
+}
+
+// measuredServer is a server with one slot and a 2 s deadline whose gate
+// has measured three jobs of 300 ms each: the service time its deadline
+// estimates read.
+func measuredServer(t *testing.T) (*httptest.Server, *admission.Gate, config) {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.Concurrency, cfg.Queue, cfg.Deadline = 1, 20, 2*time.Second
+	srv, d := newTestServer(t, cfg)
+	gate := d.thumbs.Gate
+	for range 3 {
+		tk, err := gate.Admit(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		tk.Release()
+	}
+	return srv, gate, cfg
 }

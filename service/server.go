@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -57,7 +58,8 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	// written: the budget bounds them all, whatever the queue's depth.
 	// A source of known length waits for the budget up to half the
 	// deadline, unread (backpressure), before it is refused.
-	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget), Wait: cfg.Deadline / 2}
+	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget), Wait: cfg.Deadline / 2,
+		Hashers: source.NewHashers(runtime.GOMAXPROCS(0))}
 	memplan.Register(reg, cfg.memory, gate, limits.Budget)
 	var dir *source.Dir
 	if sources != nil {

@@ -148,18 +148,36 @@ func (g *Gate) AdmitWithin(ctx context.Context, cost int64, wait time.Duration) 
 	}
 }
 
-// Run waits, until ctx is done, for the job's memory and then a running
-// slot; it returns ctx's error then, and the ticket keeps its waiting place
-// (and any memory taken) until released. A job whose slot comes too late
-// to be done before ctx's deadline, by its cost class's recent service
-// times, is not started: ErrLate, its slot given back.
+// Run waits for the job's memory and then a running slot, until the last
+// moment the job could start and still be done before ctx's deadline (its
+// cost class's slowest recent service time before it): ErrLate then, and
+// ErrLate too if the slot, once granted, came too late by the estimate of
+// that moment (the slot is given back). Waiting until the deadline itself
+// made the job a 504 that had held a place all along (measured: 9 of 17
+// 504s at 500 clients in cells mode). ctx's own end returns its error.
+// Either way the ticket keeps its waiting place (and any memory taken)
+// until released.
 func (t *Ticket) Run(ctx context.Context) error {
+	wait := ctx
+	if at, ok := t.latestStart(ctx); ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, at)
+		defer cancel()
+	}
+	// ended is the answer once the wait is over: ctx's end, else the
+	// latest start passed.
+	ended := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return ErrLate
+	}
 	if !t.held {
 		t.g.memoryWaiting.Add(1)
-		err := t.g.memory.Acquire(ctx, t.cost)
+		err := t.g.memory.Acquire(wait, t.cost)
 		t.g.memoryWaiting.Add(-1)
 		if err != nil {
-			return err
+			return ended()
 		}
 		t.held = true
 		t.dequeue()
@@ -175,8 +193,8 @@ func (t *Ticket) Run(ctx context.Context) error {
 		t.began = time.Now()
 		t.deadline, _ = ctx.Deadline()
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-wait.Done():
+		return ended()
 	}
 }
 

@@ -171,3 +171,107 @@ func TestWaitRoomWaitsUntilTheQueueWouldBeOnTime(t *testing.T) {
 		t.Fatal("no room once the work ahead was done")
 	}
 }
+
+// The decision at the slot, on a fixed clock: a job may start while its
+// deadline is at least its class's slowest recent service time away.
+func TestStartDecision(t *testing.T) {
+	var s serviceTimes
+	t0 := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	deadline := t0.Add(10 * time.Second)
+	if _, ok := latestStart(deadline, true, s.startBudget(mib)); ok {
+		t.Fatal("a latest start before any job was measured")
+	}
+	for _, ms := range []int{100, 100, 900, 100, 100} {
+		s.record(mib, time.Duration(ms)*time.Millisecond)
+	}
+	for range measured {
+		s.record(300*mib, 3*time.Second)
+	}
+	if got := s.estimate(mib); got != 100*time.Millisecond {
+		t.Fatalf("the class's median: %v, want 100ms", got)
+	}
+	if got := s.startBudget(mib); got != 900*time.Millisecond {
+		t.Fatalf("the class's start budget: %v, want its slowest, 900ms", got)
+	}
+	if got := s.startBudget(20 * mib); got != 3*time.Second {
+		t.Fatalf("a class not seen: %v, want every job's slowest, 3s", got)
+	}
+	for _, c := range []struct {
+		name        string
+		now         time.Time
+		hasDeadline bool
+		budget      time.Duration
+		late        bool
+	}{
+		{"plenty of time", t0, true, 900 * time.Millisecond, false},
+		{"exactly the budget left", deadline.Add(-900 * time.Millisecond), true, 900 * time.Millisecond, false},
+		{"a millisecond short", deadline.Add(-899 * time.Millisecond), true, 900 * time.Millisecond, true},
+		{"the median left, not the slowest", deadline.Add(-100 * time.Millisecond), true, s.startBudget(mib), true},
+		{"past the deadline", deadline.Add(time.Second), true, 900 * time.Millisecond, true},
+		{"no deadline", deadline.Add(time.Hour), false, 900 * time.Millisecond, false},
+		{"nothing measured", deadline.Add(-time.Millisecond), true, 0, false},
+	} {
+		at, ok := latestStart(deadline, c.hasDeadline, c.budget)
+		if got := startsLate(c.now, at, ok); got != c.late {
+			t.Errorf("%s: late %v, want %v", c.name, got, c.late)
+		}
+	}
+}
+
+// A job waiting for its slot is refused at its latest start (ErrLate, a
+// 503 with nothing spent), not left to wait until its deadline (a 504);
+// the same for one waiting for memory.
+func TestRunStopsWaitingAtTheLatestStart(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		slots int
+		mem   int64
+	}{{"for a slot", 1, 1 << 30}, {"for memory", 2, mib}} {
+		t.Run(c.name, func(t *testing.T) {
+			g := New(c.slots, 2, c.mem)
+			ran(t, g, mib, 300*time.Millisecond)
+			holder, err := g.Admit(mib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Release()
+			// It holds the one slot, or the whole memory budget.
+			if err := holder.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			tk, err := g.Admit(mib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tk.Release()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			began := time.Now()
+			err = tk.Run(ctx)
+			if !errors.Is(err, ErrLate) {
+				t.Fatalf("waiting past its latest start: %v, want ErrLate", err)
+			}
+			if took := time.Since(began); took < 1500*time.Millisecond || took > 1900*time.Millisecond {
+				t.Fatalf("refused after %v, want at its latest start, 1.7 s (2 s less the 300 ms job)", took)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("refused only at the deadline")
+			}
+		})
+	}
+	// The client leaving is not a late start: its own error.
+	g := New(1, 2, 1<<30)
+	ran(t, g, mib, 300*time.Millisecond)
+	holder, _ := g.Admit(mib)
+	defer holder.Release()
+	if err := holder.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := g.Admit(mib)
+	defer tk.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	if err := tk.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client left while waiting: %v, want context.Canceled", err)
+	}
+}

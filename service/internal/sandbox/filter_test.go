@@ -172,7 +172,7 @@ func TestFilterAgreesWithItsRules(t *testing.T) {
 // model is the filter's decision read from its rules, for the running
 // architecture (the filter's own arch check and x32 guard aside).
 func (f filter) model(nr uint32, args [6]uint64) uint32 {
-	if f.arch.ID == arch.X86_64.ID && nr >= uint32(arch.X32.SeccompMask) {
+	if f.arch.x86_64 && nr >= uint32(arch.X32.SeccompMask) {
 		return uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)
 	}
 	holds := func(c cond) bool {

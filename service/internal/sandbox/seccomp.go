@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -86,10 +86,15 @@ var aboutItself = []string{"sched_getaffinity", "sched_getparam", "sched_getsche
 // 6.12+) would, and a runtime may refuse Landlock. Those commands kill the
 // cell like any other call only an attacker makes.
 func policy(pid int) (filter, error) {
-	info, err := arch.GetInfo("")
+	info, err := runningArch()
 	if err != nil {
 		return filter{}, err
 	}
+	return newFilter(info, rules(pid))
+}
+
+// rules are the policy's rules for a cell of that PID, by call name.
+func rules(pid int) []rule {
 	self := []cond{{arg: 0, op: eq32, value: uint64(pid)}}
 	// The kernel reads a pid_t: 32 bits. PID 0 is the caller itself.
 	itself := [][]cond{{{arg: 0, op: eq32, value: 0}}, self}
@@ -98,52 +103,93 @@ func policy(pid int) (filter, error) {
 	}
 	always := [][]cond(nil)
 	var rules []rule
-	add := func(action seccomp.Action, names []string, when [][]cond) {
+	add := func(action action, names []string, when [][]cond) {
 		for _, n := range names {
 			rules = append(rules, rule{name: n, when: when, action: action})
 		}
 	}
-	add(seccomp.ActionAllow, allowed, always)
-	add(seccomp.ActionAllow, []string{"clone"}, [][]cond{{{arg: 0, op: bitsSet, value: unix.CLONE_THREAD}}})
-	add(seccomp.ActionAllow, []string{"tgkill", "kill"}, [][]cond{self})
-	add(seccomp.ActionAllow, []string{"prctl"}, [][]cond{
+	add(actAllow, allowed, always)
+	add(actAllow, []string{"clone"}, [][]cond{{{arg: 0, op: bitsSet, value: unix.CLONE_THREAD}}})
+	add(actAllow, []string{"tgkill", "kill"}, [][]cond{self})
+	add(actAllow, []string{"prctl"}, [][]cond{
 		{{arg: 0, op: eq32, value: unix.PR_SET_NAME}},
 		{{arg: 0, op: eq32, value: unix.PR_SET_VMA}},
 	})
-	add(seccomp.ActionAllow, aboutItself, itself)
-	add(seccomp.ActionErrno|seccomp.Action(unix.EPERM), aboutItself, always)
+	add(actAllow, aboutItself, itself)
+	add(errnoAction(unix.EPERM), aboutItself, always)
 	// reading its own limit, never setting one: reading another's is
 	// refused, setting any kills (below, as an unmatched call)
 	readLimit := cond{arg: 2, op: eq64, value: 0}
-	add(seccomp.ActionAllow, []string{"prlimit64"}, [][]cond{{itself[0][0], readLimit}, {self[0], readLimit}})
-	add(seccomp.ActionErrno|seccomp.Action(unix.EPERM), []string{"prlimit64"}, [][]cond{{readLimit}})
-	add(seccomp.ActionAllow, []string{"fcntl"}, [][]cond{
+	add(actAllow, []string{"prlimit64"}, [][]cond{{itself[0][0], readLimit}, {self[0], readLimit}})
+	add(errnoAction(unix.EPERM), []string{"prlimit64"}, [][]cond{{readLimit}})
+	add(actAllow, []string{"fcntl"}, [][]cond{
 		fcntl(unix.F_GETFD), fcntl(unix.F_SETFD), fcntl(unix.F_GETFL), fcntl(unix.F_DUPFD_CLOEXEC),
 		fcntl(unix.F_SETFL, cond{arg: 2, op: bitsClear, value: unix.O_ASYNC}),
 	})
-	add(seccomp.ActionErrno|seccomp.Action(unix.ENOSYS), []string{"clone3"}, always)
-	add(seccomp.ActionKillProcess, killed, always)
+	add(errnoAction(unix.ENOSYS), []string{"clone3"}, always)
+	add(actKill, killed, always)
 	// Before refused, which takes every other fcntl. F_SETFL here is the
 	// one with O_ASYNC: the allowed one matched above.
-	add(seccomp.ActionKillProcess, []string{"fcntl"}, [][]cond{
+	add(actKill, []string{"fcntl"}, [][]cond{
 		fcntl(unix.F_SETOWN), fcntl(unix.F_SETOWN_EX), fcntl(unix.F_SETSIG), fcntl(unix.F_SETLEASE), fcntl(unix.F_NOTIFY),
 		fcntl(unix.F_SETFL),
 	})
-	add(seccomp.ActionErrno|seccomp.Action(unix.EPERM), refused, always)
-	return newFilter(info, rules)
+	add(errnoAction(unix.EPERM), refused, always)
+	return rules
 }
 
-// anyArchHas reports whether some architecture the filter library knows
-// has a call of that name. A name missing on the running architecture is
-// skipped only when another has it (arm64 has no open); one that none has
-// is a typo, which skipping would hide.
-func anyArchHas(name string) bool {
-	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64, arch.I386, arch.ARM, arch.X32} {
-		if _, ok := a.SyscallNames[name]; ok {
-			return true
-		}
+// action is what the filter answers a call: SECCOMP_RET_ALLOW, _ERRNO
+// with its errno, or _KILL_PROCESS.
+type action uint32
+
+const (
+	actAllow = action(unix.SECCOMP_RET_ALLOW)
+	actKill  = action(unix.SECCOMP_RET_KILL_PROCESS)
+)
+
+func errnoAction(e unix.Errno) action { return action(unix.SECCOMP_RET_ERRNO | uint32(e)) }
+
+// x32Bit is set in the numbers of the x32 ABI's calls on x86_64
+// (__X32_SYSCALL_BIT).
+const x32Bit = 0x40000000
+
+// archInfo is the running architecture as the filter sees it: its audit
+// architecture and its column of syscallTable. The table is generated
+// (syscalls.go, from go-seccomp-bpf's tables by TestSyscallTable) rather
+// than read from go-seccomp-bpf's arch package at run time: that package
+// builds the name and number maps of five architectures in its
+// initialiser, 0.3-0.7 ms and 165 KB at every start of every thumbd, cells
+// mode or not (docs/coldstart.md); a cell needs a hundred names of one.
+type archInfo struct {
+	id     uint32
+	x86_64 bool // the x32 ABI's calls are guarded
+}
+
+// runningArch is the architecture thumbd runs on.
+func runningArch() (*archInfo, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return &archInfo{id: unix.AUDIT_ARCH_X86_64, x86_64: true}, nil
+	case "arm64":
+		return &archInfo{id: unix.AUDIT_ARCH_AARCH64}, nil
 	}
-	return false
+	return nil, fmt.Errorf("seccomp policy: no system call table for %s", runtime.GOARCH)
+}
+
+// number is the call's number on a, whether a has it, and whether any
+// architecture go-seccomp-bpf knows has it (a name none has is a typo,
+// which skipping would hide; arm64 has no open, which it must skip).
+func (a *archInfo) number(name string) (nr int, has, known bool) {
+	i, found := slices.BinarySearchFunc(syscallTable[:], name, func(s syscallNumbers, name string) int { return strings.Compare(s.name, name) })
+	if !found {
+		return 0, false, false
+	}
+	s := syscallTable[i]
+	nr = int(s.aarch64)
+	if a.x86_64 {
+		nr = int(s.x86_64)
+	}
+	return nr, nr >= 0, s.known
 }
 
 // loadSeccomp installs the filter on every thread of the process
@@ -160,7 +206,7 @@ func loadSeccomp() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%d system calls allowed (%d more with conditions), any other kills the cell",
-		f.count(seccomp.ActionAllow, false), f.count(seccomp.ActionAllow, true)), nil
+		f.count(actAllow, false), f.count(actAllow, true)), nil
 }
 
 // The filter is assembled here rather than by go-seccomp-bpf's Policy:
@@ -195,25 +241,25 @@ type rule struct {
 	name   string
 	nr     uint32
 	when   [][]cond
-	action seccomp.Action
+	action action
 }
 
 // filter is the rules for one architecture; any call no rule matches
 // kills the process.
 type filter struct {
-	arch  *arch.Info
+	arch  *archInfo
 	rules []rule
 }
 
 // newFilter numbers the rules for info, dropping names it lacks that
 // another architecture has, and refusing names that none has.
-func newFilter(info *arch.Info, rules []rule) (filter, error) {
+func newFilter(info *archInfo, rules []rule) (filter, error) {
 	f := filter{arch: info}
 	var unknown []string
 	for _, r := range rules {
-		nr, ok := info.SyscallNames[r.name]
+		nr, ok, known := info.number(r.name)
 		if !ok {
-			if !anyArchHas(r.name) {
+			if !known {
 				unknown = append(unknown, r.name)
 			}
 			continue
@@ -236,7 +282,7 @@ func newFilter(info *arch.Info, rules []rule) (filter, error) {
 
 // count is the number of calls with that action, with or without
 // conditions.
-func (f filter) count(action seccomp.Action, conditional bool) int {
+func (f filter) count(action action, conditional bool) int {
 	n := 0
 	for _, r := range f.rules {
 		if r.action == action && (len(r.when) > 0) == conditional {
@@ -259,19 +305,19 @@ const (
 // its set's end; each rule starts by loading the call number, so no rule
 // sees what another loaded.
 func (f filter) program() ([]bpf.Instruction, error) {
-	kill := bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)}
+	kill := bpf.RetConstant{Val: uint32(actKill)}
 	p := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: dataArch, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(f.arch.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: f.arch.id, SkipTrue: 1},
 		kill,
 	}
-	if f.arch.ID == arch.X86_64.ID {
+	if f.arch.x86_64 {
 		// The x32 ABI's calls (their numbers have bit 30 set) would reach
 		// the same kernel code under other numbers.
 		p = append(p,
 			bpf.LoadAbsolute{Off: dataNr, Size: 4},
-			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1},
-			bpf.RetConstant{Val: uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)},
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
+			bpf.RetConstant{Val: uint32(errnoAction(unix.ENOSYS))},
 		)
 	}
 	for _, r := range f.rules {

@@ -153,7 +153,17 @@ type Limits struct {
 	// Wait is how long a source of known length may wait for the budget
 	// before it is refused (503): while it waits its bytes stay unread.
 	Wait time.Duration
+	// Hashers bounds the turns of sources hashed at once (nil: no bound).
+	Hashers Hashers
 }
+
+// Hashers is a bound on the sources hashed at once: a token per turn of
+// at most turn bytes, taken once the turn's bytes are read, so an upload
+// whose bytes are slow to come holds none while it waits for them.
+type Hashers chan struct{}
+
+// NewHashers bounds hashing to n turns at once (at least one).
+func NewHashers(n int) Hashers { return make(Hashers, max(n, 1)) }
 
 // Read reads r whole through the budget, hashing as it goes: every source
 // kind reads through it, so the budget and the limit hold for all. tooLarge
@@ -183,7 +193,7 @@ func (l Limits) ReadSized(ctx context.Context, r io.Reader, n int64, tooLarge fu
 func (l Limits) read(budget *admission.BytesReader, size int64, tooLarge func() error) (*Blob, error) {
 	h := sha256.New()
 	buf := bytes.NewBuffer(make([]byte, 0, max(size, 0)+bytes.MinRead))
-	_, err := buf.ReadFrom(io.TeeReader(turns{budget}, h))
+	_, err := buf.ReadFrom(turns{r: budget, h: h, hashers: l.Hashers})
 	b := buf.Bytes()
 	if err == nil && int64(len(b)) > l.MaxBytes {
 		err = tooLarge()
@@ -202,20 +212,39 @@ func (l Limits) read(budget *admission.BytesReader, size int64, tooLarge func() 
 // goroutine yields its processor.
 const turn = 64 << 10
 
-// turns reads at most turn bytes a call, and yields the processor before
-// each. A source's bytes are usually in the socket's buffer already, so
-// its reader never blocks and, without this, keeps its processor until
-// Go preempts it after 10 ms: with uploads read and hashed at once, a
-// /health probe waited behind them 0.1-0.7 s in Go's run queue (the
-// runtime's /sched/latencies p99 537-671 ms, 500 clients posting the 12 MP
-// photo). A goroutine's wait there is about the turns ahead of it: p50 5-10
-// ms and p99 30-84 ms with turns of 256 KiB, 1.3-1.8 ms and 8-34 ms with
-// 64 KiB (docs/hardening.md, "Probes under load").
-type turns struct{ r io.Reader }
+// turns reads at most turn bytes a call, hashes them holding a token of
+// hashers, and yields the processor before each hash. A source's bytes
+// are usually in the socket's buffer already, so its reader never blocks
+// and, without the yield, keeps its processor until Go preempts it after
+// 10 ms: with uploads read and hashed at once, a /health probe waited
+// behind them 0.1-0.7 s in Go's run queue (the runtime's /sched/latencies
+// p99 537-671 ms, 500 clients posting the 12 MP photo). With the yield
+// alone a goroutine still waited behind every upload's turn (p99 8-42 ms
+// with 64 KiB turns and 500 uploads); with the tokens the uploads waiting
+// for one are parked, out of the run queue, so a probe waits behind at
+// most a turn per token (docs/hardening.md, "Probes under load"). The
+// token is taken after the read, not before: a slow upload waits for its
+// bytes holding none.
+type turns struct {
+	r       io.Reader
+	h       hash.Hash
+	hashers Hashers
+}
 
 func (t turns) Read(p []byte) (int, error) {
-	runtime.Gosched()
-	return t.r.Read(p[:min(len(p), turn)])
+	n, err := t.r.Read(p[:min(len(p), turn)])
+	if n > 0 {
+		if t.hashers != nil {
+			t.hashers <- struct{}{}
+			defer func() { <-t.hashers }()
+		}
+		// The goroutine just given a token runs next on this processor
+		// (Go's runnext), ahead of the run queue; yielding here lets what
+		// waits there (a probe) go first.
+		runtime.Gosched()
+		t.h.Write(p[:n])
+	}
+	return n, err
 }
 
 func noRoom() error {

@@ -196,6 +196,45 @@ func TestSourceReadATurnAtATime(t *testing.T) {
 	}
 }
 
+// A source waiting for its bytes holds no hashing token: with one token,
+// an upload whose client stalls does not stop another from being read;
+// and a token is held while a turn is hashed, no more at once than given.
+func TestHashersAreNotHeldWhileWaitingForBytes(t *testing.T) {
+	const size = 1 << 20
+	limits := Limits{MaxBytes: size, Budget: admission.NewBytes(2 * size), Wait: time.Second, Hashers: NewHashers(1)}
+	stalled, w := io.Pipe()
+	defer w.Close()
+	go func() {
+		w.Write([]byte("first bytes")) // then nothing: a stalled client
+	}()
+	go limits.Read(stalled, func() error { return errors.New("too large") })
+	time.Sleep(50 * time.Millisecond) // the stalled upload is waiting for bytes
+	done := make(chan error, 1)
+	data := strings.Repeat("y", size)
+	go func() {
+		blob, err := limits.ReadSized(context.Background(), strings.NewReader(data), size, func() error { return errors.New("too large") })
+		if err == nil {
+			sum := sha256.Sum256([]byte(data))
+			if blob.ID != hex.EncodeToString(sum[:]) {
+				err = errors.New("wrong hash " + blob.ID)
+			}
+			blob.Release()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a stalled upload held the only hashing token")
+	}
+	if len(limits.Hashers) != 0 {
+		t.Fatalf("%d tokens held after the reads", len(limits.Hashers))
+	}
+}
+
 // DefaultCacheControl says MaxAge.
 func TestDefaultCacheControlIsMaxAge(t *testing.T) {
 	if want := "public, max-age=" + strconv.Itoa(int(MaxAge/time.Second)); DefaultCacheControl != want {
