@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/thumbd/thumbd/internal/launch"
 )
 
 func TestParse(t *testing.T) {
@@ -60,7 +65,75 @@ func TestQuickRun(t *testing.T) {
 	}
 	hit := regexp.MustCompile(`(?m)^\| store hit \(0 engine jobs\) \| [\d.]+ \|`)
 	killed := regexp.MustCompile(`(?m)^\| on, killed and restarted \| [\d.]+ \| \d+ \| 0 \| \d+ \|$`)
-	if !hit.MatchString(report) || !strings.Contains(report, "on / off: requests/s") || !killed.MatchString(report) {
+	if !hit.MatchString(report) || !strings.Contains(report, "on / off: requests/s") || !strings.Contains(report, "store on: 0 store hits") || !killed.MatchString(report) {
 		t.Errorf("store steps:\n%s\nlog:\n%s", report, errs.String())
+	}
+}
+
+// The misses and killed steps' keys: all distinct, w within its band, and
+// the same cost wherever a run is: every missWidths keys in a row hold
+// each width once. Enough of them that the default kill window's process
+// at five times the fastest rate seen (68 requests/s) asks none twice.
+func TestMissKeys(t *testing.T) {
+	if need := 5 * 68 * int((60 * time.Second).Seconds()); missKeys < need {
+		t.Fatalf("%d keys, want at least %d", missKeys, need)
+	}
+	type key struct {
+		w  int
+		fx float64
+	}
+	seen := make(map[key]int, missKeys)
+	widths := make([]int, missKeys)
+	for i := range missKeys {
+		q, err := url.ParseQuery(missQuery(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := strconv.Atoi(q.Get("w"))
+		if err != nil || w < 240 || w > 271 {
+			t.Fatalf("key %d: w %q, want 240-271", i, q.Get("w"))
+		}
+		// The service keys fx as %g of its float: distinct floats are
+		// distinct keys.
+		fx, err := strconv.ParseFloat(q.Get("fx"), 64)
+		if err != nil || fx < 0 || fx >= 1 || q.Get("fy") != "0.5" || q.Get("gravity") != "focal" || len(q) != 4 {
+			t.Fatalf("key %d: %q", i, missQuery(i))
+		}
+		k := key{w, fx}
+		if j, ok := seen[k]; ok {
+			t.Fatalf("keys %d and %d are both %q", j, i, missQuery(i))
+		}
+		seen[k] = i
+		widths[i] = w
+	}
+	for i := 0; i+missWidths <= missKeys; i++ {
+		sum := 0
+		for _, w := range widths[i : i+missWidths] {
+			sum += w
+		}
+		if want := missWidths*240 + missWidths*(missWidths-1)/2; sum != want {
+			t.Fatalf("keys %d-%d: widths sum to %d, want %d (each width once)", i, i+missWidths-1, sum, want)
+		}
+	}
+}
+
+// Each process's sequence starts from the first key (the arms ask for the
+// same thumbnails), and one sent more requests than keys is an error.
+func TestMissSeq(t *testing.T) {
+	srv := &launch.Server{Addr: "127.0.0.1:1"}
+	var a, b missSeq
+	na, nb := a.next(srv, "large.jpg", "h=256"), b.next(srv, "large.jpg", "h=256")
+	first := na()
+	if first != nb() || !strings.Contains(first, "src=large.jpg&"+missQuery(0)+"&h=256") || na() == first {
+		t.Fatalf("first keys: %q", first)
+	}
+	if err := a.wrapped(); err != nil {
+		t.Fatal(err)
+	}
+	for range missKeys - 1 {
+		na()
+	}
+	if err := a.wrapped(); err == nil {
+		t.Fatal("no error after more requests than keys")
 	}
 }
