@@ -2,7 +2,9 @@ package bucketsource
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,4 +207,73 @@ func TestBucketFailures(t *testing.T) {
 	if _, _, err := f.read(t, "a.jpg"); code(err) != apierr.BucketUnreachable {
 		t.Errorf("killed: %v", err)
 	}
+}
+
+// lockedLog is a log that a test reads while a goroutine writes it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// waitFor waits up to 5 s for the log to hold s.
+func (l *lockedLog) waitFor(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l.mu.Lock()
+		got := l.buf.String()
+		l.mu.Unlock()
+		if strings.Contains(got, s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log has no %q:\n%s", s, got)
+		}
+	}
+}
+
+// CheckAtStart: no bucket and a reachable one send nothing; a missing
+// bucket is an error naming the setting; an unreachable one a warning.
+func TestCheckAtStart(t *testing.T) {
+	ctx := context.Background()
+	log := &lockedLog{}
+	logger := slog.New(slog.NewTextHandler(log, nil))
+	var none *Bucket
+	f := setup(t, Config{})
+	vars := f.s.Vars(nil)
+	conn, err := bucket.FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := bucket.New(bucket.Location{Bucket: "absent"}, conn, bucket.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := New(client, source.Limits{}, Config{})
+	failed := absent.CheckAtStart(ctx, 5*time.Second, logger)
+	if err := <-failed; err == nil || !strings.Contains(err.Error(), "THUMBD_SOURCE=s3://absent/: The bucket does not exist") {
+		t.Errorf("a missing bucket: %v", err)
+	}
+	for _, b := range []*Bucket{none, f.b} {
+		if b == f.b {
+			defer log.waitFor(t, "source bucket: reachable")
+		}
+		select {
+		case err := <-b.CheckAtStart(ctx, 5*time.Second, logger):
+			t.Errorf("%v: %v", b, err)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	f.s.Kill()
+	select {
+	case err := <-f.b.CheckAtStart(ctx, 5*time.Second, logger):
+		t.Errorf("killed: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	log.waitFor(t, "source bucket: not reachable at start-up")
 }
