@@ -62,7 +62,11 @@ type config struct {
 	clients            int
 	duration, killSpan time.Duration
 	cpus               affinity.Split
+	steps              []string // which steps run, in stepNames' order
 }
+
+// stepNames are the steps, in the order they run.
+var stepNames = []string{"sources", "hit", "misses", "killed"}
 
 func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -77,6 +81,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.clients, "clients", 10, "misses and killed: concurrent clients")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "misses: measured time per round")
 	fs.DurationVar(&c.killSpan, "kill-window", 60*time.Second, "killed: the load's length (the store is killed at 1/6, back at 1/3)")
+	steps := fs.String("steps", strings.Join(stepNames, ","), "the steps to run, comma-separated: "+strings.Join(stepNames, ", "))
 	quick := fs.Bool("quick", false, "a smoke run: 10 samples, 2 rounds of 1 s, a 6 s kill window")
 	c.cpus.Register(fs, "this driver and versitygw")
 	benchlock.Flag(fs, &c.lock)
@@ -91,6 +96,12 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		c.samples, c.rounds, c.duration, c.killSpan = 10, 2, time.Second, 6*time.Second
 	}
 	c.command = fs.Args()
+	for _, name := range strings.Split(*steps, ",") {
+		if !slices.Contains(stepNames, name) || slices.Contains(c.steps, name) {
+			return c, fmt.Errorf("-steps: %q is not one of %s, or given twice", name, strings.Join(stepNames, ", "))
+		}
+		c.steps = append(c.steps, name)
+	}
 	if err := c.cpus.Parsed(); err != nil {
 		return c, err
 	}
@@ -146,9 +157,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if b.store, err = b.hasStore(ctx); err != nil {
 		return err
 	}
-	steps := []func(context.Context) (string, error){b.sources, b.hit, b.misses, b.killed}
-	for _, step := range steps {
-		out, err := step(ctx)
+	steps := map[string]func(context.Context) (string, error){"sources": b.sources, "hit": b.hit, "misses": b.misses, "killed": b.killed}
+	for _, name := range stepNames {
+		if !slices.Contains(c.steps, name) {
+			continue
+		}
+		out, err := steps[name](ctx)
 		if err != nil {
 			return err
 		}

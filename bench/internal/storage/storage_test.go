@@ -22,8 +22,15 @@ func TestParse(t *testing.T) {
 	if err != nil || c.samples != 10 || c.rounds != 2 || c.command[0] != "bin/thumbd" {
 		t.Fatalf("%+v %v", c, err)
 	}
+	if len(c.steps) != 4 {
+		t.Errorf("steps %q, want all four", c.steps)
+	}
+	if c, err := parse([]string{"-versitygw", "/v", "-steps", "sources,killed", "--", "x"}, io.Discard); err != nil || strings.Join(c.steps, ",") != "sources,killed" {
+		t.Errorf("-steps sources,killed: %q %v", c.steps, err)
+	}
 	for _, bad := range [][]string{{"-versitygw", "/v"}, {"-versitygw", "", "--", "x"}, {"-versitygw", "/v", "-samples", "1", "--", "x"},
-		{"-versitygw", "/v", "-kill-window", "2s", "--", "x"}} {
+		{"-versitygw", "/v", "-kill-window", "2s", "--", "x"}, {"-versitygw", "/v", "-steps", "hit,nope", "--", "x"},
+		{"-versitygw", "/v", "-steps", "hit,hit", "--", "x"}, {"-versitygw", "/v", "-steps", "", "--", "x"}} {
 		if _, err := parse(bad, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
