@@ -570,7 +570,26 @@ func (b *bench) killed(ctx context.Context) (string, error) {
 	return head + "| store | requests/s | answers | 5xx | other failures |\n|---|---|---|---|---|\n" +
 		fmt.Sprintf("| off | %.1f | %d | %d | %d |\n", base.rps, base.answered, base.status5xx, base.failed-base.status5xx) +
 		fmt.Sprintf("| on, killed and restarted | %.1f | %d | %d | %d |\n", res.rps, res.answered, res.status5xx, res.failed-res.status5xx) +
-		fmt.Sprintf("\nrequests/s with the store killed / off: %.1f %%; writes resumed %s after the store's return; 0 store hits\n", 100*res.rps/base.rps, after), nil
+		fmt.Sprintf("\nrequests/s with the store killed / off: %.1f %%; writes resumed %s after the store's return; 0 store hits\n", 100*res.rps/base.rps, after) +
+		b.phases(base, res), nil
+}
+
+// phases compares the two arms' requests/s in each part of the killed
+// step's window: the store up, killed, back (its first sixth after the
+// return apart: the restart and the breaker's delay).
+func (b *bench) phases(off, on loadResult) string {
+	k := b.c.killSpan
+	parts := []struct {
+		name string
+		a, b time.Duration
+	}{{"store up", 0, k / 6}, {"store killed", k / 6, k / 3}, {"store back, first sixth", k / 3, k / 2}, {"store back, after", k / 2, k}}
+	var out strings.Builder
+	out.WriteString("\n| part of the window | off requests/s | on requests/s | on / off |\n|---|---|---|---|\n")
+	for _, p := range parts {
+		x, y := off.rate(p.a, p.b), on.rate(p.a, p.b)
+		fmt.Fprintf(&out, "| %s (%s-%s) | %.1f | %.1f | %.1f %% |\n", p.name, p.a, p.b, x, y, 100*y/x)
+	}
+	return out.String()
 }
 
 func sleepUntil(ctx context.Context, t time.Time) {
@@ -616,6 +635,18 @@ func sequential(ctx context.Context, u string, n int) ([]float64, error) {
 type loadResult struct {
 	rps, p50                    float64
 	answered, failed, status5xx int
+	ends                        []time.Duration // when each 200 was answered, from the start
+}
+
+// rate is the 200s answered per second from a to b (from the start).
+func (r loadResult) rate(a, b time.Duration) float64 {
+	n := 0
+	for _, e := range r.ends {
+		if e >= a && e < b {
+			n++
+		}
+	}
+	return float64(n) / (b - a).Seconds()
 }
 
 // load runs clients that each send the next request as soon as the last
@@ -626,6 +657,7 @@ func load(ctx context.Context, clients int, d time.Duration, next func() string,
 	client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
 	var mu sync.Mutex
 	var lat []float64
+	var ends []time.Duration
 	var failed, fivexx atomic.Int64
 	began := time.Now()
 	end := began.Add(d)
@@ -648,6 +680,7 @@ func load(ctx context.Context, clients int, d time.Duration, next func() string,
 				}
 				mu.Lock()
 				lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+				ends = append(ends, time.Since(began))
 				mu.Unlock()
 			}
 		})
@@ -662,7 +695,7 @@ func load(ctx context.Context, clients int, d time.Duration, next func() string,
 		return loadResult{}, errors.New("no request answered 200")
 	}
 	return loadResult{rps: float64(len(lat)) / time.Since(began).Seconds(), p50: median(lat), answered: len(lat),
-		failed: int(failed.Load()), status5xx: int(fivexx.Load())}, nil
+		failed: int(failed.Load()), status5xx: int(fivexx.Load()), ends: ends}, nil
 }
 
 func median(xs []float64) float64 { return stats.Percentiles(xs, 50)[0] }

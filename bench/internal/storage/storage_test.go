@@ -144,3 +144,16 @@ func TestMissSeq(t *testing.T) {
 		t.Fatal("no error after more requests than keys")
 	}
 }
+
+// The killed step's parts: 200s counted in the half-open window they end in.
+func TestRate(t *testing.T) {
+	r := loadResult{ends: []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second}}
+	if got := r.rate(time.Second, 2*time.Second); got != 2 {
+		t.Errorf("rate over 1-2 s: %v, want 2", got)
+	}
+	b := &bench{c: config{killSpan: 6 * time.Second}}
+	out := b.phases(r, loadResult{ends: []time.Duration{1500 * time.Millisecond}})
+	if !strings.Contains(out, "| store killed (1s-2s) | 2.0 | 1.0 | 50.0 % |") {
+		t.Errorf("phases:\n%s", out)
+	}
+}
