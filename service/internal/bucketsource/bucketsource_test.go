@@ -4,12 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/s3test"
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -209,30 +209,12 @@ func TestBucketFailures(t *testing.T) {
 	}
 }
 
-// lockedLog is a log that a test reads while a goroutine writes it.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// waitFor waits up to 5 s for the log to hold s.
-func (l *lockedLog) waitFor(t *testing.T, s string) {
+// waitFor waits up to 5 s for log to hold s.
+func waitFor(t *testing.T, log *launch.Log, s string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		l.mu.Lock()
-		got := l.buf.String()
-		l.mu.Unlock()
-		if strings.Contains(got, s) {
-			return
-		}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), s); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the log has no %q:\n%s", s, got)
+			t.Fatalf("the log has no %q:\n%s", s, log.String())
 		}
 	}
 }
@@ -241,7 +223,7 @@ func (l *lockedLog) waitFor(t *testing.T, s string) {
 // bucket is an error naming the setting; an unreachable one a warning.
 func TestCheckAtStart(t *testing.T) {
 	ctx := context.Background()
-	log := &lockedLog{}
+	log := &launch.Log{}
 	logger := slog.New(slog.NewTextHandler(log, nil))
 	var none *Bucket
 	f := setup(t, Config{})
@@ -261,7 +243,7 @@ func TestCheckAtStart(t *testing.T) {
 	}
 	for _, b := range []*Bucket{none, f.b} {
 		if b == f.b {
-			defer log.waitFor(t, "source bucket: reachable")
+			defer waitFor(t, log, "source bucket: reachable")
 		}
 		select {
 		case err := <-b.CheckAtStart(ctx, 5*time.Second, logger):
@@ -275,5 +257,5 @@ func TestCheckAtStart(t *testing.T) {
 		t.Errorf("killed: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	log.waitFor(t, "source bucket: not reachable at start-up")
+	waitFor(t, log, "source bucket: not reachable at start-up")
 }
