@@ -152,11 +152,14 @@ const (
 	DefaultMaxConns = 32
 	DefaultRetries  = 2
 	// DefaultReceiveBuffer lets a server send a whole source of a few MB
-	// without waiting for thumbd to read: the kernel's autotuning grew the
-	// window too slowly for a burst, and reading the 12 MP photo's 3.7 MB
-	// from versitygw on loopback took 3.3-4.0 ms with it, 2.1-2.2 ms with
-	// 4 MiB (1 MiB: 2.1 ms, 256 KiB: 3.0-3.2 ms; `BenchmarkRead` in
-	// bucketsource). It also bounds what a server can queue unread on a
+	// without waiting for thumbd to read: on a new connection the kernel's
+	// autotuning grows the window too slowly for a burst (the 12 MP
+	// photo's 3.7 MB from versitygw on loopback, a connection per GET:
+	// 3.3-4.0 ms with autotuning, 2.1-2.2 ms with 4 MiB, 2.1 ms with 1 MiB,
+	// 3.0-3.2 ms with 256 KiB; on kept-alive connections 1.4-2.3 ms either
+	// way, and the whole source read and hashed 6.7-8.0 ms with autotuning,
+	// 5.5-7.0 ms with 4 MiB; `BenchmarkRead` in bucketsource, a shared
+	// machine). It also bounds what a server can queue unread on a
 	// connection, which autotuning lets grow to tcp_rmem's maximum.
 	DefaultReceiveBuffer = 4 << 20
 	// ConnectTimeout bounds one TCP connect and one TLS handshake.
