@@ -15,14 +15,11 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel"
 
-	"github.com/thumbd/thumbd/service/internal/apierr"
-	"github.com/thumbd/thumbd/service/internal/bucketsource"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/thumb"
@@ -193,11 +190,11 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	// meanwhile, and a refusal stops the service as an engine failure does.
 	storeRefused := make(chan error, 1)
 	go func() {
-		if err := checkResultStore(ctx, d.store, cfg.ResultStore, logger); err != nil {
+		if err := d.store.CheckAtStart(ctx); err != nil {
 			storeRefused <- err
 		}
 	}()
-	sourceFailed := checkSourceBucket(ctx, cfg, d.thumbs.Sources.Bucket, logger)
+	sourceFailed := d.thumbs.Sources.Bucket.CheckAtStart(ctx, cfg.SourceTimeout, logger)
 	idleCtx, stopIdle := context.WithCancel(context.Background())
 	defer stopIdle()
 	startIdleRelease(idleCtx, d)
@@ -272,34 +269,4 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	engine.Stop()
 	logger.Info("stopped")
 	return nil
-}
-
-// checkSourceBucket asks the source bucket, if any, whether it exists and
-// takes thumbd's credentials, beside the start (a cold start does not wait
-// for it). A refusal or a missing bucket is a configuration error: the
-// channel gets it and the service stops. An unreachable bucket is a
-// warning: it may come up later, and src= requests answer
-// bucket_unreachable until then.
-func checkSourceBucket(ctx context.Context, cfg config, b *bucketsource.Bucket, logger *slog.Logger) <-chan error {
-	failed := make(chan error, 1)
-	if b == nil {
-		return failed
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(ctx, cfg.SourceTimeout)
-		defer cancel()
-		err := b.Check(ctx)
-		e := apierr.From(err)
-		switch {
-		case err == nil:
-			logger.Info("source bucket: reachable", "source", cfg.Source)
-		case e.Code == apierr.BucketDenied || e.Code == apierr.BucketNotFound:
-			failed <- fmt.Errorf("THUMBD_SOURCE=%s: %s: %w", cfg.Source, strings.TrimSuffix(e.Message, "."), e.Cause)
-		case errors.Is(err, context.Canceled):
-			// Shutting down before the answer.
-		default:
-			logger.Warn("source bucket: not reachable at start-up; src= requests answer 5xx until it is", "source", cfg.Source, "code", e.Code, "err", e.Cause)
-		}
-	}()
-	return failed
 }

@@ -68,7 +68,10 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	cache := results.New(cfg.CacheSize)
 	reg.MustRegister(cache.Collector())
 	buckets := bucket.NewMetrics(reg)
-	store := newResultStore(cfg, buckets, logger, tr)
+	store := resultstore.Open(resultstore.Settings{
+		Location: cfg.ResultStore, Conn: cfg.S3, LookupTimeout: cfg.ResultStoreTimeout, QueueBytes: cfg.memory.StoreQueue,
+		MaxBytes: cfg.MaxBodyBytes, Metrics: buckets, Tracer: tr.tracer, Logger: logger,
+	})
 	reg.MustRegister(store.Collectors()...)
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store,

@@ -114,8 +114,12 @@ func (s *Server) Restart() error {
 			return nil
 		}
 	}
+	// --keep-alive: versitygw closes every connection after one answer
+	// by default (Connection: close), which no S3 service does; without
+	// it each bucket call paid a new connection, and a GET a new TCP
+	// window that grew too slowly for a source of a few MB.
 	cmd := exec.Command(s.Binary, "--port", s.Addr, "--access", AccessKey, "--secret", SecretKey,
-		"--region", Region, "posix", "--sidecar", s.Meta, s.Root)
+		"--region", Region, "--keep-alive", "posix", "--sidecar", s.Meta, s.Root)
 	cmd.Stdout, cmd.Stderr = &s.Log, &s.Log
 	// Its own process group: a test's ^C reaches the test, which kills it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -11,9 +11,10 @@
 //     the 12 MP photo's 256-pixel WebP, against making it on a fresh
 //     process with the store off.
 //   - misses: -clients clients asking for thumbnails never made before
-//     (another w each), store off and on, interleaved rounds: requests/s
-//     and p50 (the store writes behind: on should be within the rounds'
-//     spread).
+//     (missQuery: each request another key at the same cost), store off
+//     and on, interleaved rounds: requests/s and p50 (the store writes
+//     behind: on should be within the rounds' spread), the store's hits
+//     checked to stay 0.
 //   - killed: the same load for -kill-window with the store on: the store
 //     killed at a sixth of it and started again at a third; 5xx answers,
 //     requests/s against the store off, and the time from the store's
@@ -61,7 +62,11 @@ type config struct {
 	clients            int
 	duration, killSpan time.Duration
 	cpus               affinity.Split
+	steps              []string // which steps run, in stepNames' order
 }
+
+// stepNames are the steps, in the order they run.
+var stepNames = []string{"sources", "hit", "misses", "killed"}
 
 func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -70,12 +75,13 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Func("env", "KEY=VALUE for every thumbd started (repeatable)", func(v string) error { c.env = append(c.env, v); return nil })
 	fs.StringVar(&c.versitygw, "versitygw", os.Getenv("THUMBD_VERSITYGW"), "the versitygw binary (scripts/build-versitygw.sh prints it)")
 	fs.StringVar(&c.dir, "source-dir", "bench/results/tmp/sources", "where the sources are (made when missing)")
-	fs.StringVar(&c.query, "query", "h=256&fit=cover&format=webp&q=80", "the thumbnail's options beside w (256, or another each request for misses)")
+	fs.StringVar(&c.query, "query", "h=256&fit=cover&format=webp&q=80", "the thumbnail's options beside w (256; for misses and killed, w, gravity, fx and fy are the key sequence's, so it must keep fit=cover and name none of them)")
 	fs.IntVar(&c.samples, "samples", 200, "sources: sequential requests per arm and source (half in each of two interleaved passes)")
 	fs.IntVar(&c.rounds, "rounds", 11, "hit: fresh processes per arm; misses: interleaved rounds per arm")
 	fs.IntVar(&c.clients, "clients", 10, "misses and killed: concurrent clients")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "misses: measured time per round")
 	fs.DurationVar(&c.killSpan, "kill-window", 60*time.Second, "killed: the load's length (the store is killed at 1/6, back at 1/3)")
+	steps := fs.String("steps", strings.Join(stepNames, ","), "the steps to run, comma-separated: "+strings.Join(stepNames, ", "))
 	quick := fs.Bool("quick", false, "a smoke run: 10 samples, 2 rounds of 1 s, a 6 s kill window")
 	c.cpus.Register(fs, "this driver and versitygw")
 	benchlock.Flag(fs, &c.lock)
@@ -90,6 +96,12 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		c.samples, c.rounds, c.duration, c.killSpan = 10, 2, time.Second, 6*time.Second
 	}
 	c.command = fs.Args()
+	for _, name := range strings.Split(*steps, ",") {
+		if !slices.Contains(stepNames, name) || slices.Contains(c.steps, name) {
+			return c, fmt.Errorf("-steps: %q is not one of %s, or given twice", name, strings.Join(stepNames, ", "))
+		}
+		c.steps = append(c.steps, name)
+	}
 	if err := c.cpus.Parsed(); err != nil {
 		return c, err
 	}
@@ -145,9 +157,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if b.store, err = b.hasStore(ctx); err != nil {
 		return err
 	}
-	steps := []func(context.Context) (string, error){b.sources, b.hit, b.misses, b.killed}
-	for _, step := range steps {
-		out, err := step(ctx)
+	steps := map[string]func(context.Context) (string, error){"sources": b.sources, "hit": b.hit, "misses": b.misses, "killed": b.killed}
+	for _, name := range stepNames {
+		if !slices.Contains(c.steps, name) {
+			continue
+		}
+		out, err := steps[name](ctx)
 		if err != nil {
 			return err
 		}
@@ -370,14 +385,70 @@ func (b *bench) hit(ctx context.Context) (string, error) {
 		fmt.Sprintf("\nmade / store hit: %.1fx\n", median(makes)/median(hits)), nil
 }
 
+// The misses and killed steps' keys: every request of a process asks for
+// a thumbnail it has not made (no memory cache hit, no merging, no store
+// hit: each store-on process has a store of its own), all at the same
+// cost. w cycles through a narrow band, so every missWidths requests cost
+// the same wherever they fall in a run (a w growing through the run made
+// each round slower than the last, 68 to 14 requests/s, and the ratios
+// measured the growth); fx, the focal crop's centre (gravity=focal), steps
+// once per cycle: which window of the same scaled image is cut costs the
+// same. Every process starts the sequence from its first key, so the arms
+// ask for the same thumbnails in the same order.
+const (
+	missW0     = 240
+	missWidths = 32   // w from 240 to 271
+	missFocals = 1000 // fx from 0 to 0.999
+	missKeys   = missWidths * missFocals
+)
+
+// missQuery is the options of key i (0 <= i < missKeys).
+func missQuery(i int) string {
+	fx := strconv.FormatFloat(float64(i/missWidths%missFocals)/missFocals, 'f', 3, 64)
+	return "w=" + strconv.Itoa(missW0+i%missWidths) + "&gravity=focal&fx=" + fx + "&fy=0.5"
+}
+
+// missSeq hands one process's requests their keys in order.
+type missSeq struct{ n atomic.Int64 }
+
+// next is the next key's URL at srv: the source name, the key's options,
+// then the -query options (h, fit, format, q).
+func (m *missSeq) next(srv *launch.Server, name, query string) func() string {
+	return func() string {
+		i := int(m.n.Add(1)-1) % missKeys
+		return srv.URL() + "/thumbnail?src=" + name + "&" + missQuery(i) + "&" + query
+	}
+}
+
+// wrapped is an error once the process was sent more requests than there
+// are keys: some were asked twice, and could have been hits.
+func (m *missSeq) wrapped() error {
+	if n := m.n.Load(); n > missKeys {
+		return fmt.Errorf("%d requests to one process, more than the %d distinct keys: shorten -duration or -kill-window", n, missKeys)
+	}
+	return nil
+}
+
+// missKeysText says what the misses and killed steps ask for.
+const missKeysText = "a thumbnail not made before each request (w 240-271 crossed with gravity=focal's fx 0-0.999, fy 0.5)"
+
+// storeCounts are a process's store lookups that hit and missed.
+func storeCounts(ctx context.Context, srv *launch.Server) (hits, misses float64, err error) {
+	if hits, err = probe.Metric(ctx, srv.URL(), "thumbd_result_store_hits_total"); err != nil {
+		return 0, 0, err
+	}
+	misses, err = probe.Metric(ctx, srv.URL(), "thumbd_result_store_misses_total")
+	return hits, misses, err
+}
+
 // misses loads thumbnails never made before, store off and on.
 func (b *bench) misses(ctx context.Context) (string, error) {
-	head := fmt.Sprintf("## Misses with the store on and off: %d clients, %s with another w each request, %d interleaved rounds of %s, directory sources\n\n", b.c.clients, b.names[2], b.c.rounds, b.c.duration)
+	head := fmt.Sprintf("## Misses with the store on and off: %d clients, %s, %s, %d interleaved rounds of %s, directory sources\n\n", b.c.clients, b.names[2], missKeysText, b.c.rounds, b.c.duration)
 	if !b.store {
 		return head + noStore, nil
 	}
 	var rps, p50 [2][]float64
-	var n atomic.Int64
+	var lookups float64
 	for r := range b.c.rounds {
 		for arm := range 2 {
 			env := []string{b.dirSource()}
@@ -392,16 +463,26 @@ func (b *bench) misses(ctx context.Context) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			res, err := load(ctx, b.c.clients, b.c.duration, func() string {
-				return b.url(srv, b.names[2], 100+n.Add(1)%4000)
-			}, nil)
+			var keys missSeq
+			res, err := load(ctx, b.c.clients, b.c.duration, keys.next(srv, b.names[2], b.c.query), nil)
+			var hits, misses float64
+			if err == nil && arm == 1 {
+				hits, misses, err = storeCounts(ctx, srv)
+			}
 			srv.Stop(5 * time.Second)
+			if err == nil {
+				err = keys.wrapped()
+			}
 			if err != nil {
 				return "", err
 			}
 			if res.failed > 0 {
 				return "", fmt.Errorf("misses, round %d: %d requests failed", r, res.failed)
 			}
+			if hits != 0 {
+				return "", fmt.Errorf("misses, round %d: %v store hits, want 0 (every request a key not asked before)", r, hits)
+			}
+			lookups += misses
 			rps[arm], p50[arm] = append(rps[arm], res.rps), append(p50[arm], res.p50)
 			fmt.Fprintf(b.stderr, "misses round %d, store %v: %.1f rps, p50 %.2f ms\n", r+1, arm == 1, res.rps, res.p50)
 		}
@@ -409,18 +490,15 @@ func (b *bench) misses(ctx context.Context) (string, error) {
 	return head + "| store | requests/s, median (range) | p50 ms, median (range) |\n|---|---|---|\n" +
 		fmt.Sprintf("| off | %.1f (%.1f-%.1f) | %.2f (%.2f-%.2f) |\n", median(rps[0]), slices.Min(rps[0]), slices.Max(rps[0]), median(p50[0]), slices.Min(p50[0]), slices.Max(p50[0])) +
 		fmt.Sprintf("| on | %.1f (%.1f-%.1f) | %.2f (%.2f-%.2f) |\n", median(rps[1]), slices.Min(rps[1]), slices.Max(rps[1]), median(p50[1]), slices.Min(p50[1]), slices.Max(p50[1])) +
-		fmt.Sprintf("\non / off: requests/s %.3fx, p50 %.3fx\n", median(rps[1])/median(rps[0]), median(p50[1])/median(p50[0])), nil
+		fmt.Sprintf("\non / off: requests/s %.3fx, p50 %.3fx\n", median(rps[1])/median(rps[0]), median(p50[1])/median(p50[0])) +
+		fmt.Sprintf("store on: 0 store hits, %.0f store misses (thumbd_result_store_hits_total, _misses_total): every request with the store on was a store miss\n", lookups), nil
 }
 
 // killed loads thumbnails never made before while the store is killed and
 // started again, against the same load with the store off.
 func (b *bench) killed(ctx context.Context) (string, error) {
-	head := fmt.Sprintf("## The store killed under load: %d clients, %s with another w each request, %s; the store killed at %s and back at %s\n\n",
-		b.c.clients, b.names[2], b.c.killSpan, b.c.killSpan/6, b.c.killSpan/3)
-	var n atomic.Int64
-	next := func(srv *launch.Server) func() string {
-		return func() string { return b.url(srv, b.names[2], 100+n.Add(1)%4000) }
-	}
+	head := fmt.Sprintf("## The store killed under load: %d clients, %s, %s, %s; the store killed at %s and back at %s\n\n",
+		b.c.clients, b.names[2], missKeysText, b.c.killSpan, b.c.killSpan/6, b.c.killSpan/3)
 	if !b.store {
 		return head + noStore, nil
 	}
@@ -428,8 +506,12 @@ func (b *bench) killed(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	base, err := load(ctx, b.c.clients, b.c.killSpan, next(off), nil)
+	var offKeys missSeq
+	base, err := load(ctx, b.c.clients, b.c.killSpan, offKeys.next(off, b.names[2], b.c.query), nil)
 	off.Stop(5 * time.Second)
+	if err == nil {
+		err = offKeys.wrapped()
+	}
 	if err != nil {
 		return "", err
 	}
@@ -442,8 +524,9 @@ func (b *bench) killed(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer srv.Stop(5 * time.Second)
+	var keys missSeq
 	var resumed atomic.Int64 // ns from the store's return to the first write after it
-	res, err := load(ctx, b.c.clients, b.c.killSpan, next(srv), func(ctx context.Context, began time.Time) error {
+	res, err := load(ctx, b.c.clients, b.c.killSpan, keys.next(srv, b.names[2], b.c.query), func(ctx context.Context, began time.Time) error {
 		sleepUntil(ctx, began.Add(b.c.killSpan/6))
 		if err := b.s3.Kill(); err != nil {
 			return err
@@ -467,8 +550,18 @@ func (b *bench) killed(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = keys.wrapped()
+	}
 	if err != nil {
 		return "", err
+	}
+	hits, _, err := storeCounts(ctx, srv)
+	if err != nil {
+		return "", err
+	}
+	if hits != 0 {
+		return "", fmt.Errorf("killed: %v store hits, want 0 (every request a key not asked before)", hits)
 	}
 	after := "not within the window"
 	if d := resumed.Load(); d > 0 {
@@ -477,7 +570,26 @@ func (b *bench) killed(ctx context.Context) (string, error) {
 	return head + "| store | requests/s | answers | 5xx | other failures |\n|---|---|---|---|---|\n" +
 		fmt.Sprintf("| off | %.1f | %d | %d | %d |\n", base.rps, base.answered, base.status5xx, base.failed-base.status5xx) +
 		fmt.Sprintf("| on, killed and restarted | %.1f | %d | %d | %d |\n", res.rps, res.answered, res.status5xx, res.failed-res.status5xx) +
-		fmt.Sprintf("\nrequests/s with the store killed / off: %.1f %%; writes resumed %s after the store's return\n", 100*res.rps/base.rps, after), nil
+		fmt.Sprintf("\nrequests/s with the store killed / off: %.1f %%; writes resumed %s after the store's return; 0 store hits\n", 100*res.rps/base.rps, after) +
+		b.phases(base, res), nil
+}
+
+// phases compares the two arms' requests/s in each part of the killed
+// step's window: the store up, killed, back (its first sixth after the
+// return apart: the restart and the breaker's delay).
+func (b *bench) phases(off, on loadResult) string {
+	k := b.c.killSpan
+	parts := []struct {
+		name string
+		a, b time.Duration
+	}{{"store up", 0, k / 6}, {"store killed", k / 6, k / 3}, {"store back, first sixth", k / 3, k / 2}, {"store back, after", k / 2, k}}
+	var out strings.Builder
+	out.WriteString("\n| part of the window | off requests/s | on requests/s | on / off |\n|---|---|---|---|\n")
+	for _, p := range parts {
+		x, y := off.rate(p.a, p.b), on.rate(p.a, p.b)
+		fmt.Fprintf(&out, "| %s (%s-%s) | %.1f | %.1f | %.1f %% |\n", p.name, p.a, p.b, x, y, 100*y/x)
+	}
+	return out.String()
 }
 
 func sleepUntil(ctx context.Context, t time.Time) {
@@ -523,6 +635,18 @@ func sequential(ctx context.Context, u string, n int) ([]float64, error) {
 type loadResult struct {
 	rps, p50                    float64
 	answered, failed, status5xx int
+	ends                        []time.Duration // when each 200 was answered, from the start
+}
+
+// rate is the 200s answered per second from a to b (from the start).
+func (r loadResult) rate(a, b time.Duration) float64 {
+	n := 0
+	for _, e := range r.ends {
+		if e >= a && e < b {
+			n++
+		}
+	}
+	return float64(n) / (b - a).Seconds()
 }
 
 // load runs clients that each send the next request as soon as the last
@@ -533,6 +657,7 @@ func load(ctx context.Context, clients int, d time.Duration, next func() string,
 	client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
 	var mu sync.Mutex
 	var lat []float64
+	var ends []time.Duration
 	var failed, fivexx atomic.Int64
 	began := time.Now()
 	end := began.Add(d)
@@ -555,6 +680,7 @@ func load(ctx context.Context, clients int, d time.Duration, next func() string,
 				}
 				mu.Lock()
 				lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+				ends = append(ends, time.Since(began))
 				mu.Unlock()
 			}
 		})
@@ -569,7 +695,7 @@ func load(ctx context.Context, clients int, d time.Duration, next func() string,
 		return loadResult{}, errors.New("no request answered 200")
 	}
 	return loadResult{rps: float64(len(lat)) / time.Since(began).Seconds(), p50: median(lat), answered: len(lat),
-		failed: int(failed.Load()), status5xx: int(fivexx.Load())}, nil
+		failed: int(failed.Load()), status5xx: int(fivexx.Load()), ends: ends}, nil
 }
 
 func median(xs []float64) float64 { return stats.Percentiles(xs, 50)[0] }

@@ -16,7 +16,10 @@ package bucketsource
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -73,6 +76,38 @@ func cmpOr(v, def int) int {
 // Check asks whether the bucket exists and takes thumbd's credentials
 // (start-up): nil, or the bucket's error code.
 func (b *Bucket) Check(ctx context.Context) error { return b.client.Check(ctx) }
+
+// CheckAtStart asks the bucket, beside the service's start (a cold start
+// does not wait for it), whether it exists and takes thumbd's credentials,
+// within timeout. A refusal or a missing bucket is a configuration error:
+// the channel gets it, naming the setting, and the service stops. An
+// unreachable bucket is a warning: it may come up later, and src=
+// requests answer bucket_unreachable until then. A nil Bucket (no source
+// bucket) never fails.
+func (b *Bucket) CheckAtStart(ctx context.Context, timeout time.Duration, logger *slog.Logger) <-chan error {
+	failed := make(chan error, 1)
+	if b == nil {
+		return failed
+	}
+	where := b.client.Location().String()
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		err := b.Check(ctx)
+		e := apierr.From(err)
+		switch {
+		case err == nil:
+			logger.Info("source bucket: reachable", "source", where)
+		case e.Code == apierr.BucketDenied || e.Code == apierr.BucketNotFound:
+			failed <- fmt.Errorf("THUMBD_SOURCE=%s: %s: %w", where, strings.TrimSuffix(e.Message, "."), e.Cause)
+		case errors.Is(err, context.Canceled):
+			// Shutting down before the answer.
+		default:
+			logger.Warn("source bucket: not reachable at start-up; src= requests answer 5xx until it is", "source", where, "code", e.Code, "err", e.Cause)
+		}
+	}()
+	return failed
+}
 
 // CheckName applies the rules for a source name before the bucket is
 // asked: no empty, "." or ".." segment (so no leading "/"), no NUL or

@@ -2,12 +2,14 @@ package bucketsource
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/s3test"
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -205,4 +207,55 @@ func TestBucketFailures(t *testing.T) {
 	if _, _, err := f.read(t, "a.jpg"); code(err) != apierr.BucketUnreachable {
 		t.Errorf("killed: %v", err)
 	}
+}
+
+// waitFor waits up to 5 s for log to hold s.
+func waitFor(t *testing.T, log *launch.Log, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), s); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log has no %q:\n%s", s, log.String())
+		}
+	}
+}
+
+// CheckAtStart: no bucket and a reachable one send nothing; a missing
+// bucket is an error naming the setting; an unreachable one a warning.
+func TestCheckAtStart(t *testing.T) {
+	ctx := context.Background()
+	log := &launch.Log{}
+	logger := slog.New(slog.NewTextHandler(log, nil))
+	var none *Bucket
+	f := setup(t, Config{})
+	vars := f.s.Vars(nil)
+	conn, err := bucket.FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := bucket.New(bucket.Location{Bucket: "absent"}, conn, bucket.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := New(client, source.Limits{}, Config{})
+	failed := absent.CheckAtStart(ctx, 5*time.Second, logger)
+	if err := <-failed; err == nil || !strings.Contains(err.Error(), "THUMBD_SOURCE=s3://absent/: The bucket does not exist") {
+		t.Errorf("a missing bucket: %v", err)
+	}
+	for _, b := range []*Bucket{none, f.b} {
+		if b == f.b {
+			defer waitFor(t, log, "source bucket: reachable")
+		}
+		select {
+		case err := <-b.CheckAtStart(ctx, 5*time.Second, logger):
+			t.Errorf("%v: %v", b, err)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	f.s.Kill()
+	select {
+	case err := <-f.b.CheckAtStart(ctx, 5*time.Second, logger):
+		t.Errorf("killed: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	waitFor(t, log, "source bucket: not reachable at start-up")
 }

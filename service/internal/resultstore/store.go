@@ -52,6 +52,7 @@ type Config struct {
 // Put after one (write-behind: Put never waits for the backend).
 type Store struct {
 	cfg     Config
+	loc     Location // as the setting gave it, for start-up messages (Open)
 	breaker circuitbreaker.CircuitBreaker[any]
 	metrics *metrics
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/launch"
 
+	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
@@ -294,5 +296,38 @@ func TestBucketUnreachableIsNotRefused(t *testing.T) {
 	var r *RefusedError
 	if err := b.Check(ctx); err == nil || errors.As(err, &r) {
 		t.Fatalf("Check of a closed port: %v, want an error that is not a refusal", err)
+	}
+}
+
+// CheckAtStart: off passes; a missing directory is a refusal naming the
+// setting; a bucket that does not answer is a warning, not an error.
+func TestCheckAtStart(t *testing.T) {
+	ctx := context.Background()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	if err := Open(Settings{Logger: logger}).CheckAtStart(ctx); err != nil {
+		t.Errorf("off: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "gone")
+	s := Open(Settings{Location: Location{Dir: missing}, LookupTimeout: time.Second, QueueBytes: 1 << 20, MaxBytes: 1 << 20, Logger: logger})
+	defer s.Close(ctx)
+	var refused *RefusedError
+	if err := s.CheckAtStart(ctx); !errors.As(err, &refused) || !strings.Contains(err.Error(), "THUMBD_RESULT_STORE="+missing) {
+		t.Errorf("a missing directory: %v", err)
+	}
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bucket.FromEnv(func(k string) string {
+		return map[string]string{"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:" + fmt.Sprint(port), "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = Open(Settings{Location: Location{Bucket: &bucket.Location{Bucket: "results"}}, Conn: conn, LookupTimeout: time.Second, QueueBytes: 1 << 20, MaxBytes: 1 << 20, Logger: logger})
+	defer s.Close(ctx)
+	if err := s.CheckAtStart(ctx); err != nil || !strings.Contains(logs.String(), "result store: not answering at start") || !strings.Contains(logs.String(), "s3://results/") {
+		t.Errorf("a closed port: %v\n%s", err, logs.String())
 	}
 }
