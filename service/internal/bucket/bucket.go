@@ -30,11 +30,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -138,12 +135,6 @@ type Options struct {
 	// attempt is not retried. Writes are never retried here. Default
 	// DefaultRetries; negative: none.
 	Retries int
-	// ReceiveBuffer is each connection's socket receive buffer (SO_RCVBUF,
-	// which stops the kernel's autotuning of it), set only where the
-	// kernel allows that much (net.core.rmem_max): a smaller cap would
-	// hold a far bucket's transfers below what autotuning reaches. Default
-	// DefaultReceiveBuffer; negative: the kernel's autotuning.
-	ReceiveBuffer int
 }
 
 // Defaults of Options.
@@ -151,17 +142,6 @@ const (
 	DefaultTimeout  = 5 * time.Second
 	DefaultMaxConns = 32
 	DefaultRetries  = 2
-	// DefaultReceiveBuffer lets a server send a whole source of a few MB
-	// without waiting for thumbd to read: on a new connection the kernel's
-	// autotuning grows the window too slowly for a burst (the 12 MP
-	// photo's 3.7 MB from versitygw on loopback, a connection per GET:
-	// 3.3-4.0 ms with autotuning, 2.1-2.2 ms with 4 MiB, 2.1 ms with 1 MiB,
-	// 3.0-3.2 ms with 256 KiB; on kept-alive connections 1.4-2.3 ms either
-	// way, and the whole source read and hashed 6.7-8.0 ms with autotuning,
-	// 5.5-7.0 ms with 4 MiB; `BenchmarkRead` in bucketsource, a shared
-	// machine). It also bounds what a server can queue unread on a
-	// connection, which autotuning lets grow to tcp_rmem's maximum.
-	DefaultReceiveBuffer = 4 << 20
 	// ConnectTimeout bounds one TCP connect and one TLS handshake.
 	ConnectTimeout = 2 * time.Second
 	// backoff is the first retry's wait, doubled for each next one.
@@ -202,14 +182,13 @@ func New(loc Location, conn Conn, opts Options) (*Client, error) {
 		opts.Retries = DefaultRetries
 	}
 	opts.Retries = max(opts.Retries, 0)
-	opts.ReceiveBuffer = cmpOr(opts.ReceiveBuffer, DefaultReceiveBuffer)
 	endpoint, secure, lookup, err := conn.endpoint()
 	if err != nil {
 		return nil, err
 	}
 	transport := &http.Transport{
 		Proxy:               conn.proxy(),
-		DialContext:         (&net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second, Control: receiveBuffer(opts.ReceiveBuffer, rmemMax())}).DialContext,
+		DialContext:         (&net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:   true,
 		TLSHandshakeTimeout: ConnectTimeout,
 		// Without a cap a burst of requests opens a connection each: thumbd
@@ -243,33 +222,6 @@ func New(loc Location, conn Conn, opts Options) (*Client, error) {
 		noun = "The " + strings.ReplaceAll(opts.Use, "_", " ") + " bucket"
 	}
 	return &Client{loc: loc, opts: opts, core: minio.Core{Client: mc}, tracer: tracer, noun: noun}, nil
-}
-
-// receiveBuffer is a dialer's Control that sets a socket's receive buffer
-// to n bytes; nil (the kernel's autotuning) for n <= 0 or over max, the
-// most the kernel gives (it would cap n there silently).
-func receiveBuffer(n, max int) func(network, address string, c syscall.RawConn) error {
-	if n <= 0 || n > max {
-		return nil
-	}
-	return func(_, _ string, c syscall.RawConn) error {
-		var err error
-		if cerr := c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n) }); cerr != nil {
-			return cerr
-		}
-		return err
-	}
-}
-
-// rmemMax is net.core.rmem_max, the largest SO_RCVBUF the kernel gives;
-// 0 when it cannot be read.
-func rmemMax() int {
-	b, err := os.ReadFile("/proc/sys/net/core/rmem_max")
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
 }
 
 func cmpOr[T comparable](v, def T) T {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -290,36 +288,5 @@ func TestRetries(t *testing.T) {
 	calls.Store(0)
 	if err := c.Put(ctx, "a.jpg", []byte("x"), "image/jpeg", nil); code(err) != apierr.BucketError || calls.Load() != 1 {
 		t.Errorf("put: %v after %d calls, want 1", err, calls.Load())
-	}
-}
-
-// The receive buffer is set where the kernel gives it whole, and left to
-// the kernel's autotuning where it would be capped below it, or when off.
-func TestReceiveBuffer(t *testing.T) {
-	if receiveBuffer(0, 1<<30) != nil || receiveBuffer(-1, 1<<30) != nil || receiveBuffer(1<<20, 1<<19) != nil {
-		t.Error("a Control where autotuning should stay")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	const n = 64 << 10 // under any kernel's rmem_max
-	conn, err := (&net.Dialer{Control: receiveBuffer(n, n)}).Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	raw, err := conn.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got int
-	raw.Control(func(fd uintptr) { got, err = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) })
-	if err != nil || got != 2*n { // Linux doubles it for its bookkeeping
-		t.Errorf("SO_RCVBUF %d (%v), want %d", got, err, 2*n)
-	}
-	if rmemMax() <= 0 {
-		t.Errorf("net.core.rmem_max unread: %d", rmemMax())
 	}
 }
