@@ -52,6 +52,30 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 	}
 }
 
+// The source budget is a quarter of what the limit leaves up to 1280 MiB
+// (the manifests' limit: those plans did not change when the cap came
+// down), and at most 15 largest sources above: a larger budget lets a
+// burst's uploads all be read at once, and the slots wait for them
+// (bench/results/2026-12-02-overload3/door4.md).
+func TestPlanMemorySourceBudgetCap(t *testing.T) {
+	none := func(string) bool { return false }
+	c := testConfig(t)
+	for _, tc := range []struct {
+		mib  int64
+		want int64
+	}{
+		{1024, 235300454}, // 224 MiB, as before the cap came down
+		{1280, 295698432}, // 282 MiB, as before
+		{8 << 10, 15 * c.MaxBodyBytes},
+		{24 << 10, 15 * c.MaxBodyBytes},
+	} {
+		p, err := planMemory(c, limitOf(tc.mib), none, "")
+		if err != nil || p.Sources != tc.want {
+			t.Errorf("%d MiB: source budget %d, %v; want %d", tc.mib, p.Sources, err, tc.want)
+		}
+	}
+}
+
 // A setting given wins; one that cannot fit the limit is an error that
 // names it, the limit and what would fit; so is a limit too small for any
 // job.

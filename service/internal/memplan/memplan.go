@@ -54,8 +54,17 @@ type Plan struct {
 
 // defaultBudgetBodies is THUMBD_SOURCE_BUDGET's default in largest sources.
 // The queue was 32 deep and bounded the sources' memory by its depth until
-// 2026-12-01; the budget keeps that bound (docs/hardening.md, "Memory").
-const defaultBudgetBodies = 32
+// 2026-12-01, and the budget kept that bound (docs/hardening.md, "Memory")
+// until the budget was seen to bound something else: the uploads of a
+// burst read before any job can start. They are read together and none is
+// done until most are, so the slots wait for all of them: at 32 (640 MiB,
+// no memory limit), 500 clients posting the 12 MP photo had 178 uploads in
+// at once, 2 thumbnails done in the first 3 s, and 23-24 thumbnails/s
+// against about 30 at 10 clients; at 15 (300 MiB) 26-27/s, as at 8 and as
+// a 1 GiB limit's 224 MiB (bench/results/2026-12-02-overload3/door4.md).
+// 15 leaves every limit up to 1280 MiB (the manifests') as it was: there
+// a quarter of the memory is less.
+const defaultBudgetBodies = 15
 
 // The model's fixed parts, measured (docs/hardening.md, "Memory").
 const (
