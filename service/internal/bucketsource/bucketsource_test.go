@@ -163,7 +163,9 @@ func TestReplacedObject(t *testing.T) {
 	// The same size, rewritten a second later (Last-Modified counts whole
 	// seconds: a same-size rewrite within the second keeps the identity).
 	time.Sleep(1100 * time.Millisecond)
-	f.s.Place("images", "orig/placed.jpg", []byte("two"))
+	if err := f.s.Place("images", "orig/placed.jpg", []byte("two")); err != nil {
+		t.Fatal(err)
+	}
 	again, blob, err := f.read(t, "placed.jpg")
 	if err != nil || string(blob.Bytes) != "two" || again.Key() == placed.Key() {
 		t.Fatalf("placed again: %v %q", err, blob.Bytes)

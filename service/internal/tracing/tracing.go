@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
@@ -170,35 +171,15 @@ func parseAttributes(s string) ([]attribute.KeyValue, error) {
 		if !ok || k == "" {
 			return nil, fmt.Errorf("%q: want key=value", pair)
 		}
-		value, err := unescape(strings.TrimSpace(v))
+		// Percent-decoded with '+' kept a plus, as the OpenTelemetry spec's
+		// W3C Baggage octets say: path unescaping, not query unescaping.
+		value, err := url.PathUnescape(strings.TrimSpace(v))
 		if err != nil {
-			return nil, fmt.Errorf("%q: %w", pair, err)
+			return nil, fmt.Errorf("%q: a %% without two hex digits", pair)
 		}
 		kvs = append(kvs, attribute.String(k, value))
 	}
 	return kvs, nil
-}
-
-// unescape percent-decodes s ('+' is a plus, not a space, as the
-// OpenTelemetry spec's W3C Baggage octets say).
-func unescape(s string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", fmt.Errorf("a %% without two hex digits")
-		}
-		n, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-		if err != nil {
-			return "", fmt.Errorf("a %% without two hex digits")
-		}
-		b.WriteByte(byte(n))
-		i += 2
-	}
-	return b.String(), nil
 }
 
 // With is tracing on, through p.
