@@ -52,11 +52,12 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 	}
 }
 
-// The source budget is a quarter of what the limit leaves up to 1280 MiB
-// (the manifests' limit: those plans did not change when the cap came
-// down), and at most 15 largest sources above: a larger budget lets a
-// burst's uploads all be read at once, and the slots wait for them
-// (bench/results/2026-12-02-overload3/door4.md).
+// The source budget is a quarter of what the limit leaves up to about
+// 470 MiB, and at most 5 largest sources above: a larger budget lets a
+// burst's uploads all be read at once, the slots wait for them, and their
+// fresh buffers cost page faults
+// (bench/results/2026-12-02-overload3/door4.md,
+// bench/results/2026-12-02-coldstart2/faults-budget.txt).
 func TestPlanMemorySourceBudgetCap(t *testing.T) {
 	none := func(string) bool { return false }
 	c := testConfig(t)
@@ -64,10 +65,11 @@ func TestPlanMemorySourceBudgetCap(t *testing.T) {
 		mib  int64
 		want int64
 	}{
-		{1024, 235300454}, // 224 MiB, as before the cap came down
-		{1280, 295698432}, // 282 MiB, as before
-		{8 << 10, 15 * c.MaxBodyBytes},
-		{24 << 10, 15 * c.MaxBodyBytes},
+		{256, 54106521}, // 51.6 MiB: a quarter, under the cap
+		{1024, 5 * c.MaxBodyBytes},
+		{1280, 5 * c.MaxBodyBytes},
+		{8 << 10, 5 * c.MaxBodyBytes},
+		{24 << 10, 5 * c.MaxBodyBytes},
 	} {
 		p, err := planMemory(c, limitOf(tc.mib), none, "")
 		if err != nil || p.Sources != tc.want {

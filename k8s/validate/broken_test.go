@@ -55,10 +55,10 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"GOGC by hand", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nGOGC=50", "sets GOGC: the service derives"},
 		{"no memory limit", "base/deployment.yaml", "              memory: 1280Mi\n", "", "memory request and limit must both be set"},
 		{"memory request above the limit", "base/deployment.yaml", "memory: 256Mi", "memory: 2Gi", "memory request 2Gi exceeds its limit 1280Mi"},
-		// The binary's own figure: 1 GiB is below what the largest job the
-		// default limits allow needs in process.
-		{"limit below the largest job", "base/deployment.yaml", "memory: 1280Mi", "memory: 1Gi", "memory limit 1Gi does not serve the largest job the settings allow; thumbd says at start: memory limit 1024 MiB: the largest job"},
-		{"larger sources than the limit serves", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_MAX_PIXELS=100000000", "memory limit 1280Mi does not serve the largest job the settings allow"},
+		// The binary's own figure: 900 MiB is below what the largest job the
+		// default limits allow needs in process (937 MiB).
+		{"limit below the largest job", "base/deployment.yaml", "memory: 1280Mi", "memory: 900Mi", "memory limit 900Mi does not serve the largest job the settings allow; thumbd says at start: memory limit 900 MiB: the largest job"},
+		{"larger sources than the limit serves", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_MAX_PIXELS=200000000", "memory limit 1280Mi does not serve the largest job the settings allow"},
 		{"limit the service cannot start under", "base/deployment.yaml", "memory: 1280Mi", "memory: 32Mi", "did not start and log its memory plan"},
 	}
 	runBreakages(t, cases, "k8s/overlays/scratch", CheckKubernetes)
@@ -67,9 +67,9 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 func TestBrokenCellsOverlayFails(t *testing.T) {
 	cases := []breakage{
 		// The service counts the cells' idle memory: a limit that serves the
-		// largest job in process (above 1123 MiB) does not in cells mode.
-		{"limit that holds the job in process only", "base/deployment.yaml", "memory: 1280Mi", "memory: 1150Mi", "memory limit 1150Mi does not serve the largest job the settings allow"},
-		{"more spare cells than the limit serves", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nTHUMBD_CELL_SPARES=8", "memory limit 1280Mi does not serve the largest job the settings allow"},
+		// largest job in process (937 MiB and above) does not in cells mode (983).
+		{"limit that holds the job in process only", "base/deployment.yaml", "memory: 1280Mi", "memory: 960Mi", "memory limit 960Mi does not serve the largest job the settings allow"},
+		{"more spare cells than the limit serves", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nTHUMBD_CELL_SPARES=24", "memory limit 1280Mi does not serve the largest job the settings allow"},
 		{"GOMEMLIMIT by hand", "overlays/cells/settings.env", "THUMBD_ENGINE=cells", "THUMBD_ENGINE=cells\nGOMEMLIMIT=300MiB", "sets GOMEMLIMIT: the service derives"},
 	}
 	runBreakages(t, cases, "k8s/overlays/cells", CheckKubernetes)
@@ -87,7 +87,7 @@ func TestBrokenTracedOverlayFails(t *testing.T) {
 // The limit of the cells case above serves the largest job in process: the
 // difference is the cells' memory, which the service counts.
 func TestLimitForInProcessOnly(t *testing.T) {
-	tmp := brokenCopy(t, breakage{file: "base/deployment.yaml", old: "memory: 1280Mi", new: "memory: 1150Mi"})
+	tmp := brokenCopy(t, breakage{file: "base/deployment.yaml", old: "memory: 1280Mi", new: "memory: 960Mi"})
 	ms, err := Render(filepath.Join(tmp, "k8s/overlays/scratch"))
 	if err != nil {
 		t.Fatal(err)
@@ -162,8 +162,8 @@ func TestBrokenKnativeServiceFails(t *testing.T) {
 		{"PORT set", "knative/service.yaml", "          env:\n", "          env:\n            - name: PORT\n              value: \"8080\"\n", "Knative rejects"},
 		{"concurrency not tied", "knative/service.yaml", "containerConcurrency: 2", "containerConcurrency: 4", "containerConcurrency must equal THUMBD_CONCURRENCY 2"},
 		{"concurrency moved alone", "knative/service.yaml", "              value: \"2\"", "              value: \"3\"", "containerConcurrency must equal THUMBD_CONCURRENCY 3"},
-		{"limit below the largest job", "knative/service.yaml", "memory: 1280Mi", "memory: 1Gi", "memory limit 1Gi does not serve the largest job the settings allow"},
-		{"cells with many spares", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_ENGINE\n              value: cells\n            - name: THUMBD_CELL_SPARES\n              value: \"8\"\n", "memory limit 1280Mi does not serve the largest job the settings allow"},
+		{"limit below the largest job", "knative/service.yaml", "memory: 1280Mi", "memory: 900Mi", "memory limit 900Mi does not serve the largest job the settings allow"},
+		{"cells with many spares", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_ENGINE\n              value: cells\n            - name: THUMBD_CELL_SPARES\n              value: \"24\"\n", "memory limit 1280Mi does not serve the largest job the settings allow"},
 		{"source budget by hand", "knative/service.yaml", "          env:\n", "          env:\n            - name: THUMBD_SOURCE_BUDGET\n              value: \"41943040\"\n", "sets THUMBD_SOURCE_BUDGET: the service derives"},
 		{"target not tied", "knative/service.yaml", `autoscaling.knative.dev/target: "2"`, `autoscaling.knative.dev/target: "10"`, "autoscaling.knative.dev/target \"10\""},
 		{"no scale to zero", "knative/service.yaml", `min-scale: "0"`, `min-scale: "1"`, "min-scale must be \"0\""},

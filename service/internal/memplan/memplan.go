@@ -62,9 +62,15 @@ type Plan struct {
 // at once, 2 thumbnails done in the first 3 s, and 23-24 thumbnails/s
 // against about 30 at 10 clients; at 15 (300 MiB) 26-27/s, as at 8 and as
 // a 1 GiB limit's 224 MiB (bench/results/2026-12-02-overload3/door4.md).
-// 15 leaves every limit up to 1280 MiB (the manifests') as it was: there
-// a quarter of the memory is less.
-const defaultBudgetBodies = 15
+// At 5 (100 MiB) on a machine where page faults cost more: every upload is
+// read into a fresh buffer, and with 300 MiB of them in flight thumbd took
+// 113-126 thousand page faults in 6 s of the same load against 38-45
+// thousand, for the same CPU: 18.0 thumbnails/s against 20.7-21.3, 20.3
+// at 10 clients (bench/results/2026-12-02-coldstart2/faults-budget.txt);
+// 60 MiB did no better. 5 sources keep both slots fed with the next ones
+// read, and at a 3.7 MB photo 27 are in at once. Limits up to 470 MiB keep
+// their quarter, which is less.
+const defaultBudgetBodies = 5
 
 // The model's fixed parts, measured (docs/hardening.md, "Memory").
 const (
