@@ -25,7 +25,7 @@ func envOf(kv map[string]string) func(string) (string, bool) {
 func TestConfigDefaults(t *testing.T) {
 	c := testConfig(t)
 	if c.Port != 8080 || c.MaxBodyBytes != 20<<20 || c.MaxPixels != 40_000_000 || c.MaxFrames != 256 || c.MaxSide != 4096 ||
-		c.Concurrency != runtime.GOMAXPROCS(0) || c.Queue != 1024 || c.SourceBudget != 5*20<<20 || c.Deadline != 10*time.Second || c.SourceDir != "" ||
+		c.Concurrency != runtime.GOMAXPROCS(0) || c.Queue != 1024 || c.SourceBudget != int64(max(5, 2*c.Concurrency+1))*20<<20 || c.Deadline != 10*time.Second || c.SourceDir != "" ||
 		c.ShutdownDelay != 0 || c.ShutdownTimeout != 30*time.Second || c.LogLevel.String() != "INFO" || c.JPEGShrink != thumbjob.JPEGShrinkFast {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -38,9 +38,9 @@ func TestConfigSourceBudget(t *testing.T) {
 		env  map[string]string
 		want int64
 	}{
-		{map[string]string{"THUMBD_MAX_BODY_BYTES": "1000"}, 5000},
+		{map[string]string{"THUMBD_MAX_BODY_BYTES": "1000"}, int64(max(5, 2*runtime.GOMAXPROCS(0)+1)) * 1000},
 		{map[string]string{"THUMBD_MAX_BODY_BYTES": "1000", "THUMBD_SOURCE_BUDGET": "7000"}, 7000},
-		{map[string]string{"THUMBD_SOURCE_BUDGET": "0"}, 5 * 20 << 20},
+		{map[string]string{"THUMBD_SOURCE_BUDGET": "0"}, int64(max(5, 2*runtime.GOMAXPROCS(0)+1)) * 20 << 20},
 	} {
 		c, err := loadConfig(nil, envOf(tc.env), io.Discard)
 		if err != nil || c.SourceBudget != tc.want {

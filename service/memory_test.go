@@ -53,7 +53,8 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 }
 
 // The source budget is a quarter of what the limit leaves up to about
-// 470 MiB, and at most 5 largest sources above: a larger budget lets a
+// 470 MiB, and at most 5 largest sources above (2 x concurrency + 1 with
+// more than 2 slots: a source in each slot and one read ahead for each): a larger budget lets a
 // burst's uploads all be read at once, the slots wait for them, and their
 // fresh buffers cost page faults
 // (bench/results/2026-12-02-overload3/door4.md,
@@ -61,6 +62,7 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 func TestPlanMemorySourceBudgetCap(t *testing.T) {
 	none := func(string) bool { return false }
 	c := testConfig(t)
+	c.Concurrency = 2
 	for _, tc := range []struct {
 		mib  int64
 		want int64
@@ -75,6 +77,32 @@ func TestPlanMemorySourceBudgetCap(t *testing.T) {
 		if err != nil || p.Sources != tc.want {
 			t.Errorf("%d MiB: source budget %d, %v; want %d", tc.mib, p.Sources, err, tc.want)
 		}
+	}
+}
+
+// With more slots the cap grows: each needs its source and one read ahead,
+// or the slots would wait for sources that a 5-source budget cannot hold.
+func TestPlanMemorySourceBudgetCapFollowsSlots(t *testing.T) {
+	none := func(string) bool { return false }
+	c := testConfig(t)
+	for _, tc := range []struct {
+		slots int
+		want  int64
+	}{
+		{1, 5 * c.MaxBodyBytes},
+		{2, 5 * c.MaxBodyBytes},
+		{3, 7 * c.MaxBodyBytes},
+		{8, 17 * c.MaxBodyBytes},
+	} {
+		c.Concurrency = tc.slots
+		p, err := planMemory(c, limitOf(24<<10), none, "")
+		if err != nil || p.Sources != tc.want {
+			t.Errorf("%d slots at 24 GiB: source budget %d, %v; want %d", tc.slots, p.Sources, err, tc.want)
+		}
+	}
+	c.Concurrency = 8
+	if p, err := planMemory(c, limitOf(512), none, ""); err != nil || p.Sources >= 17*c.MaxBodyBytes {
+		t.Errorf("8 slots at 512 MiB: source budget %d, %v; want the limit's quarter, under the cap", p.Sources, err)
 	}
 }
 

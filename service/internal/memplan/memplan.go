@@ -69,8 +69,15 @@ type Plan struct {
 // at 10 clients (bench/results/2026-12-02-coldstart2/faults-budget.txt);
 // 60 MiB did no better. 5 sources keep both slots fed with the next ones
 // read, and at a 3.7 MB photo 27 are in at once. Limits up to 470 MiB keep
-// their quarter, which is less.
+// their quarter, which is less. More slots need more: budgetBodies.
 const defaultBudgetBodies = 5
+
+// budgetBodies is the default budget's cap in largest sources for
+// concurrency slots: one source in each slot and one read ahead for each,
+// and one more; at least defaultBudgetBodies (2 slots: 5).
+func budgetBodies(concurrency int) int64 {
+	return int64(max(defaultBudgetBodies, 2*concurrency+1))
+}
 
 // The model's fixed parts, measured (docs/hardening.md, "Memory").
 const (
@@ -132,7 +139,7 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 			return p, errMemory("THUMBD_SOURCE_BUDGET", p.Sources, l, fmt.Sprintf("at most %d fits beside the process and one job", max(most, 0)))
 		}
 	} else {
-		p.Sources = max(min(avail/4, defaultBudgetBodies*c.MaxBodyBytes), c.MaxBodyBytes)
+		p.Sources = max(min(avail/4, budgetBodies(c.Concurrency)*c.MaxBodyBytes), c.MaxBodyBytes)
 	}
 	if explicit("THUMBD_MEMORY_BUDGET") {
 		p.Jobs = c.MemoryBudget
