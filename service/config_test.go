@@ -38,9 +38,10 @@ func TestConfigSourceBudget(t *testing.T) {
 		env  map[string]string
 		want int64
 	}{
-		{map[string]string{"THUMBD_MAX_BODY_BYTES": "1000"}, int64(max(5, 2*runtime.GOMAXPROCS(0)+1)) * 1000},
-		{map[string]string{"THUMBD_MAX_BODY_BYTES": "1000", "THUMBD_SOURCE_BUDGET": "7000"}, 7000},
-		{map[string]string{"THUMBD_SOURCE_BUDGET": "0"}, int64(max(5, 2*runtime.GOMAXPROCS(0)+1)) * 20 << 20},
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MAX_BODY_BYTES": "1000"}, 5000},
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MAX_BODY_BYTES": "1000", "THUMBD_SOURCE_BUDGET": "7000"}, 7000},
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_SOURCE_BUDGET": "0"}, 5 * 20 << 20},
+		{map[string]string{"THUMBD_CONCURRENCY": "8", "THUMBD_MAX_BODY_BYTES": "1000"}, 17000},
 	} {
 		c, err := loadConfig(nil, envOf(tc.env), io.Discard)
 		if err != nil || c.SourceBudget != tc.want {

@@ -53,56 +53,35 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 }
 
 // The source budget is a quarter of what the limit leaves up to about
-// 470 MiB, and at most 5 largest sources above (2 x concurrency + 1 with
-// more than 2 slots: a source in each slot and one read ahead for each): a larger budget lets a
-// burst's uploads all be read at once, the slots wait for them, and their
-// fresh buffers cost page faults
+// 470 MiB (2 slots), and at most 5 largest sources above; with more slots,
+// 2 x concurrency + 1 of them, a source in each slot and one read ahead
+// for each. A larger budget lets a burst's uploads all be read at once:
+// the slots wait for them, and their fresh buffers cost page faults
 // (bench/results/2026-12-02-overload3/door4.md,
 // bench/results/2026-12-02-coldstart2/faults-budget.txt).
 func TestPlanMemorySourceBudgetCap(t *testing.T) {
 	none := func(string) bool { return false }
 	c := testConfig(t)
-	c.Concurrency = 2
-	for _, tc := range []struct {
-		mib  int64
-		want int64
-	}{
-		{256, 54106521}, // 51.6 MiB: a quarter, under the cap
-		{1024, 5 * c.MaxBodyBytes},
-		{1280, 5 * c.MaxBodyBytes},
-		{8 << 10, 5 * c.MaxBodyBytes},
-		{24 << 10, 5 * c.MaxBodyBytes},
-	} {
-		p, err := planMemory(c, limitOf(tc.mib), none, "")
-		if err != nil || p.Sources != tc.want {
-			t.Errorf("%d MiB: source budget %d, %v; want %d", tc.mib, p.Sources, err, tc.want)
-		}
-	}
-}
-
-// With more slots the cap grows: each needs its source and one read ahead,
-// or the slots would wait for sources that a 5-source budget cannot hold.
-func TestPlanMemorySourceBudgetCapFollowsSlots(t *testing.T) {
-	none := func(string) bool { return false }
-	c := testConfig(t)
 	for _, tc := range []struct {
 		slots int
+		mib   int64
 		want  int64
 	}{
-		{1, 5 * c.MaxBodyBytes},
-		{2, 5 * c.MaxBodyBytes},
-		{3, 7 * c.MaxBodyBytes},
-		{8, 17 * c.MaxBodyBytes},
+		{2, 256, 54106521}, // 51.6 MiB: a quarter, under the cap
+		{2, 1024, 5 * c.MaxBodyBytes},
+		{2, 1280, 5 * c.MaxBodyBytes},
+		{2, 8 << 10, 5 * c.MaxBodyBytes},
+		{1, 24 << 10, 5 * c.MaxBodyBytes},
+		{2, 24 << 10, 5 * c.MaxBodyBytes},
+		{3, 24 << 10, 7 * c.MaxBodyBytes},
+		{8, 24 << 10, 17 * c.MaxBodyBytes},
+		{8, 512, 114504499}, // 109.2 MiB: a quarter, under 8 slots' cap
 	} {
 		c.Concurrency = tc.slots
-		p, err := planMemory(c, limitOf(24<<10), none, "")
+		p, err := planMemory(c, limitOf(tc.mib), none, "")
 		if err != nil || p.Sources != tc.want {
-			t.Errorf("%d slots at 24 GiB: source budget %d, %v; want %d", tc.slots, p.Sources, err, tc.want)
+			t.Errorf("%d slots at %d MiB: source budget %d, %v; want %d", tc.slots, tc.mib, p.Sources, err, tc.want)
 		}
-	}
-	c.Concurrency = 8
-	if p, err := planMemory(c, limitOf(512), none, ""); err != nil || p.Sources >= 17*c.MaxBodyBytes {
-		t.Errorf("8 slots at 512 MiB: source budget %d, %v; want the limit's quarter, under the cap", p.Sources, err)
 	}
 }
 
