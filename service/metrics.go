@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,10 +77,37 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 			}
 			return 0
 		}),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		// The runtime's and the process's metrics are of no use before a
+		// scrape; building the Go collector is the dearest part of the
+		// registry (runtime/metrics' descriptions, a descriptor each).
+		onFirstScrape(func() prometheus.Collector { return collectors.NewGoCollector() }),
+		onFirstScrape(func() prometheus.Collector {
+			return collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
+		}),
 	)
 	return m
+}
+
+// firstScrape is a collector built by its first Collect instead of at
+// start, so that nothing /health waits for builds it. It describes
+// nothing, which makes it an unchecked collector to the registry: what it
+// yields is checked when gathered (no two series alike), not when
+// registered.
+type firstScrape struct {
+	once  sync.Once
+	build func() prometheus.Collector
+	c     prometheus.Collector
+}
+
+func onFirstScrape(build func() prometheus.Collector) *firstScrape {
+	return &firstScrape{build: build}
+}
+
+func (f *firstScrape) Describe(chan<- *prometheus.Desc) {}
+
+func (f *firstScrape) Collect(ch chan<- prometheus.Metric) {
+	f.once.Do(func() { f.c = f.build() })
+	f.c.Collect(ch)
 }
 
 // observeFetch records one origin fetch; code is "" on success.

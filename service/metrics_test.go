@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -61,5 +64,33 @@ func TestMetrics(t *testing.T) {
 		if !bytes.Contains(body, []byte("\n"+name)) {
 			t.Errorf("exposition lacks %s", name)
 		}
+	}
+}
+
+// The runtime's and the process's collectors are built by the first
+// scrape, not at registration, once however many scrapes come at once,
+// and their series are gathered from then on.
+func TestFirstScrapeCollector(t *testing.T) {
+	builds := 0
+	c := onFirstScrape(func() prometheus.Collector { builds++; return collectors.NewGoCollector() })
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if builds != 0 {
+		t.Fatalf("built at registration")
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := reg.Gather(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if builds != 1 {
+		t.Errorf("built %d times, want once", builds)
+	}
+	if n, err := testutil.GatherAndCount(reg, "go_goroutines"); n != 1 || err != nil {
+		t.Errorf("go_goroutines: %d series, %v", n, err)
 	}
 }
