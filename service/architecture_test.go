@@ -15,7 +15,7 @@ import (
 func TestPackageImports(t *testing.T) {
 	allowed := map[string][]string{
 		"params":        {"apierr", "imagefmt", "thumbjob"},
-		"source":        {"apierr", "admission"},
+		"source":        {"apierr", "admission", "prefault"},
 		"origin":        {"apierr", "source"},
 		"bucket":        {"apierr"},
 		"bucketsource":  {"apierr", "bucket", "source"},
@@ -35,7 +35,8 @@ func TestPackageImports(t *testing.T) {
 		"thumbhashtest": {},
 		"thumbhash":     {},
 		"thumbjob":      {"apierr", "imagefmt"},
-		"cell":          {"apierr", "imagefmt", "sandbox", "thumbjob"},
+		"cell":          {"apierr", "imagefmt", "prefault", "sandbox", "thumbjob"},
+		"prefault":      {},
 		"cellpool":      {"cell", "sandbox", "thumbjob"},
 		"sandbox":       {},
 		"celltest":      {"cell", "imagefmt", "sandbox", "thumbjob"},

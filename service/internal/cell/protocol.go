@@ -19,6 +19,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/thumbd/thumbd/service/internal/prefault"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -154,6 +155,8 @@ func readFrameOf(r io.Reader, want byte, meta any, maxPayload int64, trusted boo
 	}
 	if trusted {
 		payload := make([]byte, payloadLen)
+		// A source: its pages mapped in one call (package prefault).
+		prefault.Write(payload)
 		if _, err := io.ReadFull(r, payload); err != nil {
 			return nil, unexpectedEOF(err)
 		}

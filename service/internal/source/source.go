@@ -19,6 +19,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/prefault"
 )
 
 // Source yields one request's source bytes. Read is called once.
@@ -192,7 +193,12 @@ func (l Limits) ReadSized(ctx context.Context, r io.Reader, n int64, tooLarge fu
 
 func (l Limits) read(budget *admission.BytesReader, size int64, tooLarge func() error) (*Blob, error) {
 	h := sha256.New()
-	buf := bytes.NewBuffer(make([]byte, 0, max(size, 0)+bytes.MinRead))
+	space := make([]byte, 0, max(size, 0)+bytes.MinRead)
+	// The source's pages are mapped in one call, not faulted in one by
+	// one as the bytes are copied in: the bytes are reserved already, and
+	// the faults were most of thumbd's under load (package prefault).
+	prefault.Write(space)
+	buf := bytes.NewBuffer(space)
 	_, err := buf.ReadFrom(turns{r: budget, h: h, hashers: l.Hashers})
 	b := buf.Bytes()
 	if err == nil && int64(len(b)) > l.MaxBytes {
