@@ -2,11 +2,11 @@
 // buffer is filled, instead of one page fault per page as bytes arrive.
 //
 // Where a page fault traps to a hypervisor it is dear: on the project's
-// machines (Firecracker guests) a fault costs about 25 µs and a page
-// populated in bulk about 1 µs (BenchmarkFill). An upload of 3.7 MB read
-// into fresh memory took about 900 faults, 22 ms of CPU; under 500 clients
-// the kernel's copies into source buffers were 78 % of thumbd's page
-// faults (docs/hardening.md, "Page faults").
+// machines (Firecracker guests) filling fresh memory costs 12.4 µs a page
+// faulted in, 5.7 µs a page mapped in bulk first (BenchmarkFill, quiet
+// machine). A 3.7 MB upload is about 900 pages; under 500 clients the
+// kernel's copies into source buffers were 78 % of thumbd's page faults
+// (docs/hardening.md, "Page faults").
 package prefault
 
 // minBytes is the smallest buffer worth a system call: below it the
