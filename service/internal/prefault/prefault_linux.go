@@ -18,11 +18,18 @@ func Write(b []byte) {
 	if len(b) < minBytes {
 		return
 	}
+	if whole := wholePages(b); len(whole) > 0 {
+		_ = unix.Madvise(whole, unix.MADV_POPULATE_WRITE)
+	}
+}
+
+// wholePages is the part of b made of whole pages: madvise takes an
+// aligned start, and a page b shares with other memory is left alone.
+func wholePages(b []byte) []byte {
 	page := os.Getpagesize()
 	off := (page - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(page))) % page
-	n := (len(b) - off) &^ (page - 1)
-	if n <= 0 {
-		return
+	if off >= len(b) {
+		return nil
 	}
-	_ = unix.Madvise(b[off:off+n], unix.MADV_POPULATE_WRITE)
+	return b[off : off+(len(b)-off)&^(page-1)]
 }

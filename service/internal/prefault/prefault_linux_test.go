@@ -83,10 +83,15 @@ func TestWriteUsesTheCapacity(t *testing.T) {
 	}
 }
 
-// Go's own heap: the buffers it is used on.
+// Go's own heap, the buffers it is used on: their whole pages are mapped
+// and the buffer is usable after.
 func TestWriteOnTheGoHeap(t *testing.T) {
 	b := make([]byte, 0, 4<<20)
 	Write(b)
+	whole := wholePages(b[:cap(b)])
+	if got, want := present(t, whole), len(whole)/os.Getpagesize(); got != want || want == 0 {
+		t.Errorf("%d of the buffer's %d whole pages mapped", got, want)
+	}
 	b = append(b, bytes.Repeat([]byte{7}, 4<<20)...)
 	if b[0] != 7 || b[len(b)-1] != 7 {
 		t.Fatal("the buffer is not usable after Write")
