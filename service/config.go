@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,8 @@ import (
 // down typed. Each flag has an environment twin; a flag wins over its twin.
 type config struct {
 	Port               int
+	AdminPort          adminPort
+	MaxConnections     int // 0 until loadConfig computes its default
 	MaxBodyBytes       int64
 	MaxPixels          int64
 	MaxFrames          int
@@ -112,6 +115,8 @@ type setting flagenv.Setting
 func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 	rows := []setting{
 		{"PORT", "port", "8080", "", "TCP port (all interfaces)", flagenv.Int(&c.Port)},
+		{"THUMBD_ADMIN_PORT", "admin-port", "", "off: `/health`, `/ready` and `/metrics` on `PORT`", "TCP port (all interfaces) of the admin listener: `/health`, `/ready` and `/metrics` on a server of their own, with tight timeouts, so that probes and scrapes never wait behind `PORT`'s connections; `/metrics` then leaves `PORT` (`/health` and `/ready` stay there too); `0`: a free port, logged ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", adminPortValue(&c.AdminPort)},
+		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE` + a quarter of the queue, at least 16", "connections open at once on `PORT`; past it new connections wait in the kernel's backlog until one closes, and keep-alive connections idle for over 1 s are closed first ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
 		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`), source file and origin image", flagenv.Int64(&c.MaxBodyBytes)},
 		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", flagenv.Int64(&c.MaxPixels)},
 		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", flagenv.Int(&c.MaxFrames)},
@@ -187,6 +192,7 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	// A budget of 0 means "derive it", as its default says.
 	explicit["THUMBD_SOURCE_BUDGET"] = explicit["THUMBD_SOURCE_BUDGET"] && c.SourceBudget != 0
 	explicit["THUMBD_MEMORY_BUDGET"] = explicit["THUMBD_MEMORY_BUDGET"] && c.MemoryBudget != 0
+	explicit["THUMBD_MAX_CONNECTIONS"] = explicit["THUMBD_MAX_CONNECTIONS"] && c.MaxConnections != 0
 	limit := memlimit.Limit{Bytes: c.MemoryLimit, Source: "THUMBD_MEMORY_LIMIT"}
 	if c.MemoryLimit <= 0 {
 		var err error
@@ -199,7 +205,7 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	if err != nil {
 		errs = append(errs, err)
 	}
-	c.memory, c.Queue, c.SourceBudget, c.MemoryBudget = plan, plan.Queue, plan.Sources, plan.Jobs
+	c.memory, c.Queue, c.SourceBudget, c.MemoryBudget, c.MaxConnections = plan, plan.Queue, plan.Sources, plan.Jobs, plan.Connections
 	errs = append(errs, c.sourceStore(c.getenv)...)
 	errs = append(errs, c.resultStoreConn(c.getenv)...)
 	errs = append(errs, c.validate()...)
@@ -250,7 +256,7 @@ func (c config) memorySettings() memplan.Settings {
 		storeQueue = c.ResultStoreQueue
 	}
 	return memplan.Settings{CacheSize: c.CacheSize, SourceBudget: c.SourceBudget, MemoryBudget: c.MemoryBudget, StoreQueue: storeQueue,
-		MaxBodyBytes: c.MaxBodyBytes, MaxPixels: c.MaxPixels, MaxSide: c.MaxSide, Queue: c.Queue,
+		MaxBodyBytes: c.MaxBodyBytes, MaxPixels: c.MaxPixels, MaxSide: c.MaxSide, Queue: c.Queue, MaxConnections: c.MaxConnections,
 		Cells: c.Engine == engineCells, Concurrency: c.Concurrency, CellSpares: c.CellSpares}
 }
 
@@ -283,6 +289,8 @@ func (c config) validate() []error {
 		}
 	}
 	check(c.Port >= 0 && c.Port <= 65535, "port %d: want 0..65535", c.Port)
+	check(!c.AdminPort.On || c.AdminPort.Port == 0 || c.AdminPort.Port != c.Port, "admin port %d: the same as PORT; want another port, or unset for one listener", c.AdminPort.Port)
+	check(c.MaxConnections >= 1 && c.MaxConnections <= 1000000, "max connections %d: want 1..1000000, or 0 (derived)", c.MaxConnections)
 	check(c.MaxBodyBytes >= 1, "max body bytes %d: want at least 1", c.MaxBodyBytes)
 	check(c.MaxPixels >= 1, "max pixels %d: want at least 1", c.MaxPixels)
 	check(c.MaxFrames >= 1, "max frames %d: want at least 1", c.MaxFrames)
@@ -376,6 +384,27 @@ func originsValue(p *[]origin.Pattern) flagenv.Value[[]origin.Pattern] {
 			out[i] = o.String()
 		}
 		return strings.Join(out, ",")
+	})
+}
+
+// adminPort is THUMBD_ADMIN_PORT: off, or a port (0: any free one).
+type adminPort struct {
+	On   bool
+	Port int
+}
+
+func adminPortValue(p *adminPort) flagenv.Value[adminPort] {
+	return flagenv.Of(p, func(s string) (adminPort, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 65535 {
+			return adminPort{}, errors.New("want a port 0..65535, or unset for none")
+		}
+		return adminPort{On: true, Port: n}, nil
+	}, func(a adminPort) string {
+		if !a.On {
+			return ""
+		}
+		return strconv.Itoa(a.Port)
 	})
 }
 

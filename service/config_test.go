@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
 )
@@ -267,5 +269,85 @@ func TestCacheUploadsSaysWhatItDiscloses(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), "`THUMBD_CACHE_UPLOADS=true` lets one client learn whether another uploaded the same image") {
 		t.Error("docs/hardening.md does not say what THUMBD_CACHE_UPLOADS=true discloses")
+	}
+}
+
+// THUMBD_ADMIN_PORT is off unless set; 0 is a free port; anything but a
+// port, or PORT itself, is refused at start.
+func TestConfigAdminPort(t *testing.T) {
+	if c := testConfig(t); c.AdminPort.On {
+		t.Fatalf("admin port on by default: %+v", c.AdminPort)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want adminPort
+	}{
+		{map[string]string{"THUMBD_ADMIN_PORT": "9090"}, nil, adminPort{On: true, Port: 9090}},
+		{map[string]string{"THUMBD_ADMIN_PORT": "0", "PORT": "0"}, nil, adminPort{On: true, Port: 0}},
+		{nil, []string{"-admin-port", "9091"}, adminPort{On: true, Port: 9091}},
+		{map[string]string{"THUMBD_ADMIN_PORT": ""}, nil, adminPort{}},
+	} {
+		c, err := loadConfig(tc.args, envOf(tc.env), io.Discard)
+		if err != nil || c.AdminPort != tc.want {
+			t.Errorf("%v %v: %+v, %v; want %+v", tc.env, tc.args, c.AdminPort, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"THUMBD_ADMIN_PORT": "http"}, `THUMBD_ADMIN_PORT="http": want a port 0..65535`},
+		{map[string]string{"THUMBD_ADMIN_PORT": "-1"}, `THUMBD_ADMIN_PORT="-1": want a port 0..65535`},
+		{map[string]string{"THUMBD_ADMIN_PORT": "65536"}, `THUMBD_ADMIN_PORT="65536": want a port 0..65535`},
+		{map[string]string{"THUMBD_ADMIN_PORT": "8080"}, "admin port 8080: the same as PORT"},
+	} {
+		if _, err := loadConfig(nil, envOf(tc.env), io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		}
+	}
+}
+
+// THUMBD_MAX_CONNECTIONS follows the slots and the queue unless set (0:
+// derived); a negative cap, or one past a million, is refused.
+func TestConfigMaxConnections(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "268435456"}, 322},   // 2 + 256 + 64
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "1073741824"}, 1282}, // 2 + 1024 + 256
+		{map[string]string{"THUMBD_CONCURRENCY": "4", "THUMBD_QUEUE": "8"}, 28},                   // 4 + 8 + 16
+		{map[string]string{"THUMBD_MAX_CONNECTIONS": "0", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "100"}, 127},
+		{map[string]string{"THUMBD_MAX_CONNECTIONS": "5"}, 5},
+	} {
+		c, err := loadConfig(nil, envOf(tc.env), io.Discard)
+		if err != nil || c.MaxConnections != tc.want {
+			t.Errorf("%v: %d, %v; want %d", tc.env, c.MaxConnections, err, tc.want)
+		}
+	}
+	for _, v := range []string{"-1", "1000001", "many"} {
+		_, err := loadConfig(nil, envOf(map[string]string{"THUMBD_MAX_CONNECTIONS": v}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "max connections") && !strings.Contains(err.Error(), "THUMBD_MAX_CONNECTIONS") {
+			t.Errorf("THUMBD_MAX_CONNECTIONS=%s: %v", v, err)
+		}
+	}
+}
+
+// `thumbd health` asks the admin port when one is set.
+func TestHealthSubcommandAsksTheAdminPort(t *testing.T) {
+	ok := httptest.NewServer((&pipeline.Responder{}).Handle(handleHealth))
+	defer ok.Close()
+	adminPort := ok.URL[strings.LastIndex(ok.URL, ":")+1:]
+	closed := httptest.NewServer(nil)
+	servingPort := closed.URL[strings.LastIndex(closed.URL, ":")+1:]
+	closed.Close()
+	env := envOf(map[string]string{"PORT": servingPort, "THUMBD_ADMIN_PORT": adminPort})
+	if err := run(context.Background(), []string{"thumbd", "health"}, env, io.Discard, io.Discard); err != nil {
+		t.Fatalf("admin port healthy, PORT closed: %v", err)
+	}
+	env = envOf(map[string]string{"PORT": adminPort, "THUMBD_ADMIN_PORT": servingPort})
+	if err := run(context.Background(), []string{"thumbd", "health"}, env, io.Discard, io.Discard); err == nil {
+		t.Fatal("admin port closed: reported healthy")
 	}
 }

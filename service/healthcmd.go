@@ -10,11 +10,15 @@ import (
 )
 
 // healthCheck is `thumbd health`: images without a shell or curl use it as
-// their probe. It exits 0 when /health answers 200 within the timeout.
+// their probe. It exits 0 when /health answers 200 within the timeout. It
+// asks the admin port when THUMBD_ADMIN_PORT names one, else PORT.
 func healthCheck(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	port := getenv("PORT")
 	if port == "" {
 		port = "8080"
+	}
+	if admin := getenv("THUMBD_ADMIN_PORT"); admin != "" && admin != "0" {
+		port = admin
 	}
 	fs := flag.NewFlagSet("thumbd health", flag.ContinueOnError)
 	fs.SetOutput(stderr)

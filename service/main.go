@@ -162,10 +162,21 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		tr.Shutdown(context.Background()) // nothing traced yet: its exporter stops
 		return err
 	}
+	var adminLn net.Listener
+	if cfg.AdminPort.On {
+		if adminLn, err = net.Listen("tcp", ":"+strconv.Itoa(cfg.AdminPort.Port)); err != nil {
+			ln.Close()
+			tr.Shutdown(context.Background())
+			return fmt.Errorf("admin port: %w", err)
+		}
+	}
 	life := newLifecycle()
 	engine, err := newEngine(cfg, logger, logOut)
 	if err != nil {
 		ln.Close()
+		if adminLn != nil {
+			adminLn.Close()
+		}
 		tr.Shutdown(context.Background())
 		return err
 	}
@@ -205,10 +216,22 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// The cap learns which connections are idle, to close them first.
+		ConnState: d.conns.ConnState,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String(), "concurrency", cfg.Concurrency, "queue", cfg.Queue)
+	go func() { serveErr <- srv.Serve(d.conns.Listen(ln)) }()
+	logger.Info("listening", "addr", ln.Addr().String(), "concurrency", cfg.Concurrency, "queue", cfg.Queue, "max_connections", cfg.MaxConnections)
+	// The admin server outlives the serving one: probes answer while it
+	// drains. Every return below stops it.
+	var adminErr chan error // nil, never ready, without an admin port
+	if adminLn != nil {
+		admin := newAdminHTTPServer(d, logger)
+		adminErr = make(chan error, 1)
+		go func() { adminErr <- admin.Serve(adminLn) }()
+		defer stopAdmin(admin, logger)
+		logger.Info("admin listening", "addr", adminLn.Addr().String())
+	}
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
@@ -217,6 +240,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	case err := <-serveErr:
 		<-engineUp
 		return err
+	case err := <-adminErr:
+		srv.Close()
+		<-engineUp
+		return fmt.Errorf("admin port: %w", err)
 	case err := <-storeRefused:
 		srv.Close()
 		<-engineUp
@@ -269,4 +296,40 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	engine.Stop()
 	logger.Info("stopped")
 	return nil
+}
+
+// The admin server's bounds: its requests are probes and scrapes from
+// inside the cluster, without a body, so a connection that is slow to
+// send its request is dropped within a probe's timeout.
+const (
+	adminReadTimeout  = 2 * time.Second  // the whole request
+	adminWriteTimeout = 10 * time.Second // a scrape of the whole registry
+	adminIdleTimeout  = 60 * time.Second // Prometheus keeps its connection between scrapes
+	adminStopTimeout  = time.Second      // for the probes in flight at exit
+)
+
+// newAdminHTTPServer is THUMBD_ADMIN_PORT's server: a listener and
+// goroutines of its own, so that its probes never queue behind the
+// serving port's connections.
+func newAdminHTTPServer(d deps, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           newAdminServer(d),
+		ReadHeaderTimeout: adminReadTimeout,
+		ReadTimeout:       adminReadTimeout,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       adminIdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// stopAdmin lets the admin requests in flight finish, briefly, then
+// closes what is left.
+func stopAdmin(admin *http.Server, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), adminStopTimeout)
+	defer cancel()
+	if err := admin.Shutdown(ctx); err != nil {
+		admin.Close()
+		logger.Warn("admin port: requests still open at exit were closed", "err", err)
+	}
 }

@@ -13,10 +13,10 @@ import (
 
 // addRoutes lists every route of the API: the whole surface on one screen.
 // The OpenAPI document (openapi.json) is tested against this list.
+// /metrics is on the admin port instead when THUMBD_ADMIN_PORT is set.
 func addRoutes(r chi.Router, d deps) {
 	h := d.respond.Handle
-	r.Get("/health", h(handleHealth).ServeHTTP)
-	r.Get("/ready", h(handleReady(d.life)).ServeHTTP)
+	addProbes(r, d)
 	if d.cfg.BenchRoutes { // the benchmark contract; off: unknown paths
 		r.Get("/json", h(benchroutes.HandleJSON()).ServeHTTP)
 		r.Get("/compute", h(benchroutes.HandleCompute).ServeHTTP)
@@ -30,7 +30,32 @@ func addRoutes(r chi.Router, d deps) {
 		}
 		r.Method(rt.Method, rt.Path, h(pipeline.Rejections(handler)))
 	}
+	if !d.cfg.AdminPort.On {
+		r.Get("/metrics", metricsHandler(d.registry).ServeHTTP)
+	}
+	addUnrouted(r, d)
+}
+
+// addAdminRoutes lists the admin port's routes (THUMBD_ADMIN_PORT): the
+// probes and the metrics. None waits on what the serving side holds:
+// /health and /ready read an atomic, /metrics the collectors' counters
+// under their short locks, never one held across a read or a job.
+func addAdminRoutes(r chi.Router, d deps) {
+	addProbes(r, d)
 	r.Get("/metrics", metricsHandler(d.registry).ServeHTTP)
+	addUnrouted(r, d)
+}
+
+// addProbes adds /health and /ready, served on both ports.
+func addProbes(r chi.Router, d deps) {
+	h := d.respond.Handle
+	r.Get("/health", h(handleHealth).ServeHTTP)
+	r.Get("/ready", h(handleReady(d.life)).ServeHTTP)
+}
+
+// addUnrouted answers unknown paths and methods with the API's errors.
+func addUnrouted(r chi.Router, d deps) {
+	h := d.respond.Handle
 	r.NotFound(h(func(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "No route %s.", r.URL.Path)
 	}).ServeHTTP)

@@ -15,6 +15,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/bucketsource"
+	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -42,6 +43,7 @@ type deps struct {
 	thumbs   *pipeline.Pipeline // the engine routes' pipeline
 	tracing  *tracing.Tracing
 	store    *resultstore.Store
+	conns    *connlimit.Limiter // the serving port's cap (THUMBD_MAX_CONNECTIONS)
 }
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
@@ -73,8 +75,10 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 		MaxBytes: cfg.MaxBodyBytes, Metrics: buckets, Tracer: tr.Tracer, Logger: logger,
 	})
 	reg.MustRegister(store.Collectors()...)
+	conns := connlimit.New(cfg.MaxConnections, connlimit.DefaultIdleBound)
+	reg.MustRegister(conns.Collectors()...)
 	return deps{
-		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store,
+		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store, conns: conns,
 		thumbs: pipeline.New(cfg.pipeline(), pipeline.Parts{
 			Engine: eng, Ready: life.engineReady, Gate: gate, Limits: limits,
 			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, limits, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
@@ -142,6 +146,17 @@ func newServer(d deps) http.Handler {
 	}
 	addRoutes(r, d)
 	return d.tracing.Handler(r, d.cfg.TracePublicEndpoint)
+}
+
+// newAdminServer returns the admin port's handler: request IDs and logs
+// (only answers other than 2xx are logged at info) and metrics, then the
+// probes and /metrics. Not traced: probes every second would be most of
+// the spans.
+func newAdminServer(d deps) http.Handler {
+	r := chi.NewRouter()
+	r.Use(nosniff, requestlog.Middleware(d.logger, requestlog.NewIDs()), d.metrics.http.Instrument)
+	addAdminRoutes(r, d)
+	return r
 }
 
 // nameSpan names the request's server span by its method and route

@@ -43,6 +43,9 @@ type Plan struct {
 	Cells      int64 // idle memory of the cells (cells mode)
 	Jobs       int64 // THUMBD_MEMORY_BUDGET: libvips' memory for jobs in the works
 	Queue      int   // THUMBD_QUEUE
+	// Connections is THUMBD_MAX_CONNECTIONS: connections open at once on
+	// the serving port.
+	Connections int
 	// GoLimit is the Go runtime's soft memory limit set at start; 0 when
 	// GOMEMLIMIT was given (the runtime then applied it itself).
 	GoLimit int64
@@ -96,6 +99,20 @@ const (
 	queueBytesPerEntry = 1 << 20
 )
 
+// DefaultConnections is THUMBD_MAX_CONNECTIONS's default: a connection for
+// each slot and each place of the queue, and a quarter of the queue more
+// (at least 16) for the requests that take no place: probes on the serving
+// port, scrapes, cache hits, 304s, errors answered at once, keep-alive
+// connections between two requests. A connection costs about 20 KB of Go
+// heap (goroutine, buffers, request; queueBytesPerEntry), so the cap
+// follows the queue, which follows the limit: 322 connections (about 6
+// MiB) at 256 MiB and 2 slots, 1282 (about 25 MiB) at 1 GiB, within the
+// Go heap's share for requests in flight (Outputs, an eighth of what the
+// process leaves). docs/hardening.md, "Connections".
+func DefaultConnections(concurrency, queue int) int {
+	return concurrency + queue + max(16, queue/4)
+}
+
 // errMemory is a setting that cannot fit the memory limit.
 func errMemory(setting string, value int64, l memlimit.Limit, fits string) error {
 	return fmt.Errorf("%s=%d does not fit the memory limit of %s (%s, %s): %s", setting, value, MiB(l.Bytes), l.Source, l.Path, fits)
@@ -107,6 +124,7 @@ type Settings struct {
 	StoreQueue                            int64 // THUMBD_RESULT_STORE_QUEUE when THUMBD_RESULT_STORE is on, else 0
 	MaxBodyBytes, MaxPixels               int64
 	MaxSide, Queue                        int
+	MaxConnections                        int  // as given: 0 unless explicit
 	Cells                                 bool // cells mode, with Concurrency + CellSpares cells
 	Concurrency, CellSpares               int
 }
@@ -158,6 +176,10 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 	if !explicit("THUMBD_QUEUE") {
 		p.Queue = int(min(max(l.Bytes/queueBytesPerEntry, 8), 1024))
 	}
+	p.Connections = c.MaxConnections
+	if !explicit("THUMBD_MAX_CONNECTIONS") {
+		p.Connections = DefaultConnections(c.Concurrency, p.Queue)
+	}
 	if goMemLimit == "" {
 		p.GoLimit = GoRuntimeMemory + p.Sources + p.Outputs + p.Cache + p.StoreQueue + slack/2
 	}
@@ -195,7 +217,7 @@ func (p Plan) Log(logger *slog.Logger, c Settings) {
 	}
 	logger.Info("memory", "limit", p.Limit.Bytes, "limit_from", p.Limit.Source+" "+p.Limit.Path,
 		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cache", p.Cache, "result_store_queue", p.StoreQueue, "cells_idle", p.Cells,
-		"queue", p.Queue, "go_memory_limit", goLimit)
+		"queue", p.Queue, "max_connections", p.Connections, "go_memory_limit", goLimit)
 	if p.Largest > p.Jobs {
 		logger.Warn(fmt.Sprintf("memory limit %s: the largest job the limits allow (a %s source to %s) needs about %s, more than the %s budget for jobs; such jobs answer 422 needs_more_memory. About %s would serve them",
 			MiB(p.Limit.Bytes), "THUMBD_MAX_PIXELS RGBA PNG", "a THUMBD_MAX_SIDE square AVIF", MiB(p.Largest), MiB(p.Jobs), MiB(SmallestLimit(c))))

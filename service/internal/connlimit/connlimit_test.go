@@ -1,0 +1,235 @@
+package connlimit
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// capped is a loopback socket under a limiter.
+type capped struct {
+	net.Listener
+	*Limiter
+}
+
+func listen(t *testing.T, limit int, idleBound time.Duration) capped {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(limit, idleBound)
+	ln := l.Listen(inner)
+	t.Cleanup(func() { ln.Close() })
+	return capped{ln, l}
+}
+
+func dial(t *testing.T, l capped) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// acceptAll accepts in a goroutine, as http.Server does, and hands over
+// each connection.
+func acceptAll(l capped) <-chan net.Conn {
+	out := make(chan net.Conn, 16)
+	go func() {
+		defer close(out)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out <- c
+		}
+	}()
+	return out
+}
+
+// At the cap, a further connection is not accepted (it waits in the
+// backlog) until one closes; the time at the cap is counted.
+func TestAcceptWaitsAtTheCap(t *testing.T) {
+	l := listen(t, 2, time.Hour)
+	accepted := acceptAll(l)
+	var server []net.Conn
+	for range 3 {
+		dial(t, l)
+	}
+	for range 2 {
+		select {
+		case c := <-accepted:
+			server = append(server, c)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the first two connections were not accepted")
+		}
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a third connection was accepted past a cap of 2")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := l.Open(); n != 2 {
+		t.Fatalf("open %d, want 2", n)
+	}
+	if d := l.AtCap(); d < 50*time.Millisecond {
+		t.Fatalf("at the cap for %s, want the 100 ms the third waited at least", d)
+	}
+	server[0].Close()
+	server[0].Close() // a second Close gives nothing back twice
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the third connection was not accepted once one closed")
+	}
+	if n := l.Open(); n != 2 {
+		t.Fatalf("open %d after one closed and one was accepted, want 2", n)
+	}
+}
+
+// Close wakes an Accept that waits at the cap.
+func TestCloseEndsAWaitingAccept(t *testing.T) {
+	l := listen(t, 1, time.Hour)
+	dial(t, l)
+	if _, err := l.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Accept()
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	l.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("got %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Accept still waiting after Close")
+	}
+}
+
+// serveHTTP serves l with the listener told the connections' states.
+func serveHTTP(t *testing.T, l capped, h http.Handler) {
+	t.Helper()
+	srv := &http.Server{Handler: h, ConnState: l.ConnState, IdleTimeout: time.Minute}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// get sends one keep-alive request on c and reads its answer.
+func get(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return string(b)
+}
+
+// At the cap, a keep-alive connection idle past the bound is closed so
+// that a waiting one is served; a busy connection is not.
+func TestIdleConnectionClosedFirstAtTheCap(t *testing.T) {
+	l := listen(t, 2, 50*time.Millisecond)
+	release := make(chan struct{})
+	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("hold") {
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer close(release)
+	idle := dial(t, l)
+	if got := get(t, idle); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	busy := dial(t, l)
+	io.WriteString(busy, "GET /?hold HTTP/1.1\r\nHost: x\r\n\r\n")
+	waiting := dial(t, l)
+	start := time.Now()
+	if got := get(t, waiting); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	if el := time.Since(start); el < 40*time.Millisecond {
+		t.Fatalf("served after %s: the idle connection was closed before its bound", el)
+	}
+	if n := l.IdleClosed(); n != 1 {
+		t.Fatalf("%d idle connections closed, want 1", n)
+	}
+	// The idle one was closed by the server: its read ends.
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("the idle connection is still open: %v", err)
+	}
+	// The busy one still gets its answer.
+	busy.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := busy.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("the busy connection: %v, want it still waiting for its answer", err)
+	}
+	if n := l.Open(); n > 2 {
+		t.Fatalf("open %d past a cap of 2", n)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func TestNewKeepsACapOfOneAtLeast(t *testing.T) {
+	if l := listen(t, 0, 0); l.Max() != 1 || l.idleBound != DefaultIdleBound {
+		t.Fatalf("max %d, idle bound %s", l.Max(), l.idleBound)
+	}
+}
+
+// The metrics read the limiter: the cap, the open connections, the time
+// at the cap.
+func TestCollectors(t *testing.T) {
+	l := listen(t, 1, time.Hour)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(l.Collectors()...)
+	dial(t, l)
+	if _, err := l.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	want := map[string]func(float64) bool{
+		"thumbd_connections_max":                  func(v float64) bool { return v == 1 },
+		"thumbd_connections_open":                 func(v float64) bool { return v == 1 },
+		"thumbd_connections_at_cap_seconds_total": func(v float64) bool { return v >= 0.01 },
+		"thumbd_connections_idle_closed_total":    func(v float64) bool { return v == 0 },
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		m := f.GetMetric()[0]
+		v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		if ok := want[f.GetName()]; ok == nil || !ok(v) {
+			t.Errorf("%s = %v", f.GetName(), v)
+		}
+		delete(want, f.GetName())
+	}
+	for name := range want {
+		t.Errorf("%s not gathered", name)
+	}
+}

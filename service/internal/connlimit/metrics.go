@@ -1,0 +1,23 @@
+package connlimit
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Collectors are the limiter's metrics, read from it at each scrape.
+func (l *Limiter) Collectors() []prometheus.Collector {
+	capacity := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "thumbd_connections_max", Help: "The cap on open connections on the serving port (THUMBD_MAX_CONNECTIONS).",
+	})
+	capacity.Set(float64(l.max))
+	return []prometheus.Collector{
+		capacity,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_connections_open", Help: "Connections open now on the serving port.",
+		}, func() float64 { return float64(l.Open()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "thumbd_connections_at_cap_seconds_total", Help: "Time the serving port spent at its cap of open connections, when new connections waited in the kernel's backlog.",
+		}, func() float64 { return l.AtCap().Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "thumbd_connections_idle_closed_total", Help: "Keep-alive connections closed while idle to make room at the cap.",
+		}, func() float64 { return float64(l.IdleClosed()) }),
+	}
+}
