@@ -45,6 +45,15 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"concurrency above the CPU limit", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=4", "must equal the CPU limit"},
 		{"PDB selects nothing", "base/pdb.yaml", "    matchLabels:\n      app.kubernetes.io/name: thumbd", "    matchLabels:\n      app.kubernetes.io/name: other", "PodDisruptionBudget thumbd does not select"},
 		{"replicas fixed", "base/deployment.yaml", "  selector:\n", "  replicas: 3\n  selector:\n", "sets replicas"},
+		// Probes and the scrape go to the admin port (THUMBD_ADMIN_PORT).
+		{"startup probe on the serving port", "base/deployment.yaml", "              port: admin\n            periodSeconds: 1\n", "              port: http\n            periodSeconds: 1\n", "startupProbe port http is not the admin port (THUMBD_ADMIN_PORT) 8081"},
+		{"liveness on the serving port", "base/deployment.yaml", "livenessProbe:\n            httpGet:\n              path: /health\n              port: admin", "livenessProbe:\n            httpGet:\n              path: /health\n              port: 8080", "livenessProbe port 8080 is not the admin port (THUMBD_ADMIN_PORT) 8081"},
+		{"admin port not declared", "base/settings.env", "THUMBD_ADMIN_PORT=8081", "THUMBD_ADMIN_PORT=8082", "declares no containerPort 8082, the admin port"},
+		{"admin port is PORT", "base/settings.env", "THUMBD_ADMIN_PORT=8081", "THUMBD_ADMIN_PORT=8080", `THUMBD_ADMIN_PORT "8080": want a port 1..65535 other than the serving port 8080`},
+		{"admin port off, probes left on it", "base/settings.env", "THUMBD_ADMIN_PORT=8081\n", "", "readinessProbe port admin is not the service's port (PORT) 8080"},
+		{"scrape on the serving port", "base/deployment.yaml", `prometheus.io/port: "8081"`, `prometheus.io/port: "8080"`, `prometheus.io/port "8080" is not the admin port (THUMBD_ADMIN_PORT) 8081`},
+		{"not scraped", "base/deployment.yaml", "        prometheus.io/scrape: \"true\"\n", "", "the pods need prometheus.io/scrape"},
+		{"scrape path", "base/deployment.yaml", "prometheus.io/path: /metrics", "prometheus.io/path: /stats", `prometheus.io/path "/stats", want /metrics`},
 		// The memory limit is the one memory knob: what the service derives
 		// from it is not written by hand.
 		{"queue by hand", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_QUEUE=8", "sets THUMBD_QUEUE: the service derives its memory settings"},
@@ -168,6 +177,10 @@ func TestBrokenKnativeServiceFails(t *testing.T) {
 		{"target not tied", "knative/service.yaml", `autoscaling.knative.dev/target: "2"`, `autoscaling.knative.dev/target: "10"`, "autoscaling.knative.dev/target \"10\""},
 		{"no scale to zero", "knative/service.yaml", `min-scale: "0"`, `min-scale: "1"`, "min-scale must be \"0\""},
 		{"timeout below the deadline", "knative/service.yaml", "timeoutSeconds: 30", "timeoutSeconds: 10", "timeoutSeconds must exceed THUMBD_DEADLINE 10s"},
+		// Knative probes the declared port; only the scrape goes to the admin port.
+		{"startup probe on the admin port", "knative/service.yaml", "              path: /health\n              port: 8080\n            periodSeconds: 1", "              path: /health\n              port: 8081\n            periodSeconds: 1", "startupProbe port 8081 is not the serving port (containerPort) 8080"},
+		{"admin port the queue-proxy holds", "knative/service.yaml", `value: "8081"`, `value: "9090"`, "THUMBD_ADMIN_PORT 9090 is a port Knative's queue-proxy or profiling holds"},
+		{"scrape on the serving port", "knative/service.yaml", `prometheus.io/port: "8081"`, `prometheus.io/port: "8080"`, `prometheus.io/port "8080" is not the admin port (THUMBD_ADMIN_PORT) 8081`},
 		{"startup probe path", "knative/service.yaml", "path: /health", "path: /healthz", "startupProbe path \"/healthz\""},
 		{"latest image", "knative/service.yaml", "image: thumbd:scratch", "image: thumbd:latest", "never :latest"},
 		{"untagged image", "knative/service.yaml", "image: thumbd:scratch", "image: thumbd", "has no tag"},

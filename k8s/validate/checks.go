@@ -17,7 +17,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/pkg/apis"
+	"knative.dev/pkg/profiling"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	"knative.dev/serving/pkg/networking"
 )
 
 // Expect is what rendered manifests must agree with.
@@ -80,7 +82,17 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 	if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return int(cp.ContainerPort) == port }) {
 		p.addf("container %s declares no containerPort %d, the port the service listens on (PORT)", c.Name, port)
 	}
-	checkProbes(c, port, want.Routes, true, &p)
+	// The probes and the scrape go to the admin port when there is one.
+	admin, adminOn := adminPort(env, want.Settings, port, &p)
+	probePort, probeWhat := port, "the service's port (PORT)"
+	if adminOn {
+		probePort, probeWhat = admin, "the admin port (THUMBD_ADMIN_PORT)"
+		if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return int(cp.ContainerPort) == admin }) {
+			p.addf("container %s declares no containerPort %d, the admin port (THUMBD_ADMIN_PORT)", c.Name, admin)
+		}
+	}
+	checkProbes(c, probePort, probeWhat, want.Routes, true, &p)
+	checkScrape("Deployment "+deploy.Name, pod.Annotations, probePort, probeWhat, &p)
 
 	delay := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_DELAY", &p)
 	drain := durationSetting(env, want.Settings, "THUMBD_SHUTDOWN_TIMEOUT", &p)
@@ -273,8 +285,58 @@ func CheckKnative(ms []Manifest, want Expect) []error {
 	} else {
 		p.addf("Knative Service %s: container %s must declare exactly one port", ksvc.Name, c.Name)
 	}
-	checkProbes(c, port, want.Routes, false, &p)
+	// Knative's runtime contract: the probes go to the one port declared
+	// (it rewrites a liveness probe's port to it); only the scrape may go
+	// to the admin port, which must not be one the queue-proxy holds.
+	checkProbes(c, port, "the serving port (containerPort)", want.Routes, false, &p)
+	metricsPort, metricsWhat := port, "the serving port (containerPort)"
+	if admin, on := adminPort(env, want.Settings, port, &p); on {
+		metricsPort, metricsWhat = admin, "the admin port (THUMBD_ADMIN_PORT)"
+		if knativeReserved[int32(admin)] {
+			p.addf("Knative Service %s: THUMBD_ADMIN_PORT %d is a port Knative's queue-proxy or profiling holds in the pod", ksvc.Name, admin)
+		}
+	}
+	checkScrape("Knative Service "+ksvc.Name, tmpl.Annotations, metricsPort, metricsWhat, &p)
 	return p
+}
+
+// knativeReserved are the ports Knative's sidecars hold in a pod (the
+// ports its validation refuses as a containerPort).
+var knativeReserved = map[int32]bool{
+	networking.BackendHTTPPort: true, networking.BackendHTTP2Port: true, networking.BackendHTTPSPort: true,
+	networking.QueueAdminPort: true, networking.AutoscalingQueueMetricsPort: true, networking.UserQueueMetricsPort: true,
+	profiling.ProfilingPort: true,
+}
+
+// adminPort is THUMBD_ADMIN_PORT when set: a port other than PORT (0, a
+// free port, cannot be probed).
+func adminPort(env map[string]string, settings Settings, port int, p *problems) (int, bool) {
+	v := setting(env, settings, "THUMBD_ADMIN_PORT")
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 65535 || n == port {
+		p.addf("THUMBD_ADMIN_PORT %q: want a port 1..65535 other than the serving port %d", v, port)
+		return 0, false
+	}
+	return n, true
+}
+
+// checkScrape requires the pod's Prometheus annotations (the
+// kubernetes-pods convention) to scrape /metrics on port, where the
+// service serves it.
+func checkScrape(owner string, ann map[string]string, port int, what string, p *problems) {
+	if ann["prometheus.io/scrape"] != "true" {
+		p.addf("%s: the pods need prometheus.io/scrape: \"true\"", owner)
+		return
+	}
+	if got := ann["prometheus.io/port"]; got != strconv.Itoa(port) {
+		p.addf("%s: prometheus.io/port %q is not %s %d, where /metrics is served", owner, got, what, port)
+	}
+	if path, ok := ann["prometheus.io/path"]; ok && path != "/metrics" {
+		p.addf("%s: prometheus.io/path %q, want /metrics", owner, path)
+	}
 }
 
 // checkPod checks what Kubernetes and Knative pods share: the restricted
@@ -461,9 +523,9 @@ func checkResources(c *corev1.Container, env map[string]string, p *problems) {
 }
 
 // checkProbes requires a startup probe and (for Kubernetes) a liveness probe
-// on /health and a readiness probe on /ready, as httpGet on the service's port,
-// at paths the service serves.
-func checkProbes(c *corev1.Container, port int, routes Routes, needLiveness bool, p *problems) {
+// on /health and a readiness probe on /ready, as httpGet on port (what
+// names it), at paths the service serves.
+func checkProbes(c *corev1.Container, port int, what string, routes Routes, needLiveness bool, p *problems) {
 	probes := []struct {
 		kind     string
 		probe    *corev1.Probe
@@ -494,7 +556,7 @@ func checkProbes(c *corev1.Container, port int, routes Routes, needLiveness bool
 		}
 		if get.Port.String() != "0" && get.Port.String() != "" {
 			if got, ok := resolvePort(get.Port, c); !ok || got != port {
-				p.addf("container %s: %s port %s is not the service's port %d", c.Name, pr.kind, get.Port.String(), port)
+				p.addf("container %s: %s port %s is not %s %d", c.Name, pr.kind, get.Port.String(), what, port)
 			}
 		}
 	}

@@ -84,6 +84,10 @@ func StartupMemory(bin string, env map[string]string, limit int64) (warning stri
 		}
 	}
 	cmd.Env = append(cmd.Env, "THUMBD_MEMORY_LIMIT="+strconv.FormatInt(limit, 10), "PORT=0", "THUMBD_LOG_LEVEL=info")
+	if env["THUMBD_ADMIN_PORT"] != "" {
+		// Free ports both, so that runs side by side never collide.
+		cmd.Env = append(cmd.Env, "THUMBD_ADMIN_PORT=0")
+	}
 	// Its own process group, so that cells it may have started go too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
