@@ -98,14 +98,15 @@ func TestImages(t *testing.T) {
 // memory limit, 500 clients for 7 s with the 12 MP photo, then 7 s with a
 // 7000x5000 PNG (114 KB of 105 MB of pixels): no OOM kill, never 3 failed
 // liveness probes in a row (every 250 ms, 1 s timeout), every request
-// answered, thumbnails of both (issue 19; bench memory -check).
+// answered, thumbnails of both (issue 19; bench memory -check). The probes
+// ask the admin port, as the manifests' do (issue 40; -admin).
 // THUMBD_MERGE=false: the clients post the same bytes, which would
 // otherwise share one job; the check wants as many jobs as places.
 func TestScratchUnder256MiB(t *testing.T) {
 	_, paths := sourceDir(t)
 	var out, log bytes.Buffer
 	err := memory.Run(context.Background(), []string{"-lock", "", "-image", "thumbd:scratch", "-env", "THUMBD_MERGE=false", "-memory", "256m", "-clients", "500", "-duration", "7s",
-		"-source", paths["photo12"] + "," + paths["flat7000"], "-check"}, &out, &log)
+		"-source", paths["photo12"] + "," + paths["flat7000"], "-admin", "-check"}, &out, &log)
 	if err != nil {
 		t.Fatalf("scratch at 256 MiB, 500 clients: %v: %s %s", err, out.String(), tail(log.String(), 5))
 	}

@@ -21,7 +21,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +50,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	requests := fs.Int("requests", 0, "requests in all per source (the bound in count; 0: the load generator's own)")
 	probe := fs.Duration("probe", 250*time.Millisecond, "GET /health this often during the load, 1 s timeout each, as a liveness probe (0: none)")
 	after := fs.Duration("after", 0, "then wait this long idle and read the resident memory again (0: don't)")
+	admin := fs.Bool("admin", false, "start thumbd with THUMBD_ADMIN_PORT on a free port and probe /health there, as the manifests' probes do")
 	check := fs.Bool("check", false, "fail unless: not OOM-killed, never 3 failed probes in a row, no request lost (every accepted request answered), some 2xx for every source")
 	var lock string
 	benchlock.Flag(fs, &lock)
@@ -88,7 +91,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if tf.Image != "" {
 			name += " --memory " + mem
 		}
-		r := run{name: name, query: *query, clients: *clients, duration: *duration, requests: *requests, probe: *probe, after: *after}
+		r := run{name: name, query: *query, clients: *clients, duration: *duration, requests: *requests, probe: *probe, after: *after, admin: *admin}
 		fails, err := r.measure(ctx, spec, names, bodies, stdout)
 		if err != nil {
 			return err
@@ -108,14 +111,28 @@ type run struct {
 	name, query            string
 	clients, requests      int
 	duration, probe, after time.Duration
+	admin                  bool // probe the admin port (THUMBD_ADMIN_PORT)
 }
 
 // measure starts the server, loads it with each source in turn while a
 // liveness probe runs, reports, and returns what a -check would fail on.
 func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodies [][]byte, stdout io.Writer) ([]string, error) {
+	var adminURL string
+	if r.admin {
+		port, err := launch.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		spec.Env = append(slices.Clip(spec.Env), "THUMBD_ADMIN_PORT="+strconv.Itoa(port))
+		adminURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	}
 	srv, err := launch.Start(ctx, spec)
 	if err != nil {
 		return nil, err
+	}
+	probeURL := srv.URL() + "/health"
+	if adminURL != "" {
+		probeURL = adminURL + "/health"
 	}
 	defer srv.Stop(5 * time.Second)
 	if err := srv.WaitReady(ctx, 30*time.Second); err != nil {
@@ -131,7 +148,7 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 	}
 	stopProbe := make(chan struct{})
 	probed := make(chan probeResult, 1)
-	go func() { probed <- probeHealth(srv.URL()+"/health", r.probe, stopProbe) }()
+	go func() { probed <- probeHealth(probeURL, r.probe, stopProbe) }()
 	var fails []string
 	var peakRSS int64
 	for i, body := range bodies {
@@ -168,6 +185,9 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 		fails = append(fails, "the server died: "+died.Error())
 	}
 	summary += "; " + pr.String()
+	if adminURL != "" {
+		summary += " on the admin port"
+	}
 	if pr.worstRun >= 3 {
 		fails = append(fails, fmt.Sprintf("%d failed liveness probes in a row", pr.worstRun))
 	}

@@ -113,3 +113,26 @@ func TestMemoryRefuses(t *testing.T) {
 		}
 	}
 }
+
+// -admin starts thumbd with an admin port and probes /health there (the
+// fake answers /health only on it when it has one).
+func TestMemoryProbesTheAdminPort(t *testing.T) {
+	docker, journal := launchtest.Docker(t)
+	for _, admin := range []bool{true, false} {
+		var out, errs bytes.Buffer
+		args := []string{"-lock", "", "-docker", docker, "-image", "fake:ok", "-source", launchtest.Source(t), "-duration", "400ms", "-probe", "50ms"}
+		if admin {
+			args = append(args, "-admin")
+		}
+		if err := Run(context.Background(), args, &out, &errs); err != nil {
+			t.Fatalf("%v\n%s", err, errs.String())
+		}
+		if got := strings.Contains(out.String(), "failed (at most 0 in a row)") && strings.Contains(out.String(), "on the admin port"); got != admin {
+			t.Errorf("-admin=%v: output %q", admin, out.String())
+		}
+	}
+	runs := launchtest.Journal(t, journal)
+	if !strings.Contains(runs[0], "-e THUMBD_ADMIN_PORT=") {
+		t.Errorf("docker run without the admin port: %s", runs[0])
+	}
+}

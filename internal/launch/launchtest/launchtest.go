@@ -10,6 +10,9 @@
 // once, "never" is never ready, "stubborn" ignores SIGTERM, "dies" is
 // killed by a signal at its 10th thumbnail, "stalls" never answers a
 // thumbnail after its 10th. It exits 0 on SIGTERM, and by itself after 30 s.
+// With THUMBD_ADMIN_PORT set it answers GET /health there, and no longer
+// on PORT (thumbd answers on both), so that a test sees which port a
+// probe asked.
 package launchtest
 
 import (
@@ -105,6 +108,19 @@ func server(mode string) int {
 		return 1
 	}
 	ready := time.Now().Add(30 * time.Millisecond)
+	adminPort := os.Getenv("THUMBD_ADMIN_PORT")
+	if adminPort != "" {
+		al, err := net.Listen("tcp", "127.0.0.1:"+adminPort)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go http.Serve(al, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet || r.URL.Path != "/health" {
+				w.WriteHeader(http.StatusNotFound)
+			}
+		}))
+	}
 	var thumbs atomic.Int64
 	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -120,7 +136,7 @@ func server(mode string) int {
 			}
 			w.Header().Set("Content-Type", "image/png")
 			w.Write([]byte("\x89PNG\r\n\x1a\n"))
-		case r.Method == http.MethodGet && (r.URL.Path == "/ready" || r.URL.Path == "/health"):
+		case r.Method == http.MethodGet && (r.URL.Path == "/ready" || r.URL.Path == "/health" && adminPort == ""):
 		default:
 			w.WriteHeader(http.StatusNotFound)
 		}
