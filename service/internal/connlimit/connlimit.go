@@ -35,7 +35,7 @@ type Limiter struct {
 	changed  chan struct{} // closed and replaced when a place frees or a connection turns idle
 	closed   bool
 	done     chan struct{}
-	capSince time.Time     // when open + reserved reached max; zero below it
+	capSince time.Time     // when open reached max; zero below it
 	atCap    time.Duration // time at the cap, finished stretches
 	idleShut uint64        // idle connections closed to make room
 }
@@ -155,9 +155,11 @@ func (l *Limiter) idlest() (*conn, time.Duration) {
 }
 
 // update starts or ends a stretch at the cap and wakes the waiters.
-// Called with mu held after every change of open or reserved.
+// Called with mu held after every change of open or reserved. The cap is
+// reached when the open connections fill it: a place reserved by an Accept
+// still waiting for a connection would take the next one at once.
 func (l *Limiter) update() {
-	full := l.open+l.reserved >= l.max
+	full := l.open >= l.max
 	switch {
 	case full && l.capSince.IsZero():
 		l.capSince = l.now()

@@ -233,3 +233,13 @@ func TestCollectors(t *testing.T) {
 		t.Errorf("%s not gathered", name)
 	}
 }
+
+// An Accept waiting for a connection with a place free is not at the cap.
+func TestWaitingForAConnectionIsNotAtTheCap(t *testing.T) {
+	l := listen(t, 1, time.Hour)
+	go l.Accept()
+	time.Sleep(50 * time.Millisecond)
+	if d := l.AtCap(); d != 0 {
+		t.Fatalf("at the cap for %s with no connection open", d)
+	}
+}
