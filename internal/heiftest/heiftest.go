@@ -235,6 +235,8 @@ func exifOrientation(o int) []byte {
 //
 // Debian 12's heif-enc aborts on 10-bit AVIF in aom's default 4:2:0
 // (libheif 1.15 and aom 3.6 disagree on the profile): add -p chroma=422.
+// It fails on a 10-bit alpha too: add --no-alpha, and give the alpha as
+// Options.Alpha, from EncodeAlpha.
 func Encode(img image.Image, args ...string) ([]byte, error) {
 	bin, err := exec.LookPath("heif-enc")
 	if err != nil {
