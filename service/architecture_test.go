@@ -32,6 +32,7 @@ func TestPackageImports(t *testing.T) {
 		"memcost":       {"imagefmt", "thumbjob"},
 		"thumb":         {"exifthumb", "imagefmt", "thumbhash", "thumbjob"},
 		"exifthumb":     {},
+		"bmp":           {"thumbjob"},
 		"thumbhashtest": {},
 		"thumbhash":     {},
 		"thumbjob":      {"apierr", "imagefmt"},
