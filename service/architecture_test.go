@@ -29,7 +29,7 @@ func TestPackageImports(t *testing.T) {
 		"signing":       {"apierr"},
 		"admission":     {},
 		"memlimit":      {},
-		"memcost":       {"imagefmt", "thumbjob"},
+		"memcost":       {"bmp", "imagefmt", "thumbjob"},
 		"thumb":         {"exifthumb", "imagefmt", "thumbhash", "thumbjob"},
 		"exifthumb":     {},
 		"bmp":           {"thumbjob"},

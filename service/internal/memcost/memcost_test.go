@@ -122,17 +122,27 @@ func TestReadHeaderRefusesGarbage(t *testing.T) {
 	}
 }
 
-func FuzzReadHeader(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(seeds, "*"))
+// FuzzLook: the sniff and every format's header reader, seeded with the
+// engine's seeds and a real file of each format read since issue 35.
+func FuzzLook(f *testing.F) {
+	var files []string
+	for _, glob := range []string{filepath.Join(seeds, "*"), filepath.Join(headers, "*"), "../bmp/testdata/*"} {
+		more, _ := filepath.Glob(glob)
+		files = append(files, more...)
+	}
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 1<<16 {
 			f.Add(b)
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := ReadHeader(b)
-		if err == nil && (h.Width <= 0 || h.Height <= 0 || h.Frames < 1 || h.Bands < 1) {
+		s, err := Look(b)
+		h := s.Header
+		if err == nil && (h.Width <= 0 || h.Height <= 0 || h.Frames < 1 || h.Bands < 1 || h.BytesPerSample < 1 || h.Format != s.Format) {
 			t.Fatalf("%+v without an error", h)
+		}
+		if err != nil && h != (Header{}) {
+			t.Fatalf("a header with an error: %+v, %v", h, err)
 		}
 	})
 }
