@@ -31,6 +31,7 @@ func TestLookNewFormats(t *testing.T) {
 		bands, bytes, depth, pages int
 		alpha, tiled               bool
 		tileW, tileH, tiles        int
+		compression                int
 	}
 	cases := map[string]want{
 		"heic-8.heic":         {format: imagefmt.HEIC, bands: 3, bytes: 1, depth: 8, tileW: 64, tileH: 64, tiles: 1},
@@ -45,15 +46,15 @@ func TestLookNewFormats(t *testing.T) {
 		"jxl-grey.jxl":        {format: imagefmt.JXL, bands: 1, bytes: 1, depth: 8},
 		"jxl-container.jxl":   {format: imagefmt.JXL, bands: 3, bytes: 1, depth: 8},
 		"jxl-animated.jxl":    {format: imagefmt.JXL, bands: 4, bytes: 1, depth: 8, alpha: true},
-		"tiff-strips.tif":     {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12},
-		"tiff-tiled.tif":      {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tiled: true, tileW: 16, tileH: 16},
-		"tiff-16.tif":         {format: imagefmt.TIFF, bands: 3, bytes: 2, depth: 16, pages: 1, tileW: 20, tileH: 12},
-		"tiff-cmyk.tif":       {format: imagefmt.TIFF, bands: 4, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12},
-		"tiff-alpha.tif":      {format: imagefmt.TIFF, bands: 4, bytes: 1, depth: 8, pages: 1, alpha: true, tileW: 20, tileH: 12},
-		"tiff-3pages-lzw.tif": {format: imagefmt.TIFF, bands: 1, bytes: 1, depth: 8, pages: 3, tileW: 20, tileH: 12},
-		"tiff-be.tif":         {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12},
-		"tiff-big.tif":        {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12},
-		"tiff-palette.tif":    {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 4, pages: 1, tileW: 20, tileH: 12},
+		"tiff-strips.tif":     {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12, compression: 1},
+		"tiff-tiled.tif":      {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tiled: true, tileW: 16, tileH: 16, compression: 1},
+		"tiff-16.tif":         {format: imagefmt.TIFF, bands: 3, bytes: 2, depth: 16, pages: 1, tileW: 20, tileH: 12, compression: 1},
+		"tiff-cmyk.tif":       {format: imagefmt.TIFF, bands: 4, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12, compression: 1},
+		"tiff-alpha.tif":      {format: imagefmt.TIFF, bands: 4, bytes: 1, depth: 8, pages: 1, alpha: true, tileW: 20, tileH: 12, compression: 1},
+		"tiff-3pages-lzw.tif": {format: imagefmt.TIFF, bands: 1, bytes: 1, depth: 8, pages: 3, tileW: 20, tileH: 12, compression: 5},
+		"tiff-be.tif":         {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12, compression: 1},
+		"tiff-big.tif":        {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 8, pages: 1, tileW: 20, tileH: 12, compression: 1},
+		"tiff-palette.tif":    {format: imagefmt.TIFF, bands: 3, bytes: 1, depth: 4, pages: 1, tileW: 20, tileH: 12, compression: 1},
 	}
 	files, _ := filepath.Glob(filepath.Join(headers, "*"))
 	if len(files) != len(cases) {
@@ -66,7 +67,7 @@ func TestLookNewFormats(t *testing.T) {
 		}
 		s, err := Look(src)
 		h := s.Header
-		got := want{h.Format, h.Bands, h.BytesPerSample, h.BitDepth, h.Pages, h.Alpha, h.Tiled, h.TileWidth, h.TileHeight, h.Tiles}
+		got := want{h.Format, h.Bands, h.BytesPerSample, h.BitDepth, h.Pages, h.Alpha, h.Tiled, h.TileWidth, h.TileHeight, h.Tiles, h.Compression}
 		if err != nil || s.Format != w.format || got != w || h.Width != 20 || h.Height != 12 || h.Frames != 1 {
 			t.Errorf("%s: %+v, %v\nwant %+v", name, h, err, w)
 		}
@@ -88,7 +89,8 @@ func TestLookNewFormats(t *testing.T) {
 func TestLookBMPAndICO(t *testing.T) {
 	for name, w := range map[string]Header{
 		"p1.bmp":      {Format: imagefmt.BMP, Width: 12, Height: 8, Bands: 3, BytesPerSample: 1, Frames: 1, BitDepth: 1},
-		"rgba32.bmp":  {Format: imagefmt.BMP, Width: 12, Height: 8, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1, BitDepth: 32},
+		"rgba32.bmp":  {Format: imagefmt.BMP, Width: 12, Height: 8, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1, BitDepth: 32, Compression: 3},
+		"rle8.bmp":    {Format: imagefmt.BMP, Width: 12, Height: 8, Bands: 3, BytesPerSample: 1, Frames: 1, BitDepth: 8, Compression: 1},
 		"ico-bmp.ico": {Format: imagefmt.ICO, Width: 16, Height: 16, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1, BitDepth: 32},
 		"ico-png.ico": {Format: imagefmt.ICO, Width: 16, Height: 16, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1, BitDepth: 8},
 	} {

@@ -207,7 +207,7 @@ func bmpHeader(src []byte, format imagefmt.Format) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	h := Header{Format: format, Width: c.Width, Height: c.Height, Bands: c.Bands, Alpha: c.Alpha(), BytesPerSample: 1, BitDepth: c.BitCount, Frames: 1}
+	h := Header{Format: format, Width: c.Width, Height: c.Height, Bands: c.Bands, Alpha: c.Alpha(), BytesPerSample: 1, BitDepth: c.BitCount, Compression: c.Compression, Frames: 1}
 	if c.PNG && c.BitCount > 8 {
 		h.BytesPerSample = 2
 	}

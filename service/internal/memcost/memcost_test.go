@@ -178,6 +178,14 @@ func TestEstimateOrders(t *testing.T) {
 	if Estimate(gif, pngOut) != Estimate(gif, Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.PNG}) {
 		t.Error("animated=true with a format that cannot animate sized as an animation")
 	}
+	// A HEIF grid's tiles decode whole: 3x3 tiles of 512 showing 1100x1100
+	// cost the 1536x1536 they cover.
+	grid := Header{Format: imagefmt.HEIC, Width: 1100, Height: 1100, Bands: 3, BytesPerSample: 1, Frames: 1, Tiles: 9, TileWidth: 512, TileHeight: 512}
+	whole := grid
+	whole.Width, whole.Height, whole.Tiles = 1536, 1536, 0
+	if Estimate(grid, small) != Estimate(whole, small) {
+		t.Errorf("a grid priced at %d, its tiles' area at %d", Estimate(grid, small), Estimate(whole, small))
+	}
 	// The engine never decodes more than MaxPixels: neither does the estimate.
 	bomb := Header{Format: imagefmt.PNG, Width: 100000, Height: 100000, Bands: 4, BytesPerSample: 1, Frames: 1}
 	capped := small

@@ -13,6 +13,7 @@ const (
 	tagImageWidth      = 256
 	tagImageLength     = 257
 	tagBitsPerSample   = 258
+	tagCompression     = 259
 	tagPhotometric     = 262
 	tagSamplesPerPixel = 277
 	tagRowsPerStrip    = 278
@@ -162,6 +163,7 @@ func tiffHeader(src []byte) (Header, error) {
 	spp := must(tagSamplesPerPixel, 0, 1)
 	h.BitDepth = must(tagBitsPerSample, 0, 1)
 	photometric := must(tagPhotometric, 0, 1)
+	h.Compression = must(tagCompression, 0, 1)
 	if err := errors.Join(errs...); err != nil {
 		return Header{}, err
 	}

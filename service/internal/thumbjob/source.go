@@ -46,6 +46,11 @@ type Header struct {
 	TileHeight int  `json:"tile_h,omitempty"`
 	Tiles      int  `json:"tiles,omitempty"`
 	Tiled      bool `json:"tiled,omitempty"`
+	// Compression is the format's own code for how the pixels are
+	// stored, where it has several: a TIFF's Compression tag (1 none, 5
+	// LZW, 7 JPEG, 8 deflate, 32773 PackBits...), a BMP's (0 none, 1 RLE8,
+	// 2 RLE4, 3 bit fields); 0 elsewhere.
+	Compression int `json:"compression,omitempty"`
 	// Rotation is HEIF's irot, in degrees anti-clockwise (0, 90, 180,
 	// 270): at 90 and 270 the displayed sides are Height x Width. Width
 	// and Height stay as stored (ispe).
