@@ -207,6 +207,11 @@ func TestHostileDamagedAndForeignBytes(t *testing.T) {
 	for name, b := range hostile.Unsupported() {
 		add("unsupported "+name, b, apierr.UnsupportedFormat, 415)
 	}
+	// The formats read since issue 35, broken: sniffed as theirs, then
+	// refused by their decoder.
+	for name, b := range hostile.Malformed() {
+		add("malformed "+name, b, apierr.UnprocessableImage, 422)
+	}
 	runHostile(t, srv.URL, cases)
 	assertStillServing(t, srv.URL)
 }

@@ -96,9 +96,10 @@ func TestThumbnailFormatsAndQuality(t *testing.T) {
 	if lo, hi := sizeAt("?format=webp&q=10"), sizeAt("?format=webp&q=95"); lo >= hi {
 		t.Errorf("webp q=10 gave %d bytes, q=95 %d", lo, hi)
 	}
-	// AVIF is written, never read: thumbd's own AVIF is refused as a source.
+	// AVIF is read too: thumbd's own AVIF is sniffed as a source (422
+	// while libvips' HEIF loader stays blocked in the engine).
 	_, _, avif := postThumb(t, srv.URL, "?format=avif", src)
-	if status, _, body := postThumb(t, srv.URL, "", avif); status != 415 || !strings.Contains(string(body), "unsupported_format") {
+	if status, _, body := postThumb(t, srv.URL, "", avif); status != 200 && status != 422 {
 		t.Errorf("an AVIF source: %d %s", status, body)
 	}
 	if lo, hi := sizeAt("?format=avif&q=10"), sizeAt("?format=avif&q=95"); lo >= hi {

@@ -219,47 +219,58 @@ func WebPCanvasBomb(w, h int) []byte {
 // Unsupported returns minimal headers of formats thumbd does not serve,
 // by name. Each would be accepted by some libvips loader.
 func Unsupported() map[string][]byte {
-	tiff := []byte("II*\x00\x08\x00\x00\x00") // little-endian, IFD at 8
-	tiff = append(tiff, 0x03, 0x00)           // 3 entries
-	for _, e := range [][3]uint16{{256, 3, 1}, {257, 3, 1}, {258, 3, 8}} {
-		tiff = binary.LittleEndian.AppendUint16(tiff, e[0])
-		tiff = binary.LittleEndian.AppendUint16(tiff, e[1])
-		tiff = binary.LittleEndian.AppendUint32(tiff, 1)
-		tiff = binary.LittleEndian.AppendUint32(tiff, uint32(e[2]))
-	}
-	tiff = append(tiff, 0, 0, 0, 0)
-	bmp := []byte("BM")
-	bmp = binary.LittleEndian.AppendUint32(bmp, 58)
-	bmp = append(bmp, 0, 0, 0, 0, 54, 0, 0, 0, 40, 0, 0, 0)
-	bmp = binary.LittleEndian.AppendUint32(bmp, 1)
-	bmp = binary.LittleEndian.AppendUint32(bmp, 1)
-	bmp = append(bmp, 1, 0, 24, 0)
-	bmp = append(bmp, make([]byte, 24)...)
-	bmp = append(bmp, 0, 0, 255, 0)
-	heic := append([]byte{0, 0, 0, 0x18}, []byte("ftypheic\x00\x00\x00\x00mif1heic")...)
-	avif := append([]byte{0, 0, 0, 0x1c}, []byte("ftypavif\x00\x00\x00\x00avifmif1miaf")...)
 	return map[string][]byte{
 		"svg":       []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"><rect width="10" height="10"/></svg>`),
 		"svg-bare":  []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`),
 		"pdf":       []byte("%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"),
-		"tiff":      tiff,
-		"tiff-be":   []byte("MM\x00*\x00\x00\x00\x08\x00\x00"),
-		"heic":      heic,
-		"avif":      avif,
-		"bmp":       bmp,
-		"ico":       []byte{0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 0, 0, 0, 0, 22, 0, 0, 0},
 		"psd":       []byte("8BPS\x00\x01\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x10\x00\x00\x00\x10\x00\x08\x00\x03"),
-		"jxl":       []byte{0xFF, 0x0A, 0xFA, 0x7F, 0x01, 0x90},
 		"ppm":       []byte("P6\n1 1\n255\n\x00\x00\x00"),
 		"vips":      []byte{0x08, 0xf2, 0xa6, 0xb6, 0, 0, 0, 0},
 		"matlab":    []byte("MATLAB 5.0 MAT-file"),
 		"fits":      []byte("SIMPLE  =                    T"),
 		"webp-wave": []byte("RIFF\x04\x00\x00\x00WAVE"),
+		"mp4":       []byte("\x00\x00\x00\x14ftypisom\x00\x00\x00\x00mp41"),
+		"cursor":    {0, 0, 2, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 40, 0, 0, 0, 22, 0, 0, 0},
 		"jpeg-2b":   {0xFF, 0xD8},
 		"png-7b":    []byte("\x89PNG\r\n\x1a"),
 		"html":      []byte("<!DOCTYPE html><html></html>"),
 		"zero":      {},
 		"one-byte":  {0},
+	}
+}
+
+// Malformed returns, by name, headers of the formats read since issue 35
+// (HEIF, AVIF, TIFF, JPEG XL, BMP, ICO) that are sniffed as theirs and
+// cannot be decoded: no pixel data, or a header that says nothing usable.
+// Each must be a 4xx (422), never a 5xx.
+func Malformed() map[string][]byte {
+	le := binary.LittleEndian
+	tiff := []byte("II*\x00\x08\x00\x00\x00") // little-endian, IFD at 8
+	tiff = append(tiff, 0x03, 0x00)           // 3 entries: a 1x1 8-bit image without strips
+	for _, e := range [][3]uint16{{256, 3, 1}, {257, 3, 1}, {258, 3, 8}} {
+		tiff = le.AppendUint16(tiff, e[0])
+		tiff = le.AppendUint16(tiff, e[1])
+		tiff = le.AppendUint32(tiff, 1)
+		tiff = le.AppendUint32(tiff, uint32(e[2]))
+	}
+	tiff = append(tiff, 0, 0, 0, 0)
+	// A 1x1 24-bit BMP whose pixel row is missing.
+	bmp := []byte("BM")
+	bmp = le.AppendUint32(bmp, 54)
+	bmp = append(bmp, 0, 0, 0, 0, 54, 0, 0, 0, 40, 0, 0, 0)
+	bmp = le.AppendUint32(bmp, 1)
+	bmp = le.AppendUint32(bmp, 1)
+	bmp = append(bmp, 1, 0, 24, 0)
+	bmp = append(bmp, make([]byte, 24)...)
+	return map[string][]byte{
+		"tiff-no-strips": tiff,
+		"tiff-be-no-ifd": []byte("MM\x00*\x00\x00\x00\x08\x00\x00"),
+		"heic-ftyp-only": append([]byte{0, 0, 0, 0x18}, []byte("ftypheic\x00\x00\x00\x00mif1heic")...),
+		"avif-ftyp-only": append([]byte{0, 0, 0, 0x1c}, []byte("ftypavif\x00\x00\x00\x00avifmif1miaf")...),
+		"bmp-no-pixels":  bmp,
+		// an entry of 40 bytes after the directory, the file ending there
+		"ico-no-entry": {0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 40, 0, 0, 0, 22, 0, 0, 0},
+		"jxl-cut":      {0xFF, 0x0A, 0xFA, 0x7F, 0x01, 0x90},
 	}
 }
 

@@ -120,7 +120,7 @@ var codes = [...]struct {
 	{BodyTooLarge, http.StatusRequestEntityTooLarge,
 		"body over `THUMBD_MAX_BODY_BYTES`"},
 	{UnsupportedFormat, http.StatusUnsupportedMediaType,
-		"bytes that are not JPEG, PNG, WebP or GIF (SVG, PDF, TIFF, HEIC, BMP, text, empty...)"},
+		"bytes of no format thumbd reads (it reads JPEG, PNG, WebP, AVIF, GIF, HEIC, TIFF, JPEG XL, BMP and ICO; not SVG, PDF, PSD, text, empty...)"},
 	{UnprocessableImage, http.StatusUnprocessableEntity,
 		"a supported format that does not decode: truncated, corrupt"},
 	{TooManyPixels, http.StatusUnprocessableEntity,

@@ -8,6 +8,7 @@ package imagefmt
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,11 @@ const (
 	WebP Format = "webp"
 	AVIF Format = "avif"
 	GIF  Format = "gif"
+	HEIC Format = "heic"
+	TIFF Format = "tiff"
+	JXL  Format = "jxl"
+	BMP  Format = "bmp"
+	ICO  Format = "ico"
 )
 
 // Spec is one row of the table. Its JSON form is what `thumbd formats
@@ -62,11 +68,15 @@ var table = [...]Spec{
 	{Format: PNG, Name: "PNG", ContentType: "image/png", Input: true, Output: true, Alpha: true, Auto: 1, Magic: prefix("\x89PNG\r\n\x1a\n")},
 	{Format: JPEG, Name: "JPEG", ContentType: "image/jpeg", Input: true, Output: true, Quality: 80, Auto: 2, Magic: prefix("\xFF\xD8\xFF")},
 	{Format: WebP, Name: "WebP", ContentType: "image/webp", Input: true, Output: true, Quality: 80, Alpha: true, Animated: true, Auto: 3, Listed: true, Magic: isWebP},
-	// AVIF is written, never read: libvips would hand an AVIF source to
-	// libheif and an AV1 decoder, a large parser more for hostile input;
-	// the images link aom's encoder only.
-	{Format: AVIF, Name: "AVIF", ContentType: "image/avif", Output: true, Quality: 58, Alpha: true, Auto: 4, Listed: true, Magic: isAVIF},
+	// AVIF comes before HEIC: an AVIF's ftyp lists mif1 too.
+	{Format: AVIF, Name: "AVIF", ContentType: "image/avif", Input: true, Output: true, Quality: 58, Alpha: true, Auto: 4, Listed: true, Magic: isAVIF},
 	{Format: GIF, Name: "GIF", ContentType: "image/gif", Input: true, Magic: isGIF},
+	{Format: HEIC, Name: "HEIC", ContentType: "image/heic", Input: true, Magic: isHEIC},
+	{Format: TIFF, Name: "TIFF", ContentType: "image/tiff", Input: true, Magic: isTIFF},
+	// JPEG XL is read; whether thumbd writes it is decided with its encoder.
+	{Format: JXL, Name: "JPEG XL", ContentType: "image/jxl", Input: true, Magic: isJXL},
+	{Format: BMP, Name: "BMP", ContentType: "image/bmp", Input: true, Magic: isBMP},
+	{Format: ICO, Name: "ICO", ContentType: "image/x-icon", Input: true, Magic: isICO},
 }
 
 func prefix(p string) func([]byte) bool {
@@ -77,11 +87,84 @@ func isWebP(b []byte) bool {
 	return len(b) >= 12 && bytes.Equal(b[:4], []byte("RIFF")) && bytes.Equal(b[8:12], []byte("WEBP"))
 }
 
-// isAVIF: an ISO BMFF file whose first box is ftyp with the avif or avis
-// major brand.
+// ftypBrands returns the brands of an ISO BMFF file's first box when it
+// is ftyp: the major brand, then the compatible ones (as far as the box
+// and the bytes go).
+func ftypBrands(b []byte) []string {
+	if len(b) < 12 || string(b[4:8]) != "ftyp" {
+		return nil
+	}
+	end := min(uint64(binary.BigEndian.Uint32(b)), uint64(len(b)))
+	brands := []string{string(b[8:12])}
+	for p := uint64(16); p+4 <= end; p += 4 {
+		brands = append(brands, string(b[p:p+4]))
+	}
+	return brands
+}
+
+// isAVIF: an ISO BMFF file whose brands name AVIF (an image or a
+// sequence), major or compatible.
 func isAVIF(b []byte) bool {
-	return len(b) >= 12 && bytes.Equal(b[4:8], []byte("ftyp")) &&
-		(bytes.Equal(b[8:12], []byte("avif")) || bytes.Equal(b[8:12], []byte("avis")))
+	brands := ftypBrands(b)
+	return slices.Contains(brands, "avif") || slices.Contains(brands, "avis")
+}
+
+// heifBrands are the HEIF brands of HEVC images and sequences (heic, heix:
+// 8- and 10-bit; hevc, hevx: sequences; heim, heis, hevm, hevs: multilayer
+// and scalable) and the generic image (mif1) and sequence (msf1) brands.
+var heifBrands = []string{"heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1"}
+
+// isHEIC: an ISO BMFF file whose brands are HEIF's and not AVIF's (an
+// AVIF lists mif1 too).
+func isHEIC(b []byte) bool {
+	brands := ftypBrands(b)
+	return !isAVIF(b) && slices.ContainsFunc(brands, func(s string) bool { return slices.Contains(heifBrands, s) })
+}
+
+// isTIFF: classic TIFF (42) and BigTIFF (43), either byte order.
+func isTIFF(b []byte) bool {
+	if len(b) < 4 {
+		return false
+	}
+	switch string(b[:4]) {
+	case "II*\x00", "MM\x00*", "II+\x00", "MM\x00+":
+		return true
+	}
+	return false
+}
+
+// JXLContainer is the signature box a JPEG XL container starts with.
+const JXLContainer = "\x00\x00\x00\x0cJXL \r\n\x87\n"
+
+// isJXL: a bare codestream (FF 0A) or the container's signature box.
+func isJXL(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("\xFF\x0A")) || bytes.HasPrefix(b, []byte(JXLContainer))
+}
+
+// isBMP: "BM" and a DIB header size that some BMP version uses (OS/2's
+// 12 and 16 to 64, Windows' 40, 52, 56, 108 and 124): two letters alone
+// start many files.
+func isBMP(b []byte) bool {
+	if len(b) < 18 || string(b[:2]) != "BM" {
+		return false
+	}
+	switch binary.LittleEndian.Uint32(b[14:]) {
+	case 12, 16, 40, 52, 56, 64, 108, 124:
+		return true
+	}
+	return false
+}
+
+// isICO: the icon directory's header (reserved 0, type 1, at least one
+// image) and its first entry (reserved byte 0, its data after the
+// directory).
+func isICO(b []byte) bool {
+	if len(b) < 22 || string(b[:4]) != "\x00\x00\x01\x00" {
+		return false
+	}
+	n := uint32(binary.LittleEndian.Uint16(b[4:]))
+	e := b[6:22]
+	return n > 0 && e[3] == 0 && binary.LittleEndian.Uint32(e[8:]) > 0 && binary.LittleEndian.Uint32(e[12:]) >= 6+16*n
 }
 
 func isGIF(b []byte) bool {
@@ -123,7 +206,7 @@ func list(keep func(Spec) bool) []Format {
 	return out
 }
 
-// InputNames lists the readable formats for a person: "JPEG, PNG, WebP or GIF".
+// InputNames lists the readable formats for a person: "PNG, JPEG, ... or ICO".
 func InputNames() string {
 	var names []string
 	for _, s := range table {

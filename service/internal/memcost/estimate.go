@@ -130,10 +130,11 @@ func coverPixels(h Header, w, ht int) float64 {
 // decodedPixels is one frame's pixels as decoded: JPEG shrinks on load by
 // 2, 4 or 8 while the result still covers what the fit needs (the engine's
 // rule, in the less favourable orientation, as EXIF is not read here); the
-// other formats decode whole.
+// other formats decode whole, a HEIF grid every tile of it whole (the
+// tiles may overhang the image).
 func decodedPixels(h Header, j Job, w, ht int) float64 {
 	if h.Format != imagefmt.JPEG {
-		return float64(h.Width) * float64(h.Height)
+		return max(float64(h.Width)*float64(h.Height), float64(h.Tiles)*float64(h.TileWidth)*float64(h.TileHeight))
 	}
 	shrink := 8
 	for _, rotated := range []bool{false, true} {

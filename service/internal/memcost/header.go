@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/image/webp"
 
+	"github.com/thumbd/thumbd/service/internal/bmp"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -32,7 +33,11 @@ func ReadHeader(src []byte) (Header, error) {
 
 // Look is the one look at a job's source: its format sniffed, and its
 // header read (no pixel data: a JPEG up to its frame header, a PNG's IHDR,
-// a GIF's and a WebP's blocks, skipped by their lengths to count frames).
+// a GIF's and a WebP's blocks, skipped by their lengths to count frames,
+// a HEIF's meta box, a TIFF's first directory, a JPEG XL's size and image
+// metadata, a BMP's info header, an ICO's directory and largest entry's
+// header). Every length is checked against the bytes: a malformed header
+// is an error, never a panic or an allocation of its declared size.
 // The error is the header's; Format is set whenever the bytes are an input
 // format, the Header only when it could be read.
 func Look(src []byte) (thumbjob.Source, error) {
@@ -53,6 +58,14 @@ func Look(src []byte) (thumbjob.Source, error) {
 		h, err = gifHeader(src)
 	case imagefmt.WebP:
 		h, err = webpHeader(src)
+	case imagefmt.AVIF, imagefmt.HEIC:
+		h, err = heifHeader(src, spec.Format)
+	case imagefmt.TIFF:
+		h, err = tiffHeader(src)
+	case imagefmt.JXL:
+		h, err = jxlHeader(src)
+	case imagefmt.BMP, imagefmt.ICO:
+		h, err = bmpHeader(src, spec.Format)
 	default:
 		err = fmt.Errorf("no header reader for %s", spec.Name)
 	}
@@ -184,6 +197,21 @@ func gifHeader(src []byte) (Header, error) {
 	}
 	hd.Frames = max(hd.Frames, 1)
 	return hd, nil
+}
+
+// bmpHeader reads a BMP's or an ICO's (largest entry's) header with the
+// decoder's own reading of it (bmp.DecodeConfig), so that the price is
+// of what bmp.Decode makes.
+func bmpHeader(src []byte, format imagefmt.Format) (Header, error) {
+	c, err := bmp.DecodeConfig(src)
+	if err != nil {
+		return Header{}, err
+	}
+	h := Header{Format: format, Width: c.Width, Height: c.Height, Bands: c.Bands, Alpha: c.Alpha(), BytesPerSample: 1, BitDepth: c.BitCount, Compression: c.Compression, Frames: 1}
+	if c.PNG && c.BitCount > 8 {
+		h.BytesPerSample = 2
+	}
+	return h, nil
 }
 
 // webpHeader reads the canvas size and counts ANMF chunks.

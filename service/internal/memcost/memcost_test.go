@@ -122,17 +122,27 @@ func TestReadHeaderRefusesGarbage(t *testing.T) {
 	}
 }
 
-func FuzzReadHeader(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(seeds, "*"))
+// FuzzLook: the sniff and every format's header reader, seeded with the
+// engine's seeds and a real file of each format read since issue 35.
+func FuzzLook(f *testing.F) {
+	var files []string
+	for _, glob := range []string{filepath.Join(seeds, "*"), filepath.Join(headers, "*"), "../bmp/testdata/*"} {
+		more, _ := filepath.Glob(glob)
+		files = append(files, more...)
+	}
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 1<<16 {
 			f.Add(b)
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := ReadHeader(b)
-		if err == nil && (h.Width <= 0 || h.Height <= 0 || h.Frames < 1 || h.Bands < 1) {
+		s, err := Look(b)
+		h := s.Header
+		if err == nil && (h.Width <= 0 || h.Height <= 0 || h.Frames < 1 || h.Bands < 1 || h.BytesPerSample < 1 || h.Format != s.Format) {
 			t.Fatalf("%+v without an error", h)
+		}
+		if err != nil && h != (Header{}) {
+			t.Fatalf("a header with an error: %+v, %v", h, err)
 		}
 	})
 }
@@ -167,6 +177,14 @@ func TestEstimateOrders(t *testing.T) {
 	pngOut.Output = imagefmt.PNG
 	if Estimate(gif, pngOut) != Estimate(gif, Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.PNG}) {
 		t.Error("animated=true with a format that cannot animate sized as an animation")
+	}
+	// A HEIF grid's tiles decode whole: 3x3 tiles of 512 showing 1100x1100
+	// cost the 1536x1536 they cover.
+	grid := Header{Format: imagefmt.HEIC, Width: 1100, Height: 1100, Bands: 3, BytesPerSample: 1, Frames: 1, Tiles: 9, TileWidth: 512, TileHeight: 512}
+	whole := grid
+	whole.Width, whole.Height, whole.Tiles = 1536, 1536, 0
+	if Estimate(grid, small) != Estimate(whole, small) {
+		t.Errorf("a grid priced at %d, its tiles' area at %d", Estimate(grid, small), Estimate(whole, small))
 	}
 	// The engine never decodes more than MaxPixels: neither does the estimate.
 	bomb := Header{Format: imagefmt.PNG, Width: 100000, Height: 100000, Bands: 4, BytesPerSample: 1, Frames: 1}

@@ -89,6 +89,10 @@ func TestUploadOptions(t *testing.T) {
 		{"gravity=center", thumbjob.Options{}, "gravity"},
 		{"format=jpg", thumbjob.Options{}, "format"},
 		{"format=gif", thumbjob.Options{}, "format"},
+		// read, not written (JPEG XL until its encoder is decided)
+		{"format=jxl", thumbjob.Options{}, "format"},
+		{"format=heic", thumbjob.Options{}, "format"},
+		{"format=bmp", thumbjob.Options{}, "format"},
 		{"q=0", thumbjob.Options{}, "q"},
 		{"q=100.0", thumbjob.Options{}, "q"},
 		{"format=png&q=0x", thumbjob.Options{}, "q"},

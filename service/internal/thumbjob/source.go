@@ -31,8 +31,30 @@ type Header struct {
 	Height         int             `json:"h"`
 	Bands          int             `json:"bands"` // samples per pixel after decoding
 	Alpha          bool            `json:"alpha"`
-	BytesPerSample int             `json:"bps"`    // 1, or 2 for 16-bit PNG
+	BytesPerSample int             `json:"bps"`    // decoded: 1, 2 (9 to 16 bits), 4 (32-bit TIFF)
 	Frames         int             `json:"frames"` // 1 unless animated
+	// BitDepth is the bits a sample as stored, when the format says (a
+	// 10-bit AVIF, a 12-bit HEIC, a 1-bit BMP); 0 when not read.
+	BitDepth int `json:"depth,omitempty"`
+	// Pages: a multi-page TIFF's directories (only the first is decoded,
+	// Frames stays 1); 0 for the other formats.
+	Pages int `json:"pages,omitempty"`
+	// TileWidth x TileHeight is the unit the decoder reads at a time when
+	// the format cuts the image: a HEIF grid's tile (Tiles of them, all
+	// decoded), a TIFF's tile (Tiled) or strip (the width x RowsPerStrip).
+	TileWidth  int  `json:"tile_w,omitempty"`
+	TileHeight int  `json:"tile_h,omitempty"`
+	Tiles      int  `json:"tiles,omitempty"`
+	Tiled      bool `json:"tiled,omitempty"`
+	// Compression is the format's own code for how the pixels are
+	// stored, where it has several: a TIFF's Compression tag (1 none, 5
+	// LZW, 7 JPEG, 8 deflate, 32773 PackBits...), a BMP's (0 none, 1 RLE8,
+	// 2 RLE4, 3 bit fields); 0 elsewhere.
+	Compression int `json:"compression,omitempty"`
+	// Rotation is HEIF's irot, in degrees anti-clockwise (0, 90, 180,
+	// 270): at 90 and 270 the displayed sides are Height x Width. Width
+	// and Height stay as stored (ispe).
+	Rotation int `json:"rotation,omitempty"`
 	// Progressive: a progressive JPEG, whose decoder keeps every DCT
 	// coefficient of the whole image (2 bytes a sample) whatever the
 	// shrink-on-load: a 12 MP one holds 73 MB to make a 256-pixel thumbnail.

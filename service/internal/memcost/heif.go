@@ -1,0 +1,502 @@
+package memcost
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+)
+
+// bmffBox is an ISO BMFF box: its type and its body (after the size and type,
+// a full box's version and flags included).
+type bmffBox struct {
+	typ  string
+	body []byte
+}
+
+// maxBoxes bounds the boxes read at one level: an image's meta has a few
+// per item, and an iPhone's grid of 48 tiles some hundreds in all.
+const maxBoxes = 100_000
+
+// boxes splits b into its boxes. A box that runs past b is an error,
+// returned with the boxes before it.
+func boxes(b []byte) ([]bmffBox, error) {
+	var out []bmffBox
+	for p := uint64(0); p < uint64(len(b)); {
+		if len(out) == maxBoxes {
+			return out, errors.New("more than 100000 boxes")
+		}
+		if p+8 > uint64(len(b)) {
+			return out, errors.New("a box header cut short")
+		}
+		size, head := uint64(binary.BigEndian.Uint32(b[p:])), uint64(8)
+		typ := string(b[p+4 : p+8])
+		switch size {
+		case 0: // to the end
+			size = uint64(len(b)) - p
+		case 1: // a 64-bit size follows
+			if p+16 > uint64(len(b)) {
+				return out, errors.New("a box's 64-bit size cut short")
+			}
+			size, head = binary.BigEndian.Uint64(b[p+8:]), 16
+		}
+		if size < head || size > uint64(len(b))-p {
+			return out, fmt.Errorf("a %q box of %d bytes, past the end", typ, size)
+		}
+		out = append(out, bmffBox{typ: typ, body: b[p+head : p+size]})
+		p += size
+	}
+	return out, nil
+}
+
+func find(bs []bmffBox, typ string) (bmffBox, bool) {
+	for _, b := range bs {
+		if b.typ == typ {
+			return b, true
+		}
+	}
+	return bmffBox{}, false
+}
+
+// full returns a full box's version, flags and payload.
+func (b bmffBox) full() (version byte, flags uint32, payload []byte, err error) {
+	if len(b.body) < 4 {
+		return 0, 0, nil, fmt.Errorf("a %q box cut short", b.typ)
+	}
+	return b.body[0], binary.BigEndian.Uint32(b.body) & 0xFFFFFF, b.body[4:], nil
+}
+
+// reader reads big-endian fields from a box's payload, remembering the
+// first read past its end.
+type reader struct {
+	b   []byte
+	p   int
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil || n > len(r.b)-r.p {
+		if r.err == nil {
+			r.err = errors.New("a box's fields cut short")
+		}
+		return make([]byte, n)
+	}
+	r.p += n
+	return r.b[r.p-n : r.p]
+}
+
+func (r *reader) u8() uint32  { return uint32(r.take(1)[0]) }
+func (r *reader) u16() uint32 { return uint32(binary.BigEndian.Uint16(r.take(2))) }
+func (r *reader) u32() uint32 { return binary.BigEndian.Uint32(r.take(4)) }
+
+// id reads an item ID: 16 bits, or 32 when wide.
+func (r *reader) id(wide bool) uint32 {
+	if wide {
+		return r.u32()
+	}
+	return r.u16()
+}
+
+// heifItem is what the meta box says of one item.
+type heifItem struct {
+	typ   string
+	props []bmffBox // its properties, in ipma's order
+	dimg  []uint32
+	auxl  []uint32 // the items it is an auxiliary image of
+}
+
+func (it *heifItem) prop(typ string) (bmffBox, bool) { return find(it.props, typ) }
+
+// heifHeader reads a HEIF's (HEIC's or AVIF's) primary image from its
+// meta box: ispe is its size (a grid's tiles are all decoded: Tiles,
+// TileWidth, TileHeight say so), pixi or the codec's configuration its
+// bit depth, an auxl item whose auxC says alpha its alpha, irot its
+// rotation. An AVIF sequence without a meta box is sized from its first
+// video track.
+func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
+	name := map[imagefmt.Format]string{imagefmt.AVIF: "AVIF", imagefmt.HEIC: "HEIF"}[format]
+	top, err := boxes(src)
+	meta, ok := find(top, "meta")
+	if !ok {
+		if moov, ok := find(top, "moov"); ok {
+			h, err := trackHeader(moov)
+			if err != nil {
+				return Header{}, fmt.Errorf("%s sequence: %w", name, err)
+			}
+			h.Format = format
+			return h, nil
+		}
+		if err != nil {
+			return Header{}, fmt.Errorf("%s: %w", name, err)
+		}
+		return Header{}, fmt.Errorf("%s without a meta box", name)
+	}
+	h, err := metaHeader(meta)
+	if err != nil {
+		return Header{}, fmt.Errorf("%s: %w", name, err)
+	}
+	h.Format = format
+	return h, nil
+}
+
+func metaHeader(meta bmffBox) (Header, error) {
+	_, _, payload, err := meta.full()
+	if err != nil {
+		return Header{}, err
+	}
+	children, err := boxes(payload)
+	if err != nil {
+		return Header{}, err
+	}
+	items, primary, err := heifItems(children)
+	if err != nil {
+		return Header{}, err
+	}
+	it, ok := items[primary]
+	if !ok {
+		return Header{}, fmt.Errorf("no item %d (the primary) in iinf", primary)
+	}
+	h := Header{Bands: 3, BytesPerSample: 1, Frames: 1}
+	ispe, ok := it.prop("ispe")
+	if !ok {
+		return Header{}, fmt.Errorf("the primary item (%q) has no ispe", it.typ)
+	}
+	if h.Width, h.Height, err = ispeSize(ispe); err != nil {
+		return Header{}, err
+	}
+	coded := it // the item whose codec configuration says the depth
+	if it.typ == "grid" {
+		if len(it.dimg) == 0 {
+			return Header{}, errors.New("a grid without tiles")
+		}
+		tile, ok := items[it.dimg[0]]
+		if !ok {
+			return Header{}, fmt.Errorf("a grid's tile %d not in iinf", it.dimg[0])
+		}
+		t, ok := tile.prop("ispe")
+		if !ok {
+			return Header{}, errors.New("a grid's tile without ispe")
+		}
+		if h.TileWidth, h.TileHeight, err = ispeSize(t); err != nil {
+			return Header{}, err
+		}
+		h.Tiles = len(it.dimg)
+		if int64(h.Tiles)*int64(h.TileWidth)*int64(h.TileHeight) < h.Pixels() {
+			return Header{}, fmt.Errorf("a %dx%d grid of %d tiles of %dx%d", h.Width, h.Height, h.Tiles, h.TileWidth, h.TileHeight)
+		}
+		coded = tile
+	}
+	h.BitDepth = bitDepth(it, coded)
+	if h.BitDepth > 8 {
+		h.BytesPerSample = 2
+	}
+	if irot, ok := it.prop("irot"); ok && len(irot.body) > 0 {
+		h.Rotation = int(irot.body[0]&3) * 90
+	}
+	for _, other := range items {
+		if !contains(other.auxl, primary) {
+			continue
+		}
+		auxC, ok := other.prop("auxC")
+		// without auxC, the conservative guess: alpha
+		if _, _, payload, err := auxC.full(); !ok || err != nil || bytes.Contains(payload, []byte("alpha")) || bytes.Contains(payload, []byte("auxid:1\x00")) {
+			h.Alpha, h.Bands = true, 4
+		}
+	}
+	return h, nil
+}
+
+func contains(ids []uint32, id uint32) bool {
+	for _, v := range ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+func ispeSize(ispe bmffBox) (w, h int, err error) {
+	_, _, payload, err := ispe.full()
+	r := reader{b: payload}
+	w, h = int(r.u32()), int(r.u32())
+	if err = errors.Join(err, r.err); err != nil {
+		return 0, 0, err
+	}
+	return w, h, nil
+}
+
+// bitDepth is pixi's first channel's bits (the item's, or its tile's),
+// else its codec configuration's (av1C, hvcC); 8 when neither says.
+func bitDepth(items ...*heifItem) int {
+	for _, it := range items {
+		if pixi, ok := it.prop("pixi"); ok {
+			if _, _, p, err := pixi.full(); err == nil && len(p) >= 2 && p[0] > 0 {
+				return int(p[1])
+			}
+		}
+	}
+	for _, it := range items {
+		if d := codecDepth(it.props); d > 0 {
+			return d
+		}
+	}
+	return 8
+}
+
+// codecDepth reads an av1C's (high_bitdepth, twelve_bit) or an hvcC's
+// (bitDepthLumaMinus8) bit depth; 0 when there is neither.
+func codecDepth(props []bmffBox) int {
+	if av1C, ok := find(props, "av1C"); ok && len(av1C.body) >= 3 {
+		switch f := av1C.body[2]; {
+		case f&0x40 == 0:
+			return 8
+		case f&0x20 == 0:
+			return 10
+		default:
+			return 12
+		}
+	}
+	if hvcC, ok := find(props, "hvcC"); ok && len(hvcC.body) >= 18 {
+		return 8 + int(hvcC.body[17]&7)
+	}
+	return 0
+}
+
+// heifItems reads pitm, iinf, iref and iprp: every item with its type,
+// its properties and its references.
+func heifItems(meta []bmffBox) (map[uint32]*heifItem, uint32, error) {
+	pitm, ok := find(meta, "pitm")
+	if !ok {
+		return nil, 0, errors.New("no primary item (pitm)")
+	}
+	v, _, payload, err := pitm.full()
+	if err != nil {
+		return nil, 0, err
+	}
+	r := reader{b: payload}
+	primary := r.id(v > 0)
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	iinf, ok := find(meta, "iinf")
+	if !ok {
+		return nil, 0, errors.New("no item information (iinf)")
+	}
+	v, _, payload, err = iinf.full()
+	if err != nil {
+		return nil, 0, err
+	}
+	r = reader{b: payload}
+	r.id(v > 0) // the entry count: the boxes that follow are the entries
+	infes, err := boxes(payload[min(r.p, len(payload)):])
+	if err = errors.Join(r.err, err); err != nil {
+		return nil, 0, err
+	}
+	items := map[uint32]*heifItem{}
+	for _, infe := range infes {
+		v, _, payload, err := infe.full()
+		if err != nil || infe.typ != "infe" {
+			return nil, 0, errors.Join(err, fmt.Errorf("a %q box in iinf", infe.typ))
+		}
+		if v < 2 { // no item type: not an image item
+			continue
+		}
+		r := reader{b: payload}
+		id := r.id(v > 2)
+		r.u16() // protection index
+		typ := string(r.take(4))
+		if r.err != nil {
+			return nil, 0, r.err
+		}
+		items[id] = &heifItem{typ: typ}
+	}
+	if err := heifRefs(meta, items); err != nil {
+		return nil, 0, err
+	}
+	if err := heifProps(meta, items); err != nil {
+		return nil, 0, err
+	}
+	return items, primary, nil
+}
+
+// heifRefs reads iref's dimg (a grid's tiles) and auxl (auxiliary images)
+// references.
+func heifRefs(meta []bmffBox, items map[uint32]*heifItem) error {
+	iref, ok := find(meta, "iref")
+	if !ok {
+		return nil
+	}
+	v, _, payload, err := iref.full()
+	if err != nil {
+		return err
+	}
+	refs, err := boxes(payload)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		r := reader{b: ref.body}
+		from := r.id(v > 0)
+		n := int(r.u16())
+		to := make([]uint32, 0, min(n, len(ref.body)/2))
+		for range n {
+			to = append(to, r.id(v > 0))
+		}
+		if r.err != nil {
+			return fmt.Errorf("iref's %q: %w", ref.typ, r.err)
+		}
+		it, ok := items[from]
+		if !ok {
+			continue
+		}
+		switch ref.typ {
+		case "dimg":
+			it.dimg = append(it.dimg, to...)
+		case "auxl":
+			it.auxl = append(it.auxl, to...)
+		}
+	}
+	return nil
+}
+
+// heifProps reads iprp: ipco's properties, given to items by ipma.
+func heifProps(meta []bmffBox, items map[uint32]*heifItem) error {
+	iprp, ok := find(meta, "iprp")
+	if !ok {
+		return errors.New("no item properties (iprp)")
+	}
+	children, err := boxes(iprp.body)
+	if err != nil {
+		return err
+	}
+	ipco, ok := find(children, "ipco")
+	if !ok {
+		return errors.New("no property container (ipco)")
+	}
+	props, err := boxes(ipco.body)
+	if err != nil {
+		return err
+	}
+	for _, ipma := range children {
+		if ipma.typ != "ipma" {
+			continue
+		}
+		v, flags, payload, err := ipma.full()
+		if err != nil {
+			return err
+		}
+		r := reader{b: payload}
+		for n := r.u32(); n > 0 && r.err == nil; n-- {
+			id := r.id(v > 0)
+			for k := r.u8(); k > 0 && r.err == nil; k-- {
+				var index int
+				if flags&1 != 0 {
+					index = int(r.u16() & 0x7FFF)
+				} else {
+					index = int(r.u8() & 0x7F)
+				}
+				if index == 0 { // no property
+					continue
+				}
+				if index > len(props) {
+					return fmt.Errorf("ipma gives item %d property %d of %d", id, index, len(props))
+				}
+				if it, ok := items[id]; ok {
+					it.props = append(it.props, props[index-1])
+				}
+			}
+		}
+		if r.err != nil {
+			return fmt.Errorf("ipma: %w", r.err)
+		}
+	}
+	return nil
+}
+
+// trackHeader sizes an image sequence from its first video track's
+// header (tkhd's width and height, 16.16 fixed point) and its AV1
+// configuration; a second track with a size is taken for an alpha track.
+func trackHeader(moov bmffBox) (Header, error) {
+	traks, err := boxes(moov.body)
+	if err != nil {
+		return Header{}, err
+	}
+	h := Header{Bands: 3, BytesPerSample: 1, Frames: 1}
+	sized := 0
+	for _, trak := range traks {
+		if trak.typ != "trak" {
+			continue
+		}
+		children, err := boxes(trak.body)
+		if err != nil {
+			return Header{}, err
+		}
+		tkhd, ok := find(children, "tkhd")
+		if !ok {
+			return Header{}, errors.New("a track without tkhd")
+		}
+		v, _, payload, err := tkhd.full()
+		if err != nil {
+			return Header{}, err
+		}
+		at := 76 // times, IDs, duration, layer, volume, matrix
+		if v == 1 {
+			at = 88
+		}
+		if len(payload) < at+8 {
+			return Header{}, errors.New("tkhd cut short")
+		}
+		w, ht := int(binary.BigEndian.Uint32(payload[at:])>>16), int(binary.BigEndian.Uint32(payload[at+4:])>>16)
+		if w == 0 || ht == 0 {
+			continue // not a visual track
+		}
+		if sized++; sized == 1 {
+			h.Width, h.Height = w, ht
+			h.BitDepth = 8
+			if d := codecDepth(nested(children, 0)); d > 0 {
+				h.BitDepth = d
+			}
+		}
+	}
+	if sized == 0 {
+		return Header{}, errors.New("no video track")
+	}
+	if sized > 1 {
+		h.Alpha, h.Bands = true, 4
+	}
+	if h.BitDepth > 8 {
+		h.BytesPerSample = 2
+	}
+	return h, nil
+}
+
+// nested lists the boxes under bs along mdia/minf/stbl/stsd to the sample
+// entries' own boxes (where av1C is), as far as they parse.
+func nested(bs []bmffBox, depth int) []bmffBox {
+	var out []bmffBox
+	for _, b := range bs {
+		var body []byte
+		switch b.typ {
+		case "mdia", "minf", "stbl":
+			body = b.body
+		case "stsd": // full box, entry count
+			if len(b.body) >= 8 {
+				body = b.body[8:]
+			}
+		case "av01", "hvc1": // visual sample entry: 78 bytes of fields
+			if len(b.body) >= 78 {
+				body = b.body[78:]
+			}
+		default:
+			out = append(out, b)
+			continue
+		}
+		if depth < 6 {
+			children, _ := boxes(body)
+			out = append(out, nested(children, depth+1)...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,227 @@
+package memcost
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+)
+
+// TIFF tags read.
+const (
+	tagImageWidth      = 256
+	tagImageLength     = 257
+	tagBitsPerSample   = 258
+	tagCompression     = 259
+	tagPhotometric     = 262
+	tagSamplesPerPixel = 277
+	tagRowsPerStrip    = 278
+	tagTileWidth       = 322
+	tagTileLength      = 323
+	tagExtraSamples    = 338
+)
+
+// maxPages bounds the directories counted: the walk follows each IFD's
+// next offset, which a hostile file can point anywhere, even back.
+const maxPages = 10_000
+
+// tiffFile is a TIFF's (or BigTIFF's) byte order and offset sizes.
+type tiffFile struct {
+	b     []byte
+	order binary.ByteOrder
+	big   bool
+}
+
+func (f tiffFile) offset(at uint64) uint64 {
+	if f.big {
+		return f.order.Uint64(f.b[at:])
+	}
+	return uint64(f.order.Uint32(f.b[at:]))
+}
+
+// tiffEntry is an IFD entry: its type, count and where its values are.
+type tiffEntry struct {
+	typ   uint16
+	count uint64
+	at    uint64 // the values' offset in the file
+}
+
+// typeSize is the bytes of one value of a TIFF type (0: unknown).
+func typeSize(typ uint16) uint64 {
+	sizes := [...]uint64{1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4, 16: 8, 17: 8, 18: 8}
+	if int(typ) >= len(sizes) {
+		return 0
+	}
+	return sizes[typ]
+}
+
+// value is the entry's i-th value as an integer (SHORT, LONG, LONG8,
+// BYTE), or an error for another type or one past the file.
+func (f tiffFile) value(e tiffEntry, i uint64) (uint64, error) {
+	if i >= e.count {
+		return 0, fmt.Errorf("value %d of %d", i, e.count)
+	}
+	size := typeSize(e.typ)
+	at := e.at + i*size
+	if size == 0 || at+size > uint64(len(f.b)) || at < e.at {
+		return 0, errors.New("a value past the end")
+	}
+	switch e.typ {
+	case 1:
+		return uint64(f.b[at]), nil
+	case 3:
+		return uint64(f.order.Uint16(f.b[at:])), nil
+	case 4:
+		return uint64(f.order.Uint32(f.b[at:])), nil
+	case 16:
+		return f.order.Uint64(f.b[at:]), nil
+	}
+	return 0, fmt.Errorf("an integer tag of type %d", e.typ)
+}
+
+// ifd reads the directory at off: its entries by tag, and the next
+// directory's offset.
+func (f tiffFile) ifd(off uint64) (map[uint16]tiffEntry, uint64, error) {
+	countBytes, entryBytes, inline := uint64(2), uint64(12), uint64(4)
+	if f.big {
+		countBytes, entryBytes, inline = 8, 20, 8
+	}
+	if off < 8 || off > uint64(len(f.b)) || countBytes > uint64(len(f.b))-off {
+		return nil, 0, fmt.Errorf("an IFD at %d, past the file's %d bytes", off, len(f.b))
+	}
+	var n uint64
+	if f.big {
+		n = f.order.Uint64(f.b[off:])
+	} else {
+		n = uint64(f.order.Uint16(f.b[off:]))
+	}
+	end := off + countBytes + n*entryBytes
+	if n > 0xFFFF || end+inline > uint64(len(f.b)) {
+		return nil, 0, fmt.Errorf("an IFD of %d entries at %d, past the file's %d bytes", n, off, len(f.b))
+	}
+	entries := make(map[uint16]tiffEntry, n)
+	for i := range n {
+		p := off + countBytes + i*entryBytes
+		// the value field (after tag, type and count) holds the values
+		// when they fit, else their offset
+		e := tiffEntry{typ: f.order.Uint16(f.b[p+2:]), at: p + 4 + inline}
+		if f.big {
+			e.count = f.order.Uint64(f.b[p+4:])
+		} else {
+			e.count = uint64(f.order.Uint32(f.b[p+4:]))
+		}
+		if size := typeSize(e.typ); size > 0 && e.count > inline/size {
+			e.at = f.offset(e.at)
+		}
+		entries[f.order.Uint16(f.b[p:])] = e
+	}
+	return entries, f.offset(end), nil
+}
+
+// tiffHeader reads IFD0 (the page libvips decodes): its size, samples,
+// bits, photometric interpretation, extra samples (alpha) and tiles or
+// strips; and counts the pages, following next offsets at most maxPages
+// times and never to one seen.
+func tiffHeader(src []byte) (Header, error) {
+	if len(src) < 16 {
+		return Header{}, errors.New("TIFF header cut short")
+	}
+	f := tiffFile{b: src, order: binary.LittleEndian}
+	if src[0] == 'M' {
+		f.order = binary.BigEndian
+	}
+	first := uint64(4)
+	if f.order.Uint16(src[2:]) == 43 {
+		if f.order.Uint16(src[4:]) != 8 || f.order.Uint16(src[6:]) != 0 {
+			return Header{}, errors.New("BigTIFF with offsets not of 8 bytes")
+		}
+		f.big, first = true, 8
+	}
+	tags, next, err := f.ifd(f.offset(first))
+	if err != nil {
+		return Header{}, fmt.Errorf("TIFF: %w", err)
+	}
+	get := func(tag uint16, i uint64, def uint64) (uint64, error) {
+		e, ok := tags[tag]
+		if !ok {
+			return def, nil
+		}
+		v, err := f.value(e, i)
+		if err != nil {
+			return 0, fmt.Errorf("TIFF tag %d: %w", tag, err)
+		}
+		return v, nil
+	}
+	var errs []error
+	must := func(tag uint16, i, def uint64) int {
+		v, err := get(tag, i, def)
+		errs = append(errs, err)
+		return int(min(v, 1<<40))
+	}
+	h := Header{Format: imagefmt.TIFF, Width: must(tagImageWidth, 0, 0), Height: must(tagImageLength, 0, 0), Frames: 1}
+	spp := must(tagSamplesPerPixel, 0, 1)
+	h.BitDepth = must(tagBitsPerSample, 0, 1)
+	photometric := must(tagPhotometric, 0, 1)
+	h.Compression = must(tagCompression, 0, 1)
+	if err := errors.Join(errs...); err != nil {
+		return Header{}, err
+	}
+	if spp < 1 || spp > 64 || h.BitDepth < 1 || h.BitDepth > 64 {
+		return Header{}, fmt.Errorf("TIFF of %d samples of %d bits", spp, h.BitDepth)
+	}
+	switch {
+	case h.BitDepth <= 8:
+		h.BytesPerSample = 1
+	case h.BitDepth <= 16:
+		h.BytesPerSample = 2
+	case h.BitDepth <= 32:
+		h.BytesPerSample = 4
+	default:
+		h.BytesPerSample = 8
+	}
+	colour := map[int]int{0: 1, 1: 1, 2: 3, 3: 1, 4: 1, 5: 4, 6: 3, 8: 3, 9: 3, 10: 3}[photometric]
+	if photometric == 5 && spp < 4 {
+		colour = spp // separated with fewer inks
+	}
+	extra := tags[tagExtraSamples]
+	h.Bands = spp
+	if photometric == 3 { // palette: RGB(A) after decoding
+		h.Bands = 3 + max(spp-1, 0)
+		h.BytesPerSample = max(h.BytesPerSample, 1)
+	}
+	if extra.count > 0 {
+		v, err := f.value(extra, 0)
+		if err != nil {
+			return Header{}, fmt.Errorf("TIFF ExtraSamples: %w", err)
+		}
+		h.Alpha = v == 1 || v == 2
+	} else if colour > 0 && spp > colour {
+		h.Alpha = true // an extra sample not described: libvips takes it for alpha
+	}
+	if _, ok := tags[tagTileWidth]; ok {
+		h.Tiled = true
+		h.TileWidth = must(tagTileWidth, 0, 0)
+		h.TileHeight = must(tagTileLength, 0, 0)
+	} else {
+		h.TileWidth, h.TileHeight = h.Width, min(must(tagRowsPerStrip, 0, 1<<32-1), h.Height)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Header{}, err
+	}
+	if h.Tiled && (h.TileWidth < 1 || h.TileHeight < 1) {
+		return Header{}, fmt.Errorf("TIFF tiles of %dx%d", h.TileWidth, h.TileHeight)
+	}
+	h.Pages = 1
+	seen := map[uint64]bool{f.offset(first): true}
+	for next != 0 && h.Pages < maxPages && !seen[next] {
+		seen[next] = true
+		_, n, err := f.ifd(next)
+		if err != nil {
+			break // a broken later page: libvips reads the first only
+		}
+		h.Pages++
+		next = n
+	}
+	return h, nil
+}
