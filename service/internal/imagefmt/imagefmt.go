@@ -23,6 +23,11 @@ const (
 	WebP Format = "webp"
 	AVIF Format = "avif"
 	GIF  Format = "gif"
+	HEIC Format = "heic"
+	TIFF Format = "tiff"
+	JXL  Format = "jxl"
+	BMP  Format = "bmp"
+	ICO  Format = "ico"
 )
 
 // Spec is one row of the table. Its JSON form is what `thumbd formats
