@@ -8,9 +8,16 @@
 #   lcms2 2.14 (bookworm)       colour management (CMYK JPEGs)
 #   util-linux 2.38.1 (bookworm) static libmount/libblkid for static gio
 #   aom 3.14.1 (sid)            AV1 encoder only (no decoder), for AVIF output
-#   libheif 1.19.7 (bookworm-backports) AVIF writing through aom, no other codec
+#   dav1d 1.5.4 (sid)           AV1 decoder, 8- and 16-bit, for AVIF input (ADR 0010)
+#   libde265 1.0.15 (trixie)    HEVC decoder, for HEIC input (iPhone photos)
+#   libheif 1.19.7 (bookworm-backports) AVIF writing through aom, AVIF reading
+#                               through dav1d, HEIC reading through libde265
+#   libtiff 4.7.0 (trixie)      TIFF: deflate, LZW, PackBits, JPEG (libjpeg-turbo);
+#                               no old-style JPEG, JBIG, LERC, LZMA, ZSTD, WebP
+#   brotli 1.1.0 (trixie)       for libjxl (its boxes and encoder)
+#   libjxl 0.11.2 (trixie)      JPEG XL read and write, through lcms2 and Highway
 #   libvips 8.16.1 (trixie)     static AND shared, no modules, no vips7 compat,
-#                               only jpeg/png(spng)/webp/gif/exif/lcms/zlib/heif
+#                               only jpeg/png(spng)/webp/gif/exif/lcms/zlib/heif/tiff/jxl
 # Every library but libvips is built static and PIC: the static libvips.a
 # links them into the scratch binary, and the shared libvips.so carries them
 # inside it (the slim image needs no codec package). glib, libexif, zlib and
@@ -39,6 +46,11 @@ sid highway=1.3.0-5.1 07b3c1ba2c1096878a85a31a5b9b3757427af963b1141ca904db2f9f4a
 bookworm lcms2=2.14-2+deb12u1 28474ea6f6591c4d4cee972123587001a4e6e353412a41b3e9e82219818d5740
 bookworm util-linux=2.38.1-5+deb12u3 60492a19b44e6cf9a3ddff68325b333b8b52b6c59ce3ebd6a0ecaa4c5117e84f
 sid aom=3.14.1-1 4ef9882eda023582499511b845f4d4368a34c9886f545a7eea4ca20799d3c161
+sid dav1d=1.5.4-1 686616b7c69eb88d44459391ab25cac13b6647a3b288835c5784e71c1514a5c5
+trixie libde265=1.0.15-1+deb13u2 00251986c29d34d3af7117ed05874950c875dd9292d016be29d3b3762666511d
+trixie tiff=4.7.0-3+deb13u3 2b8b5c4e79cb2a4651796602e45d6179b7f18bc283feab417b8e881ef7e81862
+trixie brotli=1.1.0-2+deb13u1 10973f4b4199eafa1d5735ef661ddb2ec2f97319ee9fd1824d4aabe08cff5265
+trixie jpeg-xl=0.11.2-0.1~deb13u3 ab38928f7f6248e2a98cc184956021acb927b16a0dee71b4d260dc040a4320ea
 bookworm-backports libheif=1.19.7-1~bpo12+1 161c042d2102665fcee3ded851c78a0eb5f2d4bfe39fba48ba6e588fd6e964f3
 trixie vips=8.16.1-1+deb13u2 df960c3df02da8ae16ee19e79c9428e955d178242a8f06064e07e0c417238e6e
 "
@@ -189,7 +201,7 @@ cmake_install() {
   local name=$1; shift
   cmake -S "${dirs[$name]}" -B "$WORK/$name-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF \
-    -DCMAKE_POSITION_INDEPENDENT_CODE=ON "$@"
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_PREFIX_PATH="$PREFIX" "$@"
   ninja -C "$WORK/$name-build" -j "$JOBS" install
 }
 
@@ -242,12 +254,77 @@ build_aom() {
     "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG"
 }
 
+# pc_public FILE...: a static archive's private dependencies made public in
+# its pkg-config file (Requires.private into Requires, Libs.private into
+# Libs), so that the shared libvips.so link, which asks pkg-config without
+# --static, gets them as much as the static link does.
+pc_public() {
+  local f
+  for f in "$@"; do
+    awk -F': *' '
+      /^Requires(\.private)?:/ { req = req " " substr($0, index($0, ":") + 1); next }
+      /^Libs(\.private)?:/     { libs = libs " " substr($0, index($0, ":") + 1); next }
+      { print }
+      END { print "Requires:" req; print "Libs:" libs }' "$f" >"$f.new"
+    mv "$f.new" "$f"
+  done
+}
+
+build_dav1d() {
+  # 8- and 16-bit (10- and 12-bit AVIF), with its assembly; no tools.
+  meson setup "$WORK/dav1d-build" "${dirs[dav1d]}" --prefix="$PREFIX" --libdir=lib \
+    --buildtype=release -Ddefault_library=static -Db_staticpic=true \
+    -Dbitdepths=8,16 -Denable_asm=true -Denable_tools=false -Denable_tests=false \
+    -Denable_examples=false -Dlogging=false "-Dc_args=$SECTIONS"
+  meson install -C "$WORK/dav1d-build" --quiet
+  pc_public "$PREFIX/lib/pkgconfig/dav1d.pc"
+}
+
+build_libde265() {
+  # The library only: no dec265/enc265 tools, no SDL.
+  cmake_install libde265 -DENABLE_SDL=OFF -DENABLE_DECODER=OFF -DENABLE_ENCODER=OFF \
+    "-DCMAKE_C_FLAGS=$SECTIONS" "-DCMAKE_CXX_FLAGS=$SECTIONS"
+  pc_public "$PREFIX/lib/pkgconfig/libde265.pc"
+}
+
+build_tiff() {
+  # Codecs sources use: deflate (zlib), LZW, PackBits, CCITT and JPEG (the
+  # project's libjpeg-turbo). Old-style JPEG (a long CVE history), JBIG,
+  # LERC, LZMA, ZSTD and WebP-in-TIFF are left out, and so are the tools.
+  cmake_install tiff -Dtiff-tools=OFF -Dtiff-tests=OFF -Dtiff-contrib=OFF -Dtiff-docs=OFF \
+    -Dtiff-deprecated=OFF -Dcxx=OFF -Dzlib=ON -Djpeg=ON -Dold-jpeg=OFF -Djpeg12=OFF \
+    -Djbig=OFF -Dlerc=OFF -Dlzma=OFF -Dzstd=OFF -Dwebp=OFF -Dlibdeflate=OFF -Dpixarlog=OFF \
+    "-DJPEG_INCLUDE_DIR=$PREFIX/include" "-DJPEG_LIBRARY=$PREFIX/lib/libjpeg.a" \
+    "-DCMAKE_C_FLAGS=$SECTIONS"
+  pc_public "$PREFIX/lib/pkgconfig/libtiff-4.pc"
+}
+
+build_brotli() {
+  cmake_install brotli -DBROTLI_DISABLE_TESTS=ON "-DCMAKE_C_FLAGS=$SECTIONS"
+  pc_public "$PREFIX"/lib/pkgconfig/libbrotli{common,dec,enc}.pc
+}
+
+build_jpeg_xl() {
+  # The library (decoder and encoder) against the recipe's Highway, lcms2
+  # and brotli; none of libjxl's tools, viewers, jpegli or JPEG transcoding.
+  cmake_install jpeg-xl -DBUILD_TESTING=OFF -DJPEGXL_ENABLE_TOOLS=OFF -DJPEGXL_ENABLE_JPEGLI=OFF \
+    -DJPEGXL_ENABLE_DOXYGEN=OFF -DJPEGXL_ENABLE_MANPAGES=OFF -DJPEGXL_ENABLE_BENCHMARK=OFF \
+    -DJPEGXL_ENABLE_EXAMPLES=OFF -DJPEGXL_ENABLE_JNI=OFF -DJPEGXL_ENABLE_SJPEG=OFF \
+    -DJPEGXL_ENABLE_OPENEXR=OFF -DJPEGXL_ENABLE_SKCMS=OFF -DJPEGXL_BUNDLE_LIBPNG=OFF \
+    -DJPEGXL_ENABLE_TRANSCODE_JPEG=OFF -DJPEGXL_ENABLE_FUZZERS=OFF -DJPEGXL_ENABLE_DEVTOOLS=OFF \
+    -DJPEGXL_ENABLE_PLUGINS=OFF -DJPEGXL_FORCE_SYSTEM_BROTLI=ON -DJPEGXL_FORCE_SYSTEM_HWY=ON \
+    -DJPEGXL_FORCE_SYSTEM_LCMS2=ON "-DCMAKE_C_FLAGS=$SECTIONS" "-DCMAKE_CXX_FLAGS=$SECTIONS"
+  pc_public "$PREFIX"/lib/pkgconfig/libjxl{,_cms,_threads}.pc
+}
+
 build_libheif() {
-  # AVIF writing through aom, and nothing else: no decoder, no other codec,
-  # no plugins loaded at run time. aom rather than SVT-AV1: 2.5-4x faster
-  # on a 256x256 thumbnail at equal bytes and SSIM (docs/engine.md, "AVIF").
+  # AVIF writing through aom; AVIF reading through dav1d and HEIC reading
+  # through libde265 (ADR 0010); no other codec, no plugins loaded at run
+  # time. aom rather than SVT-AV1 to write: 2.5-4x faster on a 256x256
+  # thumbnail at equal bytes and SSIM (docs/engine.md, "AVIF").
   cmake_install libheif -DWITH_AOM_ENCODER=ON -DWITH_AOM_DECODER=OFF -DWITH_SvtEnc=OFF \
-    -DWITH_DAV1D=OFF -DWITH_LIBDE265=OFF -DWITH_X265=OFF -DWITH_RAV1E=OFF -DWITH_KVAZAAR=OFF \
+    -DWITH_DAV1D=ON -DWITH_DAV1D_PLUGIN=OFF -DWITH_LIBDE265=ON -DWITH_LIBDE265_PLUGIN=OFF \
+    -DWITH_X265=OFF -DWITH_RAV1E=OFF -DWITH_KVAZAAR=OFF \
     -DWITH_JPEG_DECODER=OFF -DWITH_JPEG_ENCODER=OFF -DWITH_OpenJPEG_DECODER=OFF \
     -DWITH_OpenJPEG_ENCODER=OFF -DWITH_OPENJPH_ENCODER=OFF -DWITH_FFMPEG_DECODER=OFF \
     -DWITH_OpenH264_DECODER=OFF -DWITH_VVDEC=OFF -DWITH_VVENC=OFF -DWITH_UNCOMPRESSED_CODEC=OFF \
@@ -257,7 +334,7 @@ build_libheif() {
     "-DCMAKE_C_FLAGS_RELEASE=-Os -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=-Os -DNDEBUG"
   # Static archives only: a shared link (libvips.so) needs aom as much as a
   # static one does.
-  sed -i 's/^Requires.private:/Requires:/' "$PREFIX/lib/pkgconfig/libheif.pc"
+  pc_public "$PREFIX/lib/pkgconfig/libheif.pc"
 }
 
 build_lcms2() {
@@ -281,12 +358,13 @@ build_vips() {
   # which then fail to link. The library is linked by the C++ driver
   # (Highway, libheif), hence cpp_link_args.
   local private=libjpeg.a:libspng.a:libwebp.a:libsharpyuv.a:libwebpmux.a:libwebpdemux.a
-  private+=:liblcms2.a:libhwy.a:libheif.a:libaom.a
+  private+=:liblcms2.a:libhwy.a:libheif.a:libaom.a:libdav1d.a:libde265.a:libtiff.a
+  private+=:libjxl.a:libjxl_cms.a:libjxl_threads.a:libbrotlienc.a:libbrotlidec.a:libbrotlicommon.a
   meson setup "$WORK/vips-build" "${dirs[vips]}" --prefix="$PREFIX" --libdir=lib \
     --buildtype=release -Ddefault_library=both "-Dcpp_link_args=-Wl,--exclude-libs,$private -Wl,--gc-sections" \
     -Dauto_features=disabled -Dmodules=disabled \
     -Djpeg=enabled -Dspng=enabled -Dpng=disabled -Dwebp=enabled -Dexif=enabled -Dzlib=enabled \
-    -Dlcms=enabled -Dhighway=enabled -Dheif=enabled -Dorc=disabled -Dnsgif=true \
+    -Dlcms=enabled -Dhighway=enabled -Dheif=enabled -Dtiff=enabled -Djpeg-xl=enabled -Dorc=disabled -Dnsgif=true \
     -Dppm=false -Danalyze=false -Dradiance=false -Dintrospection=disabled \
     -Dcplusplus=false -Dexamples=false -Ddoxygen=false -Dgtk_doc=false \
     -Dvapi=false -Ddeprecated=false
@@ -319,7 +397,7 @@ main() {
   export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
 
   local name
-  for name in libjpeg-turbo libspng libwebp highway aom libheif lcms2 util-linux vips; do
+  for name in libjpeg-turbo highway lcms2 brotli jpeg-xl dav1d libde265 tiff libspng libwebp aom libheif util-linux vips; do
     log "$name"
     # In the background so that set -e holds inside (it is off in a
     # function run on the left of ||); its output is shown only on failure.
@@ -334,7 +412,7 @@ main() {
   done
   cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$PREFIX/share/licenses/util-linux/"
   cp "$0" "$PREFIX/share/licenses/build-libvips.sh"
-  LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif|heif' >&2 || true
+  LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif|heif|tiff|jxl|jpeg-xl' >&2 || true
   echo "$hash" >"$PREFIX/.thumbd-recipe"
   log "done: $PREFIX"
   echo "$PREFIX"

@@ -84,6 +84,8 @@ func engineConfig(cfg config, logger *slog.Logger) thumbjob.Config {
 		Threads:    1,
 		JPEGShrink: cfg.JPEGShrink,
 		AVIFEffort: cfg.AVIFEffort,
+		JXLEffort:  cfg.JXLEffort,
+		Inputs:     cfg.Inputs,
 		Logger:     logger,
 	}
 }

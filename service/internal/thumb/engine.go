@@ -33,6 +33,26 @@ const (
 // started again after Stop.
 type Engine struct {
 	cfg thumbjob.Config
+	// inputs are the source formats this engine accepts: cfg.Inputs (all
+	// when empty) that its libvips can read, set by Start.
+	inputs map[imagefmt.Format]bool
+}
+
+// loaderClasses are the libvips loaders each input format needs. BMP and
+// ICO are decoded in Go (service/internal/bmp) and handed to libvips as an
+// uncompressed TIFF it reads without a codec (an ICO entry that is a PNG
+// goes to the PNG loader).
+var loaderClasses = map[imagefmt.Format][]string{
+	imagefmt.JPEG: {"VipsForeignLoadJpeg"},
+	imagefmt.PNG:  {"VipsForeignLoadPng", "VipsForeignLoadSpng"},
+	imagefmt.WebP: {"VipsForeignLoadWebp"},
+	imagefmt.GIF:  {"VipsForeignLoadNsgif", "VipsForeignLoadGif"},
+	imagefmt.HEIC: {"VipsForeignLoadHeif"},
+	imagefmt.AVIF: {"VipsForeignLoadHeif"},
+	imagefmt.TIFF: {"VipsForeignLoadTiff"},
+	imagefmt.JXL:  {"VipsForeignLoadJxl"},
+	imagefmt.BMP:  {"VipsForeignLoadTiff"},
+	imagefmt.ICO:  {"VipsForeignLoadTiff", "VipsForeignLoadPng", "VipsForeignLoadSpng"},
 }
 
 // New returns an engine; call Start before Thumbnail.
@@ -41,7 +61,7 @@ func New(cfg thumbjob.Config) *Engine { return &Engine{cfg: cfg} }
 // Start starts libvips with its operation cache off (a thumbnail server
 // almost never sees the same operation twice, and the cache holds memory),
 // routes its logging into slog at warning level, and blocks every loader
-// except jpeg, png, webp and gif.
+// except those of the accepted input formats (Inputs).
 func (e *Engine) Start() {
 	logger := e.cfg.Logger
 	if logger == nil {
@@ -57,7 +77,52 @@ func (e *Engine) Start() {
 		MaxCacheMem:      0,
 		MaxCacheSize:     0,
 	})
-	harden()
+	e.inputs = map[imagefmt.Format]bool{}
+	var allow []string
+	for _, f := range e.wanted() {
+		classes, ok := e.readable(f)
+		if !ok {
+			if len(e.cfg.Inputs) > 0 {
+				logger.Warn("THUMBD_INPUTS names a format this build of libvips cannot read; it is refused", "format", f)
+			}
+			continue
+		}
+		e.inputs[f] = true
+		allow = append(allow, classes...)
+	}
+	harden(allow)
+}
+
+// wanted is cfg.Inputs, or every input format of the table.
+func (e *Engine) wanted() []imagefmt.Format {
+	if len(e.cfg.Inputs) > 0 {
+		return e.cfg.Inputs
+	}
+	return imagefmt.Inputs()
+}
+
+// readable returns the loader classes of format f when this libvips has
+// them (a build without libheif, say, cannot read HEIC: it is not offered).
+func (e *Engine) readable(f imagefmt.Format) ([]string, bool) {
+	var have []string
+	for _, c := range loaderClasses[f] {
+		if hasClass(c) {
+			have = append(have, c)
+		}
+	}
+	return have, len(have) > 0
+}
+
+// Inputs lists the source formats the started engine accepts, in the
+// format table's order.
+func (e *Engine) Inputs() []imagefmt.Format {
+	var out []imagefmt.Format
+	for _, f := range imagefmt.Inputs() {
+		if e.inputs[f] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Stop shuts libvips down. No Thumbnail may run during or after it.
@@ -104,7 +169,10 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	if err := e.checkSource(in); err != nil {
 		return thumbjob.Image{}, err
 	}
-	src := in.Bytes
+	src, err := goDecoded(in.Bytes, in.Format, e.cfg.MaxPixels)
+	if err != nil {
+		return thumbjob.Image{}, err
+	}
 	h, err := probe(src)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
@@ -119,7 +187,7 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 		return thumbjob.Image{}, fmt.Errorf("thumb: no exporter for output format %q", out.Format)
 	}
 	frames := 1
-	if o.Animated && out.Animated && h.pages > 1 {
+	if o.Animated && out.Animated && h.pages > 1 && animatedInput(h.format) {
 		frames = h.pages
 		// Every frame is decoded: the pixel limit holds for all of them.
 		if px := int64(frames) * int64(h.width) * int64(h.height); px > e.cfg.MaxPixels {
@@ -163,8 +231,12 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 // no input format (src.Format: sniffed once, by the caller) or a GIF whose
 // screen is over the pixel limit.
 func (e *Engine) checkSource(src thumbjob.Source) error {
-	if spec, ok := imagefmt.Lookup(src.Format); !ok || !spec.Input {
+	spec, ok := imagefmt.Lookup(src.Format)
+	if !ok || !spec.Input {
 		return fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
+	}
+	if !e.inputs[src.Format] {
+		return fmt.Errorf("%w: the body is a %s image, a format this server does not accept (THUMBD_INPUTS)", thumbjob.ErrUnsupportedFormat, spec.Name)
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
 	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
@@ -175,12 +247,17 @@ func (e *Engine) checkSource(src thumbjob.Source) error {
 	return nil
 }
 
+// animatedInput: the formats whose frames thumbd reads when an animation
+// is asked for. A multi-page TIFF, a HEIF collection, an AVIF or JPEG XL
+// sequence give their first page or frame, whatever their count.
+func animatedInput(f imagefmt.Format) bool { return f == imagefmt.GIF || f == imagefmt.WebP }
+
 // checkHeader holds the header to the pixel and frame limits.
 func (e *Engine) checkHeader(h header) error {
 	if px := int64(h.width) * int64(h.height); h.width <= 0 || h.height <= 0 || px > e.cfg.MaxPixels {
 		return fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
 	}
-	if h.pages > e.cfg.MaxFrames {
+	if h.pages > e.cfg.MaxFrames && animatedInput(h.format) {
 		return fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
 	}
 	return nil
@@ -335,9 +412,22 @@ func interesting(g thumbjob.Gravity) vips.Interesting {
 
 var white = vips.Color{R: 255, G: 255, B: 255}
 
+// srgbProfile names libvips' built-in sRGB profile (no file is read).
+const srgbProfile = "srgb"
+
 // finish turns the thumbnail into 8-bit sRGB, pads it for contain and
 // handles alpha for the output format.
 func (e *Engine) finish(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec) error {
+	if img.HasICCProfile() && img.Interpretation() != vips.InterpretationCMYK && img.Bands() >= 3 {
+		// A wide-gamut source (Display P3 in an iPhone's HEIC, Rec. 2020 in
+		// an AVIF, Adobe RGB in a TIFF) is converted through its embedded
+		// profile to libvips' built-in sRGB, 8 bits: stripping the profile
+		// without converting would wash its colours out. CMYK sources are
+		// imported by libvips' thumbnail operation already.
+		if err := img.TransformICCProfileWithFallback(srgbProfile, srgbProfile); err != nil {
+			return err
+		}
+	}
 	if img.Interpretation() != vips.InterpretationSRGB || img.BandFormat() != vips.BandFormatUchar {
 		if err := img.ToColorSpace(vips.InterpretationSRGB); err != nil {
 			return err
@@ -389,6 +479,27 @@ var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options,
 		buf, _, err := img.ExportAvif(&vips.AvifExportParams{StripMetadata: true, Quality: o.Quality, Bitdepth: 8, Effort: c.AVIFEffort})
 		return buf, err
 	},
+	imagefmt.JXL: func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config) ([]byte, error) {
+		// libvips' JPEG XL saver has no strip option: the metadata goes first.
+		if err := img.RemoveMetadata(); err != nil {
+			return nil, err
+		}
+		// Lossy (VarDCT) at the distance libvips derives from Q (govips
+		// would otherwise pass distance 0 next to Q, and libvips keeps an
+		// explicit distance); effort from THUMBD_JXL_EFFORT.
+		buf, _, err := img.ExportJxl(&vips.JxlExportParams{Quality: o.Quality, Distance: jxlDistance(o.Quality), Effort: c.JXLEffort})
+		return buf, err
+	},
+}
+
+// jxlDistance is libvips' own mapping of a JPEG-like quality to a JPEG XL
+// Butteraugli distance (jxlsave.c): 1.0 at Q 90, the visually lossless
+// point libjxl recommends.
+func jxlDistance(q int) float64 {
+	if q >= 30 {
+		return 0.1 + float64(100-q)*0.09
+	}
+	return 53.0/3000.0*float64(q*q) - 23.0/20.0*float64(q) + 25.0
 }
 
 // webpEffort is libwebp's method, sharp's default. On 50-frame animations

@@ -32,7 +32,10 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	if err := e.checkSource(in); err != nil {
 		return thumbjob.Info{}, err
 	}
-	src := in.Bytes
+	src, err := goDecoded(in.Bytes, in.Format, e.cfg.MaxPixels)
+	if err != nil {
+		return thumbjob.Info{}, err
+	}
 	h, d, err := describe(src)
 	if err != nil {
 		return thumbjob.Info{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)

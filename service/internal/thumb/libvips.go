@@ -15,17 +15,23 @@ typedef struct {
 } thumbd_header;
 
 // thumbd_harden blocks every operation libvips marks untrusted and every
-// loader except the four formats thumbd serves, so that a crafted file
-// cannot reach, say, the ImageMagick or PDF loaders even if a build has them.
+// loader; thumbd_allow then unblocks the loaders of the formats thumbd
+// accepts, one class (and its buffer and source subclasses) at a time, so
+// that a crafted file cannot reach, say, the ImageMagick or PDF loaders
+// even if a build has them, nor a loader whose format THUMBD_INPUTS left out.
 static void thumbd_harden(void) {
 	vips_block_untrusted_set(TRUE);
 	vips_operation_block_set("VipsForeignLoad", TRUE);
-	vips_operation_block_set("VipsForeignLoadJpeg", FALSE);
-	vips_operation_block_set("VipsForeignLoadPng", FALSE);
-	vips_operation_block_set("VipsForeignLoadSpng", FALSE);
-	vips_operation_block_set("VipsForeignLoadWebp", FALSE);
-	vips_operation_block_set("VipsForeignLoadNsgif", FALSE);
-	vips_operation_block_set("VipsForeignLoadGif", FALSE);
+}
+
+static void thumbd_allow(const char *loader) {
+	vips_operation_block_set(loader, FALSE);
+}
+
+// thumbd_has_class: whether this libvips was built with the class (a
+// loader), so that formats it cannot read are not offered.
+static int thumbd_has_class(const char *name) {
+	return g_type_from_name(name) != 0;
 }
 
 static void thumbd_read_header(VipsImage *im, thumbd_header *h) {
@@ -95,7 +101,22 @@ import (
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
-func harden() { C.thumbd_harden() }
+// harden blocks every loader but those of the given classes (loaderClasses).
+func harden(loaders []string) {
+	C.thumbd_harden()
+	for _, l := range loaders {
+		cs := C.CString(l)
+		C.thumbd_allow(cs)
+		C.free(unsafe.Pointer(cs))
+	}
+}
+
+// hasClass reports whether libvips knows a class by this name.
+func hasClass(name string) bool {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return C.thumbd_has_class(cs) != 0
+}
 
 // details is what describe learns from the header beyond the probe.
 type details struct {

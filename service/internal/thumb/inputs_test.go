@@ -1,0 +1,284 @@
+package thumb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/thumbd/thumbd/internal/imagediff"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// inputCase is one source of a new input format, made at test time with
+// Debian's own encoders from the golden tests' large.jpg (scaled to
+// 634x422), and what it must decode to.
+type inputCase struct {
+	name   string
+	format imagefmt.Format
+	// make writes the source into dir from base.png (RGB, 634x422) and
+	// alpha.png (RGBA, the same with a transparent left half) and returns
+	// its path.
+	make func(t *testing.T, dir string) string
+	// alpha: the thumbnail keeps transparency.
+	alpha bool
+}
+
+// run is a command of a test's fixture recipe; its output is shown on
+// failure.
+func run(t *testing.T, dir string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// needTools skips when a fixture tool is missing: scripts/deps.sh dev
+// installs them all (libvips-tools, libheif-examples, libjxl-tools,
+// libtiff-tools), so CI never skips.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing (scripts/deps.sh dev installs it)", tool)
+			}
+			t.Skipf("%s is missing (scripts/deps.sh dev installs it)", tool)
+		}
+	}
+}
+
+func tiffSave(args ...string) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		run(t, dir, "vips", append([]string{"tiffsave", "base.png", "out.tif"}, args...)...)
+		return filepath.Join(dir, "out.tif")
+	}
+}
+
+func inputCases() []inputCase {
+	return []inputCase{
+		{name: "tiff-lzw", format: imagefmt.TIFF, make: tiffSave("--compression", "lzw")},
+		{name: "tiff-deflate-tiled", format: imagefmt.TIFF, make: tiffSave("--compression", "deflate", "--tile", "--tile-width", "128", "--tile-height", "128")},
+		{name: "tiff-packbits", format: imagefmt.TIFF, make: tiffSave("--compression", "packbits")},
+		{name: "tiff-jpeg", format: imagefmt.TIFF, make: tiffSave("--compression", "jpeg", "--Q", "95")},
+		{name: "tiff-16bit", format: imagefmt.TIFF, make: func(t *testing.T, dir string) string {
+			run(t, dir, "vips", "cast", "base.png", "w.v", "ushort")
+			run(t, dir, "vips", "linear", "w.v", "w2.v", "257", "0", "--uchar=false")
+			run(t, dir, "vips", "cast", "w2.v", "w3.v", "ushort")
+			run(t, dir, "vips", "copy", "w3.v", "out.tif[compression=deflate]", "--interpretation", "rgb16")
+			return filepath.Join(dir, "out.tif")
+		}},
+		{name: "tiff-cmyk", format: imagefmt.TIFF, make: func(t *testing.T, dir string) string {
+			run(t, dir, "vips", "icc_export", "base.png", "out.tif", "--output-profile", "cmyk")
+			return filepath.Join(dir, "out.tif")
+		}},
+		{name: "tiff-multipage", format: imagefmt.TIFF, make: func(t *testing.T, dir string) string {
+			// The first page is base.png; the second, its negative, must not show.
+			run(t, dir, "vips", "tiffsave", "base.png", "p1.tif")
+			run(t, dir, "vips", "invert", "base.png", "neg.png")
+			run(t, dir, "vips", "tiffsave", "neg.png", "p2.tif")
+			run(t, dir, "tiffcp", "p1.tif", "p2.tif", "out.tif")
+			return filepath.Join(dir, "out.tif")
+		}},
+		{name: "tiff-alpha", format: imagefmt.TIFF, alpha: true, make: func(t *testing.T, dir string) string {
+			run(t, dir, "vips", "tiffsave", "alpha.png", "out.tif", "--compression", "lzw")
+			return filepath.Join(dir, "out.tif")
+		}},
+		{name: "heic", format: imagefmt.HEIC, make: func(t *testing.T, dir string) string {
+			run(t, dir, "heif-enc", "-q", "70", "base.png", "-o", "out.heic")
+			return filepath.Join(dir, "out.heic")
+		}},
+		{name: "avif-8bit", format: imagefmt.AVIF, make: func(t *testing.T, dir string) string {
+			run(t, dir, "heif-enc", "-A", "-q", "70", "-p", "speed=8", "base.png", "-o", "out.avif")
+			return filepath.Join(dir, "out.avif")
+		}},
+		{name: "avif-10bit-alpha", format: imagefmt.AVIF, alpha: true, make: func(t *testing.T, dir string) string {
+			run(t, dir, "vips", "cast", "alpha.png", "w.v", "ushort")
+			run(t, dir, "vips", "linear", "w.v", "w2.v", "257", "0", "--uchar=false")
+			run(t, dir, "vips", "cast", "w2.v", "w3.v", "ushort")
+			run(t, dir, "vips", "copy", "w3.v", "a16.png", "--interpretation", "rgb16")
+			run(t, dir, "heif-enc", "-A", "-b", "10", "-q", "80", "-p", "speed=8", "a16.png", "-o", "out.avif")
+			return filepath.Join(dir, "out.avif")
+		}},
+		{name: "jxl-lossy", format: imagefmt.JXL, make: func(t *testing.T, dir string) string {
+			run(t, dir, "cjxl", "base.png", "out.jxl", "-d", "1", "--quiet")
+			return filepath.Join(dir, "out.jxl")
+		}},
+		{name: "jxl-lossless", format: imagefmt.JXL, make: func(t *testing.T, dir string) string {
+			run(t, dir, "cjxl", "base.png", "out.jxl", "-d", "0", "--quiet")
+			return filepath.Join(dir, "out.jxl")
+		}},
+		{name: "jxl-alpha", format: imagefmt.JXL, alpha: true, make: func(t *testing.T, dir string) string {
+			run(t, dir, "cjxl", "alpha.png", "out.jxl", "-d", "1", "--quiet")
+			return filepath.Join(dir, "out.jxl")
+		}},
+	}
+}
+
+// fixtureDir holds base.png and alpha.png, made once per test.
+func fixtureDir(t *testing.T) string {
+	t.Helper()
+	needTools(t, "vips")
+	dir := t.TempDir()
+	large, err := filepath.Abs(filepath.Join("testdata", "sources", "large.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "vips", "resize", large, "base.png", "0.33")
+	// alpha.png: base.png with its left half transparent, its right opaque.
+	run(t, dir, "vips", "black", "half.v", "317", "422")
+	run(t, dir, "vips", "embed", "half.v", "mask.v", "317", "0", "634", "422", "--extend", "white")
+	run(t, dir, "vips", "cast", "mask.v", "mask8.v", "uchar")
+	run(t, dir, "vips", "bandjoin", "base.png mask8.v", "alpha.png")
+	return dir
+}
+
+// TestNewInputFormats makes a thumbnail of each new input format and
+// checks its pixels against Debian's own vips command (libvips-tools,
+// its own decoders) making the same thumbnail from the same file: within
+// 3 levels per channel on average, alpha included. The formats' own
+// decoders (libde265, dav1d, libtiff, libjxl) are exact or near it; the
+// tolerance is for two libvips versions' resize arithmetic.
+func TestNewInputFormats(t *testing.T) {
+	dir := fixtureDir(t)
+	for _, tc := range inputCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			switch tc.format {
+			case imagefmt.HEIC, imagefmt.AVIF:
+				needTools(t, "heif-enc")
+			case imagefmt.JXL:
+				needTools(t, "cjxl")
+			case imagefmt.TIFF:
+				needTools(t, "tiffcp")
+			}
+			sub := t.TempDir()
+			for _, f := range []string{"base.png", "alpha.png"} {
+				b, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(sub, f), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := tc.make(t, sub)
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := thumbjob.Sniffed(src).Format; got != tc.format {
+				t.Fatalf("sniffed as %q, want %q", got, tc.format)
+			}
+			img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 160, Height: 120, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := decodePNG(t, img.Bytes)
+			run(t, sub, "vips", "thumbnail", path, "ref.png", "160", "--height", "120", "--crop", "centre", "--export-profile", "srgb")
+			ref, err := os.ReadFile(filepath.Join(sub, "ref.png"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := decodePNG(t, ref)
+			if got.Bounds().Size() != image.Pt(160, 120) || want.Bounds().Size() != got.Bounds().Size() {
+				t.Fatalf("size %v, reference %v, want 160x120", got.Bounds().Size(), want.Bounds().Size())
+			}
+			if _, _, _, a := got.At(5, 60).RGBA(); tc.alpha != (a < 0x8000) {
+				t.Errorf("alpha at the left edge %#x: want transparent %v", a, tc.alpha)
+			}
+			if d := imagediff.MeanAbs(got, want); d > 3 {
+				writePNG(t, filepath.Join("testdata", "failed", "input-"+tc.name+".png"), got)
+				t.Fatalf("mean difference %.2f per channel from Debian's vips thumbnail (tolerance 3); output in testdata/failed", d)
+			}
+		})
+	}
+}
+
+func decodePNG(t *testing.T, b []byte) image.Image {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestMultiPageTIFFIsFirstPageOnly: a TIFF of more pages than the frame
+// limit is one image to thumbd (its first page), not an animation refused.
+func TestMultiPageTIFFIsFirstPageOnly(t *testing.T) {
+	needTools(t, "vips", "tiffcp")
+	dir := fixtureDir(t)
+	run(t, dir, "vips", "tiffsave", "base.png", "p.tif")
+	run(t, dir, "tiffcp", "p.tif", "p.tif", "p.tif", "three.tif")
+	src, err := os.ReadFile(filepath.Join(dir, "three.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 2, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	e.inputs = testEngine.inputs
+	img, err := e.Thumbnail(context.Background(), src, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true})
+	if err != nil {
+		t.Fatalf("3 pages, frame limit 2, animated asked: %v", err)
+	}
+	if img.Frames != 1 {
+		t.Errorf("%d frames, want the first page only", img.Frames)
+	}
+}
+
+// TestInputsSetting: a format left out of Inputs is a 415 naming it and
+// the setting; the others still decode. (libvips' loader blocks are
+// process-wide, so that the loader stays blocked is checked on a whole
+// thumbd: TestInputsSettingBlocksLoaders in package main.)
+func TestInputsSetting(t *testing.T) {
+	needTools(t, "vips")
+	dir := fixtureDir(t)
+	run(t, dir, "vips", "tiffsave", "base.png", "x.tif")
+	tiff, err := os.ReadFile(filepath.Join(dir, "x.tif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 2, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1,
+		Inputs: []imagefmt.Format{imagefmt.JPEG, imagefmt.PNG}})
+	e.inputs = map[imagefmt.Format]bool{}
+	for _, f := range e.wanted() {
+		if _, ok := e.readable(f); ok {
+			e.inputs[f] = true
+		}
+	}
+	if got := e.Inputs(); len(got) != 2 || got[0] != imagefmt.PNG || got[1] != imagefmt.JPEG {
+		t.Fatalf("Inputs() = %v, want [png jpeg]", got)
+	}
+	_, err = e.Thumbnail(context.Background(), tiff, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Format: imagefmt.PNG})
+	if !errors.Is(err, thumbjob.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "TIFF") || !strings.Contains(err.Error(), "THUMBD_INPUTS") {
+		t.Fatalf("TIFF left out: %v, want unsupported_format naming TIFF and THUMBD_INPUTS", err)
+	}
+	png, err := os.ReadFile(filepath.Join(dir, "base.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Thumbnail(context.Background(), png, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Format: imagefmt.PNG}); err != nil {
+		t.Fatalf("PNG kept: %v", err)
+	}
+}
+
+// TestEveryInputFormatIsReadable: the test engine (every input format
+// wanted) reads each row of the format table: a build that lost a codec
+// fails here rather than answer 415 in production.
+func TestEveryInputFormatIsReadable(t *testing.T) {
+	got := testEngine.Inputs()
+	for _, f := range imagefmt.Inputs() {
+		if !testEngine.inputs[f] {
+			t.Errorf("%s: no loader in this libvips (%s); the engine reads %v", f, strconv.Quote(strings.Join(loaderClasses[f], ",")), got)
+		}
+	}
+}

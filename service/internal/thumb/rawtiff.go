@@ -1,0 +1,110 @@
+package thumb
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/thumbd/thumbd/service/internal/bmp"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+)
+
+// goDecoded turns a source libvips has no loader for (BMP, ICO: libvips
+// 8.16 reads them only through ImageMagick, which thumbd does not link)
+// into bytes it does read, decoded in Go by service/internal/bmp under the
+// pixel limit, checked from the header before anything is allocated: an
+// ICO's PNG entry as it is, any other image as an uncompressed TIFF (a
+// header in front of the pixels: libvips' TIFF loader reads it with no
+// codec, strip by strip). Other formats pass through. It runs inside the
+// engine, so in cells mode in the sandboxed cell, like every decoder.
+func goDecoded(src []byte, f imagefmt.Format, maxPixels int64) ([]byte, error) {
+	if f != imagefmt.BMP && f != imagefmt.ICO {
+		return src, nil
+	}
+	img, err := bmp.Decode(src, maxPixels)
+	if err != nil {
+		return nil, err
+	}
+	if img.PNG != nil {
+		return img.PNG, nil
+	}
+	return rawTIFF(img.Pix, img.Width, img.Height, img.Bands)
+}
+
+// rowsPerStrip keeps the TIFF loader's read buffer small: it reads a
+// strip at a time.
+const rowsPerStrip = 16
+
+// rawTIFF wraps interleaved 8-bit RGB or RGBA pixels (rows from the top)
+// in a little-endian baseline TIFF: one IFD, uncompressed strips of
+// rowsPerStrip rows, alpha as an unassociated extra sample.
+func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
+	if (bands != 3 && bands != 4) || w <= 0 || h <= 0 || len(pix) != w*h*bands {
+		return nil, fmt.Errorf("raw TIFF of %dx%dx%d from %d bytes", w, h, bands, len(pix))
+	}
+	if len(pix) > 1<<32-1-1<<20 {
+		return nil, fmt.Errorf("raw TIFF of %d bytes: over the 4 GiB a baseline TIFF addresses", len(pix))
+	}
+	le := binary.LittleEndian
+	strips := (h + rowsPerStrip - 1) / rowsPerStrip
+	type entry struct{ tag, typ, count, value uint32 }
+	const short, long = 3, 4
+	entries := []entry{
+		{256, long, 1, uint32(w)},
+		{257, long, 1, uint32(h)},
+		{258, short, uint32(bands), 0}, // bits per sample: out of line
+		{259, short, 1, 1},             // no compression
+		{262, short, 1, 2},             // RGB
+		{273, long, uint32(strips), 0}, // strip offsets: out of line
+		{277, short, 1, uint32(bands)},
+		{278, long, 1, rowsPerStrip},
+		{279, long, uint32(strips), 0}, // strip byte counts: out of line
+		{284, short, 1, 1}, // interleaved
+	}
+	if bands == 4 {
+		entries = append(entries, entry{338, short, 1, 2}) // unassociated alpha
+	}
+	ifd := 8
+	bitsAt := ifd + 2 + 12*len(entries) + 4
+	offsetsAt := bitsAt + 2*bands
+	countsAt := offsetsAt + 4*strips
+	pixAt := countsAt + 4*strips
+	out := make([]byte, pixAt+len(pix))
+	copy(out, "II*\x00")
+	le.PutUint32(out[4:], uint32(ifd))
+	le.PutUint16(out[ifd:], uint16(len(entries)))
+	for i, e := range entries {
+		p := out[ifd+2+12*i:]
+		le.PutUint16(p, uint16(e.tag))
+		le.PutUint16(p[2:], uint16(e.typ))
+		le.PutUint32(p[4:], e.count)
+		switch e.tag {
+		case 258:
+			le.PutUint32(p[8:], uint32(bitsAt))
+		case 273:
+			le.PutUint32(p[8:], uint32(offsetsAt))
+		case 279:
+			le.PutUint32(p[8:], uint32(countsAt))
+		default:
+			if e.typ == short {
+				le.PutUint16(p[8:], uint16(e.value))
+			} else {
+				le.PutUint32(p[8:], e.value)
+			}
+		}
+	}
+	if strips == 1 { // a single value is stored in the entry itself
+		le.PutUint32(out[ifd+2+12*5+8:], uint32(pixAt))
+		le.PutUint32(out[ifd+2+12*8+8:], uint32(len(pix)))
+	}
+	for i := range bands {
+		le.PutUint16(out[bitsAt+2*i:], 8)
+	}
+	row := w * bands
+	for s := range strips {
+		rows := min(rowsPerStrip, h-s*rowsPerStrip)
+		le.PutUint32(out[offsetsAt+4*s:], uint32(pixAt+s*rowsPerStrip*row))
+		le.PutUint32(out[countsAt+4*s:], uint32(rows*row))
+	}
+	copy(out[pixAt:], pix)
+	return out, nil
+}
