@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
@@ -34,8 +35,9 @@ const (
 type Engine struct {
 	cfg thumbjob.Config
 	// inputs are the source formats this engine accepts: cfg.Inputs (all
-	// when empty) that its libvips can read, set by Start.
-	inputs map[imagefmt.Format]bool
+	// when empty) that its libvips can read, found once libvips runs.
+	inputs     map[imagefmt.Format]bool
+	inputsOnce sync.Once
 }
 
 // loaderClasses are the libvips loaders each input format needs. BMP and
@@ -77,20 +79,35 @@ func (e *Engine) Start() {
 		MaxCacheMem:      0,
 		MaxCacheSize:     0,
 	})
-	e.inputs = map[imagefmt.Format]bool{}
 	var allow []string
-	for _, f := range e.wanted() {
-		classes, ok := e.readable(f)
-		if !ok {
-			if len(e.cfg.Inputs) > 0 {
+	for f := range e.accepted() {
+		allow = append(allow, loaderClasses[f]...)
+	}
+	// libvips marks its JPEG XL saver untrusted (libjxl was young when it
+	// came in); it writes thumbd's own pixels, never a client's bytes.
+	harden(allow, "VipsForeignSaveJxl")
+	if len(e.cfg.Inputs) > 0 {
+		for _, f := range e.cfg.Inputs {
+			if !e.accepted()[f] {
 				logger.Warn("THUMBD_INPUTS names a format this build of libvips cannot read; it is refused", "format", f)
 			}
-			continue
 		}
-		e.inputs[f] = true
-		allow = append(allow, classes...)
 	}
-	harden(allow)
+}
+
+// accepted is the set of formats this engine reads: those wanted that its
+// libvips has a loader for. libvips must be running (Start, or another
+// engine's Start in the same process, as in tests).
+func (e *Engine) accepted() map[imagefmt.Format]bool {
+	e.inputsOnce.Do(func() {
+		e.inputs = map[imagefmt.Format]bool{}
+		for _, f := range e.wanted() {
+			if _, ok := e.readable(f); ok {
+				e.inputs[f] = true
+			}
+		}
+	})
+	return e.inputs
 }
 
 // wanted is cfg.Inputs, or every input format of the table.
@@ -118,7 +135,7 @@ func (e *Engine) readable(f imagefmt.Format) ([]string, bool) {
 func (e *Engine) Inputs() []imagefmt.Format {
 	var out []imagefmt.Format
 	for _, f := range imagefmt.Inputs() {
-		if e.inputs[f] {
+		if e.accepted()[f] {
 			out = append(out, f)
 		}
 	}
@@ -235,7 +252,7 @@ func (e *Engine) checkSource(src thumbjob.Source) error {
 	if !ok || !spec.Input {
 		return fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
 	}
-	if !e.inputs[src.Format] {
+	if !e.accepted()[src.Format] {
 		return fmt.Errorf("%w: the body is a %s image, a format this server does not accept (THUMBD_INPUTS)", thumbjob.ErrUnsupportedFormat, spec.Name)
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames

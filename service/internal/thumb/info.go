@@ -40,7 +40,12 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	if err != nil {
 		return thumbjob.Info{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
-	if err := e.checkHeader(h); err != nil {
+	// The format decides which limits hold (frames count for an
+	// animation only); the ThumbHash's decode below keeps libvips' own
+	// shrink-on-load (h.format unset), as it always has.
+	checked := h
+	checked.format = in.Format
+	if err := e.checkHeader(checked); err != nil {
 		return thumbjob.Info{}, err
 	}
 	dw, dh := h.displayed()

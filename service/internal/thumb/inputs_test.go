@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"image"
+	"image/draw"
 	"image/png"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/thumbd/thumbd/internal/heiftest"
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -65,6 +67,21 @@ func tiffSave(args ...string) func(t *testing.T, dir string) string {
 	}
 }
 
+// convertTo makes the source with ImageMagick (BMP and ICO: libvips
+// writes neither); the last argument names the output, out.EXT.
+func convertTo(args ...string) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		needTools(t, "convert")
+		run(t, dir, "convert", args...)
+		out := args[len(args)-1]
+		_, out, _ = strings.Cut(out, ":")
+		if out == "" {
+			out = args[len(args)-1]
+		}
+		return filepath.Join(dir, out)
+	}
+}
+
 func inputCases() []inputCase {
 	return []inputCase{
 		{name: "tiff-lzw", format: imagefmt.TIFF, make: tiffSave("--compression", "lzw")},
@@ -102,14 +119,11 @@ func inputCases() []inputCase {
 			run(t, dir, "heif-enc", "-A", "-q", "70", "-p", "speed=8", "base.png", "-o", "out.avif")
 			return filepath.Join(dir, "out.avif")
 		}},
-		{name: "avif-10bit-alpha", format: imagefmt.AVIF, alpha: true, make: func(t *testing.T, dir string) string {
-			run(t, dir, "vips", "cast", "alpha.png", "w.v", "ushort")
-			run(t, dir, "vips", "linear", "w.v", "w2.v", "257", "0", "--uchar=false")
-			run(t, dir, "vips", "cast", "w2.v", "w3.v", "ushort")
-			run(t, dir, "vips", "copy", "w3.v", "a16.png", "--interpretation", "rgb16")
-			run(t, dir, "heif-enc", "-A", "-b", "10", "-q", "80", "-p", "speed=8", "a16.png", "-o", "out.avif")
-			return filepath.Join(dir, "out.avif")
-		}},
+		{name: "bmp-24bit", format: imagefmt.BMP, make: convertTo("base.png", "BMP3:out.bmp")},
+		{name: "bmp-8bit-palette", format: imagefmt.BMP, make: convertTo("base.png", "-type", "palette", "-colors", "256", "BMP3:out.bmp")},
+		{name: "bmp-rle8", format: imagefmt.BMP, make: convertTo("base.png", "-type", "palette", "-colors", "200", "-compress", "RLE", "BMP3:out.bmp")},
+		{name: "bmp-32bit-alpha", format: imagefmt.BMP, alpha: true, make: convertTo("alpha.png", "BMP:out.bmp")},
+		{name: "ico-bmp-entry", format: imagefmt.ICO, alpha: true, make: convertTo("alpha.png", "-resize", "128x85!", "out.ico")},
 		{name: "jxl-lossy", format: imagefmt.JXL, make: func(t *testing.T, dir string) string {
 			run(t, dir, "cjxl", "base.png", "out.jxl", "-d", "1", "--quiet")
 			return filepath.Join(dir, "out.jxl")
@@ -137,7 +151,7 @@ func fixtureDir(t *testing.T) string {
 	run(t, dir, "vips", "resize", large, "base.png", "0.33")
 	// alpha.png: base.png with its left half transparent, its right opaque.
 	run(t, dir, "vips", "black", "half.v", "317", "422")
-	run(t, dir, "vips", "embed", "half.v", "mask.v", "317", "0", "634", "422", "--extend", "white")
+	run(t, dir, "vips", "embed", "half.v", "mask.v", "0", "0", "634", "422", "--extend", "white")
 	run(t, dir, "vips", "cast", "mask.v", "mask8.v", "uchar")
 	run(t, dir, "vips", "bandjoin", "base.png mask8.v", "alpha.png")
 	return dir
@@ -225,7 +239,6 @@ func TestMultiPageTIFFIsFirstPageOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 2, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
-	e.inputs = testEngine.inputs
 	img, err := e.Thumbnail(context.Background(), src, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80, Animated: true})
 	if err != nil {
 		t.Fatalf("3 pages, frame limit 2, animated asked: %v", err)
@@ -249,12 +262,6 @@ func TestInputsSetting(t *testing.T) {
 	}
 	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 2, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1,
 		Inputs: []imagefmt.Format{imagefmt.JPEG, imagefmt.PNG}})
-	e.inputs = map[imagefmt.Format]bool{}
-	for _, f := range e.wanted() {
-		if _, ok := e.readable(f); ok {
-			e.inputs[f] = true
-		}
-	}
 	if got := e.Inputs(); len(got) != 2 || got[0] != imagefmt.PNG || got[1] != imagefmt.JPEG {
 		t.Fatalf("Inputs() = %v, want [png jpeg]", got)
 	}
@@ -277,8 +284,121 @@ func TestInputsSetting(t *testing.T) {
 func TestEveryInputFormatIsReadable(t *testing.T) {
 	got := testEngine.Inputs()
 	for _, f := range imagefmt.Inputs() {
-		if !testEngine.inputs[f] {
+		if !testEngine.accepted()[f] {
 			t.Errorf("%s: no loader in this libvips (%s); the engine reads %v", f, strconv.Quote(strings.Join(loaderClasses[f], ",")), got)
 		}
+	}
+}
+
+// phoneLike writes into dir what a phone's camera does and Debian's
+// heif-enc cannot: base.png (634x422) cut to 512x512-style tiles (a 2x2
+// grid of 317x211), HEVC each, in a grid item turned by irot (a quarter
+// turn clockwise), with EXIF orientation 6 (which the HEIF standard says
+// to ignore: irot is the one transform) and a Display P3 profile. With
+// alpha, an AVIF: 10-bit, its alpha an auxiliary image, turned the same.
+func phoneLike(t *testing.T, dir string, avif bool) string {
+	t.Helper()
+	needTools(t, "heif-enc")
+	f, err := os.Open(filepath.Join(dir, "base.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	src, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if avif {
+		// Debian's heif-enc writes 10-bit alpha only this way (heiftest.Encode).
+		a, err := os.ReadFile(filepath.Join(dir, "alpha.png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rgba := decodePNG(t, a)
+		wide := image.NewNRGBA64(rgba.Bounds())
+		draw.Draw(wide, wide.Bounds(), rgba, image.Point{}, draw.Src)
+		args := []string{"-A", "-b", "10", "-p", "chroma=422", "-q", "90", "-p", "speed=8"}
+		alpha, err := heiftest.EncodeAlpha(wide, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		main, err := heiftest.Encode(wide, append(args, "--no-alpha")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := heiftest.Transform(main, heiftest.Options{Alpha: alpha, Rotate: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writeFile(t, dir, "out.avif", out)
+	}
+	// Even tiles (316x210), as encoders write them: the grid is 632x420.
+	tw, th := 316, 210
+	var tiles [][]byte
+	for _, r := range []image.Rectangle{image.Rect(0, 0, tw, th), image.Rect(tw, 0, 2*tw, th), image.Rect(0, th, tw, 2*th), image.Rect(tw, th, 2*tw, 2*th)} {
+		tile := image.NewNRGBA(image.Rect(0, 0, tw, th))
+		draw.Draw(tile, tile.Bounds(), src, r.Min, draw.Src)
+		enc, err := heiftest.Encode(tile, "-q", "85")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiles = append(tiles, enc)
+	}
+	out, err := heiftest.Grid(tiles, 2, 2, 2*tw, 2*th, heiftest.Options{Rotate: 3, Orientation: 6, ICC: heiftest.DisplayP3()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, "out.heic", out)
+}
+
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestPhoneLikeHEIF: a grid HEIC with irot, EXIF orientation and a P3
+// profile, and a 10-bit AVIF with alpha and irot, come out portrait (irot
+// applied once, EXIF's 6 not applied on top: that would make them
+// landscape again), in sRGB through the profile, alpha kept, and match
+// Debian's vips making the same thumbnail.
+func TestPhoneLikeHEIF(t *testing.T) {
+	dir := fixtureDir(t)
+	for _, avif := range []bool{false, true} {
+		name := map[bool]string{false: "heic-grid-irot-exif6-p3", true: "avif-10bit-alpha-irot"}[avif]
+		t.Run(name, func(t *testing.T) {
+			path := phoneLike(t, dir, avif)
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 120, Height: 120, Fit: thumbjob.FitInside, Format: imagefmt.PNG})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := decodePNG(t, img.Bytes)
+			// base.png is 634x422 (the grid 632x420): turned, portrait.
+			if got.Bounds().Dx() != 80 || got.Bounds().Dy() != 120 {
+				t.Fatalf("%v, want 80x120: irot applied once, EXIF orientation not on top", got.Bounds().Size())
+			}
+			ref := filepath.Join(t.TempDir(), "ref.png")
+			run(t, dir, "vips", "thumbnail", path, ref, "120", "--height", "120", "--export-profile", "srgb")
+			b, err := os.ReadFile(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := imagediff.MeanAbs(got, decodePNG(t, b)); d > 3 {
+				writePNG(t, filepath.Join("testdata", "failed", "input-"+name+".png"), got)
+				t.Fatalf("mean difference %.2f per channel from Debian's vips thumbnail (tolerance 3)", d)
+			}
+			// base.png's left half is transparent in alpha.png; turned
+			// clockwise, that is the top half.
+			if _, _, _, a := got.At(40, 5).RGBA(); avif != (a < 0x8000) {
+				t.Errorf("alpha at the top %#x: want transparent %v", a, avif)
+			}
+		})
 	}
 }

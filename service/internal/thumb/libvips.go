@@ -101,10 +101,11 @@ import (
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
 
-// harden blocks every loader but those of the given classes (loaderClasses).
-func harden(loaders []string) {
+// harden blocks every loader and untrusted operation, then unblocks the
+// given loader classes (loaderClasses) and the given savers.
+func harden(loaders []string, savers ...string) {
 	C.thumbd_harden()
-	for _, l := range loaders {
+	for _, l := range append(loaders, savers...) {
 		cs := C.CString(l)
 		C.thumbd_allow(cs)
 		C.free(unsafe.Pointer(cs))

@@ -58,7 +58,7 @@ func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
 		{277, short, 1, uint32(bands)},
 		{278, long, 1, rowsPerStrip},
 		{279, long, uint32(strips), 0}, // strip byte counts: out of line
-		{284, short, 1, 1}, // interleaved
+		{284, short, 1, 1},             // interleaved
 	}
 	if bands == 4 {
 		entries = append(entries, entry{338, short, 1, 2}) // unassociated alpha

@@ -33,6 +33,7 @@ import (
 //	pixels-*      thumbjob.ErrTooManyPixels
 //	frames-*      thumbjob.ErrTooManyFrames
 //	unsupported-* thumbjob.ErrUnsupportedFormat
+//	malformed-*   thumbjob.ErrUndecodable (a broken file of an input format)
 //
 //	go test -run TestOddSources -write-seeds ./service/internal/thumb  # rewrite them
 var writeSeeds = flag.Bool("write-seeds", false, "rewrite testdata/fuzz-seeds")
@@ -170,6 +171,9 @@ func makeSeeds(t testing.TB) map[string][]byte {
 	for name, b := range hostile.Unsupported() {
 		s["unsupported-"+name] = b
 	}
+	for name, b := range hostile.Malformed() {
+		s["malformed-"+name] = b
+	}
 	return s
 }
 
@@ -286,6 +290,8 @@ func TestOddSources(t *testing.T) {
 					wantErr(t, err, thumbjob.ErrTooManyFrames)
 				case "unsupported":
 					wantErr(t, err, thumbjob.ErrUnsupportedFormat)
+				case "malformed":
+					wantErr(t, err, thumbjob.ErrUndecodable)
 				default:
 					t.Fatalf("seed %s: name says nothing", name)
 				}
