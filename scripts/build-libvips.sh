@@ -8,7 +8,7 @@
 #   lcms2 2.14 (bookworm)       colour management (CMYK JPEGs)
 #   util-linux 2.38.1 (bookworm) static libmount/libblkid for static gio
 #   aom 3.14.1 (sid)            AV1 encoder only (no decoder), for AVIF output
-#   dav1d 1.5.4 (sid)           AV1 decoder, 8- and 16-bit, for AVIF input (ADR 0010)
+#   dav1d 1.5.4 (sid)           AV1 decoder, 8- and 16-bit, for AVIF input (ADR 0007)
 #   libde265 1.0.15 (trixie)    HEVC decoder, for HEIC input (iPhone photos)
 #   libheif 1.19.7 (bookworm-backports) AVIF writing through aom, AVIF reading
 #                               through dav1d, HEIC reading through libde265
@@ -319,7 +319,7 @@ build_jpeg_xl() {
 
 build_libheif() {
   # AVIF writing through aom; AVIF reading through dav1d and HEIC reading
-  # through libde265 (ADR 0010); no other codec, no plugins loaded at run
+  # through libde265 (ADR 0007); no other codec, no plugins loaded at run
   # time. aom rather than SVT-AV1 to write: 2.5-4x faster on a 256x256
   # thumbnail at equal bytes and SSIM (docs/engine.md, "AVIF").
   cmake_install libheif -DWITH_AOM_ENCODER=ON -DWITH_AOM_DECODER=OFF -DWITH_SvtEnc=OFF \
