@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,6 +61,13 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=256&h=256&format=avif"},
 		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=4096&format=webp"},
 		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=2048&h=2048&fit=contain&format=avif"},
+		{"12 MP HEIC", converted(photo12, "out.heic", "heif-enc", "-q", "60", "in.jpg", "-o", "out.heic"), "w=256&h=256&format=webp"},
+		{"12 MP AVIF", converted(photo12, "out.avif", "heif-enc", "-A", "-q", "60", "-p", "speed=9", "in.jpg", "-o", "out.avif"), "w=256&h=256&format=webp"},
+		{"12 MP 16-bit TIFF", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v out.tif[compression=lzw] --interpretation rgb16"), "w=256&h=256&format=webp"},
+		{"12 MP tiled TIFF", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "deflate", "--tile"), "w=1024&format=jpeg"},
+		{"12 MP JPEG XL", converted(photo12, "out.jxl", "sh", "-c", "vips copy in.jpg in.png && cjxl in.png out.jxl -d 1 -e 3 --quiet"), "w=256&h=256&format=webp"},
+		{"12 MP JPEG", photo12, "w=1024&format=jxl"},
+		{"12 MP BMP", converted(photo12, "out.bmp", "convert", "in.jpg", "BMP3:out.bmp"), "w=256&h=256&format=webp"},
 		{"largest default animation", largestAnimation, "w=256&h=256&format=webp&animated=true"},
 		{"largest default animation", largestAnimation, "w=256&h=256&format=png"},
 	}
@@ -179,6 +188,30 @@ func jpeg12(t *testing.T, progressive bool) []byte {
 
 // pngOf is a w x h PNG of one colour: a few hundred KB that decode to
 // w x h x 3 (or 4) bytes, as PNG has no shrink-on-load.
+// converted is src written as in.jpg and turned by a command (Debian's
+// encoders: heif-enc, cjxl, vips, ImageMagick's convert) into out.
+func converted(src func(t *testing.T) []byte, out string, cmd ...string) func(t *testing.T) []byte {
+	return func(t *testing.T) []byte {
+		if _, err := exec.LookPath(cmd[0]); err != nil {
+			t.Fatalf("%s: %v (scripts/deps.sh dev installs it)", cmd[0], err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "in.jpg"), src(t), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := exec.Command(cmd[0], cmd[1:]...)
+		c.Dir = dir
+		if msg, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(cmd, " "), err, msg)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
 func pngOf(w, h int, alpha bool) func(t *testing.T) []byte {
 	return func(t *testing.T) []byte {
 		img := image.NewNRGBA(image.Rect(0, 0, w, h))

@@ -449,6 +449,10 @@ export async function probe(source) {
     }
     throw new HttpError(422, 'unprocessable_image', `The source image cannot be read: ${err.message.trim()}.`);
   }
+  // sharp names HEIF's two codecs one format: the contract's names are
+  // AVIF (AV1) and HEIC (HEVC). sharp's prebuilt libvips has no HEVC
+  // decoder, so a HEIC fails above; sharp reads AVIF and TIFF.
+  if (meta.format === 'heif') meta.format = meta.compression === 'av1' ? 'avif' : 'heic';
   if (!SOURCE_FORMATS.has(meta.format)) {
     throw new HttpError(415, 'unsupported_format', `The source format ${meta.format} is not supported; send ${SOURCE_LIST}.`);
   }

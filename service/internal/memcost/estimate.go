@@ -52,6 +52,27 @@ const (
 // it is given (AVIF's encoder keeps several planes and its analysis).
 var encoderBytes = map[imagefmt.Format]float64{
 	imagefmt.PNG: 1, imagefmt.JPEG: 1, imagefmt.WebP: 2, imagefmt.AVIF: 8,
+	// libjxl's encoder works on the whole frame in float (XYB, 3 x 4
+	// bytes) plus its per-block decisions.
+	imagefmt.JXL: 24,
+}
+
+// codecBytes is what a format's decoder holds per decoded pixel beyond
+// the decoded image itself, for the whole image (none of these decode
+// in strips): libheif keeps the codec's YUV planes (up to 3 samples a
+// pixel, at 4:4:4) while it converts them to RGB; libjxl decodes a frame
+// in float (3 x 4 bytes); a BMP or ICO is decoded in Go and copied once
+// into the uncompressed TIFF libvips reads (the image's bytes twice).
+func codecBytes(h Header) float64 {
+	switch h.Format {
+	case imagefmt.HEIC, imagefmt.AVIF:
+		return 3 * float64(max(h.BytesPerSample, 1))
+	case imagefmt.JXL:
+		return 12
+	case imagefmt.BMP, imagefmt.ICO:
+		return 2 * float64(h.Bands)
+	}
+	return 0
 }
 
 // Estimate is the job's peak, in bytes, over the idle process.
@@ -77,6 +98,7 @@ func Estimate(h Header, j Job) int64 {
 	resized = min(resized, maxPx)
 	cost := fixedCost +
 		decodeFactor*decoded*float64(h.Bands*max(h.BytesPerSample, 1)) +
+		codecBytes(h)*decoded +
 		resizedBytes(h)*resized +
 		encoderBytes[j.Output]*out*float64(frames)
 	if h.Progressive {

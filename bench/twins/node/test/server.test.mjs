@@ -393,10 +393,17 @@ describe('node twin', () => {
 
     it('an empty body is a 415', () => expectError(server.base, '/thumbnail', 415, 'unsupported_format', { method: 'POST' }));
 
-    it('images in formats the contract does not accept (SVG, TIFF) are a 415', async () => {
+    it('images in formats the contract does not accept (SVG) are a 415', async () => {
       const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40"/></svg>');
-      const tiff = await photoPixels(40, 40).tiff().toBuffer();
-      for (const body of [svg, tiff]) await expectError(server.base, '/thumbnail', 415, 'unsupported_format', { method: 'POST', body });
+      await expectError(server.base, '/thumbnail', 415, 'unsupported_format', { method: 'POST', body: svg });
+    });
+
+    it('TIFF and AVIF sources are read (the formats sharp reads of the contract\'s)', async () => {
+      for (const [name, body] of [['tiff', await photoPixels(40, 40).tiff().toBuffer()], ['avif', await photoPixels(40, 40).avif().toBuffer()]]) {
+        const res = await fetch(`${server.base}/thumbnail?w=20&h=20&format=png`, { method: 'POST', body });
+        assert.equal(res.status, 200, `${name}: ${res.status} ${await res.text()}`);
+        assert.equal(res.headers.get('content-type'), 'image/png');
+      }
     });
 
     it('a truncated JPEG is a 422', () =>
