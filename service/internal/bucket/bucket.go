@@ -303,6 +303,8 @@ func (r *Reader) Close() error {
 
 // Get opens key's body. The object's size (Content-Length) is known
 // before a byte is read: a caller with a bound closes the reader unread.
+// An answer without Content-Length (chunked) has Size -1: the caller
+// reads it as a body of unknown length, bounded as it reads.
 // The attempt's timeout covers reading the body, until Close.
 func (c *Client) Get(ctx context.Context, key string, o GetOptions) (*Reader, error) {
 	ctx, call := c.begin(ctx, opGet, key)

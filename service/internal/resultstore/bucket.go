@@ -26,11 +26,23 @@ func (b Bucket) Get(ctx context.Context, key string, max int64) (Object, error) 
 		return Object{}, err
 	}
 	defer r.Close()
-	if r.Size < 0 || r.Size > max {
+	if r.Size > max {
 		return Object{}, errTooLarge(r.Size, max) // closed unread: not downloaded
 	}
-	body := make([]byte, r.Size)
-	if _, err := io.ReadFull(r, body); err != nil {
+	var body []byte
+	if r.Size >= 0 {
+		body = make([]byte, r.Size)
+		_, err = io.ReadFull(r, body)
+	} else {
+		// No Content-Length (a chunked answer, a gateway that serves the
+		// object decompressed): read up to the bound, and one byte more
+		// to know it was passed.
+		body, err = io.ReadAll(io.LimitReader(r, max+1))
+		if err == nil && int64(len(body)) > max {
+			return Object{}, errTooLarge(int64(len(body)), max)
+		}
+	}
+	if err != nil {
 		return Object{}, err
 	}
 	// The client gives user metadata in canonical header form
