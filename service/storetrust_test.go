@@ -2,12 +2,19 @@ package main
 
 import (
 	"context"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/thumbd/thumbd/internal/s3test"
 )
@@ -78,5 +85,81 @@ func TestBucketGetWithoutContentLength(t *testing.T) {
 	sameStoredAnswer(t, "a stored result without Content-Length", made, get(t, b+"/thumbnail?src=a.jpg&w=60"))
 	if hits := metricSum(t, db, "thumbd_result_store_hits_total"); hits != 1 {
 		t.Errorf("%g store hits, want 1", hits)
+	}
+}
+
+// storedFiles are the results a directory store holds (temporary files,
+// whose names start with a dot, aside).
+func storedFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// A directory store on a hung file system (finding 3; FIFOs in place of
+// stored results: opening one waits for a writer) costs each request the
+// lookup timeout, never its deadline, and opens the store's breaker.
+func TestResultStoreHungDirectory(t *testing.T) {
+	photo := encodeJPEG(t, scene(400, 300), 90)
+	_, store, env := storeFixture(t, photo)
+	env["THUMBD_RESULT_STORE_TIMEOUT"] = "100ms"
+	env["THUMBD_DEADLINE"] = "5s"
+	a, da := storeServer(t, storeConfig(t, store, env))
+	const n = 7 // the breaker opens after 5 failures
+	path := func(i int) string { return "/thumbnail?src=photo.jpg&format=webp&w=" + strconv.Itoa(40+i) }
+	for i := range n {
+		if made := get(t, a+path(i)); made.status != 200 {
+			t.Fatalf("%d %s", made.status, made.body)
+		}
+	}
+	waitWrites(t, da, n)
+	files := storedFiles(t, store)
+	if len(files) != n {
+		t.Fatalf("stored %d files, want %d", len(files), n)
+	}
+	for _, f := range files {
+		os.Remove(f)
+		if err := syscall.Mkfifo(f, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // the opens still blocked return
+			if w, err := os.OpenFile(f, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		})
+	}
+	// At once, as under load: the lookups fail before any write (which
+	// replaces a FIFO by a file) answers for the store's health.
+	b, db := storeServer(t, storeConfig(t, store, env))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			start := time.Now()
+			if got := get(t, b+path(i)); got.status != 200 {
+				t.Errorf("request %d over the hung store: %d %s after %s", i, got.status, got.body, time.Since(start))
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("request %d took %s over a store whose timeout is 100ms", i, d)
+			}
+		})
+	}
+	wg.Wait()
+	if got := metricSum(t, db, "thumbd_result_store_breaker_opened_total"); got != 1 {
+		t.Errorf("breaker opened %g times, want 1", got)
+	}
+	if got := get(t, b+path(n)); got.status != 200 {
+		t.Fatalf("%d %s", got.status, got.body)
+	}
+	if got := metricSum(t, db, "thumbd_result_store_lookups_skipped_total"); got != 1 {
+		t.Errorf("%g lookups skipped with the breaker open, want 1", got)
 	}
 }

@@ -199,7 +199,7 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	start := time.Now()
-	obj, err := s.cfg.Backend.Get(lctx, ObjectKey(tag, key), s.cfg.MaxBytes)
+	obj, err := s.fetch(lctx, ObjectKey(tag, key))
 	cancel()
 	s.metrics.lookup.Observe(time.Since(start).Seconds())
 	var e *results.Entry
@@ -232,6 +232,29 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	s.cfg.Logger.Debug("result store: lookup failed, computed instead", "err", err)
 	span.SetStatus(codes.Error, err.Error())
 	return nil, false
+}
+
+// fetch is the backend's Get, given up at ctx's end whatever the backend
+// does: a file system may block in open or read past any context (a
+// frozen NFS mount), and a lookup must still end by its timeout and
+// count as a failure. The abandoned call ends in the background when the
+// file system returns.
+func (s *Store) fetch(ctx context.Context, key string) (Object, error) {
+	type got struct {
+		obj Object
+		err error
+	}
+	done := make(chan got, 1)
+	go func() {
+		obj, err := s.cfg.Backend.Get(ctx, key, s.cfg.MaxBytes)
+		done <- got{obj, err}
+	}()
+	select {
+	case g := <-done:
+		return g.obj, g.err
+	case <-ctx.Done():
+		return Object{}, ctx.Err()
+	}
 }
 
 // Put queues e to be written under key, when its freshness allows keeping

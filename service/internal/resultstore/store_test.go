@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -329,5 +330,59 @@ func TestCheckAtStart(t *testing.T) {
 	defer s.Close(ctx)
 	if err := s.CheckAtStart(ctx); err != nil || !strings.Contains(logs.String(), "result store: not answering at start") || !strings.Contains(logs.String(), "s3://results/") {
 		t.Errorf("a closed port: %v\n%s", err, logs.String())
+	}
+}
+
+// keyPath is where the directory store at root keeps key of tag.
+func keyPath(root, tag, key string) string {
+	return filepath.Join(root, filepath.FromSlash(ObjectKey(tag, key)))
+}
+
+// fifoInPlace replaces the file at path with a FIFO: opening it for
+// reading blocks until a writer comes, as a frozen NFS mount blocks; the
+// cleanup opens it for writing, so that the blocked opens return.
+func fifoInPlace(t *testing.T, path string) {
+	t.Helper()
+	os.Remove(path)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+}
+
+// TestStoreHungFileSystem (finding 3): a directory store whose file system
+// hangs (a FIFO in place of a result) costs each lookup its timeout, not
+// more, and opens the breaker, whatever the file system does.
+func TestStoreHungFileSystem(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	cfg := testConfig(Dir{Root: root})
+	s := New(cfg)
+	defer s.Close(ctx)
+	s.Put(ctx, "aa", "k", entry("x", forever), nil)
+	flush(t, s)
+	fifoInPlace(t, keyPath(root, "aa", "k"))
+	for i := range int(cfg.BreakerFailures) + 2 {
+		start := time.Now()
+		done := make(chan bool, 1)
+		go func() { _, ok := s.Get(ctx, "aa", "k"); done <- ok }()
+		select {
+		case ok := <-done:
+			if ok {
+				t.Fatal("a hit from a FIFO")
+			}
+		case <-time.After(cfg.LookupTimeout + 2*time.Second):
+			t.Fatalf("lookup %d still waiting for the file system %s later (timeout %s)", i, time.Since(start), cfg.LookupTimeout)
+		}
+		if d := time.Since(start); d > cfg.LookupTimeout+250*time.Millisecond {
+			t.Errorf("lookup %d took %s, over the %s timeout", i, d, cfg.LookupTimeout)
+		}
+	}
+	if n := testutil.ToFloat64(s.metrics.opened); n != 1 {
+		t.Errorf("breaker opened %g times, want 1", n)
 	}
 }
