@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -9,9 +14,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -137,29 +142,177 @@ func TestResultStoreHungDirectory(t *testing.T) {
 			}
 		})
 	}
-	// At once, as under load: the lookups fail before any write (which
-	// replaces a FIFO by a file) answers for the store's health.
+	// b writes nothing (a queue of 0 bytes): a write that replaced a FIFO
+	// by a file would answer for the store's health between lookups.
+	env["THUMBD_RESULT_STORE_QUEUE"] = "0"
 	b, db := storeServer(t, storeConfig(t, store, env))
-	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
-			start := time.Now()
-			if got := get(t, b+path(i)); got.status != 200 {
-				t.Errorf("request %d over the hung store: %d %s after %s", i, got.status, got.body, time.Since(start))
-			}
-			if d := time.Since(start); d > 3*time.Second {
-				t.Errorf("request %d took %s over a store whose timeout is 100ms", i, d)
-			}
-		})
+		start := time.Now()
+		if got := get(t, b+path(i)); got.status != 200 {
+			t.Fatalf("request %d over the hung store: %d %s after %s", i, got.status, got.body, time.Since(start))
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("request %d took %s over a store whose timeout is 100ms", i, d)
+		}
 	}
-	wg.Wait()
 	if got := metricSum(t, db, "thumbd_result_store_breaker_opened_total"); got != 1 {
 		t.Errorf("breaker opened %g times, want 1", got)
 	}
 	if got := get(t, b+path(n)); got.status != 200 {
 		t.Fatalf("%d %s", got.status, got.body)
 	}
-	if got := metricSum(t, db, "thumbd_result_store_lookups_skipped_total"); got != 1 {
-		t.Errorf("%g lookups skipped with the breaker open, want 1", got)
+	if got := metricSum(t, db, "thumbd_result_store_lookups_skipped_total"); got != n-5+1 {
+		t.Errorf("%g lookups skipped with the breaker open, want %d", got, n-5+1)
+	}
+}
+
+// rewriteStored replaces the directory store's file at path by one a
+// writer of the store made: its media type and body, with a body-sha256
+// that matches (anyone can compute it) and the rest of the metadata kept.
+func rewriteStored(t *testing.T, path, contentType string, body []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	magic, rest, _ := bytes.Cut(data, []byte("\n"))
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	var h struct {
+		ContentType string            `json:"content_type"`
+		Meta        map[string]string `json:"meta"`
+		Size        int64             `json:"size"`
+	}
+	if err := json.Unmarshal(line, &h); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	h.ContentType, h.Size, h.Meta["body-sha256"] = contentType, int64(len(body)), hex.EncodeToString(sum[:])
+	line, _ = json.Marshal(h)
+	out := append(append(append(append(magic, '\n'), line...), '\n'), body...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Whoever writes the store does not decide what thumbd serves (finding 1):
+// a stored object of a media type thumbd never writes, or whose body is
+// not of its type, is a miss, counted, and the thumbnail is computed.
+func TestResultStoreServesOnlyImages(t *testing.T) {
+	photo := encodeJPEG(t, scene(400, 300), 90)
+	_, store, env := storeFixture(t, photo)
+	a, da := storeServer(t, storeConfig(t, store, env))
+	for i, forged := range []struct {
+		contentType string
+		body        string
+	}{
+		{"text/html", "<script>alert(document.domain)</script>"},
+		{"image/webp", "<script>alert(document.domain)</script>"},
+		{"application/json", "<script>alert(document.domain)</script>"},
+	} {
+		path := "/thumbnail?src=photo.jpg&format=webp&w=" + strconv.Itoa(50+i)
+		before := storedFiles(t, store)
+		made := get(t, a+path)
+		if made.status != 200 {
+			t.Fatalf("%d %s", made.status, made.body)
+		}
+		waitWrites(t, da, float64(i+1))
+		var file string
+		for _, f := range storedFiles(t, store) {
+			if !slices.Contains(before, f) {
+				file = f
+			}
+		}
+		rewriteStored(t, file, forged.contentType, []byte(forged.body))
+		b, db := storeServer(t, storeConfig(t, store, env))
+		got := get(t, b+path)
+		if got.status != 200 || got.header.Get("Content-Type") != "image/webp" || !bytes.Equal(got.body, made.body) {
+			t.Errorf("a stored %s object: %d %s %q", forged.contentType, got.status, got.header.Get("Content-Type"), got.body)
+		}
+		if got.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("no nosniff on an image answer")
+		}
+		if n := metricSum(t, db, "thumbd_result_store_rejected_total"); n != 1 {
+			t.Errorf("a stored %s object: %g rejected, want 1", forged.contentType, n)
+		}
+	}
+}
+
+// A result store inside the source directory or bucket prefix (or holding
+// it) is refused at start (finding 1): whoever uploads sources there would
+// write results.
+func TestResultStoreOverlappingTheSource(t *testing.T) {
+	sources := t.TempDir()
+	elsewhere := t.TempDir()
+	for _, c := range []struct {
+		env  map[string]string
+		want bool // refused
+	}{
+		{map[string]string{"THUMBD_SOURCE_DIR": sources, "THUMBD_RESULT_STORE": sources}, true},
+		{map[string]string{"THUMBD_SOURCE_DIR": sources, "THUMBD_RESULT_STORE": filepath.Join(sources, "thumbs")}, true},
+		{map[string]string{"THUMBD_SOURCE_DIR": filepath.Join(sources, "originals"), "THUMBD_RESULT_STORE": sources}, true},
+		{map[string]string{"THUMBD_SOURCE": sources + "/", "THUMBD_RESULT_STORE": sources + "/./thumbs"}, true},
+		{map[string]string{"THUMBD_SOURCE": "s3://images", "THUMBD_RESULT_STORE": "s3://images/thumbs"}, true},
+		{map[string]string{"THUMBD_SOURCE": "s3://images/originals", "THUMBD_RESULT_STORE": "s3://images/originals/thumbs"}, true},
+		{map[string]string{"THUMBD_SOURCE": "s3://images/originals/cats", "THUMBD_RESULT_STORE": "s3://images/originals"}, true},
+		{map[string]string{"THUMBD_SOURCE_DIR": sources, "THUMBD_RESULT_STORE": elsewhere}, false},
+		{map[string]string{"THUMBD_SOURCE_DIR": sources, "THUMBD_RESULT_STORE": sources + "-thumbs"}, false},
+		{map[string]string{"THUMBD_SOURCE": "s3://images/originals", "THUMBD_RESULT_STORE": "s3://images/thumbs"}, false},
+		{map[string]string{"THUMBD_SOURCE": "s3://images/originals", "THUMBD_RESULT_STORE": "s3://images/originals-thumbs"}, false},
+		{map[string]string{"THUMBD_SOURCE": "s3://images", "THUMBD_RESULT_STORE": "s3://thumbs"}, false},
+	} {
+		_, err := loadConfig(nil, envOf(c.env), io.Discard)
+		switch {
+		case c.want && (err == nil || !strings.Contains(err.Error(), "THUMBD_RESULT_STORE")):
+			t.Errorf("%v: %v, want refused naming THUMBD_RESULT_STORE", c.env, err)
+		case !c.want && err != nil:
+			t.Errorf("%v: %v", c.env, err)
+		}
+	}
+}
+
+// With THUMBD_RESULT_STORE_KEY (finding 1), thumbd answers only from
+// objects it signed with that key: another key's, an unsigned one and one
+// a store writer forged are misses, counted; the same key's are hits.
+func TestResultStoreSigned(t *testing.T) {
+	photo := encodeJPEG(t, scene(400, 300), 90)
+	_, store, env := storeFixture(t, photo)
+	keyed := func(key string) map[string]string {
+		e := map[string]string{"THUMBD_RESULT_STORE_KEY": key}
+		for k, v := range env {
+			e[k] = v
+		}
+		return e
+	}
+	one, other := strings.Repeat("ab", 16), strings.Repeat("cd", 16)
+	a, da := storeServer(t, storeConfig(t, store, keyed(one)))
+	path := "/thumbnail?src=photo.jpg&format=webp&w=64"
+	made := get(t, a+path)
+	if made.status != 200 {
+		t.Fatalf("%d %s", made.status, made.body)
+	}
+	waitWrites(t, da, 1)
+	same, ds := storeServer(t, storeConfig(t, store, keyed(one)))
+	sameStoredAnswer(t, "the same key", made, get(t, same+path))
+	if n := metricSum(t, ds, "thumbd_result_store_hits_total"); n != 1 {
+		t.Errorf("the same key: %g hits, want 1", n)
+	}
+	wrong, dw := storeServer(t, storeConfig(t, store, keyed(other)))
+	if got := get(t, wrong+path); got.status != 200 || metricSum(t, dw, "thumbd_result_store_rejected_total") != 1 || metricSum(t, dw, "thumbd_result_store_hits_total") != 0 {
+		t.Errorf("another key: %d, %g rejected, %g hits", got.status, metricSum(t, dw, "thumbd_result_store_rejected_total"), metricSum(t, dw, "thumbd_result_store_hits_total"))
+	}
+	// The other key's instance wrote its own; a writer of the store then
+	// forges one with a digest that matches.
+	waitWrites(t, dw, 1)
+	files := storedFiles(t, store)
+	if len(files) != 1 {
+		t.Fatalf("stored %v", files)
+	}
+	rewriteStored(t, files[0], "image/webp", made.body[:len(made.body)-1])
+	forged, df := storeServer(t, storeConfig(t, store, keyed(other)))
+	if got := get(t, forged+path); got.status != 200 || !bytes.Equal(got.body, made.body) || metricSum(t, df, "thumbd_result_store_rejected_total") != 1 {
+		t.Errorf("a forged object: %d (%d bytes), %g rejected", got.status, len(got.body), metricSum(t, df, "thumbd_result_store_rejected_total"))
+	}
+	if _, err := loadConfig(nil, envOf(keyed("abcd")), io.Discard); err == nil || !strings.Contains(err.Error(), "THUMBD_RESULT_STORE_KEY") {
+		t.Errorf("a 2-byte key: %v, want refused", err)
 	}
 }

@@ -19,6 +19,7 @@ type Settings struct {
 	LookupTimeout time.Duration // THUMBD_RESULT_STORE_TIMEOUT
 	QueueBytes    int64         // THUMBD_RESULT_STORE_QUEUE, as the memory plan gives it
 	MaxBytes      int64         // THUMBD_MAX_BODY_BYTES
+	Keys          [][]byte      // THUMBD_RESULT_STORE_KEY; nil: objects unsigned
 	// Metrics counts the bucket client's calls (use "result_store").
 	Metrics *bucket.Metrics
 	Tracer  trace.Tracer // nil: no spans
@@ -53,7 +54,7 @@ func Open(s Settings) *Store {
 	}
 	store := New(Config{
 		Backend: backend, LookupTimeout: s.LookupTimeout, WriteTimeout: serviceWriteTimeout,
-		QueueBytes: s.QueueBytes, MaxBytes: s.MaxBytes, Tracer: s.Tracer, Logger: s.Logger,
+		QueueBytes: s.QueueBytes, MaxBytes: s.MaxBytes, Keys: s.Keys, Tracer: s.Tracer, Logger: s.Logger,
 	})
 	store.loc = s.Location
 	return store

@@ -40,6 +40,11 @@ type Config struct {
 	QueueBytes int64
 	// MaxBytes is the largest result written or read back.
 	MaxBytes int64
+	// Keys, when set (THUMBD_RESULT_STORE_KEY), sign every object written
+	// (an HMAC-SHA256 of its key, media type, metadata and body, by the
+	// first key) and an object is answered only with a signature by one of
+	// them: for a store other writers share.
+	Keys [][]byte
 	// Failures in a row that open the breaker, and how long it stays open
 	// before one request tries the store again (0: 5 and 5 s).
 	BreakerFailures uint
@@ -204,8 +209,17 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	s.metrics.lookup.Observe(time.Since(start).Seconds())
 	var e *results.Entry
 	if err == nil {
+		if err = s.trusted(ObjectKey(tag, key), obj); err != nil {
+			// Not an object thumbd wrote: the store answered, its health
+			// is not in question; what it holds is not answered.
+			s.breaker.RecordSuccess()
+			s.metrics.misses.Inc()
+			s.metrics.rejected.Inc()
+			s.cfg.Logger.Warn("result store: object refused, computed instead", "key", ObjectKey(tag, key), "err", err)
+			span.SetStatus(codes.Error, err.Error())
+			return nil, false
+		}
 		if e, err = decode(obj); err != nil {
-			// The store answered: its health is not in question.
 			s.breaker.RecordSuccess()
 			s.metrics.misses.Inc()
 			s.metrics.lookupErrors.Inc()
@@ -275,11 +289,15 @@ func (s *Store) Put(ctx context.Context, tag, key string, e *results.Entry, vary
 		drop("unstorable")
 		return
 	}
+	okey := ObjectKey(tag, key)
+	if len(s.cfg.Keys) > 0 {
+		obj.Meta[metaSignature] = sign(s.cfg.Keys[0], okey, obj)
+	}
 	if s.breaker.IsOpen() && s.breaker.RemainingDelay() > 0 {
 		drop("store_down")
 		return
 	}
-	w := write{key: ObjectKey(tag, key), obj: obj, size: int64(len(obj.Body)) + writeOverhead, span: trace.SpanContextFromContext(ctx)}
+	w := write{key: okey, obj: obj, size: int64(len(obj.Body)) + writeOverhead, span: trace.SpanContextFromContext(ctx)}
 	if s.queued.Add(w.size) > s.cfg.QueueBytes {
 		s.queued.Add(-w.size)
 		drop("queue_full")
@@ -335,6 +353,7 @@ const (
 	metaOrigin       = "origin"       // "1": the origin's caching rules make the answer's Cache-Control
 	metaAnswerUntil  = "answer-until" // Unix nanoseconds: the answer's own lifetime for caches in front
 	metaDigest       = "body-sha256"  // the body's, checked on reading
+	metaSignature    = "hmac-sha256"  // with Keys: the object's signature (sign)
 	maxMetaValueSize = 1024
 )
 

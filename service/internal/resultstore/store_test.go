@@ -61,8 +61,12 @@ func testConfig(b Backend) Config {
 }
 
 func entry(body string, fresh source.Freshness) *results.Entry {
-	return &results.Entry{Body: []byte(body), Type: "image/webp", ETag: `"` + body + `"`, Fresh: fresh}
+	return &results.Entry{Body: webp(body), Type: "image/webp", ETag: `"` + body + `"`, Fresh: fresh}
 }
+
+// webp is body behind a WebP file's signature: what the store accepts
+// as image/webp (only the signature is checked).
+func webp(body string) []byte { return []byte("RIFF\x00\x00\x00\x00WEBP" + body) }
 
 var forever = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)}
 
@@ -113,7 +117,7 @@ func TestStoreKeepsOnlyWhatMayBeKept(t *testing.T) {
 	defer s.Close(ctx)
 	s.Put(ctx, "aa", "no-store", entry("x", source.Freshness{Store: false}), nil)
 	s.Put(ctx, "aa", "304", &results.Entry{ETag: `"x"`, Fresh: forever}, nil) // a 304's entry: no image
-	s.Put(ctx, "aa", "large", entry(strings.Repeat("x", 1<<20+1), forever), nil)
+	s.Put(ctx, "aa", "large", entry(strings.Repeat("x", 1<<20), forever), nil)
 	s.Put(ctx, "aa", "control byte", entry("x", source.Freshness{Store: true, ETag: "\x01"}), nil)
 	flush(t, s)
 	if files, _ := filepath.Glob(filepath.Join(root, "*", "*")); len(files) != 0 {
@@ -181,7 +185,7 @@ func TestStoreWritesNeverWait(t *testing.T) {
 	b := &stalled{Dir: Dir{Root: t.TempDir()}, release: make(chan struct{})}
 	b.stall.Store(true)
 	cfg := testConfig(b)
-	cfg.QueueBytes = 10 * (writeOverhead + 1000)
+	cfg.QueueBytes = 10 * (writeOverhead + 1000 + 12)
 	s := New(cfg)
 	start := time.Now()
 	for i := range 50 {
@@ -272,7 +276,7 @@ func TestStoreMixedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Body = []byte("other")
+	o.Body = webp("other")
 	if err := d.Put(ctx, key, o); err != nil {
 		t.Fatal(err)
 	}
