@@ -70,7 +70,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	buckets := bucket.NewMetrics(reg)
 	store := resultstore.Open(resultstore.Settings{
 		Location: cfg.ResultStore, Conn: cfg.S3, LookupTimeout: cfg.ResultStoreTimeout, QueueBytes: cfg.memory.StoreQueue,
-		MaxBytes: cfg.MaxBodyBytes, Keys: cfg.ResultStoreKeys, Metrics: buckets, Tracer: tr.Tracer, Logger: logger,
+		MaxBytes: cfg.MaxBodyBytes, Keys: cfg.ResultStoreKeys, Budget: limits.Budget, Metrics: buckets, Tracer: tr.Tracer, Logger: logger,
 	})
 	reg.MustRegister(store.Collectors()...)
 	return deps{

@@ -316,3 +316,44 @@ func TestResultStoreSigned(t *testing.T) {
 		t.Errorf("a 2-byte key: %v, want refused", err)
 	}
 }
+
+// A store hit's bytes are read within the source budget (finding 4): with
+// the budget spent (an upload that declared all of it), a stored thumbnail
+// is not read; once the budget is free it is, and given back once answered.
+func TestResultStoreHitsWithinTheBudget(t *testing.T) {
+	photo := encodeJPEG(t, scene(400, 300), 90)
+	_, store, env := storeFixture(t, photo)
+	a, da := storeServer(t, storeConfig(t, store, env))
+	path := "/thumbnail?src=photo.jpg&format=webp&w=200"
+	made := get(t, a+path)
+	if made.status != 200 {
+		t.Fatalf("%d %s", made.status, made.body)
+	}
+	waitWrites(t, da, 1)
+
+	budget := strconv.Itoa(2 * len(photo))
+	env["THUMBD_MAX_BODY_BYTES"], env["THUMBD_SOURCE_BUDGET"] = budget, budget
+	b, db := storeServer(t, storeConfig(t, store, env))
+	held := slowUpload(t, b, 2*len(photo), nil)
+	for deadline := time.Now().Add(5 * time.Second); db.thumbs.Limits.Budget.Used() < int64(2*len(photo)); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the upload took %d bytes of the budget", db.thumbs.Limits.Budget.Used())
+		}
+	}
+	if got := get(t, b+path); got.status == 200 || metricSum(t, db, "thumbd_result_store_hits_total") != 0 {
+		t.Errorf("with the budget spent: %d, %g store hits (read outside the budget)", got.status, metricSum(t, db, "thumbd_result_store_hits_total"))
+	}
+	held.Close()
+	for deadline := time.Now().Add(5 * time.Second); db.thumbs.Limits.Budget.Used() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the closed upload still holds %d bytes", db.thumbs.Limits.Budget.Used())
+		}
+	}
+	sameStoredAnswer(t, "with the budget free", made, get(t, b+path))
+	if n := metricSum(t, db, "thumbd_result_store_hits_total"); n != 1 {
+		t.Errorf("%g store hits, want 1", n)
+	}
+	if used := db.thumbs.Limits.Budget.Used(); used != 0 {
+		t.Errorf("%d bytes of the budget still held after the answer", used)
+	}
+}

@@ -36,7 +36,7 @@ func (d Dir) String() string { return "directory " + d.Root }
 
 func (d Dir) path(key string) string { return filepath.Join(d.Root, filepath.FromSlash(key)) }
 
-func (d Dir) Get(ctx context.Context, key string, max int64) (Object, error) {
+func (d Dir) Get(ctx context.Context, key string, lim Limits) (Object, error) {
 	f, err := os.Open(d.path(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Object{}, ErrNotFound
@@ -58,17 +58,23 @@ func (d Dir) Get(ctx context.Context, key string, max int64) (Object, error) {
 	if err := json.Unmarshal(line, &h); err != nil {
 		return Object{}, fmt.Errorf("%s: header: %w", f.Name(), err)
 	}
-	if h.Size < 0 || h.Size > max {
-		return Object{}, errTooLarge(h.Size, max)
+	if h.Size < 0 {
+		return Object{}, fmt.Errorf("%s: header: a negative size", f.Name())
 	}
-	body := make([]byte, h.Size)
-	if _, err := io.ReadFull(r, body); err != nil {
+	body, release, err := lim.read(ctx, r, h.Size)
+	switch {
+	case errors.Is(err, errNoRoom):
+		return Object{}, err
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return Object{}, fmt.Errorf("%s: body shorter than its header says: %w", f.Name(), err)
+	case err != nil:
+		return Object{}, err
 	}
 	if n, _ := r.Read(make([]byte, 1)); n != 0 {
+		release()
 		return Object{}, fmt.Errorf("%s: body longer than its header says", f.Name())
 	}
-	return Object{ContentType: h.ContentType, Meta: h.Meta, Body: body}, nil
+	return Object{ContentType: h.ContentType, Meta: h.Meta, Body: body, release: release}, nil
 }
 
 func (d Dir) Put(ctx context.Context, key string, o Object) error {

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
@@ -40,6 +41,14 @@ type Config struct {
 	QueueBytes int64
 	// MaxBytes is the largest result written or read back.
 	MaxBytes int64
+	// Budget, when set, is the byte budget a hit's bytes are read on
+	// (reserved before the first is read, within the lookup's time), held
+	// until the entry's Release: the source budget, so that hits and
+	// sources share one bound.
+	Budget *admission.Bytes
+	// MaxLookups bounds the lookups in flight, a hung one included until
+	// its backend returns; a lookup past it is a miss (0: 64).
+	MaxLookups int
 	// Keys, when set (THUMBD_RESULT_STORE_KEY), sign every object written
 	// (an HMAC-SHA256 of its key, media type, metadata and body, by the
 	// first key) and an object is answered only with a signature by one of
@@ -60,6 +69,8 @@ type Store struct {
 	loc     Location // as the setting gave it, for start-up messages (Open)
 	breaker circuitbreaker.CircuitBreaker[any]
 	metrics *metrics
+
+	lookups chan struct{} // a token per lookup in flight (MaxLookups)
 
 	mu     sync.RWMutex // held to send on queue, and to close it
 	closed bool
@@ -101,7 +112,10 @@ func New(cfg Config) *Store {
 	if cfg.BreakerDelay == 0 {
 		cfg.BreakerDelay = 5 * time.Second
 	}
-	s := &Store{cfg: cfg, metrics: newMetrics(), done: make(chan struct{})}
+	if cfg.MaxLookups <= 0 {
+		cfg.MaxLookups = 64
+	}
+	s := &Store{cfg: cfg, metrics: newMetrics(), done: make(chan struct{}), lookups: make(chan struct{}, cfg.MaxLookups)}
 	if cfg.Backend == nil {
 		close(s.done)
 		return s
@@ -202,14 +216,35 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}
+	select {
+	case s.lookups <- struct{}{}: // given back when the backend returns (fetch)
+	default:
+		// As many lookups in flight as allowed (a slow or hung store
+		// holds them): this one is not tried, and the store is not
+		// blamed.
+		s.breaker.RecordSuccess()
+		s.metrics.misses.Inc()
+		s.metrics.skipped.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "skipped: lookups in flight"))
+		return nil, false
+	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	start := time.Now()
 	obj, err := s.fetch(lctx, ObjectKey(tag, key))
 	cancel()
 	s.metrics.lookup.Observe(time.Since(start).Seconds())
+	if errors.Is(err, errNoRoom) {
+		// The budget is spent: not the store's failure.
+		s.breaker.RecordSuccess()
+		s.metrics.misses.Inc()
+		s.metrics.skipped.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "skipped: source budget spent"))
+		return nil, false
+	}
 	var e *results.Entry
 	if err == nil {
 		if err = s.trusted(ObjectKey(tag, key), obj); err != nil {
+			obj.Release()
 			// Not an object thumbd wrote: the store answered, its health
 			// is not in question; what it holds is not answered.
 			s.breaker.RecordSuccess()
@@ -220,6 +255,7 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 			return nil, false
 		}
 		if e, err = decode(obj); err != nil {
+			obj.Release()
 			s.breaker.RecordSuccess()
 			s.metrics.misses.Inc()
 			s.metrics.lookupErrors.Inc()
@@ -258,15 +294,28 @@ func (s *Store) fetch(ctx context.Context, key string) (Object, error) {
 		obj Object
 		err error
 	}
-	done := make(chan got, 1)
+	done := make(chan got) // unbuffered: an answer is taken, or released
+	abandoned := make(chan struct{})
 	go func() {
-		obj, err := s.cfg.Backend.Get(ctx, key, s.cfg.MaxBytes)
-		done <- got{obj, err}
+		defer func() { <-s.lookups }()
+		obj, err := s.cfg.Backend.Get(ctx, key, Limits{Max: s.cfg.MaxBytes, Budget: s.cfg.Budget})
+		select {
+		case done <- got{obj, err}:
+		case <-abandoned:
+			obj.Release() // no one takes it: its bytes are given back at once
+		}
 	}()
 	select {
 	case g := <-done:
 		return g.obj, g.err
 	case <-ctx.Done():
+		close(abandoned)
+		// The backend may have answered at the same moment.
+		select {
+		case g := <-done:
+			return g.obj, g.err
+		default:
+		}
 		return Object{}, ctx.Err()
 	}
 }
@@ -428,9 +477,9 @@ func decode(o Object) (*results.Entry, error) {
 		// sidecar) may show one write's metadata beside another's body.
 		return nil, errors.New("the body is not the one its metadata describes")
 	}
-	return &results.Entry{
+	return results.Held(&results.Entry{
 		Body: o.Body, Type: o.ContentType, ETag: m[metaETag],
 		Fresh: source.Freshness{Store: true, Until: time.Unix(until, 0), ETag: m[metaSourceETag], LastModified: m[metaSourceLM],
 			Origin: m[metaOrigin] == "1", AnswerUntil: answerUntil},
-	}, nil
+	}, o.release), nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -34,13 +35,13 @@ type stalled struct {
 	release    chan struct{} // closed: stalled Puts return (nil: they wait for their context)
 }
 
-func (b *stalled) Get(ctx context.Context, key string, max int64) (Object, error) {
+func (b *stalled) Get(ctx context.Context, key string, lim Limits) (Object, error) {
 	b.gets.Add(1)
 	if b.stall.Load() {
 		<-ctx.Done()
 		return Object{}, ctx.Err()
 	}
-	return b.Dir.Get(ctx, key, max)
+	return b.Dir.Get(ctx, key, lim)
 }
 
 func (b *stalled) Put(ctx context.Context, key string, o Object) error {
@@ -272,7 +273,7 @@ func TestStoreMixedWrite(t *testing.T) {
 	s.Put(ctx, "aa", "k", entry("first", forever), nil)
 	flush(t, s)
 	key := ObjectKey("aa", "k")
-	o, err := d.Get(ctx, key, 1<<20)
+	o, err := d.Get(ctx, key, Limits{Max: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,4 +390,34 @@ func TestStoreHungFileSystem(t *testing.T) {
 	if n := testutil.ToFloat64(s.metrics.opened); n != 1 {
 		t.Errorf("breaker opened %g times, want 1", n)
 	}
+}
+
+// TestStoreLookupsInFlightBounded (finding 4): lookups past the bound (64
+// by default) are misses at once, without asking the store, while the
+// others wait for a slow one.
+func TestStoreLookupsInFlightBounded(t *testing.T) {
+	ctx := context.Background()
+	b := &stalled{Dir: Dir{Root: t.TempDir()}}
+	b.stall.Store(true)
+	cfg := testConfig(b)
+	cfg.LookupTimeout, cfg.BreakerFailures = 500*time.Millisecond, 1000
+	s := New(cfg)
+	defer s.Close(ctx)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() { s.Get(ctx, "aa", fmt.Sprint(i)) })
+	}
+	for deadline := time.Now().Add(5 * time.Second); b.gets.Load() < 64; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lookups reached the store", b.gets.Load())
+		}
+	}
+	start := time.Now()
+	if _, ok := s.Get(ctx, "aa", "one more"); ok {
+		t.Fatal("a hit")
+	}
+	if d := time.Since(start); d > 100*time.Millisecond || b.gets.Load() != 64 {
+		t.Errorf("the 65th lookup took %s and the store was asked %d times, want at once and 64", d, b.gets.Load())
+	}
+	wg.Wait()
 }
