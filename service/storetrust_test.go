@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -355,5 +359,43 @@ func TestResultStoreHitsWithinTheBudget(t *testing.T) {
 	}
 	if used := db.thumbs.Limits.Budget.Used(); used != 0 {
 		t.Errorf("%d bytes of the budget still held after the answer", used)
+	}
+}
+
+// Uploads whose bodies end after their deadline do not open the breaker of
+// a healthy store (finding 6): a lookup with no time left is not tried,
+// and is never the store's failure.
+func TestResultStoreLateUploadsAreNotStoreFailures(t *testing.T) {
+	photo := encodeJPEG(t, scene(200, 150), 90)
+	env := map[string]string{"THUMBD_CACHE_UPLOADS": "true", "THUMBD_DEADLINE": "1s", "THUMBD_READ_TIMEOUT": "10s"}
+	base, d := storeServer(t, storeConfig(t, t.TempDir(), env))
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "POST /thumbnail?w=%d HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 20+i, len(photo))
+			c.Write(photo[:len(photo)/2])
+			time.Sleep(1300 * time.Millisecond)
+			c.Write(photo[len(photo)/2:])
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	if n := metricSum(t, d, "thumbd_result_store_lookup_errors_total"); n != 0 {
+		t.Errorf("%g lookup errors from uploads past their deadline", n)
+	}
+	if n := metricSum(t, d, "thumbd_result_store_breaker_opened_total"); n != 0 {
+		t.Errorf("the breaker of a healthy store opened %g times", n)
 	}
 }

@@ -23,8 +23,10 @@ type Dir struct{ Root string }
 // (and is not read further).
 const dirMagic = "thumbd-result 1\n"
 
-// dirHeaderMax bounds the header line (media type and metadata).
-const dirHeaderMax = 8 << 10
+// dirHeaderMax bounds the header line (media type and metadata): 2 KB
+// of metadata (maxMetaSize) is at most 12 KB once JSON escapes it (a '<'
+// is six bytes), and the reader's buffer holds the whole line.
+const dirHeaderMax = 16 << 10
 
 type dirHeader struct {
 	ContentType string            `json:"content_type"`
@@ -45,7 +47,7 @@ func (d Dir) Get(ctx context.Context, key string, lim Limits) (Object, error) {
 		return Object{}, err
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
+	r := bufio.NewReaderSize(f, len(dirMagic)+dirHeaderMax)
 	magic := make([]byte, len(dirMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != dirMagic {
 		return Object{}, fmt.Errorf("%s: not a stored result", f.Name())

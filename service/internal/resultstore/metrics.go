@@ -18,7 +18,7 @@ func newMetrics() *metrics {
 		misses:       counter("misses_total", "Result store lookups that gave no result: absent, failed, timed out or skipped while the breaker is open."),
 		lookupErrors: counter("lookup_errors_total", "Result store lookups that failed or timed out (THUMBD_RESULT_STORE_TIMEOUT), or found an unreadable object; counted in misses too."),
 		rejected:     counter("rejected_total", "Stored objects found and not answered: a media type thumbd does not write, a body not of its type, or (with THUMBD_RESULT_STORE_KEY) no valid signature; counted in misses too."),
-		skipped:      counter("lookups_skipped_total", "Result store lookups not tried: the breaker is open (the store failed repeatedly), 64 lookups are in flight, or the source budget had no room for the object within the lookup's time; counted in misses too."),
+		skipped:      counter("lookups_skipped_total", "Result store lookups not tried: the breaker is open (the store failed repeatedly), 64 lookups are in flight, the request has less time left than the lookup timeout, or the source budget had no room for the object within the lookup's time; counted in misses too."),
 		writes:       counter("writes_total", "Thumbnails written to the result store."),
 		writeErrors:  counter("write_errors_total", "Result store writes that failed or timed out."),
 		opened:       counter("breaker_opened_total", "Times the result store's breaker opened: lookups and writes skipped for its delay."),

@@ -203,6 +203,17 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	}
 	ctx, span := s.cfg.Tracer.Start(ctx, "result_store.get")
 	defer span.End()
+	// The lookup's time: its own timeout, within the request's deadline.
+	// A request with less left than the timeout does not try (an upload
+	// whose body came late, a request that waited): the store would not
+	// get its time, and its failure would be the client's, not the store's.
+	timeout := s.cfg.LookupTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		s.metrics.misses.Inc()
+		s.metrics.skipped.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "skipped: less time left than the lookup timeout"))
+		return nil, false
+	}
 	if !s.breaker.TryAcquirePermit() {
 		s.metrics.misses.Inc()
 		s.metrics.skipped.Inc()
@@ -212,10 +223,6 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	// Detached from the client: a lookup always ends by its timeout and
 	// reports to the breaker (a permit taken and never reported would
 	// hold the breaker half-open).
-	timeout := s.cfg.LookupTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
 	select {
 	case s.lookups <- struct{}{}: // given back when the backend returns (fetch)
 	default:
@@ -342,6 +349,12 @@ func (s *Store) Put(ctx context.Context, tag, key string, e *results.Entry, vary
 	if len(s.cfg.Keys) > 0 {
 		obj.Meta[metaSignature] = sign(s.cfg.Keys[0], okey, obj)
 	}
+	if metaSize(obj.Meta) > maxMetaSize {
+		// S3 refuses the PUT (a failure the breaker would count), and
+		// every backend is held to what S3 takes.
+		drop("unstorable")
+		return
+	}
 	if s.breaker.IsOpen() && s.breaker.RemainingDelay() > 0 {
 		drop("store_down")
 		return
@@ -404,7 +417,20 @@ const (
 	metaDigest       = "body-sha256"  // the body's, checked on reading
 	metaSignature    = "hmac-sha256"  // with Keys: the object's signature (sign)
 	maxMetaValueSize = 1024
+	// maxMetaSize is S3's bound on an object's user metadata, 2 KB: the
+	// bytes of every name (counted with its x-amz-meta- prefix, to be safe
+	// with services that count it) and value.
+	maxMetaSize = 2048
 )
+
+// metaSize is meta's size as S3 counts it (maxMetaSize).
+func metaSize(meta map[string]string) int {
+	n := 0
+	for k, v := range meta {
+		n += len("x-amz-meta-") + len(k) + len(v)
+	}
+	return n
+}
 
 // encode is e as an object; false when its strings cannot be S3 metadata.
 func encode(e *results.Entry, vary []string) (Object, bool) {

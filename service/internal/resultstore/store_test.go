@@ -421,3 +421,25 @@ func TestStoreLookupsInFlightBounded(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestStoreMetadataEveryBackendTakes (finding 6): metadata over S3's 2 KB
+// (two origin validators of 1000 bytes each) is never written, so no PUT
+// fails on it; a header JSON makes long (700 '<' in an ETag, 4200 bytes
+// escaped) is read back by the directory store that wrote it.
+func TestStoreMetadataEveryBackendTakes(t *testing.T) {
+	ctx := context.Background()
+	s := New(testConfig(Dir{Root: t.TempDir()}))
+	defer s.Close(ctx)
+	long := source.Freshness{Store: true, Until: time.Unix(1<<62, 0), ETag: `"` + strings.Repeat("a", 998) + `"`, LastModified: strings.Repeat("b", 1000)}
+	s.Put(ctx, "aa", "over 2 KB", entry("x", long), nil)
+	flush(t, s)
+	if n := testutil.ToFloat64(s.metrics.dropped.WithLabelValues("unstorable")); n != 1 {
+		t.Errorf("metadata over 2 KB: %g dropped as unstorable, want 1", n)
+	}
+	escaped := source.Freshness{Store: true, Until: time.Unix(1<<62, 0), ETag: `"` + strings.Repeat("<", 700) + `"`}
+	s.Put(ctx, "aa", "escaped", entry("y", escaped), nil)
+	flush(t, s)
+	if _, ok := s.Get(ctx, "aa", "escaped"); !ok {
+		t.Errorf("a result the store wrote is not read back (lookup errors %g)", testutil.ToFloat64(s.metrics.lookupErrors))
+	}
+}
