@@ -399,3 +399,25 @@ func TestResultStoreLateUploadsAreNotStoreFailures(t *testing.T) {
 		t.Errorf("the breaker of a healthy store opened %g times", n)
 	}
 }
+
+// A directory source's names are canonical (finding 8): one file has one
+// name, so one Surrogate-Key, and a purge by tag reaches every thumbnail
+// of it. Other spellings are a 400, as a bucket's are.
+func TestDirectoryNamesAreCanonical(t *testing.T) {
+	photo := encodeJPEG(t, scene(64, 48), 90)
+	cfg := testConfig(t)
+	cfg.SourceDir = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cfg.SourceDir, "photos"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.SourceDir, "photos", "cat.jpg"), photo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newTestServer(t, cfg)
+	if status, _, body := do(t, "GET", srv.URL+"/thumbnail?src=photos/cat.jpg&w=20", nil); status != 200 {
+		t.Fatalf("the canonical name: %d %s", status, body)
+	}
+	for _, name := range []string{"./photos/cat.jpg", "photos//cat.jpg", "photos/./cat.jpg", "photos/cat.jpg/", "photos/", "."} {
+		getError(t, srv.URL+"/thumbnail?src="+url.QueryEscape(name)+"&w=20", 400, "bad_source_name")
+	}
+}
