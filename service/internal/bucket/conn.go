@@ -50,7 +50,7 @@ const DefaultRegion = "us-east-1"
 // knows a manifest that sets them sets something thumbd reads.
 var EnvVars = []struct{ Name, Meaning string }{
 	{"AWS_ENDPOINT_URL_S3", "object storage: the S3-compatible service's URL (empty: AWS S3)"},
-	{"AWS_ENDPOINT_URL", "object storage: the endpoint when AWS_ENDPOINT_URL_S3 is unset (also STS's)"},
+	{"AWS_ENDPOINT_URL", "object storage: the endpoint when AWS_ENDPOINT_URL_S3 is unset (never STS's)"},
 	{"AWS_REGION", "object storage: the region signed for (default us-east-1)"},
 	{"AWS_DEFAULT_REGION", "object storage: the region when AWS_REGION is unset"},
 	{"AWS_ACCESS_KEY_ID", "object storage: a static key's ID, with AWS_SECRET_ACCESS_KEY"},
@@ -58,7 +58,7 @@ var EnvVars = []struct{ Name, Meaning string }{
 	{"AWS_SESSION_TOKEN", "object storage: a temporary key's session token (from a Secret)"},
 	{"AWS_ROLE_ARN", "object storage: the role of a web identity (EKS IRSA), with AWS_WEB_IDENTITY_TOKEN_FILE"},
 	{"AWS_WEB_IDENTITY_TOKEN_FILE", "object storage: the web identity token's file (EKS IRSA)"},
-	{"AWS_ENDPOINT_URL_STS", "object storage: a custom STS endpoint for the web identity"},
+	{"AWS_ENDPOINT_URL_STS", "object storage: a custom STS endpoint for the web identity (the only variable that sets it)"},
 }
 
 // FromEnv reads the AWS SDKs' standard variables through getenv (run's,
@@ -81,7 +81,9 @@ func FromEnv(getenv func(string) string) (Conn, error) {
 		SessionToken:         getenv("AWS_SESSION_TOKEN"),
 		RoleARN:              getenv("AWS_ROLE_ARN"),
 		WebIdentityTokenFile: getenv("AWS_WEB_IDENTITY_TOKEN_FILE"),
-		STSEndpoint:          either("AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"),
+		// STS only from its own variable: AWS_ENDPOINT_URL is set for an
+		// S3-compatible service (MinIO), which must never get the token.
+		STSEndpoint: getenv("AWS_ENDPOINT_URL_STS"),
 		Proxy: httpproxy.Config{
 			HTTPProxy:  either("HTTP_PROXY", "http_proxy"),
 			HTTPSProxy: either("HTTPS_PROXY", "https_proxy"),
