@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -419,5 +420,67 @@ func TestDirectoryNamesAreCanonical(t *testing.T) {
 	}
 	for _, name := range []string{"./photos/cat.jpg", "photos//cat.jpg", "photos/./cat.jpg", "photos/cat.jpg/", "photos/", "."} {
 		getError(t, srv.URL+"/thumbnail?src="+url.QueryEscape(name)+"&w=20", 400, "bad_source_name")
+	}
+}
+
+// Store keys name the deployment and the settings that change bytes
+// (finding 2): two deployments sharing one store, whose directories hold
+// different photos of the same name, size and modification time (cp -p,
+// rsync -a), answer each its own; so do two with different AVIF efforts.
+// An operator who means to share names one namespace for both.
+func TestResultStoreKeysNameTheDeployment(t *testing.T) {
+	store := t.TempDir()
+	one, two := encodeJPEG(t, scene(400, 300), 90), encodeJPEG(t, scene(300, 400), 90)
+	if len(one) != len(two) {
+		// Same size: pad the shorter JPEG after its end marker.
+		n := max(len(one), len(two))
+		one, two = append(one, make([]byte, n-len(one))...), append(two, make([]byte, n-len(two))...)
+	}
+	mtime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dirs := make([]string, 2)
+	for i, photo := range [][]byte{one, two} {
+		dirs[i] = t.TempDir()
+		f := filepath.Join(dirs[i], "photo.jpg")
+		if err := os.WriteFile(f, photo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := "/thumbnail?src=photo.jpg&w=100&format=webp"
+	a, da := storeServer(t, storeConfig(t, store, map[string]string{"THUMBD_SOURCE_DIR": dirs[0]}))
+	made := get(t, a+path)
+	if made.status != 200 {
+		t.Fatalf("%d %s", made.status, made.body)
+	}
+	waitWrites(t, da, 1)
+	b, db := storeServer(t, storeConfig(t, store, map[string]string{"THUMBD_SOURCE_DIR": dirs[1]}))
+	if got := get(t, b+path); got.status != 200 || bytes.Equal(got.body, made.body) || metricSum(t, db, "thumbd_result_store_hits_total") != 0 {
+		t.Errorf("another directory's photo of the same name, size and time: %d, the first's bytes %v, %g hits",
+			got.status, bytes.Equal(got.body, made.body), metricSum(t, db, "thumbd_result_store_hits_total"))
+	}
+	avif := "/thumbnail?src=photo.jpg&w=100&format=avif"
+	if got := get(t, a+avif); got.status != 200 {
+		t.Fatalf("%d %s", got.status, got.body)
+	}
+	waitWrites(t, da, 2)
+	c, dc := storeServer(t, storeConfig(t, store, map[string]string{"THUMBD_SOURCE_DIR": dirs[0], "THUMBD_AVIF_EFFORT": "1"}))
+	if get(t, c+avif); metricSum(t, dc, "thumbd_result_store_hits_total") != 0 {
+		t.Error("another AVIF effort answered from the first's store")
+	}
+	shared := map[string]string{"THUMBD_RESULT_STORE_NAMESPACE": "photos"}
+	for i, d := range dirs {
+		env := map[string]string{"THUMBD_SOURCE_DIR": d}
+		maps.Copy(env, shared)
+		srv, ds := storeServer(t, storeConfig(t, store, env))
+		if got := get(t, srv+path+"&q=70"); got.status != 200 {
+			t.Fatalf("%d %s", got.status, got.body)
+		}
+		if i == 0 {
+			waitWrites(t, ds, 1)
+		} else if n := metricSum(t, ds, "thumbd_result_store_hits_total"); n != 1 {
+			t.Errorf("one namespace named by both: %g hits, want 1", n)
+		}
 	}
 }

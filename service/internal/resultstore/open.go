@@ -21,6 +21,7 @@ type Settings struct {
 	QueueBytes    int64            // THUMBD_RESULT_STORE_QUEUE, as the memory plan gives it
 	MaxBytes      int64            // THUMBD_MAX_BODY_BYTES
 	Keys          [][]byte         // THUMBD_RESULT_STORE_KEY; nil: objects unsigned
+	Namespace     string           // Config.Namespace
 	Budget        *admission.Bytes // the source budget, which hits are read on
 	// Metrics counts the bucket client's calls (use "result_store").
 	Metrics *bucket.Metrics
@@ -56,7 +57,7 @@ func Open(s Settings) *Store {
 	}
 	store := New(Config{
 		Backend: backend, LookupTimeout: s.LookupTimeout, WriteTimeout: serviceWriteTimeout,
-		QueueBytes: s.QueueBytes, MaxBytes: s.MaxBytes, Keys: s.Keys, Budget: s.Budget, Tracer: s.Tracer, Logger: s.Logger,
+		QueueBytes: s.QueueBytes, MaxBytes: s.MaxBytes, Keys: s.Keys, Namespace: s.Namespace, Budget: s.Budget, Tracer: s.Tracer, Logger: s.Logger,
 	})
 	store.loc = s.Location
 	return store

@@ -49,6 +49,13 @@ type Config struct {
 	// MaxLookups bounds the lookups in flight, a hung one included until
 	// its backend returns; a lookup past it is a miss (0: 64).
 	MaxLookups int
+	// Namespace is hashed into every object key beside the request's key:
+	// the deployment (THUMBD_RESULT_STORE_NAMESPACE, else the source
+	// location) and a fingerprint of the settings that change a
+	// thumbnail's bytes (libvips' version, JPEG shrink, AVIF effort, the
+	// limits), so that deployments sharing a store, or one whose settings
+	// changed, never answer each other's thumbnails. "": none (tests).
+	Namespace string
 	// Keys, when set (THUMBD_RESULT_STORE_KEY), sign every object written
 	// (an HMAC-SHA256 of its key, media type, metadata and body, by the
 	// first key) and an object is answered only with a signature by one of
@@ -194,6 +201,15 @@ func ObjectKey(tag, key string) string {
 	return tag + "/" + hex.EncodeToString(sum[:16])
 }
 
+// objectKey is ObjectKey within the store's namespace: the deployment's
+// and the settings that change bytes (Config.Namespace).
+func (s *Store) objectKey(tag, key string) string {
+	if s.cfg.Namespace == "" {
+		return ObjectKey(tag, key)
+	}
+	return ObjectKey(tag, s.cfg.Namespace+"\x00"+key)
+}
+
 // Get looks key up, within the lookup timeout and the request's deadline.
 // Any failure is a miss (the caller computes); a stale entry is returned
 // for the caller to revalidate, as the result cache's.
@@ -237,7 +253,8 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	start := time.Now()
-	obj, err := s.fetch(lctx, ObjectKey(tag, key))
+	okey := s.objectKey(tag, key)
+	obj, err := s.fetch(lctx, okey)
 	cancel()
 	s.metrics.lookup.Observe(time.Since(start).Seconds())
 	if errors.Is(err, errNoRoom) {
@@ -250,14 +267,14 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	}
 	var e *results.Entry
 	if err == nil {
-		if err = s.trusted(ObjectKey(tag, key), obj); err != nil {
+		if err = s.trusted(okey, obj); err != nil {
 			obj.Release()
 			// Not an object thumbd wrote: the store answered, its health
 			// is not in question; what it holds is not answered.
 			s.breaker.RecordSuccess()
 			s.metrics.misses.Inc()
 			s.metrics.rejected.Inc()
-			s.cfg.Logger.Warn("result store: object refused, computed instead", "key", ObjectKey(tag, key), "err", err)
+			s.cfg.Logger.Warn("result store: object refused, computed instead", "key", okey, "err", err)
 			span.SetStatus(codes.Error, err.Error())
 			return nil, false
 		}
@@ -266,7 +283,7 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 			s.breaker.RecordSuccess()
 			s.metrics.misses.Inc()
 			s.metrics.lookupErrors.Inc()
-			s.cfg.Logger.Warn("result store: unreadable result, computed instead", "key", ObjectKey(tag, key), "err", err)
+			s.cfg.Logger.Warn("result store: unreadable result, computed instead", "key", okey, "err", err)
 			span.SetStatus(codes.Error, err.Error())
 			return nil, false
 		}
@@ -345,7 +362,7 @@ func (s *Store) Put(ctx context.Context, tag, key string, e *results.Entry, vary
 		drop("unstorable")
 		return
 	}
-	okey := ObjectKey(tag, key)
+	okey := s.objectKey(tag, key)
 	if len(s.cfg.Keys) > 0 {
 		obj.Meta[metaSignature] = sign(s.cfg.Keys[0], okey, obj)
 	}
