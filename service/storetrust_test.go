@@ -484,3 +484,21 @@ func TestResultStoreKeysNameTheDeployment(t *testing.T) {
 		}
 	}
 }
+
+// An http:// endpoint on a host other than loopback is a warning at start
+// (Info): keys, objects and the web identity's answers travel unencrypted.
+func TestPlaintextEndpointWarned(t *testing.T) {
+	c := startChild(t, "THUMBD_RESULT_STORE=s3://results/thumbs", "AWS_ENDPOINT_URL_S3=http://192.0.2.1:9000",
+		"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s")
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(c.logs.String(), "not encrypted"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning about http://192.0.2.1:9000; logs:\n%s", c.logs)
+		}
+	}
+	local := startChild(t, "THUMBD_RESULT_STORE=s3://results/thumbs", "AWS_ENDPOINT_URL_S3=http://127.0.0.1:1",
+		"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s")
+	time.Sleep(200 * time.Millisecond)
+	if strings.Contains(local.logs.String(), "not encrypted") {
+		t.Errorf("a loopback endpoint warned:\n%s", local.logs)
+	}
+}

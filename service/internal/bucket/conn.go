@@ -3,6 +3,7 @@ package bucket
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -126,9 +127,41 @@ func (c Conn) endpoint() (host string, secure bool, lookup minio.BucketLookupTyp
 	}
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
-		return "", false, 0, errors.New("the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) must be http:// or https:// and a host, without a path: " + quote(c.Endpoint))
+		return "", false, 0, errors.New("the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) must be http:// or https:// and a host, without a path or user information: " + quote(redact(c.Endpoint, u, err)))
 	}
 	return u.Host, u.Scheme == "https", lookup, nil
+}
+
+// redact is an endpoint as an error may show it: never its user
+// information (a key pasted into the URL), nor the whole of what does not
+// parse.
+func redact(raw string, u *url.URL, err error) string {
+	if err != nil {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			return "(redacted)@" + raw[i+1:]
+		}
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	return u.String()
+}
+
+// Plaintext reports whether the endpoint is http:// on a host that is not
+// loopback: keys' signatures, objects and credentials' answers cross the
+// network unencrypted (the start-up warns).
+func (c Conn) Plaintext() bool {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback()
 }
 
 // proxy is the transport's proxy function from the proxy settings.

@@ -55,3 +55,14 @@ func TestWebIdentityTokenStaysWithSTS(t *testing.T) {
 		t.Errorf("AWS_ENDPOINT_URL alone: STS endpoint %q (%v), want AWS's own", conn.STSEndpoint, err)
 	}
 }
+
+// A refused endpoint is named without its credentials (Info): the start-up
+// error is logged, and a key in the URL's user information must not be.
+func TestRefusedEndpointRedacted(t *testing.T) {
+	for _, ep := range []string{"https://AKIAX:hunter2@s3.example/path", "ftp://AKIAX:hunter2@s3.example", "https://AKIAX:hunter2@s3.example"} {
+		_, err := FromEnv(env(map[string]string{"AWS_ENDPOINT_URL_S3": ep}))
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v", ep, err)
+		}
+	}
+}

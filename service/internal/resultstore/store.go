@@ -100,9 +100,16 @@ const writers = 2
 // queueSlots bounds the queue's length as QueueBytes bounds its bytes.
 const queueSlots = 4096
 
-// writeOverhead is a queued write's bookkeeping beside its body (key,
-// metadata, the struct): counted so that tiny results stay bounded too.
+// writeOverhead is a queued write's bookkeeping beside its body, key and
+// metadata (the struct, the map's buckets): counted so that tiny results
+// stay bounded too. The key and the metadata are counted as written.
 const writeOverhead = 512
+
+// writeSize is what a queued write of o under key counts in the queue's
+// bound: its body, key and metadata as written, and writeOverhead.
+func writeSize(key string, o Object) int64 {
+	return int64(len(o.Body)+len(key)+metaSize(o.Meta)) + writeOverhead
+}
 
 // New returns the store of cfg; with a backend, its writers run until
 // Close.
@@ -376,7 +383,7 @@ func (s *Store) Put(ctx context.Context, tag, key string, e *results.Entry, vary
 		drop("store_down")
 		return
 	}
-	w := write{key: okey, obj: obj, size: int64(len(obj.Body)) + writeOverhead, span: trace.SpanContextFromContext(ctx)}
+	w := write{key: okey, obj: obj, size: writeSize(okey, obj), span: trace.SpanContextFromContext(ctx)}
 	if s.queued.Add(w.size) > s.cfg.QueueBytes {
 		s.queued.Add(-w.size)
 		drop("queue_full")

@@ -186,7 +186,8 @@ func TestStoreWritesNeverWait(t *testing.T) {
 	b := &stalled{Dir: Dir{Root: t.TempDir()}, release: make(chan struct{})}
 	b.stall.Store(true)
 	cfg := testConfig(b)
-	cfg.QueueBytes = 10 * (writeOverhead + 1000 + 12)
+	one, _ := encode(entry(strings.Repeat("x", 1000), forever), nil)
+	cfg.QueueBytes = 10 * writeSize(ObjectKey("aa", "k"), one)
 	s := New(cfg)
 	start := time.Now()
 	for i := range 50 {
@@ -442,4 +443,23 @@ func TestStoreMetadataEveryBackendTakes(t *testing.T) {
 	if _, ok := s.Get(ctx, "aa", "escaped"); !ok {
 		t.Errorf("a result the store wrote is not read back (lookup errors %g)", testutil.ToFloat64(s.metrics.lookupErrors))
 	}
+}
+
+// TestStoreQueueCountsMetadata (Info): a queued write counts the metadata
+// it carries (up to 2 KB), not a fixed 512 bytes: a queue bounded to a
+// body and 512 bytes does not take a write whose metadata is 2 KB.
+func TestStoreQueueCountsMetadata(t *testing.T) {
+	ctx := context.Background()
+	b := &stalled{Dir: Dir{Root: t.TempDir()}, release: make(chan struct{})}
+	b.stall.Store(true)
+	cfg := testConfig(b)
+	e := entry("x", source.Freshness{Store: true, Until: time.Unix(1<<62, 0), ETag: `"` + strings.Repeat("a", 900) + `"`, LastModified: strings.Repeat("b", 900)})
+	cfg.QueueBytes = int64(len(e.Body)) + 512
+	s := New(cfg)
+	s.Put(ctx, "aa", "k", e, nil)
+	if n := testutil.ToFloat64(s.metrics.dropped.WithLabelValues("queue_full")); n != 1 {
+		t.Errorf("a write with %d bytes of metadata in a queue of its body and 512 bytes: %g dropped, want 1", 1800, n)
+	}
+	close(b.release)
+	s.Close(ctx)
 }
