@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -47,6 +49,8 @@ type config struct {
 	ResultStore        resultstore.Location // off when zero
 	ResultStoreTimeout time.Duration
 	ResultStoreQueue   int64
+	ResultStoreKeys    [][]byte
+	ResultStoreNS      string
 	ClientHints        bool
 	Merge              bool
 	// TracePublicEndpoint: a caller's trace is linked, not continued
@@ -135,6 +139,8 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_RESULT_STORE", "result-store", "", "off", "where finished thumbnails are kept for every replica and across restarts (scale-to-zero): `s3://BUCKET[/PREFIX]` (the `AWS_*` settings reach the bucket) or a directory path (a volume shared by pods); looked up after the result cache and before a job, written in the background after a miss, under the rules of `THUMBD_CACHE_SIZE` (origins' caching headers; uploads only with `THUMBD_CACHE_UPLOADS`); a store down or slow never fails a request ([storage.md](storage.md#result-store))", flagenv.Of(&c.ResultStore, resultstore.ParseLocation, resultstore.Location.String)},
 		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", flagenv.Duration(&c.ResultStoreTimeout)},
 		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", flagenv.Int64(&c.ResultStoreQueue)},
+		{"THUMBD_RESULT_STORE_KEY", "result-store-key", "", "empty: unsigned objects", "hex keys (at least 16 bytes each), comma-separated, from a Secret: every object thumbd writes to the result store is signed (HMAC-SHA256 of its key, media type, metadata and body) with the first, and only an object signed by one of them is answered, so keys rotate; for a store that other writers share. Without it thumbd answers whatever image a writer of the store put there ([storage.md](storage.md#trust-boundaries))", flagenv.Secret(&c.ResultStoreKeys, signing.ParseKeys)},
+		{"THUMBD_RESULT_STORE_NAMESPACE", "result-store-namespace", "", "the source location", "the name of this deployment's thumbnails in the result store, hashed into every key with the settings that change bytes (libvips' version, `THUMBD_JPEG_SHRINK`, `THUMBD_AVIF_EFFORT`, the limits): deployments with another namespace never answer each other's thumbnails. Empty: the source location (the directory's path; the bucket's endpoint, bucket and prefix). Set the same name on deployments that serve the same sources under different paths, and different names on deployments whose directories share a path but not their files ([storage.md](storage.md#trust-boundaries))", flagenv.Of(&c.ResultStoreNS, parseNamespace, func(s string) string { return s })},
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](thumbnails.md#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
 		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them; with `THUMBD_SIGNING_KEYS` set, only for URLs that sign `hints=on` ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
@@ -213,6 +219,7 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	c.memory, c.Queue, c.SourceBudget, c.MemoryBudget, c.MaxConnections = plan, plan.Queue, plan.Sources, plan.Jobs, plan.Connections
 	errs = append(errs, c.sourceStore(c.getenv)...)
 	errs = append(errs, c.resultStoreConn(c.getenv)...)
+	errs = append(errs, c.storeApart()...)
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -284,6 +291,75 @@ func (c *config) resultStoreConn(getenv func(string) string) []error {
 		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
 	}
 	return nil
+}
+
+// parseNamespace reads THUMBD_RESULT_STORE_NAMESPACE: printable, at most
+// 256 bytes.
+func parseNamespace(s string) (string, error) {
+	if len(s) > 256 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", errors.New("want at most 256 bytes without control characters")
+	}
+	return s, nil
+}
+
+// storeNamespace is the result store's namespace (resultstore.Config):
+// the deployment's name, and the settings that change a thumbnail's bytes.
+func (c config) storeNamespace(vips string) string {
+	ns := c.ResultStoreNS
+	if ns == "" {
+		switch {
+		case c.SourceBucket != nil:
+			ns = cmp.Or(c.S3.Endpoint, "aws") + " " + c.SourceBucket.String()
+		case c.SourceDir != "":
+			ns, _ = filepath.Abs(c.SourceDir)
+		}
+	}
+	return fmt.Sprintf("%s\x00vips %s, jpeg-shrink %s, avif-effort %d, max-side %d, max-pixels %d, max-frames %d, max-animation-pixels %d",
+		ns, vips, c.JPEGShrink, c.AVIFEffort, c.MaxSide, c.MaxPixels, c.MaxFrames, c.MaxAnimationPixels)
+}
+
+// storeApart refuses a result store that overlaps the source location (the
+// same directory or bucket prefix, or one inside the other): whoever can
+// upload sources there could write results thumbd answers.
+func (c config) storeApart() []error {
+	refuse := func() []error {
+		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%s overlaps the sources (%s): whoever uploads sources could write what thumbd answers; give the store a location of its own", c.ResultStore, cmp.Or(c.Source, c.SourceDir))}
+	}
+	switch st, src := c.ResultStore, c.SourceBucket; {
+	case st.Bucket != nil && src != nil:
+		if st.Bucket.Bucket == src.Bucket && (strings.HasPrefix(st.Bucket.Prefix, src.Prefix) || strings.HasPrefix(src.Prefix, st.Bucket.Prefix)) {
+			return refuse()
+		}
+	case st.Dir != "" && c.SourceDir != "":
+		if within(st.Dir, c.SourceDir) || within(c.SourceDir, st.Dir) {
+			return refuse()
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or inside it, as written and with
+// symbolic links resolved (where they resolve).
+func within(path, dir string) bool {
+	inside := func(p, d string) bool {
+		rel, err := filepath.Rel(d, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		return a
+	}
+	resolved := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	path, dir = abs(path), abs(dir)
+	return inside(path, dir) || inside(resolved(path), resolved(dir))
 }
 
 func (c config) validate() []error {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -137,6 +138,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	}
 	if len(cfg.SigningKeys) > 0 && cfg.Uploads && cfg.UnsignedUploads {
 		logger.Warn("THUMBD_UNSIGNED_UPLOADS is on: POST /thumbnail is served without a signature, at any size and format")
+	}
+	if (cfg.ResultStore.Bucket != nil || cfg.SourceBucket != nil) && cfg.S3.Plaintext() {
+		u, _ := url.Parse(cfg.S3.Endpoint)
+		logger.Warn("object storage: the endpoint is http:// on a host other than loopback: requests, objects and credentials' answers are not encrypted", "endpoint", u.Redacted())
 	}
 	if cfg.AllowLoopback {
 		logger.Warn("THUMBD_ORIGINS_ALLOW_LOOPBACK is on: origins on loopback addresses are fetched; for development and tests only")

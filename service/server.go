@@ -27,6 +27,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
+	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
@@ -72,7 +73,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	buckets := bucket.NewMetrics(reg)
 	store := resultstore.Open(resultstore.Settings{
 		Location: cfg.ResultStore, Conn: cfg.S3, LookupTimeout: cfg.ResultStoreTimeout, QueueBytes: cfg.memory.StoreQueue,
-		MaxBytes: cfg.MaxBodyBytes, Metrics: buckets, Tracer: tr.Tracer, Logger: logger,
+		MaxBytes: cfg.MaxBodyBytes, Keys: cfg.ResultStoreKeys, Namespace: cfg.storeNamespace(thumb.Version()), Budget: limits.Budget, Metrics: buckets, Tracer: tr.Tracer, Logger: logger,
 	})
 	reg.MustRegister(store.Collectors()...)
 	conns := connlimit.New(cfg.MaxConnections, connlimit.DefaultIdleBound)

@@ -253,3 +253,23 @@ func TestResultStoreWithBucketSources(t *testing.T) {
 		t.Errorf("%d engine jobs, want 0", jobs)
 	}
 }
+
+// TestResultStoreBucketSigned: with THUMBD_RESULT_STORE_KEY, an object
+// signed by one instance is answered by another through S3's metadata
+// (names lower-cased, values as written).
+func TestResultStoreBucketSigned(t *testing.T) {
+	_, env := s3Store(t, encodeJPEG(t, scene(400, 300), 90))
+	env["THUMBD_RESULT_STORE_KEY"] = strings.Repeat("ab", 16)
+	a, da := storeServer(t, storeConfig(t, "s3://results/thumbs", env))
+	path := "/thumbnail?src=photo.jpg&w=64&format=webp"
+	made := get(t, a+path)
+	if made.status != 200 {
+		t.Fatalf("%d %s", made.status, made.body)
+	}
+	waitWrites(t, da, 1)
+	b, db := storeServer(t, storeConfig(t, "s3://results/thumbs", env))
+	sameStoredAnswer(t, "signed, from the bucket", made, get(t, b+path))
+	if n := metricSum(t, db, "thumbd_result_store_hits_total"); n != 1 {
+		t.Errorf("%g hits, want 1 (rejected %g)", n, metricSum(t, db, "thumbd_result_store_rejected_total"))
+	}
+}

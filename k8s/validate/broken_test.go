@@ -122,6 +122,9 @@ func TestBrokenPublicOverlayFails(t *testing.T) {
 		{"GET unlimited", "overlays/public/kustomization.yaml", "  - path: signing-keys.yaml\n", "", "serves any GET"},
 		{"key in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_SIGNING_KEYS=000102030405060708090a0b0c0d0e0f", "must come from a Secret"},
 		{"key as a literal", "overlays/public/signing-keys.yaml", "              valueFrom:\n                secretKeyRef:\n                  name: thumbd-signing-keys\n                  key: keys", "              value: 000102030405060708090a0b0c0d0e0f", "must come from a Secret"},
+		{"unsigned results stored", "overlays/public/kustomization.yaml", "      - settings.env\npatches:\n  - path: signing-keys.yaml\n", "      - settings.env\n    literals:\n      - THUMBD_RESULT_STORE=s3://thumbd-results/thumbs\n", "stores results of unsigned URLs"},
+		{"store key in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_RESULT_STORE_KEY=000102030405060708090a0b0c0d0e0f", "THUMBD_RESULT_STORE_KEY must come from a Secret"},
+		{"OTLP headers in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nOTEL_EXPORTER_OTLP_HEADERS=api-key=abc", "OTEL_EXPORTER_OTLP_HEADERS must come from a Secret"},
 		{"loopback origins let through", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_ORIGINS_ALLOW_LOOPBACK=true", "development and tests only"},
 	}
 	runBreakages(t, cases, "k8s/overlays/public", CheckKubernetes)

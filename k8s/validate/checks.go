@@ -147,6 +147,22 @@ func checkPublic(c *corev1.Container, env map[string]string, settings Settings, 
 	if !keysFromSecret(c) && !presetsOnly {
 		p.addf("container %s fetches from origins (THUMBD_ORIGINS) and serves any GET: give it signing keys from a Secret (THUMBD_SIGNING_KEYS) or THUMBD_PRESETS_ONLY=true", c.Name)
 	}
+	checkStoreGrowth(c, env, settings, presetsOnly, p)
+}
+
+// checkStoreGrowth: a public deployment that keeps its results in a store
+// pays a job, a PUT and an object kept until expiry for every distinct
+// width, quality or focal point a client asks (docs/storage.md, "What
+// bounds the store's growth"). Signed URLs or presets bound them; unsigned,
+// only allow-lists of widths and qualities do (THUMBD_ALLOWED_WIDTHS and
+// THUMBD_ALLOWED_QUALITIES, the bounded unsigned mode).
+func checkStoreGrowth(c *corev1.Container, env map[string]string, settings Settings, presetsOnly bool, p *problems) {
+	if setting(env, settings, "THUMBD_RESULT_STORE") == "" || keysFromSecret(c) || presetsOnly {
+		return
+	}
+	if setting(env, settings, "THUMBD_ALLOWED_WIDTHS") == "" || setting(env, settings, "THUMBD_ALLOWED_QUALITIES") == "" {
+		p.addf("container %s stores results of unsigned URLs (THUMBD_RESULT_STORE) without allow-lists: every width, quality or focal point a client asks is a job, a PUT and an object kept until expiry; sign URLs (THUMBD_SIGNING_KEYS), serve presets only, or set THUMBD_ALLOWED_WIDTHS and THUMBD_ALLOWED_QUALITIES", c.Name)
+	}
 }
 
 func keysFromSecret(c *corev1.Container) bool {
@@ -155,10 +171,11 @@ func keysFromSecret(c *corev1.Container) bool {
 	})
 }
 
-// secretSettings are read only from Secrets: the signing keys, and the
-// object store's secret key and session token (THUMBD_RESULT_STORE,
-// THUMBD_SOURCE).
-var secretSettings = []string{"THUMBD_SIGNING_KEYS", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+// secretSettings are read only from Secrets: the signing keys, the result
+// store's signing keys, the object store's secret key and session token
+// (THUMBD_RESULT_STORE, THUMBD_SOURCE), and the OTLP exporter's headers
+// (a collector's API key).
+var secretSettings = []string{"THUMBD_SIGNING_KEYS", "THUMBD_RESULT_STORE_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OTEL_EXPORTER_OTLP_HEADERS"}
 
 // checkSecrets: secrets come from a Secret, never from a ConfigMap or a
 // literal in a manifest; loopback origins (a switch for development and

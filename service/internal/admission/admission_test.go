@@ -229,3 +229,20 @@ func TestAdmitWithin(t *testing.T) {
 		t.Fatalf("a job over the budget: %v, want ErrTooLarge at once", err)
 	}
 }
+
+// A negative reservation (a length nobody declared) is refused: never a
+// panic of the semaphore, never bytes taken.
+func TestBytesReserveNegative(t *testing.T) {
+	b := NewBytes(10)
+	defer func() {
+		if v := recover(); v != nil {
+			t.Fatalf("Reserve(-1) panicked: %v", v)
+		}
+	}()
+	if _, err := b.Reserve(context.Background(), strings.NewReader("x"), -1); err == nil {
+		t.Fatal("Reserve(-1) accepted")
+	}
+	if b.Used() != 0 {
+		t.Fatalf("used %d after a refused reservation", b.Used())
+	}
+}

@@ -12,6 +12,10 @@ import (
 // ErrNoRoom means the byte budget is spent.
 var ErrNoRoom = errors.New("admission: body budget spent")
 
+// ErrBadLength is a reservation of a negative length: a caller with no
+// declared length reads through Reader instead.
+var ErrBadLength = errors.New("admission: a negative length reserved")
+
 // Bytes bounds the bytes held by request bodies while they are read and
 // processed. A body of known length reserves all of it before its first
 // byte is read, waiting in arrival order while the budget is spent: the
@@ -44,6 +48,9 @@ func (b *Bytes) Reader(r io.Reader) *BytesReader { return &BytesReader{b: b, r: 
 // them, and returns a reader of r that reads its first n bytes on them;
 // bytes beyond n are taken as they arrive, as Reader does.
 func (b *Bytes) Reserve(ctx context.Context, r io.Reader, n int64) (*BytesReader, error) {
+	if n < 0 {
+		return nil, ErrBadLength
+	}
 	if n > b.max {
 		return nil, ErrNoRoom
 	}

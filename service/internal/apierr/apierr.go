@@ -88,7 +88,7 @@ var codes = [...]struct {
 	{BadParameter, http.StatusBadRequest,
 		"a query parameter out of range or malformed (also a broken request body)"},
 	{BadSourceName, http.StatusBadRequest,
-		"`src` absolute, containing `..`, empty, or resolving (symlinks included) outside the source directory; for a bucket source, an empty, `.` or `..` segment, a control byte or backslash, or a key over 1024 bytes"},
+		"`src` absolute, containing `..`, empty, not canonical (an empty or `.` segment: `./a.jpg`, `a//b.jpg`, `a/./b.jpg`, a trailing `/`), or resolving (symlinks included) outside the source directory; for a bucket source, an empty, `.` or `..` segment, a control byte or backslash, or a key over 1024 bytes"},
 	{BadURL, http.StatusBadRequest,
 		"`url` empty, not an absolute URL with a host, or with a bad port"},
 	{URLSchemeNotAllowed, http.StatusBadRequest,

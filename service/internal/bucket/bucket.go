@@ -203,7 +203,13 @@ func New(loc Location, conn Conn, opts Options) (*Client, error) {
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
-	creds := conn.credentials(&http.Client{Transport: transport, Timeout: opts.Timeout})
+	// The credentials' calls (STS, instance metadata) carry the web
+	// identity token: a redirect is never followed, so it goes nowhere
+	// but the endpoint configured.
+	creds := conn.credentials(&http.Client{Transport: transport, Timeout: opts.Timeout,
+		CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+			return errors.New("bucket: the credentials endpoint redirected to " + r.URL.Redacted() + ": not followed")
+		}})
 	mc, err := minio.New(endpoint, &minio.Options{
 		Creds: creds, Secure: secure, Region: conn.Region, BucketLookup: lookup, Transport: endOnFailure{transport},
 		// Retries are this package's: bounded by the caller's deadline,
@@ -303,6 +309,8 @@ func (r *Reader) Close() error {
 
 // Get opens key's body. The object's size (Content-Length) is known
 // before a byte is read: a caller with a bound closes the reader unread.
+// An answer without Content-Length (chunked) has Size -1: the caller
+// reads it as a body of unknown length, bounded as it reads.
 // The attempt's timeout covers reading the body, until Close.
 func (c *Client) Get(ctx context.Context, key string, o GetOptions) (*Reader, error) {
 	ctx, call := c.begin(ctx, opGet, key)

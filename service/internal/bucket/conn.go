@@ -3,6 +3,7 @@ package bucket
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -50,7 +51,7 @@ const DefaultRegion = "us-east-1"
 // knows a manifest that sets them sets something thumbd reads.
 var EnvVars = []struct{ Name, Meaning string }{
 	{"AWS_ENDPOINT_URL_S3", "object storage: the S3-compatible service's URL (empty: AWS S3)"},
-	{"AWS_ENDPOINT_URL", "object storage: the endpoint when AWS_ENDPOINT_URL_S3 is unset (also STS's)"},
+	{"AWS_ENDPOINT_URL", "object storage: the endpoint when AWS_ENDPOINT_URL_S3 is unset (never STS's)"},
 	{"AWS_REGION", "object storage: the region signed for (default us-east-1)"},
 	{"AWS_DEFAULT_REGION", "object storage: the region when AWS_REGION is unset"},
 	{"AWS_ACCESS_KEY_ID", "object storage: a static key's ID, with AWS_SECRET_ACCESS_KEY"},
@@ -58,7 +59,7 @@ var EnvVars = []struct{ Name, Meaning string }{
 	{"AWS_SESSION_TOKEN", "object storage: a temporary key's session token (from a Secret)"},
 	{"AWS_ROLE_ARN", "object storage: the role of a web identity (EKS IRSA), with AWS_WEB_IDENTITY_TOKEN_FILE"},
 	{"AWS_WEB_IDENTITY_TOKEN_FILE", "object storage: the web identity token's file (EKS IRSA)"},
-	{"AWS_ENDPOINT_URL_STS", "object storage: a custom STS endpoint for the web identity"},
+	{"AWS_ENDPOINT_URL_STS", "object storage: a custom STS endpoint for the web identity (the only variable that sets it)"},
 }
 
 // FromEnv reads the AWS SDKs' standard variables through getenv (run's,
@@ -81,7 +82,9 @@ func FromEnv(getenv func(string) string) (Conn, error) {
 		SessionToken:         getenv("AWS_SESSION_TOKEN"),
 		RoleARN:              getenv("AWS_ROLE_ARN"),
 		WebIdentityTokenFile: getenv("AWS_WEB_IDENTITY_TOKEN_FILE"),
-		STSEndpoint:          either("AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"),
+		// STS only from its own variable: AWS_ENDPOINT_URL is set for an
+		// S3-compatible service (MinIO), which must never get the token.
+		STSEndpoint: getenv("AWS_ENDPOINT_URL_STS"),
 		Proxy: httpproxy.Config{
 			HTTPProxy:  either("HTTP_PROXY", "http_proxy"),
 			HTTPSProxy: either("HTTPS_PROXY", "https_proxy"),
@@ -124,9 +127,41 @@ func (c Conn) endpoint() (host string, secure bool, lookup minio.BucketLookupTyp
 	}
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
-		return "", false, 0, errors.New("the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) must be http:// or https:// and a host, without a path: " + quote(c.Endpoint))
+		return "", false, 0, errors.New("the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) must be http:// or https:// and a host, without a path or user information: " + quote(redact(c.Endpoint, u, err)))
 	}
 	return u.Host, u.Scheme == "https", lookup, nil
+}
+
+// redact is an endpoint as an error may show it: never its user
+// information (a key pasted into the URL), nor the whole of what does not
+// parse.
+func redact(raw string, u *url.URL, err error) string {
+	if err != nil {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			return "(redacted)@" + raw[i+1:]
+		}
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	return u.String()
+}
+
+// Plaintext reports whether the endpoint is http:// on a host that is not
+// loopback: keys' signatures, objects and credentials' answers cross the
+// network unencrypted (the start-up warns).
+func (c Conn) Plaintext() bool {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback()
 }
 
 // proxy is the transport's proxy function from the proxy settings.

@@ -10,7 +10,9 @@
 // (Identify) before the result cache is looked in; with a MaxAge, an
 // identity is trusted that long without asking again. The object's size
 // is known before a byte is read: over the limit it is refused unread,
-// and the source budget is reserved before reading.
+// and the source budget is reserved before reading; an answer without a
+// length is read as an upload of unknown length is, taking from the
+// budget as its bytes come.
 package bucketsource
 
 import (

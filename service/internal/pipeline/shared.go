@@ -59,6 +59,7 @@ func (p *Pipeline) stored(tag, key string, vary []string, blob *source.Blob, job
 		return job
 	}
 	return func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+		var held *results.Entry // a stale hit, its bytes on the budget until the job is done
 		if e, ok := p.Store.Get(ctx, tag, key); ok {
 			if e.Fresh.Fresh(time.Now()) {
 				blob.Release()
@@ -66,15 +67,20 @@ func (p *Pipeline) stored(tag, key string, vary []string, blob *source.Blob, job
 					// As a job's answer to a matching If-None-Match:
 					// no body, a 304; the entry is kept all the same.
 					p.keep(key, e)
+					e.Release()
 					return &results.Entry{ETag: e.ETag, Fresh: e.Fresh}, nil
 				}
-				return e, nil
+				return e, nil // released once answered (shared)
 			}
+			held = e
 			if stale == nil {
 				stale = e
 			}
 		}
 		e, err := job(ctx, stale, inm)
+		if e != held {
+			held.Release()
+		}
 		if err == nil {
 			p.Store.Put(ctx, tag, key, e, vary)
 		}
@@ -119,6 +125,7 @@ func (p *Pipeline) shared(ctx context.Context, w http.ResponseWriter, r *http.Re
 		// An entry with a body may still be a 304: a stale one its origin
 		// said had not changed, whose ETag the job did not compare.
 		p.answer(ctx, w, e, inm)
+		e.Release() // a store hit's bytes, off the budget once written
 		return nil
 	}
 	fl, leader := p.flights.join(key, p.keeps(), func() (jobCtx context.Context, cancel context.CancelFunc) {
@@ -135,6 +142,18 @@ func (p *Pipeline) shared(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if !leader {
 		p.Metrics.Merged.Inc()
 		blob.Release()
+	} else {
+		// A store hit's bytes are on the budget until the starter's
+		// answer is written, or the job's end when the starter left
+		// (the other waiters write the same bytes).
+		defer func() {
+			select {
+			case <-fl.done:
+				fl.entry.Release()
+			default:
+				go func() { <-fl.done; fl.entry.Release() }()
+			}
+		}()
 	}
 	select {
 	case <-fl.done:

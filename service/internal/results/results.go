@@ -11,6 +11,7 @@
 package results
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,32 @@ type Entry struct {
 	// Fresh is how long the entry may be served without asking its
 	// source, and the validators to ask it with.
 	Fresh source.Freshness
+	// hold gives back the budget Body was read on (a result store hit,
+	// read on the source budget); nil: none. Shared by copies.
+	hold *hold
+}
+
+type hold struct {
+	once    sync.Once
+	release func()
+}
+
+// Held is e, whose Body was read on a budget that release gives back:
+// the answer's writer calls Release once it is written.
+func Held(e *Entry, release func()) *Entry {
+	if release != nil {
+		e.hold = &hold{release: release}
+	}
+	return e
+}
+
+// Release gives back the budget e's Body was read on, once; for any other
+// entry (nil included) it does nothing. The bytes stay readable: a cache
+// may keep them, within its own bound.
+func (e *Entry) Release() {
+	if e != nil && e.hold != nil {
+		e.hold.once.Do(e.hold.release)
+	}
 }
 
 // entryOverhead is an entry's bookkeeping beside its bytes and key

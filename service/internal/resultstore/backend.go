@@ -14,15 +14,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/thumbd/thumbd/service/internal/admission"
 )
 
 // Backend is where stored results live. Keys are slash-separated paths of
 // hex digits made by Store; a backend adds its own prefix.
 type Backend interface {
-	// Get is key's object, whole, its body at most max bytes (a larger
-	// one is an error, not read); ErrNotFound when there is none.
-	Get(ctx context.Context, key string, max int64) (Object, error)
+	// Get is key's object, whole, its body read by lim (at most lim.Max
+	// bytes: a larger one is an error, not read; within lim.Budget);
+	// ErrNotFound when there is none. The caller calls the object's
+	// Release once its body is no longer held.
+	Get(ctx context.Context, key string, lim Limits) (Object, error)
 	// Put stores o under key, whole or not at all: a reader never sees
 	// part of it.
 	Put(ctx context.Context, key string, o Object) error
@@ -41,6 +46,76 @@ type Object struct {
 	ContentType string
 	Meta        map[string]string
 	Body        []byte
+	release     func() // gives back the budget Body was read on; nil: none
+}
+
+// Release gives back the budget the body was read on (once).
+func (o *Object) Release() {
+	if o.release != nil {
+		o.release()
+		o.release = nil
+	}
+}
+
+// Limits are how a backend reads a body: at most Max bytes, on Budget (the
+// source budget: a stored result's bytes are held like a source's) when
+// set, reserved before the first byte is read.
+type Limits struct {
+	Max    int64
+	Budget *admission.Bytes
+}
+
+// errNoRoom is the budget spent, or not free within the lookup's time:
+// not the store's failure.
+var errNoRoom = errors.New("the source budget has no room for the stored object")
+
+// read reads r's body of n bytes (-1: unknown) within l, and what gives
+// its bytes back to the budget.
+func (l Limits) read(ctx context.Context, r io.Reader, n int64) ([]byte, func(), error) {
+	if n > l.Max {
+		return nil, nil, errTooLarge(n, l.Max)
+	}
+	if l.Budget == nil {
+		return readAll(r, n, l.Max, nil)
+	}
+	if n < 0 {
+		br := l.Budget.Reader(r)
+		return readAll(br, n, l.Max, br.Close)
+	}
+	br, err := l.Budget.Reserve(ctx, r, n)
+	if err != nil {
+		return nil, nil, errNoRoom
+	}
+	return readAll(br, n, l.Max, br.Close)
+}
+
+// readAll reads n bytes of r (n < 0: up to max, and one byte more to know
+// it was passed); on failure release is called and nothing returned.
+func readAll(r io.Reader, n, max int64, release func()) ([]byte, func(), error) {
+	var body []byte
+	var err error
+	if n >= 0 {
+		body = make([]byte, n)
+		_, err = io.ReadFull(r, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r, max+1))
+		if err == nil && int64(len(body)) > max {
+			err = errTooLarge(int64(len(body)), max)
+		}
+	}
+	if errors.Is(err, admission.ErrNoRoom) {
+		err = errNoRoom
+	}
+	if err != nil {
+		if release != nil {
+			release()
+		}
+		return nil, nil, err
+	}
+	if release == nil {
+		release = func() {}
+	}
+	return body, release, nil
 }
 
 // ErrNotFound is a key the backend does not hold.

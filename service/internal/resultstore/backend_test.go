@@ -105,7 +105,7 @@ func TestBackends(t *testing.T) {
 		t.Run(bc.name, func(t *testing.T) {
 			fresh, refused := bc.setup(t)
 			t.Run("missing", func(t *testing.T) {
-				_, err := fresh(t).Get(ctx, "0123/4567", 1<<20)
+				_, err := fresh(t).Get(ctx, "0123/4567", Limits{Max: 1 << 20})
 				if !errors.Is(err, ErrNotFound) {
 					t.Fatalf("Get of a key never put: %v, want ErrNotFound", err)
 				}
@@ -117,7 +117,7 @@ func TestBackends(t *testing.T) {
 					if err := b.Put(ctx, "abcd/ef01", want); err != nil {
 						t.Fatal(err)
 					}
-					got, err := b.Get(ctx, "abcd/ef01", 1<<20)
+					got, err := b.Get(ctx, "abcd/ef01", Limits{Max: 1 << 20})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -131,10 +131,10 @@ func TestBackends(t *testing.T) {
 				if err := b.Put(ctx, "abcd/big", object("0123456789")); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := b.Get(ctx, "abcd/big", 9); err == nil || errors.Is(err, ErrNotFound) {
+				if _, err := b.Get(ctx, "abcd/big", Limits{Max: 9}); err == nil || errors.Is(err, ErrNotFound) {
 					t.Fatalf("Get of 10 bytes bounded at 9: %v, want an error", err)
 				}
-				if _, err := b.Get(ctx, "abcd/big", 10); err != nil {
+				if _, err := b.Get(ctx, "abcd/big", Limits{Max: 10}); err != nil {
 					t.Fatalf("Get of 10 bytes bounded at 10: %v", err)
 				}
 			})
@@ -162,7 +162,7 @@ func TestBackends(t *testing.T) {
 				for range 2 {
 					wg.Go(func() {
 						for time.Now().Before(stop) {
-							o, err := b.Get(ctx, "aaaa/same", 1<<20)
+							o, err := b.Get(ctx, "aaaa/same", Limits{Max: 1 << 20})
 							if errors.Is(err, ErrNotFound) {
 								continue
 							}

@@ -3,7 +3,6 @@ package resultstore
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -17,7 +16,7 @@ type Bucket struct{ Client *bucket.Client }
 
 func (b Bucket) String() string { return b.Client.Location().String() }
 
-func (b Bucket) Get(ctx context.Context, key string, max int64) (Object, error) {
+func (b Bucket) Get(ctx context.Context, key string, lim Limits) (Object, error) {
 	r, err := b.Client.Get(ctx, key, bucket.GetOptions{})
 	if bucket.NotFound(err) {
 		return Object{}, ErrNotFound
@@ -26,11 +25,11 @@ func (b Bucket) Get(ctx context.Context, key string, max int64) (Object, error) 
 		return Object{}, err
 	}
 	defer r.Close()
-	if r.Size < 0 || r.Size > max {
-		return Object{}, errTooLarge(r.Size, max) // closed unread: not downloaded
-	}
-	body := make([]byte, r.Size)
-	if _, err := io.ReadFull(r, body); err != nil {
+	// A size over the bound is refused unread (closed: not downloaded); an
+	// answer without Content-Length (Size -1: chunked, or a gateway that
+	// serves the object decompressed) is read up to the bound.
+	body, release, err := lim.read(ctx, r, r.Size)
+	if err != nil {
 		return Object{}, err
 	}
 	// The client gives user metadata in canonical header form
@@ -39,7 +38,7 @@ func (b Bucket) Get(ctx context.Context, key string, max int64) (Object, error) 
 	for k, v := range r.Metadata {
 		meta[strings.ToLower(k)] = v
 	}
-	return Object{ContentType: r.ContentType, Meta: meta, Body: body}, nil
+	return Object{ContentType: r.ContentType, Meta: meta, Body: body, release: release}, nil
 }
 
 func (b Bucket) Put(ctx context.Context, key string, o Object) error {

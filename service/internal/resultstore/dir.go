@@ -23,8 +23,10 @@ type Dir struct{ Root string }
 // (and is not read further).
 const dirMagic = "thumbd-result 1\n"
 
-// dirHeaderMax bounds the header line (media type and metadata).
-const dirHeaderMax = 8 << 10
+// dirHeaderMax bounds the header line (media type and metadata): 2 KB
+// of metadata (maxMetaSize) is at most 12 KB once JSON escapes it (a '<'
+// is six bytes), and the reader's buffer holds the whole line.
+const dirHeaderMax = 16 << 10
 
 type dirHeader struct {
 	ContentType string            `json:"content_type"`
@@ -36,7 +38,7 @@ func (d Dir) String() string { return "directory " + d.Root }
 
 func (d Dir) path(key string) string { return filepath.Join(d.Root, filepath.FromSlash(key)) }
 
-func (d Dir) Get(ctx context.Context, key string, max int64) (Object, error) {
+func (d Dir) Get(ctx context.Context, key string, lim Limits) (Object, error) {
 	f, err := os.Open(d.path(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Object{}, ErrNotFound
@@ -45,7 +47,7 @@ func (d Dir) Get(ctx context.Context, key string, max int64) (Object, error) {
 		return Object{}, err
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
+	r := bufio.NewReaderSize(f, len(dirMagic)+dirHeaderMax)
 	magic := make([]byte, len(dirMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != dirMagic {
 		return Object{}, fmt.Errorf("%s: not a stored result", f.Name())
@@ -58,17 +60,23 @@ func (d Dir) Get(ctx context.Context, key string, max int64) (Object, error) {
 	if err := json.Unmarshal(line, &h); err != nil {
 		return Object{}, fmt.Errorf("%s: header: %w", f.Name(), err)
 	}
-	if h.Size < 0 || h.Size > max {
-		return Object{}, errTooLarge(h.Size, max)
+	if h.Size < 0 {
+		return Object{}, fmt.Errorf("%s: header: a negative size", f.Name())
 	}
-	body := make([]byte, h.Size)
-	if _, err := io.ReadFull(r, body); err != nil {
+	body, release, err := lim.read(ctx, r, h.Size)
+	switch {
+	case errors.Is(err, errNoRoom):
+		return Object{}, err
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return Object{}, fmt.Errorf("%s: body shorter than its header says: %w", f.Name(), err)
+	case err != nil:
+		return Object{}, err
 	}
 	if n, _ := r.Read(make([]byte, 1)); n != 0 {
+		release()
 		return Object{}, fmt.Errorf("%s: body longer than its header says", f.Name())
 	}
-	return Object{ContentType: h.ContentType, Meta: h.Meta, Body: body}, nil
+	return Object{ContentType: h.ContentType, Meta: h.Meta, Body: body, release: release}, nil
 }
 
 func (d Dir) Put(ctx context.Context, key string, o Object) error {

@@ -3,10 +3,10 @@ package resultstore
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	hits, misses, lookupErrors, skipped prometheus.Counter
-	writes, writeErrors, opened         prometheus.Counter
-	dropped                             *prometheus.CounterVec
-	lookup                              prometheus.Histogram
+	hits, misses, lookupErrors, skipped, rejected prometheus.Counter
+	writes, writeErrors, opened                   prometheus.Counter
+	dropped                                       *prometheus.CounterVec
+	lookup                                        prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -17,7 +17,8 @@ func newMetrics() *metrics {
 		hits:         counter("hits_total", "Thumbnails answered from the result store (after a result cache miss), with no engine job."),
 		misses:       counter("misses_total", "Result store lookups that gave no result: absent, failed, timed out or skipped while the breaker is open."),
 		lookupErrors: counter("lookup_errors_total", "Result store lookups that failed or timed out (THUMBD_RESULT_STORE_TIMEOUT), or found an unreadable object; counted in misses too."),
-		skipped:      counter("lookups_skipped_total", "Result store lookups not tried because the breaker is open (the store failed repeatedly); counted in misses too."),
+		rejected:     counter("rejected_total", "Stored objects found and not answered: a media type thumbd does not write, a body not of its type, or (with THUMBD_RESULT_STORE_KEY) no valid signature; counted in misses too."),
+		skipped:      counter("lookups_skipped_total", "Result store lookups not tried: the breaker is open (the store failed repeatedly), 64 lookups are in flight, the request has less time left than the lookup timeout, or the source budget had no room for the object within the lookup's time; counted in misses too."),
 		writes:       counter("writes_total", "Thumbnails written to the result store."),
 		writeErrors:  counter("write_errors_total", "Result store writes that failed or timed out."),
 		opened:       counter("breaker_opened_total", "Times the result store's breaker opened: lookups and writes skipped for its delay."),
@@ -38,7 +39,7 @@ func newMetrics() *metrics {
 // registry; queued reads the write-behind queue's bytes.
 func (s *Store) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.hits, m.misses, m.lookupErrors, m.skipped, m.writes, m.writeErrors, m.opened, m.dropped, m.lookup,
+	return []prometheus.Collector{m.hits, m.misses, m.lookupErrors, m.skipped, m.rejected, m.writes, m.writeErrors, m.opened, m.dropped, m.lookup,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "thumbd_result_store_queue_bytes",
 			Help: "Bytes of results waiting to be written to the result store, within thumbd_result_store_queue_max_bytes."},
 			func() float64 { return float64(s.queued.Load()) }),

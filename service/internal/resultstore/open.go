@@ -9,16 +9,20 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/bucket"
 )
 
 // Settings are what Open builds the service's store from.
 type Settings struct {
-	Location      Location      // THUMBD_RESULT_STORE; zero: off
-	Conn          bucket.Conn   // how a bucket is reached (the AWS_* settings)
-	LookupTimeout time.Duration // THUMBD_RESULT_STORE_TIMEOUT
-	QueueBytes    int64         // THUMBD_RESULT_STORE_QUEUE, as the memory plan gives it
-	MaxBytes      int64         // THUMBD_MAX_BODY_BYTES
+	Location      Location         // THUMBD_RESULT_STORE; zero: off
+	Conn          bucket.Conn      // how a bucket is reached (the AWS_* settings)
+	LookupTimeout time.Duration    // THUMBD_RESULT_STORE_TIMEOUT
+	QueueBytes    int64            // THUMBD_RESULT_STORE_QUEUE, as the memory plan gives it
+	MaxBytes      int64            // THUMBD_MAX_BODY_BYTES
+	Keys          [][]byte         // THUMBD_RESULT_STORE_KEY; nil: objects unsigned
+	Namespace     string           // Config.Namespace
+	Budget        *admission.Bytes // the source budget, which hits are read on
 	// Metrics counts the bucket client's calls (use "result_store").
 	Metrics *bucket.Metrics
 	Tracer  trace.Tracer // nil: no spans
@@ -53,7 +57,7 @@ func Open(s Settings) *Store {
 	}
 	store := New(Config{
 		Backend: backend, LookupTimeout: s.LookupTimeout, WriteTimeout: serviceWriteTimeout,
-		QueueBytes: s.QueueBytes, MaxBytes: s.MaxBytes, Tracer: s.Tracer, Logger: s.Logger,
+		QueueBytes: s.QueueBytes, MaxBytes: s.MaxBytes, Keys: s.Keys, Namespace: s.Namespace, Budget: s.Budget, Tracer: s.Tracer, Logger: s.Logger,
 	})
 	store.loc = s.Location
 	return store

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/source"
 )
@@ -40,6 +41,26 @@ type Config struct {
 	QueueBytes int64
 	// MaxBytes is the largest result written or read back.
 	MaxBytes int64
+	// Budget, when set, is the byte budget a hit's bytes are read on
+	// (reserved before the first is read, within the lookup's time), held
+	// until the entry's Release: the source budget, so that hits and
+	// sources share one bound.
+	Budget *admission.Bytes
+	// MaxLookups bounds the lookups in flight, a hung one included until
+	// its backend returns; a lookup past it is a miss (0: 64).
+	MaxLookups int
+	// Namespace is hashed into every object key beside the request's key:
+	// the deployment (THUMBD_RESULT_STORE_NAMESPACE, else the source
+	// location) and a fingerprint of the settings that change a
+	// thumbnail's bytes (libvips' version, JPEG shrink, AVIF effort, the
+	// limits), so that deployments sharing a store, or one whose settings
+	// changed, never answer each other's thumbnails. "": none (tests).
+	Namespace string
+	// Keys, when set (THUMBD_RESULT_STORE_KEY), sign every object written
+	// (an HMAC-SHA256 of its key, media type, metadata and body, by the
+	// first key) and an object is answered only with a signature by one of
+	// them: for a store other writers share.
+	Keys [][]byte
 	// Failures in a row that open the breaker, and how long it stays open
 	// before one request tries the store again (0: 5 and 5 s).
 	BreakerFailures uint
@@ -55,6 +76,8 @@ type Store struct {
 	loc     Location // as the setting gave it, for start-up messages (Open)
 	breaker circuitbreaker.CircuitBreaker[any]
 	metrics *metrics
+
+	lookups chan struct{} // a token per lookup in flight (MaxLookups)
 
 	mu     sync.RWMutex // held to send on queue, and to close it
 	closed bool
@@ -77,9 +100,16 @@ const writers = 2
 // queueSlots bounds the queue's length as QueueBytes bounds its bytes.
 const queueSlots = 4096
 
-// writeOverhead is a queued write's bookkeeping beside its body (key,
-// metadata, the struct): counted so that tiny results stay bounded too.
+// writeOverhead is a queued write's bookkeeping beside its body, key and
+// metadata (the struct, the map's buckets): counted so that tiny results
+// stay bounded too. The key and the metadata are counted as written.
 const writeOverhead = 512
+
+// writeSize is what a queued write of o under key counts in the queue's
+// bound: its body, key and metadata as written, and writeOverhead.
+func writeSize(key string, o Object) int64 {
+	return int64(len(o.Body)+len(key)+metaSize(o.Meta)) + writeOverhead
+}
 
 // New returns the store of cfg; with a backend, its writers run until
 // Close.
@@ -96,7 +126,10 @@ func New(cfg Config) *Store {
 	if cfg.BreakerDelay == 0 {
 		cfg.BreakerDelay = 5 * time.Second
 	}
-	s := &Store{cfg: cfg, metrics: newMetrics(), done: make(chan struct{})}
+	if cfg.MaxLookups <= 0 {
+		cfg.MaxLookups = 64
+	}
+	s := &Store{cfg: cfg, metrics: newMetrics(), done: make(chan struct{}), lookups: make(chan struct{}, cfg.MaxLookups)}
 	if cfg.Backend == nil {
 		close(s.done)
 		return s
@@ -175,6 +208,15 @@ func ObjectKey(tag, key string) string {
 	return tag + "/" + hex.EncodeToString(sum[:16])
 }
 
+// objectKey is ObjectKey within the store's namespace: the deployment's
+// and the settings that change bytes (Config.Namespace).
+func (s *Store) objectKey(tag, key string) string {
+	if s.cfg.Namespace == "" {
+		return ObjectKey(tag, key)
+	}
+	return ObjectKey(tag, s.cfg.Namespace+"\x00"+key)
+}
+
 // Get looks key up, within the lookup timeout and the request's deadline.
 // Any failure is a miss (the caller computes); a stale entry is returned
 // for the caller to revalidate, as the result cache's.
@@ -184,6 +226,17 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	}
 	ctx, span := s.cfg.Tracer.Start(ctx, "result_store.get")
 	defer span.End()
+	// The lookup's time: its own timeout, within the request's deadline.
+	// A request with less left than the timeout does not try (an upload
+	// whose body came late, a request that waited): the store would not
+	// get its time, and its failure would be the client's, not the store's.
+	timeout := s.cfg.LookupTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		s.metrics.misses.Inc()
+		s.metrics.skipped.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "skipped: less time left than the lookup timeout"))
+		return nil, false
+	}
 	if !s.breaker.TryAcquirePermit() {
 		s.metrics.misses.Inc()
 		s.metrics.skipped.Inc()
@@ -193,23 +246,51 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	// Detached from the client: a lookup always ends by its timeout and
 	// reports to the breaker (a permit taken and never reported would
 	// hold the breaker half-open).
-	timeout := s.cfg.LookupTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
+	select {
+	case s.lookups <- struct{}{}: // given back when the backend returns (fetch)
+	default:
+		// As many lookups in flight as allowed (a slow or hung store
+		// holds them): this one is not tried, and the store is not
+		// blamed.
+		s.breaker.RecordSuccess()
+		s.metrics.misses.Inc()
+		s.metrics.skipped.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "skipped: lookups in flight"))
+		return nil, false
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	start := time.Now()
-	obj, err := s.cfg.Backend.Get(lctx, ObjectKey(tag, key), s.cfg.MaxBytes)
+	okey := s.objectKey(tag, key)
+	obj, err := s.fetch(lctx, okey)
 	cancel()
 	s.metrics.lookup.Observe(time.Since(start).Seconds())
+	if errors.Is(err, errNoRoom) {
+		// The budget is spent: not the store's failure.
+		s.breaker.RecordSuccess()
+		s.metrics.misses.Inc()
+		s.metrics.skipped.Inc()
+		span.SetAttributes(attribute.String("thumbd.result_store", "skipped: source budget spent"))
+		return nil, false
+	}
 	var e *results.Entry
 	if err == nil {
+		if err = s.trusted(okey, obj); err != nil {
+			obj.Release()
+			// Not an object thumbd wrote: the store answered, its health
+			// is not in question; what it holds is not answered.
+			s.breaker.RecordSuccess()
+			s.metrics.misses.Inc()
+			s.metrics.rejected.Inc()
+			s.cfg.Logger.Warn("result store: object refused, computed instead", "key", okey, "err", err)
+			span.SetStatus(codes.Error, err.Error())
+			return nil, false
+		}
 		if e, err = decode(obj); err != nil {
-			// The store answered: its health is not in question.
+			obj.Release()
 			s.breaker.RecordSuccess()
 			s.metrics.misses.Inc()
 			s.metrics.lookupErrors.Inc()
-			s.cfg.Logger.Warn("result store: unreadable result, computed instead", "key", ObjectKey(tag, key), "err", err)
+			s.cfg.Logger.Warn("result store: unreadable result, computed instead", "key", okey, "err", err)
 			span.SetStatus(codes.Error, err.Error())
 			return nil, false
 		}
@@ -234,6 +315,42 @@ func (s *Store) Get(ctx context.Context, tag, key string) (*results.Entry, bool)
 	return nil, false
 }
 
+// fetch is the backend's Get, given up at ctx's end whatever the backend
+// does: a file system may block in open or read past any context (a
+// frozen NFS mount), and a lookup must still end by its timeout and
+// count as a failure. The abandoned call ends in the background when the
+// file system returns.
+func (s *Store) fetch(ctx context.Context, key string) (Object, error) {
+	type got struct {
+		obj Object
+		err error
+	}
+	done := make(chan got) // unbuffered: an answer is taken, or released
+	abandoned := make(chan struct{})
+	go func() {
+		defer func() { <-s.lookups }()
+		obj, err := s.cfg.Backend.Get(ctx, key, Limits{Max: s.cfg.MaxBytes, Budget: s.cfg.Budget})
+		select {
+		case done <- got{obj, err}:
+		case <-abandoned:
+			obj.Release() // no one takes it: its bytes are given back at once
+		}
+	}()
+	select {
+	case g := <-done:
+		return g.obj, g.err
+	case <-ctx.Done():
+		close(abandoned)
+		// The backend may have answered at the same moment.
+		select {
+		case g := <-done:
+			return g.obj, g.err
+		default:
+		}
+		return Object{}, ctx.Err()
+	}
+}
+
 // Put queues e to be written under key, when its freshness allows keeping
 // it (the result cache's rule: an origin's caching headers, uploads only
 // when the operator allows). It never waits: a full queue, a result too
@@ -252,11 +369,21 @@ func (s *Store) Put(ctx context.Context, tag, key string, e *results.Entry, vary
 		drop("unstorable")
 		return
 	}
+	okey := s.objectKey(tag, key)
+	if len(s.cfg.Keys) > 0 {
+		obj.Meta[metaSignature] = sign(s.cfg.Keys[0], okey, obj)
+	}
+	if metaSize(obj.Meta) > maxMetaSize {
+		// S3 refuses the PUT (a failure the breaker would count), and
+		// every backend is held to what S3 takes.
+		drop("unstorable")
+		return
+	}
 	if s.breaker.IsOpen() && s.breaker.RemainingDelay() > 0 {
 		drop("store_down")
 		return
 	}
-	w := write{key: ObjectKey(tag, key), obj: obj, size: int64(len(obj.Body)) + writeOverhead, span: trace.SpanContextFromContext(ctx)}
+	w := write{key: okey, obj: obj, size: writeSize(okey, obj), span: trace.SpanContextFromContext(ctx)}
 	if s.queued.Add(w.size) > s.cfg.QueueBytes {
 		s.queued.Add(-w.size)
 		drop("queue_full")
@@ -312,8 +439,22 @@ const (
 	metaOrigin       = "origin"       // "1": the origin's caching rules make the answer's Cache-Control
 	metaAnswerUntil  = "answer-until" // Unix nanoseconds: the answer's own lifetime for caches in front
 	metaDigest       = "body-sha256"  // the body's, checked on reading
+	metaSignature    = "hmac-sha256"  // with Keys: the object's signature (sign)
 	maxMetaValueSize = 1024
+	// maxMetaSize is S3's bound on an object's user metadata, 2 KB: the
+	// bytes of every name (counted with its x-amz-meta- prefix, to be safe
+	// with services that count it) and value.
+	maxMetaSize = 2048
 )
+
+// metaSize is meta's size as S3 counts it (maxMetaSize).
+func metaSize(meta map[string]string) int {
+	n := 0
+	for k, v := range meta {
+		n += len("x-amz-meta-") + len(k) + len(v)
+	}
+	return n
+}
 
 // encode is e as an object; false when its strings cannot be S3 metadata.
 func encode(e *results.Entry, vary []string) (Object, bool) {
@@ -386,9 +527,9 @@ func decode(o Object) (*results.Entry, error) {
 		// sidecar) may show one write's metadata beside another's body.
 		return nil, errors.New("the body is not the one its metadata describes")
 	}
-	return &results.Entry{
+	return results.Held(&results.Entry{
 		Body: o.Body, Type: o.ContentType, ETag: m[metaETag],
 		Fresh: source.Freshness{Store: true, Until: time.Unix(until, 0), ETag: m[metaSourceETag], LastModified: m[metaSourceLM],
 			Origin: m[metaOrigin] == "1", AnswerUntil: answerUntil},
-	}, nil
+	}, o.release), nil
 }

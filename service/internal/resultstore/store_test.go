@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,13 +35,13 @@ type stalled struct {
 	release    chan struct{} // closed: stalled Puts return (nil: they wait for their context)
 }
 
-func (b *stalled) Get(ctx context.Context, key string, max int64) (Object, error) {
+func (b *stalled) Get(ctx context.Context, key string, lim Limits) (Object, error) {
 	b.gets.Add(1)
 	if b.stall.Load() {
 		<-ctx.Done()
 		return Object{}, ctx.Err()
 	}
-	return b.Dir.Get(ctx, key, max)
+	return b.Dir.Get(ctx, key, lim)
 }
 
 func (b *stalled) Put(ctx context.Context, key string, o Object) error {
@@ -60,8 +62,12 @@ func testConfig(b Backend) Config {
 }
 
 func entry(body string, fresh source.Freshness) *results.Entry {
-	return &results.Entry{Body: []byte(body), Type: "image/webp", ETag: `"` + body + `"`, Fresh: fresh}
+	return &results.Entry{Body: webp(body), Type: "image/webp", ETag: `"` + body + `"`, Fresh: fresh}
 }
+
+// webp is body behind a WebP file's signature: what the store accepts
+// as image/webp (only the signature is checked).
+func webp(body string) []byte { return []byte("RIFF\x00\x00\x00\x00WEBP" + body) }
 
 var forever = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)}
 
@@ -112,7 +118,7 @@ func TestStoreKeepsOnlyWhatMayBeKept(t *testing.T) {
 	defer s.Close(ctx)
 	s.Put(ctx, "aa", "no-store", entry("x", source.Freshness{Store: false}), nil)
 	s.Put(ctx, "aa", "304", &results.Entry{ETag: `"x"`, Fresh: forever}, nil) // a 304's entry: no image
-	s.Put(ctx, "aa", "large", entry(strings.Repeat("x", 1<<20+1), forever), nil)
+	s.Put(ctx, "aa", "large", entry(strings.Repeat("x", 1<<20), forever), nil)
 	s.Put(ctx, "aa", "control byte", entry("x", source.Freshness{Store: true, ETag: "\x01"}), nil)
 	flush(t, s)
 	if files, _ := filepath.Glob(filepath.Join(root, "*", "*")); len(files) != 0 {
@@ -180,7 +186,8 @@ func TestStoreWritesNeverWait(t *testing.T) {
 	b := &stalled{Dir: Dir{Root: t.TempDir()}, release: make(chan struct{})}
 	b.stall.Store(true)
 	cfg := testConfig(b)
-	cfg.QueueBytes = 10 * (writeOverhead + 1000)
+	one, _ := encode(entry(strings.Repeat("x", 1000), forever), nil)
+	cfg.QueueBytes = 10 * writeSize(ObjectKey("aa", "k"), one)
 	s := New(cfg)
 	start := time.Now()
 	for i := range 50 {
@@ -267,11 +274,11 @@ func TestStoreMixedWrite(t *testing.T) {
 	s.Put(ctx, "aa", "k", entry("first", forever), nil)
 	flush(t, s)
 	key := ObjectKey("aa", "k")
-	o, err := d.Get(ctx, key, 1<<20)
+	o, err := d.Get(ctx, key, Limits{Max: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Body = []byte("other")
+	o.Body = webp("other")
 	if err := d.Put(ctx, key, o); err != nil {
 		t.Fatal(err)
 	}
@@ -330,4 +337,129 @@ func TestCheckAtStart(t *testing.T) {
 	if err := s.CheckAtStart(ctx); err != nil || !strings.Contains(logs.String(), "result store: not answering at start") || !strings.Contains(logs.String(), "s3://results/") {
 		t.Errorf("a closed port: %v\n%s", err, logs.String())
 	}
+}
+
+// keyPath is where the directory store at root keeps key of tag.
+func keyPath(root, tag, key string) string {
+	return filepath.Join(root, filepath.FromSlash(ObjectKey(tag, key)))
+}
+
+// fifoInPlace replaces the file at path with a FIFO: opening it for
+// reading blocks until a writer comes, as a frozen NFS mount blocks; the
+// cleanup opens it for writing, so that the blocked opens return.
+func fifoInPlace(t *testing.T, path string) {
+	t.Helper()
+	os.Remove(path)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+}
+
+// TestStoreHungFileSystem (finding 3): a directory store whose file system
+// hangs (a FIFO in place of a result) costs each lookup its timeout, not
+// more, and opens the breaker, whatever the file system does.
+func TestStoreHungFileSystem(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	cfg := testConfig(Dir{Root: root})
+	s := New(cfg)
+	defer s.Close(ctx)
+	s.Put(ctx, "aa", "k", entry("x", forever), nil)
+	flush(t, s)
+	fifoInPlace(t, keyPath(root, "aa", "k"))
+	for i := range int(cfg.BreakerFailures) + 2 {
+		start := time.Now()
+		done := make(chan bool, 1)
+		go func() { _, ok := s.Get(ctx, "aa", "k"); done <- ok }()
+		select {
+		case ok := <-done:
+			if ok {
+				t.Fatal("a hit from a FIFO")
+			}
+		case <-time.After(cfg.LookupTimeout + 2*time.Second):
+			t.Fatalf("lookup %d still waiting for the file system %s later (timeout %s)", i, time.Since(start), cfg.LookupTimeout)
+		}
+		if d := time.Since(start); d > cfg.LookupTimeout+250*time.Millisecond {
+			t.Errorf("lookup %d took %s, over the %s timeout", i, d, cfg.LookupTimeout)
+		}
+	}
+	if n := testutil.ToFloat64(s.metrics.opened); n != 1 {
+		t.Errorf("breaker opened %g times, want 1", n)
+	}
+}
+
+// TestStoreLookupsInFlightBounded (finding 4): lookups past the bound (64
+// by default) are misses at once, without asking the store, while the
+// others wait for a slow one.
+func TestStoreLookupsInFlightBounded(t *testing.T) {
+	ctx := context.Background()
+	b := &stalled{Dir: Dir{Root: t.TempDir()}}
+	b.stall.Store(true)
+	cfg := testConfig(b)
+	cfg.LookupTimeout, cfg.BreakerFailures = 500*time.Millisecond, 1000
+	s := New(cfg)
+	defer s.Close(ctx)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() { s.Get(ctx, "aa", fmt.Sprint(i)) })
+	}
+	for deadline := time.Now().Add(5 * time.Second); b.gets.Load() < 64; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lookups reached the store", b.gets.Load())
+		}
+	}
+	start := time.Now()
+	if _, ok := s.Get(ctx, "aa", "one more"); ok {
+		t.Fatal("a hit")
+	}
+	if d := time.Since(start); d > 100*time.Millisecond || b.gets.Load() != 64 {
+		t.Errorf("the 65th lookup took %s and the store was asked %d times, want at once and 64", d, b.gets.Load())
+	}
+	wg.Wait()
+}
+
+// TestStoreMetadataEveryBackendTakes (finding 6): metadata over S3's 2 KB
+// (two origin validators of 1000 bytes each) is never written, so no PUT
+// fails on it; a header JSON makes long (700 '<' in an ETag, 4200 bytes
+// escaped) is read back by the directory store that wrote it.
+func TestStoreMetadataEveryBackendTakes(t *testing.T) {
+	ctx := context.Background()
+	s := New(testConfig(Dir{Root: t.TempDir()}))
+	defer s.Close(ctx)
+	long := source.Freshness{Store: true, Until: time.Unix(1<<62, 0), ETag: `"` + strings.Repeat("a", 998) + `"`, LastModified: strings.Repeat("b", 1000)}
+	s.Put(ctx, "aa", "over 2 KB", entry("x", long), nil)
+	flush(t, s)
+	if n := testutil.ToFloat64(s.metrics.dropped.WithLabelValues("unstorable")); n != 1 {
+		t.Errorf("metadata over 2 KB: %g dropped as unstorable, want 1", n)
+	}
+	escaped := source.Freshness{Store: true, Until: time.Unix(1<<62, 0), ETag: `"` + strings.Repeat("<", 700) + `"`}
+	s.Put(ctx, "aa", "escaped", entry("y", escaped), nil)
+	flush(t, s)
+	if _, ok := s.Get(ctx, "aa", "escaped"); !ok {
+		t.Errorf("a result the store wrote is not read back (lookup errors %g)", testutil.ToFloat64(s.metrics.lookupErrors))
+	}
+}
+
+// TestStoreQueueCountsMetadata (Info): a queued write counts the metadata
+// it carries (up to 2 KB), not a fixed 512 bytes: a queue bounded to a
+// body and 512 bytes does not take a write whose metadata is 2 KB.
+func TestStoreQueueCountsMetadata(t *testing.T) {
+	ctx := context.Background()
+	b := &stalled{Dir: Dir{Root: t.TempDir()}, release: make(chan struct{})}
+	b.stall.Store(true)
+	cfg := testConfig(b)
+	e := entry("x", source.Freshness{Store: true, Until: time.Unix(1<<62, 0), ETag: `"` + strings.Repeat("a", 900) + `"`, LastModified: strings.Repeat("b", 900)})
+	cfg.QueueBytes = int64(len(e.Body)) + 512
+	s := New(cfg)
+	s.Put(ctx, "aa", "k", e, nil)
+	if n := testutil.ToFloat64(s.metrics.dropped.WithLabelValues("queue_full")); n != 1 {
+		t.Errorf("a write with %d bytes of metadata in a queue of its body and 512 bytes: %g dropped, want 1", 1800, n)
+	}
+	close(b.release)
+	s.Close(ctx)
 }

@@ -57,15 +57,27 @@ func (f file) Key() string {
 // Identity is the file's name, without its version.
 func (f file) Identity() string { return "src\x00" + f.name }
 
-// validName applies the contract's rules before the file system is asked.
+// validName applies the contract's rules before the file system is asked:
+// relative, without "..", NUL or backslash, and canonical (no empty or "."
+// segment: no leading "./", no "//", no trailing "/"), so that one file
+// has one name, one key and one tag (a purge by tag reaches every
+// thumbnail of it), as a bucket's keys do.
 func validName(name string) bool {
-	return name != "" && !strings.HasPrefix(name, "/") && !strings.Contains(name, "..") &&
-		!strings.ContainsRune(name, 0) && !strings.Contains(name, "\\")
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "..") ||
+		strings.ContainsRune(name, 0) || strings.Contains(name, "\\") {
+		return false
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" || seg == "." {
+			return false
+		}
+	}
+	return true
 }
 
 func (f file) Read(ctx context.Context) (*Blob, error) {
 	if !validName(f.name) {
-		return nil, apierr.New(apierr.BadSourceName, "Parameter \"src\" must name a file inside the source directory: relative, without \"..\".")
+		return nil, apierr.New(apierr.BadSourceName, "Parameter \"src\" must name a file inside the source directory: relative and canonical, without \"..\", \".\" or empty segments.")
 	}
 	// Non-blocking: opening a FIFO for reading otherwise waits for a
 	// writer, forever. Regular files ignore the flag; anything else is

@@ -177,8 +177,12 @@ func (l Limits) Read(r io.Reader, tooLarge func() error) (*Blob, error) {
 // ReadSized is Read for a source that says its length n (at most MaxBytes):
 // the n bytes are reserved first, waiting up to Wait (or ctx's end) in
 // arrival order while the budget is spent, so that under load an upload
-// waits unread instead of being refused partway.
+// waits unread instead of being refused partway. A negative n is a length
+// not said (a bucket's chunked answer): read as Read reads.
 func (l Limits) ReadSized(ctx context.Context, r io.Reader, n int64, tooLarge func() error) (*Blob, error) {
+	if n < 0 {
+		return l.Read(r, tooLarge)
+	}
 	wait, cancel := context.WithTimeout(ctx, l.Wait)
 	defer cancel()
 	budget, err := l.Budget.Reserve(wait, io.LimitReader(r, l.MaxBytes+1), n)
