@@ -1,0 +1,288 @@
+package thumb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"testing"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// The transforms' shot are checked against what each must do to a
+// picture whose every part is known: quadrants of four colours, so that
+// a rotation, a flip, a crop or a gravity is read off the corners.
+
+var (
+	cRed   = color.NRGBA{255, 0, 0, 255}
+	cGreen = color.NRGBA{0, 255, 0, 255}
+	cBlue  = color.NRGBA{0, 0, 255, 255}
+	cWhite = color.NRGBA{255, 255, 255, 255}
+	cClear = color.NRGBA{}
+)
+
+// quadrants is a w x h PNG: cRed top left, cGreen top right, cBlue bottom
+// left, cWhite bottom right.
+func quadrants(t testing.TB, w, h int) []byte {
+	t.Helper()
+	return pngOf(t, w, h, func(x, y int) color.NRGBA {
+		switch {
+		case x < w/2 && y < h/2:
+			return cRed
+		case y < h/2:
+			return cGreen
+		case x < w/2:
+			return cBlue
+		}
+		return cWhite
+	})
+}
+
+func pngOf(t testing.TB, w, h int, at func(x, y int) color.NRGBA) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.SetNRGBA(x, y, at(x, y))
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// shot is an encoded thumbnail, decoded.
+type shot struct{ image.Image }
+
+// at reads pixel x, y as non-premultiplied RGBA.
+func (p shot) at(x, y int) color.NRGBA {
+	return color.NRGBAModel.Convert(p.At(x, y)).(color.NRGBA)
+}
+
+func near(a, b color.NRGBA, tol int) bool {
+	d := func(x, y uint8) bool { return int(x)-int(y) <= tol && int(y)-int(x) <= tol }
+	return d(a.R, b.R) && d(a.G, b.G) && d(a.B, b.B) && d(a.A, b.A)
+}
+
+func shoot(t *testing.T, src []byte, o thumbjob.Options) shot {
+	t.Helper()
+	if o.Fit == "" {
+		o.Fit = thumbjob.FitInside
+	}
+	if o.Gravity == "" {
+		o.Gravity = thumbjob.GravityCentre
+	}
+	if o.Format == "" {
+		o.Format = imagefmt.PNG
+	}
+	img, err := testEngine.Thumbnail(context.Background(), src, o)
+	if err != nil {
+		t.Fatalf("%+v: %v", o.Transforms, err)
+	}
+	dec, _, err := image.Decode(bytes.NewReader(img.Bytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := dec.Bounds(); b.Dx() != img.Width || b.Dy() != img.Height {
+		t.Fatalf("image is %v, reported %dx%d", b, img.Width, img.Height)
+	}
+	return shot{dec}
+}
+
+type spot struct {
+	x, y int
+	want color.NRGBA
+}
+
+func check(t *testing.T, name string, p shot, w, h int, probes ...spot) {
+	t.Helper()
+	if b := p.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Errorf("%s: %dx%d, want %dx%d", name, b.Dx(), b.Dy(), w, h)
+		return
+	}
+	for _, pr := range probes {
+		if got := p.at(pr.x, pr.y); !near(got, pr.want, 8) {
+			t.Errorf("%s: pixel %d,%d is %v, want %v", name, pr.x, pr.y, got, pr.want)
+		}
+	}
+}
+
+func TestRotateAndFlip(t *testing.T) {
+	src := quadrants(t, 80, 40)
+	// The corners of an 80x40 image (40x80 on its side) after each turn,
+	// clockwise from the top left.
+	corners := func(w, h int, tl, tr, br, bl color.NRGBA) []spot {
+		return []spot{{2, 2, tl}, {w - 3, 2, tr}, {w - 3, h - 3, br}, {2, h - 3, bl}}
+	}
+	for _, c := range []struct {
+		name   string
+		rotate int
+		flip   thumbjob.Flip
+		w, h   int
+		probes []spot
+	}{
+		{"none", 0, "", 80, 40, corners(80, 40, cRed, cGreen, cWhite, cBlue)},
+		{"rotate=90", 90, "", 40, 80, corners(40, 80, cBlue, cRed, cGreen, cWhite)},
+		{"rotate=180", 180, "", 80, 40, corners(80, 40, cWhite, cBlue, cRed, cGreen)},
+		{"rotate=270", 270, "", 40, 80, corners(40, 80, cGreen, cWhite, cBlue, cRed)},
+		{"flip=h", 0, "h", 80, 40, corners(80, 40, cGreen, cRed, cBlue, cWhite)},
+		{"flip=v", 0, "v", 80, 40, corners(80, 40, cBlue, cWhite, cGreen, cRed)},
+		{"flip=hv", 0, "hv", 80, 40, corners(80, 40, cWhite, cBlue, cRed, cGreen)},
+		// rotate first, then flip: on its side blue, red / white, green,
+		// mirrored across.
+		{"rotate=90&flip=h", 90, "h", 40, 80, corners(40, 80, cRed, cBlue, cWhite, cGreen)},
+	} {
+		// w=80 h=80 inside: the box is the turned image's, so a side of
+		// 80 holds either turn at its own size.
+		p := shoot(t, src, thumbjob.Options{Width: 80, Height: 80, Transforms: thumbjob.Transforms{Rotate: c.rotate, Flip: c.flip}})
+		check(t, c.name, p, c.w, c.h, c.probes...)
+	}
+}
+
+func TestCompassGravity(t *testing.T) {
+	src := quadrants(t, 80, 40)
+	for _, c := range []struct {
+		name    string
+		gravity thumbjob.Gravity
+		rotate  int
+		flip    thumbjob.Flip
+		left    color.NRGBA // the 20x20 thumbnail's top left and bottom right
+		right   color.NRGBA
+	}{
+		// 80x40 covered to 20x20 is 40x20 cut: the left or right half.
+		{"w", thumbjob.GravityWest, 0, "", cRed, cBlue},
+		{"e", thumbjob.GravityEast, 0, "", cGreen, cWhite},
+		{"nw", thumbjob.GravityNorthWest, 0, "", cRed, cBlue},
+		{"se", thumbjob.GravitySouthEast, 0, "", cGreen, cWhite},
+		// On its side (blue, red / white, green: 40x80 covered to 20x40),
+		// n keeps the top half and s the bottom one.
+		{"n rotate=90", thumbjob.GravityNorth, 90, "", cBlue, cRed},
+		{"s rotate=90", thumbjob.GravitySouth, 90, "", cWhite, cGreen},
+		// Turned the other way (green, white / red, blue).
+		{"s rotate=270", thumbjob.GravitySouth, 270, "", cRed, cBlue},
+		// Mirrored across (cGreen, cRed / cWhite, cBlue): e keeps the right.
+		{"e flip=h", thumbjob.GravityEast, 0, "h", cRed, cBlue},
+		{"e flip=hv", thumbjob.GravityEast, 0, "hv", cBlue, cRed},
+	} {
+		p := shoot(t, src, thumbjob.Options{Width: 20, Height: 20, Fit: thumbjob.FitCover, Gravity: c.gravity, Transforms: thumbjob.Transforms{Rotate: c.rotate, Flip: c.flip}})
+		check(t, c.name, p, 20, 20, spot{3, 3, c.left}, spot{16, 16, c.right})
+	}
+}
+
+func TestEnlargeFalseWithEveryFit(t *testing.T) {
+	src := quadrants(t, 80, 40)
+	for _, c := range []struct {
+		fit          thumbjob.Fit
+		boxW, boxH   int
+		wantW, wantH int
+	}{
+		// A box larger than the source: it shrinks by the factor the fit
+		// would have enlarged by, keeping its aspect ratio.
+		{thumbjob.FitCover, 200, 200, 40, 40},   // x5 to cover: the box / 5
+		{thumbjob.FitFill, 200, 200, 40, 40},    // x2.5 and x5: the box / 5
+		{thumbjob.FitContain, 200, 200, 80, 80}, // x2.5 to fit: the box / 2.5
+		{thumbjob.FitInside, 200, 200, 80, 40},  // the source as it is
+		{thumbjob.FitCover, 160, 20, 80, 10},    // x2 to cover across
+		{thumbjob.FitContain, 100, 40, 100, 40}, // x1 fits it: padded as asked
+		// A box the source covers: nothing changes.
+		{thumbjob.FitCover, 20, 20, 20, 20},
+		{thumbjob.FitFill, 20, 20, 20, 20},
+		{thumbjob.FitContain, 20, 20, 20, 20},
+		{thumbjob.FitInside, 20, 20, 20, 10},
+	} {
+		p := shoot(t, src, thumbjob.Options{Width: c.boxW, Height: c.boxH, Fit: c.fit, Transforms: thumbjob.Transforms{NoEnlarge: true}})
+		if b := p.Bounds(); b.Dx() != c.wantW || b.Dy() != c.wantH {
+			t.Errorf("%s %dx%d: %dx%d, want %dx%d", c.fit, c.boxW, c.boxH, b.Dx(), b.Dy(), c.wantW, c.wantH)
+		}
+		// Enlarging (the default) fills the box.
+		p = shoot(t, src, thumbjob.Options{Width: c.boxW, Height: c.boxH, Fit: c.fit})
+		if b := p.Bounds(); c.fit != thumbjob.FitInside && (b.Dx() != c.boxW || b.Dy() != c.boxH) {
+			t.Errorf("%s %dx%d enlarged: %dx%d", c.fit, c.boxW, c.boxH, b.Dx(), b.Dy())
+		}
+	}
+}
+
+func TestBackgroundPadAndExtend(t *testing.T) {
+	src := quadrants(t, 80, 40)
+	yellow := &thumbjob.Colour{R: 255, G: 255, A: 255}
+	// contain 100x100: the source at 100x50, bands of 25 above and below.
+	p := shoot(t, src, thumbjob.Options{Width: 100, Height: 100, Fit: thumbjob.FitContain, Transforms: thumbjob.Transforms{Background: yellow}})
+	check(t, "contain bg", p, 100, 100, spot{50, 5, color.NRGBA{255, 255, 0, 255}}, spot{10, 30, cRed}, spot{50, 95, color.NRGBA{255, 255, 0, 255}})
+	p = shoot(t, src, thumbjob.Options{Width: 100, Height: 100, Fit: thumbjob.FitContain})
+	check(t, "contain png default", p, 100, 100, spot{50, 5, cClear}, spot{10, 30, cRed})
+	// pad=2,3,4,5 (top, right, bottom, left) around a 20x10 thumbnail.
+	p = shoot(t, src, thumbjob.Options{Width: 20, Height: 10, Transforms: thumbjob.Transforms{Pad: thumbjob.Sides{Top: 2, Right: 3, Bottom: 4, Left: 5}, Background: yellow}})
+	check(t, "pad", p, 28, 16, spot{0, 0, color.NRGBA{255, 255, 0, 255}}, spot{4, 8, color.NRGBA{255, 255, 0, 255}},
+		spot{6, 3, cRed}, spot{23, 10, cWhite}, spot{25, 10, color.NRGBA{255, 255, 0, 255}}, spot{10, 13, color.NRGBA{255, 255, 0, 255}})
+	// extend: enlarge=false keeps 80x40, placed at the gravity on the
+	// 200x100 canvas of the box.
+	for _, c := range []struct {
+		g          thumbjob.Gravity
+		left, top  int
+		background color.NRGBA
+	}{
+		{thumbjob.GravityNorthWest, 0, 0, cClear},
+		{thumbjob.GravitySouthEast, 120, 60, cClear},
+		{thumbjob.GravityCentre, 60, 30, cClear},
+		{thumbjob.GravityEast, 120, 30, cClear},
+	} {
+		p = shoot(t, src, thumbjob.Options{Width: 200, Height: 100, Fit: thumbjob.FitInside, Gravity: c.g, Transforms: thumbjob.Transforms{NoEnlarge: true, Extend: true}})
+		check(t, "extend "+string(c.g), p, 200, 100, spot{c.left + 2, c.top + 2, cRed}, spot{c.left + 77, c.top + 37, cWhite},
+			spot{(c.left + 100) % 200, (c.top + 50) % 100, c.background})
+	}
+	// JPEG flattens transparency onto bg.
+	hole := pngOf(t, 20, 20, func(x, y int) color.NRGBA { return cClear })
+	p = shoot(t, hole, thumbjob.Options{Width: 20, Height: 20, Format: imagefmt.JPEG, Quality: 90, Transforms: thumbjob.Transforms{Background: &thumbjob.Colour{B: 255, A: 255}}})
+	check(t, "jpeg flattened onto bg", p, 20, 20, spot{10, 10, cBlue})
+}
+
+func TestCropAndTrim(t *testing.T) {
+	src := quadrants(t, 80, 40)
+	for _, c := range []struct {
+		name string
+		crop thumbjob.Region
+		w, h int
+		want color.NRGBA
+	}{
+		{"shot", thumbjob.Region{X: 40, Y: 0, W: 40, H: 20}, 40, 20, cGreen},
+		{"fractions", thumbjob.Region{X: 0.5, Y: 0.5, W: 0.5, H: 0.5, Fractions: true}, 40, 20, cWhite},
+		{"clipped to the image", thumbjob.Region{X: 0, Y: 20, W: 40, H: 1000}, 40, 20, cBlue},
+	} {
+		crop := c.crop
+		p := shoot(t, src, thumbjob.Options{Width: 80, Height: 80, Transforms: thumbjob.Transforms{NoEnlarge: true, Crop: &crop}})
+		check(t, "crop "+c.name, p, c.w, c.h, spot{1, 1, c.want}, spot{c.w - 2, c.h - 2, c.want})
+	}
+	_, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 10, Height: 10, Fit: thumbjob.FitCover, Format: imagefmt.PNG,
+		Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 80, Y: 0, W: 10, H: 10}}})
+	if !errors.Is(err, thumbjob.ErrUndecodable) {
+		t.Errorf("crop outside: %v, want the engine's 422", err)
+	}
+
+	// A red 20x10 square at 10,30 in a near-white 60x60 field.
+	square := pngOf(t, 60, 60, func(x, y int) color.NRGBA {
+		if x >= 10 && x < 30 && y >= 30 && y < 40 {
+			return cRed
+		}
+		return color.NRGBA{250, 250, 250, 255}
+	})
+	p := shoot(t, square, thumbjob.Options{Width: 100, Height: 100, Transforms: thumbjob.Transforms{NoEnlarge: true, Trim: &thumbjob.Trim{Threshold: 10}}})
+	check(t, "trim", p, 20, 10, spot{0, 0, cRed}, spot{19, 9, cRed})
+	// With the colour to trim named (cWhite is within 10 of the field).
+	p = shoot(t, square, thumbjob.Options{Width: 100, Height: 100, Transforms: thumbjob.Transforms{NoEnlarge: true, Trim: &thumbjob.Trim{Threshold: 10, Colour: &thumbjob.Colour{R: 255, G: 255, B: 255}}}})
+	check(t, "trim cWhite", p, 20, 10, spot{0, 0, cRed})
+	// A threshold wider than the square's difference trims nothing away
+	// but the field: all border, so the image is left whole.
+	p = shoot(t, square, thumbjob.Options{Width: 100, Height: 100, Transforms: thumbjob.Transforms{NoEnlarge: true, Trim: &thumbjob.Trim{Threshold: 255}}})
+	check(t, "all border", p, 60, 60)
+	// Crop, then trim: the crop's top left is the field, the square's
+	// right half stays.
+	p = shoot(t, square, thumbjob.Options{Width: 100, Height: 100, Transforms: thumbjob.Transforms{NoEnlarge: true,
+		Crop: &thumbjob.Region{X: 20, Y: 20, W: 40, H: 40}, Trim: &thumbjob.Trim{Threshold: 10}}})
+	check(t, "crop then trim", p, 10, 10, spot{5, 5, cRed})
+}
