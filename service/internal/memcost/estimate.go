@@ -18,12 +18,14 @@ type Job struct {
 	QualityShrink bool
 	MaxSide       int   // the engine's bound on a side it resolves
 	MaxPixels     int64 // the engine refuses more; sizing never counts more
+	// Transforms are the job's transforms beyond the resize.
+	Transforms thumbjob.Transforms
 }
 
 // JobOf is the part of a job that thumbnail options give; the engine's
 // settings (QualityShrink, MaxSide, MaxPixels) are the caller's to add.
 func JobOf(o thumbjob.Options) Job {
-	return Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated}
+	return Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated, Transforms: o.Transforms}
 }
 
 // The model's constants, calibrated against peaks measured one job at a
@@ -61,10 +63,12 @@ func Estimate(h Header, j Job) int64 {
 		frames = h.Frames
 	}
 	w, ht := box(h, j)
-	out := float64(w) * float64(ht)
-	resized := out
+	resized := float64(w) * float64(ht)
+	// pad grows what is encoded; extend's canvas is the box.
+	p := j.Transforms.Pad
+	out := float64(w+p.Left+p.Right) * float64(ht+p.Top+p.Bottom)
 	if j.Fit == "cover" {
-		resized = coverPixels(h, w, ht)
+		resized = coverOf(h, j.Transforms, w, ht)
 	}
 	maxPx := float64(j.MaxPixels)
 	if maxPx <= 0 {
@@ -82,7 +86,51 @@ func Estimate(h Header, j Job) int64 {
 	if h.Progressive {
 		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), maxPx) * float64(h.Bands)
 	}
+	cost += transformBytes(h, j.Transforms, decoded, float64(w+p.Left+p.Right), out)
 	return int64(math.Ceil(cost))
+}
+
+// The transforms' own costs, over the resize's (each a margin over the
+// peaks measured by TestEstimateCoversMeasuredPeaks' transform rows).
+const (
+	// copyBytes is one copy of the output in 4 bands of 8 bits: what
+	// rotate, flip, pad, extend and pixelate each may hold of the small
+	// image.
+	copyBytes = 4.0
+	// filterBytes is what blur and sharpen hold per pixel of their window
+	// (4 bands of 32-bit samples, as libvips convolves them).
+	filterBytes = 16.0
+	// filterRows: the rows of a tile libvips computes at a time, beside the
+	// mask's.
+	filterRows = 128
+)
+
+// transformBytes is what the transforms add to a job: the crop and the
+// trim decode the whole source (no shrink on load: decodedPixels counts
+// it whole) and trim reads it once more in sRGB; the filters hold a
+// window of the output as tall as their mask, which grows with sigma
+// (3 sigmas each side), and a float copy of the output; the others a copy
+// of the output each.
+func transformBytes(h Header, t thumbjob.Transforms, decoded, outW, out float64) float64 {
+	cost := 0.0
+	if t.Trim != nil {
+		cost += decoded * float64(max(h.Bands, 3)+1)
+	}
+	copies := 0
+	for _, on := range []bool{t.Rotate != 0, t.Flip != "", t.Pad != (thumbjob.Sides{}), t.Extend, t.Pixelate > 1, t.Watermark != nil} {
+		if on {
+			copies++
+		}
+	}
+	cost += float64(copies) * copyBytes * out
+	for _, sigma := range []float64{t.Blur, t.Sharpen} {
+		if sigma > 0 {
+			mask := 2*math.Ceil(3*sigma) + 1
+			cost += filterBytes * (outW + mask) * (mask + filterRows) * 2 // input and output windows
+			cost += filterBytes * out
+		}
+	}
+	return cost
 }
 
 func resizedBytes(h Header) float64 {
@@ -115,6 +163,25 @@ func box(h Header, j Job) (w, ht int) {
 	return w, ht
 }
 
+// coverOf is the scaled image a cover crop is cut from: of the source,
+// or of the crop's region (clipped to the source, as the engine clips
+// it), in either orientation as EXIF is not read here. A trim's result
+// is not known before the pixels are: the source's size stands for it.
+func coverOf(h Header, t thumbjob.Transforms, w, ht int) float64 {
+	c := t.Crop
+	if c == nil {
+		return coverPixels(h, w, ht)
+	}
+	best := 0.0
+	for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
+		_, _, cw, ch, ok := c.In(d[0], d[1])
+		if ok {
+			best = max(best, coverPixels(Header{Width: cw, Height: ch}, w, ht))
+		}
+	}
+	return best
+}
+
 // coverPixels is the scaled source a cover crop is cut from, in either
 // orientation.
 func coverPixels(h Header, w, ht int) float64 {
@@ -132,7 +199,7 @@ func coverPixels(h Header, w, ht int) float64 {
 // rule, in the less favourable orientation, as EXIF is not read here); the
 // other formats decode whole.
 func decodedPixels(h Header, j Job, w, ht int) float64 {
-	if h.Format != imagefmt.JPEG {
+	if h.Format != imagefmt.JPEG || j.Transforms.Crop != nil || j.Transforms.Trim != nil {
 		return float64(h.Width) * float64(h.Height)
 	}
 	shrink := 8

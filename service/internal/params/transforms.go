@@ -28,8 +28,11 @@ func transforms(q map[string]string, dpr float64) (thumbjob.Transforms, error) {
 		}
 		t.Rotate, _ = strconv.Atoi(v)
 	}
-	if t.Flip, err = oneOf(q, "flip", []thumbjob.Flip{thumbjob.FlipNone, thumbjob.FlipHorizontal, thumbjob.FlipVertical, thumbjob.FlipBoth}); err != nil {
-		return t, bad("flip", "must be h, v or hv")
+	if v, ok := q["flip"]; ok {
+		t.Flip = thumbjob.Flip(v)
+		if !slices.Contains([]thumbjob.Flip{thumbjob.FlipHorizontal, thumbjob.FlipVertical, thumbjob.FlipBoth}, t.Flip) {
+			return t, bad("flip", "must be h (across), v (down) or hv (both)")
+		}
 	}
 	if v, ok := q["bg"]; ok {
 		c, ok := colour(v)
@@ -114,6 +117,9 @@ func pad(q map[string]string, dpr float64) (thumbjob.Sides, error) {
 	n := numbers(v)
 	if len(n) == 1 {
 		n = []float64{n[0], n[0], n[0], n[0]}
+	}
+	if len(n) != 4 {
+		n = nil
 	}
 	sides := make([]int, 4)
 	for i := range n {

@@ -191,3 +191,16 @@ func (t Transforms) normalised() string {
 	}
 	return b.String()
 }
+
+// Outside reports whether the header tells that the region is outside
+// the image whatever its EXIF orientation (the header does not read it):
+// the parse stage's 400. A region the header leaves open is the engine's
+// to judge.
+func (r Region) Outside(h Header) bool {
+	if h.Width <= 0 || h.Height <= 0 {
+		return false
+	}
+	_, _, _, _, upright := r.In(h.Width, h.Height)
+	_, _, _, _, turned := r.In(h.Height, h.Width)
+	return !upright && !turned
+}
