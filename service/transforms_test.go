@@ -125,3 +125,24 @@ func TestTransformsInPresetsOverHTTP(t *testing.T) {
 		t.Errorf("a bad flip over a preset: %d %s", status, body)
 	}
 }
+
+// Every transform is taken by both /thumbnail routes and documented for
+// both in openapi.json.
+func TestTransformsDocumented(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for _, method := range []string{"get", "post"} {
+		rt, _ := params.RouteOf(strings.ToUpper(method), "/thumbnail")
+		documented := map[string]bool{}
+		for _, p := range doc.Paths["/thumbnail"][method].Parameters {
+			documented[p.Name] = true
+		}
+		for _, name := range []string{"enlarge", "rotate", "flip", "bg", "pad", "extend", "crop", "trim", "blur", "sharpen", "pixelate"} {
+			if _, err := rt.Query(name + "=1"); err != nil {
+				t.Errorf("%s /thumbnail does not take %s: %v", method, name, err)
+			}
+			if !documented[name] {
+				t.Errorf("%s /thumbnail does not document %s", method, name)
+			}
+		}
+	}
+}
