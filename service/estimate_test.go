@@ -61,6 +61,14 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=2048&h=2048&fit=contain&format=avif"},
 		{"largest default animation", largestAnimation, "w=256&h=256&format=webp&animated=true"},
 		{"largest default animation", largestAnimation, "w=256&h=256&format=png"},
+		// The transforms (issue 36): crop and trim decode the whole source,
+		// the filters hold windows that grow with sigma.
+		{"12 MP JPEG", photo12, "w=256&h=256&crop=0.1,0.1,0.8,0.8"},
+		{"12 MP JPEG", photo12, "w=256&h=256&trim=10"},
+		{"12 MP JPEG", photo12, "w=1024&blur=100&format=jpeg"},
+		{"12 MP JPEG", photo12, "w=2048&sharpen=10&format=webp"},
+		{"12 MP JPEG", photo12, "w=1024&rotate=90&flip=hv&pixelate=256&pad=1024"},
+		{"3000x2000 RGBA PNG", pngOf(3000, 2000, true), "w=1024&h=1024&fit=inside&enlarge=false&extend=true&trim=10&blur=20"},
 	}
 	var table strings.Builder
 	fmt.Fprintln(&table, "| source (bytes) | query | measured peak | less 2 x source | estimate | estimate / job |\n|---|---|---|---|---|---|")

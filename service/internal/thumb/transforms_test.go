@@ -286,3 +286,66 @@ func TestCropAndTrim(t *testing.T) {
 		Crop: &thumbjob.Region{X: 20, Y: 20, W: 40, H: 40}, Trim: &thumbjob.Trim{Threshold: 10}}})
 	check(t, "crop then trim", p, 10, 10, spot{5, 5, cRed})
 }
+
+func TestBlurSharpenPixelate(t *testing.T) {
+	grey := func(v uint8) color.NRGBA { return color.NRGBA{v, v, v, 255} }
+	// A vertical step: columns 0-19 at lo, 20-39 at hi.
+	step := func(lo, hi uint8) []byte {
+		return pngOf(t, 40, 40, func(x, y int) color.NRGBA {
+			if x < 20 {
+				return grey(lo)
+			}
+			return grey(hi)
+		})
+	}
+	row := func(p shot, y int) []int {
+		var out []int
+		for x := range p.Bounds().Dx() {
+			out = append(out, int(p.at(x, y).R))
+		}
+		return out
+	}
+	// blur=2: far from the step the field stays; next to it the Gaussian
+	// (at 0.5 pixels, a quarter sigma: Phi(-0.25) = 0.40 of the jump).
+	r := row(shoot(t, step(0, 255), thumbjob.Options{Width: 40, Height: 40, Transforms: thumbjob.Transforms{Blur: 2}}), 20)
+	if r[5] > 3 || r[34] < 252 || r[19] < 90 || r[19] > 115 || r[20] < 140 || r[20] > 165 {
+		t.Errorf("blur=2 across a 0/255 step: %v", r)
+	}
+	plain := row(shoot(t, step(0, 255), thumbjob.Options{Width: 40, Height: 40}), 20)
+	if plain[19] != 0 || plain[20] != 255 {
+		t.Errorf("no blur: %v", plain)
+	}
+	// sharpen: the step overshoots on both sides.
+	r = row(shoot(t, step(100, 150), thumbjob.Options{Width: 40, Height: 40, Transforms: thumbjob.Transforms{Sharpen: 1}}), 20)
+	if lo, hi := minOf(r), maxOf(r); lo >= 97 || hi <= 153 || r[5] < 97 || r[5] > 103 {
+		t.Errorf("sharpen=1 across a 100/150 step: %v", r)
+	}
+	// pixelate=10 on a 45x45 ramp: blocks of one value, the last one cut.
+	ramp := pngOf(t, 45, 45, func(x, y int) color.NRGBA { return color.NRGBA{uint8(x * 5), uint8(y * 5), 0, 255} })
+	p := shoot(t, ramp, thumbjob.Options{Width: 45, Height: 45, Transforms: thumbjob.Transforms{Pixelate: 10}})
+	check(t, "pixelate", p, 45, 45)
+	for _, b := range [][4]int{{0, 0, 9, 9}, {10, 0, 19, 9}, {40, 40, 44, 44}, {20, 30, 29, 39}} {
+		if a, z := p.at(b[0], b[1]), p.at(b[2], b[3]); a != z {
+			t.Errorf("pixelate block at %d,%d: %v to %v", b[0], b[1], a, z)
+		}
+	}
+	if p.at(9, 0) == p.at(10, 0) || p.at(0, 9) == p.at(0, 10) {
+		t.Error("pixelate: neighbouring blocks alike")
+	}
+}
+
+func minOf(xs []int) int {
+	m := xs[0]
+	for _, x := range xs {
+		m = min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []int) int {
+	m := xs[0]
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
