@@ -84,6 +84,7 @@ func engineConfig(cfg config, logger *slog.Logger) thumbjob.Config {
 		Threads:    1,
 		JPEGShrink: cfg.JPEGShrink,
 		AVIFEffort: cfg.AVIFEffort,
+		Watermark:  cfg.WatermarkBytes,
 		Logger:     logger,
 	}
 }

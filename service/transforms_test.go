@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"image"
 	"image/png"
+	"io"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/params"
 )
 
@@ -145,4 +148,143 @@ func TestTransformsDocumented(t *testing.T) {
 			}
 		}
 	}
+}
+
+// markFile is a side x side opaque red PNG written to a file.
+func markFile(t *testing.T, side int) string {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, side, side))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+3] = 255, 255
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mark.png")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Wrong watermark settings stop the start with a sentence naming them.
+func TestWatermarkSettings(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	os.WriteFile(text, []byte("not an image at all"), 0o644)
+	mark := markFile(t, 16)
+	// A 200x200 PNG of noise: about 160 KB, over what a cell's settings
+	// carry, well within the body limit.
+	noise := filepath.Join(dir, "noise.png")
+	n := image.NewNRGBA(image.Rect(0, 0, 200, 200))
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range n.Pix {
+		n.Pix[i] = byte(rnd.Uint32())
+	}
+	var nb bytes.Buffer
+	png.Encode(&nb, n)
+	os.WriteFile(noise, nb.Bytes(), 0o644)
+	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_WATERMARK": noise}), io.Discard); err != nil || nb.Len() <= 92160 {
+		t.Fatalf("the noise watermark in process (%d bytes): %v", nb.Len(), err)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"THUMBD_WATERMARK": filepath.Join(dir, "missing.png")}, `THUMBD_WATERMARK="` + filepath.Join(dir, "missing.png") + `": no such file or directory`},
+		{map[string]string{"THUMBD_WATERMARK": text}, "not a " + imagefmt.InputNames() + " image"},
+		{map[string]string{"THUMBD_WATERMARK": mark, "THUMBD_MAX_BODY_BYTES": "50", "THUMBD_SOURCE_BUDGET": "50"}, "THUMBD_WATERMARK=\"" + mark + "\": more than 50 bytes"},
+		{map[string]string{"THUMBD_WATERMARK": mark, "THUMBD_MAX_PIXELS": "255"}, "16x16 is more than THUMBD_MAX_PIXELS (255)"},
+		{map[string]string{"THUMBD_WATERMARK": dir}, "THUMBD_WATERMARK"},
+		{map[string]string{"THUMBD_WATERMARK": noise, "THUMBD_ENGINE": "cells"}, "in cells mode 92160"},
+		{map[string]string{"THUMBD_WATERMARK_REQUIRED": "true"}, "THUMBD_WATERMARK names no watermark"},
+		{map[string]string{"THUMBD_WATERMARK": mark, "THUMBD_WATERMARK_OPTIONS": "1,middle"}, `THUMBD_WATERMARK_OPTIONS="1,middle"`},
+		{map[string]string{"THUMBD_PRESETS": "m:wm=1"}, "none is configured (THUMBD_WATERMARK)"},
+	} {
+		_, err := loadConfig(nil, envOf(c.env), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.env, err, c.want)
+		}
+	}
+	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_WATERMARK": mark, "THUMBD_PRESETS": "m:wm=1"}), io.Discard); err != nil {
+		t.Errorf("a good watermark: %v", err)
+	}
+}
+
+// wm= puts the watermark on in both engine modes (a cell gets it in its
+// settings), and a required one is on every thumbnail.
+func TestWatermarkInBothModes(t *testing.T) {
+	mark := markFile(t, 16)
+	load := func(env map[string]string) config {
+		t.Helper()
+		cfg, err := loadConfig(nil, envOf(env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	white := encodePNGOf(t, 64, 64)
+	redAt := func(body []byte, x, y int) bool {
+		img, err := png.Decode(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, g, b, _ := img.At(x, y).RGBA()
+		return r>>8 > 240 && g>>8 < 15 && b>>8 < 15
+	}
+	for _, required := range []bool{false, true} {
+		env := map[string]string{"THUMBD_WATERMARK": mark}
+		query := "?w=64&h=64&wm=1,soea,2,2"
+		if required {
+			env["THUMBD_WATERMARK_REQUIRED"], env["THUMBD_WATERMARK_OPTIONS"] = "true", "1,soea,2,2"
+			query = "?w=64&h=64"
+		}
+		cfg := load(env)
+		inproc, _ := newTestServer(t, cfg)
+		cells := newCellsServer(t, func() config { c := cfg; c.Concurrency, c.CellSpares = 1, 0; return c }(), "")
+		s1, _, b1 := postThumb(t, inproc.URL, query, white)
+		s2, _, b2 := postThumb(t, cells.URL, query, white)
+		if s1 != 200 || s2 != 200 || !bytes.Equal(b1, b2) {
+			t.Fatalf("required=%t: in process %d, cells %d: %s", required, s1, s2, b2)
+		}
+		// 16x16 at 2 from the bottom right: 46..61.
+		if !redAt(b1, 60, 60) || !redAt(b1, 46, 46) || redAt(b1, 44, 60) || redAt(b1, 62, 62) {
+			t.Errorf("required=%t: the mark is not where it was put", required)
+		}
+		if required {
+			getErr := func(u string) { postError(t, u+"/thumbnail?wm=1", white, apierr.BadParameter) }
+			getErr(inproc.URL)
+			getErr(cells.URL)
+		}
+	}
+	// No watermark configured: wm= is a 400 that says so.
+	srv, _ := newTestServer(t, testConfig(t))
+	status, _, body := postThumb(t, srv.URL, "?wm=1", white)
+	if status != 400 || !strings.Contains(string(body), "THUMBD_WATERMARK") {
+		t.Errorf("wm= without a watermark: %d %s", status, body)
+	}
+}
+
+func postError(t *testing.T, u string, body []byte, code apierr.Code) {
+	t.Helper()
+	status, _, b := do(t, "POST", u, bytes.NewReader(body))
+	var e errorBody
+	if json.Unmarshal(b, &e) != nil || status != code.Status() || e.Code != string(code) {
+		t.Errorf("POST %s: %d %s, want %s", u, status, b, code)
+	}
+}
+
+// encodePNGOf is a white w x h PNG.
+func encodePNGOf(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = 255
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

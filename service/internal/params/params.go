@@ -116,6 +116,8 @@ type Rules struct {
 	// Hints are the request's client hints; nil when they are off
 	// (THUMBD_CLIENT_HINTS=false).
 	Hints *Hints
+	// Watermark says how thumbnails may carry the configured watermark.
+	Watermark Watermark
 	// HintsSigned (signing on): hints apply only to a query that says
 	// hints=on, which the signature covers; elsewhere hints=off is the
 	// default. Hints are outside the signature: left to them, a signed
@@ -153,6 +155,9 @@ func (r Rules) thumbnail(q map[string]string) (Thumbnail, error) {
 		return Thumbnail{}, err
 	}
 	o, err := options(q, r.MaxSide)
+	if err == nil {
+		o.Watermark, err = r.watermark(q)
+	}
 	_, given := q["q"]
 	return Thumbnail{Options: o, Vary: vary, qualityGiven: given, hints: hints}, err
 }

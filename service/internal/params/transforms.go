@@ -2,6 +2,7 @@ package params
 
 import (
 	"encoding/hex"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -193,4 +194,86 @@ func sigma(q map[string]string, name string, hi float64) (float64, error) {
 		return 0, bad(name, "must be a sigma from 0.3 to %g, or 0 for none", hi)
 	}
 	return f, nil
+}
+
+// Watermark is how the configured watermark may be asked for.
+type Watermark struct {
+	// Configured: THUMBD_WATERMARK names one; without it wm= is a 400.
+	Configured bool
+	// Required (THUMBD_WATERMARK_REQUIRED) is put on every thumbnail; nil:
+	// only on those that ask with wm=. With it, wm= is refused: the
+	// operator places the mark.
+	Required *thumbjob.Watermark
+}
+
+// watermark reads wm=OPACITY[,POSITION[,X,Y[,SCALE]]] as the rules allow
+// it; a required watermark applies whatever the query says.
+func (r Rules) watermark(q map[string]string) (*thumbjob.Watermark, error) {
+	v, asked := q["wm"]
+	switch {
+	case r.Watermark.Required != nil && asked:
+		return nil, bad("wm", "is not taken here: every thumbnail carries the operator's watermark (THUMBD_WATERMARK_REQUIRED)")
+	case r.Watermark.Required != nil:
+		w := *r.Watermark.Required
+		return &w, nil
+	case !asked:
+		return nil, nil
+	case !r.Watermark.Configured:
+		return nil, bad("wm", "asks for the watermark, and none is configured (THUMBD_WATERMARK)")
+	}
+	w, err := ParseWatermark(v)
+	if err != nil {
+		return nil, bad("wm", "%s", err)
+	}
+	return w, nil
+}
+
+// ParseWatermark reads OPACITY[,POSITION[,X,Y[,SCALE]]]: the syntax of wm=
+// and of THUMBD_WATERMARK_OPTIONS. Opacity is above 0 and at most 1; the
+// position one of imgproxy's (default ce); X and Y whole pixels, 0 to
+// 4096; scale 0 (the mark's own size) or above 0 to 1 (its width as a
+// fraction of the thumbnail's).
+func ParseWatermark(v string) (*thumbjob.Watermark, error) {
+	parts := strings.Split(v, ",")
+	want := errors.New("must be OPACITY[,POSITION[,X,Y[,SCALE]]]: an opacity above 0 to 1, a position (" + positionNames() + "), offsets in whole pixels (0 to 4096), a scale 0 to 1 (0: the mark's own size)")
+	if len(parts) > 5 || len(parts) == 3 {
+		return nil, want
+	}
+	w := &thumbjob.Watermark{Position: thumbjob.PositionCentre}
+	op, ok := decimal(parts[0])
+	if !ok || op <= 0 || op > 1 {
+		return nil, want
+	}
+	w.Opacity = op
+	if len(parts) > 1 {
+		w.Position = thumbjob.Position(parts[1])
+		if !slices.Contains(thumbjob.Positions(), w.Position) {
+			return nil, want
+		}
+	}
+	if len(parts) > 3 {
+		for i, dst := range []*int{&w.X, &w.Y} {
+			n, err := strconv.Atoi(parts[2+i])
+			if err != nil || n < 0 || n > 4096 {
+				return nil, want
+			}
+			*dst = n
+		}
+	}
+	if len(parts) > 4 {
+		s, ok := decimal(parts[4])
+		if !ok || s > 1 {
+			return nil, want
+		}
+		w.Scale = s
+	}
+	return w, nil
+}
+
+func positionNames() string {
+	var names []string
+	for _, p := range thumbjob.Positions() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
 }

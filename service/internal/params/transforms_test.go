@@ -130,3 +130,54 @@ func TestTransformsNormalised(t *testing.T) {
 		seen[n] = raw
 	}
 }
+
+func TestWatermarkParameter(t *testing.T) {
+	configured := Rules{MaxSide: 4096, Watermark: Watermark{Configured: true}}
+	for _, tc := range []struct {
+		raw  string
+		want *thumbjob.Watermark
+	}{
+		{"", nil},
+		{"wm=1", &thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionCentre}},
+		{"wm=0.5,soea", &thumbjob.Watermark{Opacity: 0.5, Position: thumbjob.PositionSouthEast}},
+		{"wm=0.3,re,10,20", &thumbjob.Watermark{Opacity: 0.3, Position: thumbjob.PositionReplicate, X: 10, Y: 20}},
+		{"wm=1,nowe,0,4096,0.25", &thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionNorthWest, Y: 4096, Scale: 0.25}},
+	} {
+		got, err := upload(configured, tc.raw)
+		if err != nil || !reflect.DeepEqual(got.Options.Watermark, tc.want) {
+			t.Errorf("%q: %+v %v, want %+v", tc.raw, got.Options.Watermark, err, tc.want)
+		}
+	}
+	for _, v := range []string{"", "0", "1.5", "-1", "x", "1,middle", "1,ce,1", "1,ce,-1,0", "1,ce,0,4097", "1,ce,0,0,1.5", "1,ce,0,0,0.5,1", "1,CE"} {
+		_, err := upload(configured, "wm="+v)
+		if err == nil || apierr.From(err).Code != apierr.BadParameter || !strings.Contains(err.Error(), `"wm"`) {
+			t.Errorf("wm=%s: %v, want a 400 naming it", v, err)
+		}
+	}
+	// With no watermark configured, wm= says so.
+	if _, err := upload(Rules{MaxSide: 4096}, "wm=1"); err == nil || !strings.Contains(err.Error(), "none is configured (THUMBD_WATERMARK)") {
+		t.Errorf("wm=1 with none configured: %v", err)
+	}
+	// Required: on every thumbnail, placed by the settings; wm= refused.
+	mark := &thumbjob.Watermark{Opacity: 0.5, Position: thumbjob.PositionSouthEast, X: 16, Y: 16, Scale: 0.25}
+	required := Rules{MaxSide: 4096, Watermark: Watermark{Configured: true, Required: mark}}
+	got, err := upload(required, "w=10")
+	if err != nil || !reflect.DeepEqual(got.Options.Watermark, mark) {
+		t.Errorf("required: %+v %v", got.Options.Watermark, err)
+	}
+	if _, err := upload(required, "wm=0.01"); err == nil || !strings.Contains(err.Error(), "THUMBD_WATERMARK_REQUIRED") {
+		t.Errorf("wm= with a required watermark: %v", err)
+	}
+	// Presets may ask for it, when there is one.
+	p := Rules{MaxSide: 4096, Presets: Presets{"marked": {"w": "10", "wm": "1,soea"}}}
+	if errs := p.CheckPresets(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "THUMBD_WATERMARK") {
+		t.Errorf("a preset with wm= and no watermark: %v", errs)
+	}
+	p.Watermark.Configured = true
+	if errs := p.CheckPresets(); errs != nil {
+		t.Errorf("a preset with wm=: %v", errs)
+	}
+	if got, err := upload(p, "preset=marked"); err != nil || got.Options.Watermark == nil || got.Options.Watermark.Position != thumbjob.PositionSouthEast {
+		t.Errorf("preset=marked: %+v %v", got.Options.Watermark, err)
+	}
+}

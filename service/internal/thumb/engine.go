@@ -6,6 +6,7 @@ package thumb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -33,6 +34,7 @@ const (
 // started again after Stop.
 type Engine struct {
 	cfg thumbjob.Config
+	wm  *vips.ImageRef // the watermark, decoded by LoadWatermark; nil: none
 }
 
 // New returns an engine; call Start before Thumbnail.
@@ -159,7 +161,9 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	defer img.Close()
 	tr.Shrink = shrink
 	t := tr.Add(thumbjob.StageDecode, began)
-	if err := e.finishOn(img, o, out, canvasW, canvasH); err != nil {
+	if err := e.finishOn(img, o, out, canvasW, canvasH); errors.Is(err, errNoWatermark) {
+		return thumbjob.Image{}, err // the service's fault, not the image's: a 500
+	} else if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	t = tr.Add(thumbjob.StageResize, t)

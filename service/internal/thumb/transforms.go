@@ -241,11 +241,3 @@ func frame(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec, canvasW, 
 	}
 	return nil
 }
-
-// watermark puts the configured watermark on the thumbnail.
-func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options) error {
-	if o.Watermark == nil {
-		return nil
-	}
-	return fmt.Errorf("no watermark is configured")
-}

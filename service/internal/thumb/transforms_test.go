@@ -349,3 +349,67 @@ func maxOf(xs []int) int {
 	}
 	return m
 }
+
+func TestWatermark(t *testing.T) {
+	field := pngOf(t, 40, 40, func(x, y int) color.NRGBA { return cWhite })
+	mark := pngOf(t, 4, 4, func(x, y int) color.NRGBA { return cRed })
+	cfg := testEngine.cfg
+	cfg.Watermark = mark
+	e := New(cfg) // libvips is started (TestMain): only the watermark loads
+	if err := e.LoadWatermark(); err != nil {
+		t.Fatal(err)
+	}
+	shootWM := func(wm thumbjob.Watermark) shot {
+		t.Helper()
+		img, err := e.Thumbnail(context.Background(), field, thumbjob.Options{Width: 40, Height: 40, Fit: thumbjob.FitInside, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, Transforms: thumbjob.Transforms{Watermark: &wm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, _, err := image.Decode(bytes.NewReader(img.Bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return shot{dec}
+	}
+	pink := color.NRGBA{255, 127, 127, 255}
+	for _, c := range []struct {
+		name string
+		wm   thumbjob.Watermark
+		at   []spot
+	}{
+		{"nowe 2,3", thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionNorthWest, X: 2, Y: 3}, []spot{{2, 3, cRed}, {5, 6, cRed}, {1, 3, cWhite}, {6, 3, cWhite}, {20, 20, cWhite}}},
+		{"soea", thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionSouthEast}, []spot{{39, 39, cRed}, {36, 36, cRed}, {35, 39, cWhite}}},
+		{"ce", thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionCentre}, []spot{{18, 18, cRed}, {21, 21, cRed}, {17, 18, cWhite}}},
+		{"no, half opaque", thumbjob.Watermark{Opacity: 0.5, Position: thumbjob.PositionNorth}, []spot{{19, 0, pink}, {19, 5, cWhite}}},
+		{"scaled to half the width", thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionCentre, Scale: 0.5}, []spot{{11, 11, cRed}, {28, 28, cRed}, {8, 8, cWhite}}},
+		// Tiles of 4 with gaps of 4: red at 0-3, 8-11, ...
+		{"re", thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionReplicate, X: 4, Y: 4}, []spot{{0, 0, cRed}, {5, 0, cWhite}, {8, 8, cRed}, {32, 32, cRed}, {36, 36, cWhite}, {12, 13, cWhite}}},
+	} {
+		p := shootWM(c.wm)
+		check(t, "watermark "+c.name, p, 40, 40, c.at...)
+	}
+	// JPEG: composited, then flattened.
+	img, err := e.Thumbnail(context.Background(), field, thumbjob.Options{Width: 40, Height: 40, Fit: thumbjob.FitInside, Format: imagefmt.JPEG, Quality: 95, Transforms: thumbjob.Transforms{Watermark: &thumbjob.Watermark{Opacity: 1, Scale: 0.5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, _, _ := image.Decode(bytes.NewReader(img.Bytes))
+	check(t, "watermark jpeg", shot{dec}, 40, 40, spot{20, 20, cRed}, spot{2, 2, cWhite})
+
+	// The shared engine has none: a job asking for one is an error, not a
+	// thumbnail without it.
+	if _, err := testEngine.Thumbnail(context.Background(), field, thumbjob.Options{Width: 10, Height: 10, Fit: thumbjob.FitCover, Format: imagefmt.PNG, Transforms: thumbjob.Transforms{Watermark: &thumbjob.Watermark{Opacity: 1}}}); !errors.Is(err, errNoWatermark) {
+		t.Errorf("no watermark loaded: %v", err)
+	}
+	// A watermark over the pixel limit, or no image, does not load.
+	small := testEngine.cfg
+	small.MaxPixels = 15
+	small.Watermark = mark
+	if err := New(small).LoadWatermark(); !errors.Is(err, thumbjob.ErrTooManyPixels) {
+		t.Errorf("16-pixel watermark with a 15-pixel limit: %v", err)
+	}
+	small.Watermark = []byte("not an image")
+	if err := New(small).LoadWatermark(); !errors.Is(err, thumbjob.ErrUnsupportedFormat) {
+		t.Errorf("not an image: %v", err)
+	}
+}

@@ -146,7 +146,11 @@ type Config struct {
 	// AVIFEffort is the AV1 encoder's effort, 0 (fastest) to 9 (smallest
 	// files); libvips hands aom cpu-used 9 - effort.
 	AVIFEffort int
-	Logger     *slog.Logger
+	// Watermark is the encoded image (THUMBD_WATERMARK) that wm= and
+	// THUMBD_WATERMARK_REQUIRED put on thumbnails, checked against the
+	// limits at start; nil: none. A cell gets it in its settings, once.
+	Watermark []byte `json:",omitempty"`
+	Logger    *slog.Logger
 }
 
 // JPEGShrink picks the JPEG shrink-on-load: libjpeg can decode at 1/2, 1/4
