@@ -47,6 +47,10 @@ func TestCellsCarryTransforms(t *testing.T) {
 		{"?w=80&crop=0.5,0,0.5,1&format=webp", jpeg, "", 80, 120},
 		{"?w=64&trim=20", alphaPNG(t, 120, 90), "", 64, 0},
 		{"?w=64&h=64&blur=3&sharpen=1&pixelate=8", jpeg, "", 64, 64},
+		{"?w=64&h=64&blur=3&sharpen=1&pixelate=8&rotate=90&pad=3&bg=00000000", alphaPNG(t, 120, 90), "", 70, 70},
+		{"?w=64&h=64&sharpen=10&format=jpeg&bg=ff0000", alphaPNG(t, 120, 90), "", 64, 64},
+		{"?w=64&h=64&fit=inside&extend=true&gravity=ne&format=webp", alphaPNG(t, 120, 90), "", 64, 64},
+		{"?w=64&h=64&trim=10,ffffff&flip=hv&format=jpeg", greyPNG(t, 40, 40), "", 64, 64},
 		// A crop the header shows outside is a 400; one only the
 		// orientation could tell (the header does not read it: 0,350 is
 		// inside a 300x400 image on its side) is the engine's 422.
