@@ -129,9 +129,9 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 		}
 	}
 	tr := thumbjob.Trace{SourceFormat: h.format, SourceWidth: h.width, SourceHeight: h.height, Shrink: 1}
-	f := from{src: src, h: h}
+	f := from{src: src, h: h, shrink: 1}
 	if o.Crop != nil || o.Trim != nil {
-		if f.base, err = e.prepare(src, o); err != nil {
+		if f, err = e.prepare(src, o, h); err != nil {
 			return thumbjob.Image{}, err
 		}
 		defer f.base.Close()
@@ -159,7 +159,7 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
-	tr.Shrink = shrink
+	tr.Shrink = max(shrink, f.shrink)
 	t := tr.Add(thumbjob.StageDecode, began)
 	if err := e.finishOn(img, o, out, canvasW, canvasH); errors.Is(err, errNoWatermark) {
 		return thumbjob.Image{}, err // the service's fault, not the image's: a 500

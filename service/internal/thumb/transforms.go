@@ -12,55 +12,118 @@ import (
 
 // from is where a resize reads: the source's bytes (resized as they are
 // decoded, shrinking on load where the format allows) or, when a crop or
-// a trim ran first, the image they left (base, upright).
+// a trim ran first, the image they left (base, upright), which may have
+// been shrunk on load: w x h is its size in the source's pixels.
 type from struct {
-	src  []byte
-	h    header
-	base *vips.ImageRef
+	src    []byte
+	h      header
+	base   *vips.ImageRef
+	bw, bh int // base's size in source pixels (base may be smaller)
+	shrink int // base's JPEG shrink on load; 1 none
 }
 
-// displayed is the size of what the resize reads, as displayed.
+// displayed is the size of what the resize reads, as displayed, in the
+// source's pixels.
 func (f from) displayed() (w, h int) {
 	if f.base != nil {
-		return f.base.Width(), f.base.PageHeight()
+		return f.bw, f.bh
 	}
 	return f.h.displayed()
 }
 
 // prepare decodes the source upright and applies the crop, then the
-// trim: the transforms that need the whole source before the resize.
-// The decoded image is the source's full size (no shrink on load).
-func (e *Engine) prepare(src []byte, o thumbjob.Options) (*vips.ImageRef, error) {
-	img, err := vips.LoadImageFromBuffer(src, vips.NewImportParams())
+// trim: the transforms that need the source before the resize. A JPEG
+// cropped (and not trimmed) shrinks on load as far as the region still
+// covers what the fit needs of it; otherwise the source is decoded whole.
+func (e *Engine) prepare(src []byte, o thumbjob.Options, h header) (from, error) {
+	f := from{src: src, h: h, shrink: 1}
+	params := vips.NewImportParams()
+	if h.format == imagefmt.JPEG && o.Crop != nil && o.Trim == nil && e.cfg.JPEGShrink != thumbjob.JPEGShrinkQuality {
+		if f.shrink = e.cropShrink(o, h); f.shrink > 1 {
+			params.JpegShrinkFactor.Set(f.shrink)
+		}
+	}
+	img, err := vips.LoadImageFromBuffer(src, params)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+		return f, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
-	if err := prepareOn(img, o); err != nil {
+	f.base = img
+	if f.bw, f.bh, err = prepareOn(img, o, h); err != nil {
 		img.Close()
-		return nil, err
+		return f, err
 	}
-	return img, nil
+	return f, nil
 }
 
-func prepareOn(img *vips.ImageRef, o thumbjob.Options) error {
+// prepareOn turns img upright, crops it to o's region (in the pixels of
+// the source as h displays it: img may be smaller, shrunk on load) and
+// trims it; it returns the result's size in source pixels.
+func prepareOn(img *vips.ImageRef, o thumbjob.Options, h header) (w, ht int, err error) {
 	if err := img.AutoRotate(); err != nil {
-		return fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+		return 0, 0, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
+	w, ht = h.displayed()
 	if c := o.Crop; c != nil {
-		x, y, w, h, ok := c.In(img.Width(), img.Height())
+		x, y, cw, ch, ok := c.In(w, ht)
 		if !ok {
-			return fmt.Errorf("%w: crop=%g,%g,%g,%g is outside the %dx%d image (as displayed, after EXIF orientation)", thumbjob.ErrUndecodable, c.X, c.Y, c.W, c.H, img.Width(), img.Height())
+			return 0, 0, fmt.Errorf("%w: crop=%g,%g,%g,%g is outside the %dx%d image (as displayed, after EXIF orientation)", thumbjob.ErrUndecodable, c.X, c.Y, c.W, c.H, w, ht)
 		}
-		if err := img.ExtractArea(x, y, w, h); err != nil {
-			return fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+		// The region in img's pixels: libjpeg rounds a shrunk side up.
+		rx, ry := float64(img.Width())/float64(w), float64(img.Height())/float64(ht)
+		x0, y0 := int(float64(x)*rx), int(float64(y)*ry)
+		x1, y1 := min(int(math.Ceil(float64(x+cw)*rx)), img.Width()), min(int(math.Ceil(float64(y+ch)*ry)), img.Height())
+		if err := img.ExtractArea(x0, y0, max(x1-x0, 1), max(y1-y0, 1)); err != nil {
+			return 0, 0, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 		}
+		w, ht = cw, ch
 	}
-	if o.Trim != nil {
+	if o.Trim != nil { // never shrunk on load: img's pixels are the source's
 		if err := trim(img, *o.Trim); err != nil {
-			return fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+			return 0, 0, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+		}
+		w, ht = img.Width(), img.Height()
+	}
+	return w, ht, nil
+}
+
+// cropShrink is the JPEG shrink on load (8, 4, 2, else 1) whose decoded
+// region still covers what the fit needs of the crop's region, so that
+// the resize never enlarges: jpegShrink's rule, for the region.
+func (e *Engine) cropShrink(o thumbjob.Options, h header) int {
+	dw, dh := h.displayed()
+	_, _, cw, ch, ok := o.Crop.In(dw, dh)
+	if !ok {
+		return 1
+	}
+	bw, bh := cw, ch // the region as the box sees it, after rotate
+	if o.Reorients() {
+		bw, bh = ch, cw
+	}
+	box := e.resolve(o, bw, bh)
+	if o.NoEnlarge {
+		box.Width, box.Height = noEnlarge(box, bw, bh)
+	}
+	kx, ky := float64(box.Width)/float64(bw), float64(box.Height)/float64(bh)
+	switch o.Fit {
+	case thumbjob.FitCover:
+		kx = max(kx, ky)
+		ky = kx
+	case thumbjob.FitContain, thumbjob.FitInside:
+		kx = min(kx, ky)
+		ky = kx
+	}
+	if o.Reorients() {
+		kx, ky = ky, kx
+	}
+	needW, needH := max(int(math.Round(float64(cw)*kx)), 1), max(int(math.Round(float64(ch)*ky)), 1)
+	for _, s := range []int{8, 4, 2} {
+		// Rounding down keeps a margin, as in jpegShrink; the whole
+		// source must keep a pixel a side at the shrink.
+		if cw/s >= needW && ch/s >= needH && h.width/s >= 1 && h.height/s >= 1 {
+			return s
 		}
 	}
-	return nil
+	return 1
 }
 
 // trim cuts away the border within t.Threshold of its colour (t's, or the

@@ -2,10 +2,13 @@ package thumb
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"testing"
 
@@ -411,5 +414,52 @@ func TestWatermark(t *testing.T) {
 	small.Watermark = []byte("not an image")
 	if err := New(small).LoadWatermark(); !errors.Is(err, thumbjob.ErrUnsupportedFormat) {
 		t.Errorf("not an image: %v", err)
+	}
+}
+
+// A JPEG crop shrinks on load as far as the region still covers the box,
+// and the region is the same part of the image at any shrink.
+func TestCropShrinksOnLoad(t *testing.T) {
+	img, _, err := image.Decode(bytes.NewReader(quadrants(t, 800, 400)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	src := buf.Bytes()
+	for _, c := range []struct {
+		o      thumbjob.Options
+		shrink int
+		w, h   int
+		at     []spot
+	}{
+		// 400x200 of green to 50x25: an eighth.
+		{thumbjob.Options{Width: 50, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 400, W: 400, H: 200}}}, 8, 50, 25, []spot{{1, 1, cGreen}, {48, 23, cGreen}}},
+		// Across the middle: red | green over blue | white; 200 rows filled
+		// to 100: a half.
+		{thumbjob.Options{Width: 100, Height: 100, Fit: thumbjob.FitFill, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 0.25, Y: 0.25, W: 0.5, H: 0.5, Fractions: true}}}, 2, 100, 100, []spot{{10, 10, cRed}, {90, 10, cGreen}, {10, 90, cBlue}, {90, 90, cWhite}}},
+		// Turned, the box's width is the region's height: 200 to 100.
+		{thumbjob.Options{Width: 100, Transforms: thumbjob.Transforms{Rotate: 90, Crop: &thumbjob.Region{X: 0, Y: 0, W: 400, H: 200}}}, 2, 100, 200, []spot{{50, 100, cRed}}},
+		// A box as large as the region: no shrink.
+		{thumbjob.Options{Width: 400, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 400, Y: 200, W: 400, H: 200}}}, 1, 400, 200, []spot{{200, 100, cWhite}}},
+		// A trim is not known before the pixels: no shrink.
+		{thumbjob.Options{Width: 50, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 400, W: 400, H: 200}, Trim: &thumbjob.Trim{Threshold: 5}}}, 1, 50, 25, []spot{{10, 10, cGreen}}},
+	} {
+		c.o.Fit = cmp.Or(c.o.Fit, thumbjob.FitInside)
+		c.o.Gravity, c.o.Format = thumbjob.GravityCentre, imagefmt.PNG
+		got, err := testEngine.Thumbnail(context.Background(), src, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Trace.Shrink != c.shrink {
+			t.Errorf("%+v: shrink %d, want %d", c.o.Crop, got.Trace.Shrink, c.shrink)
+		}
+		dec, _, err := image.Decode(bytes.NewReader(got.Bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, fmt.Sprintf("crop %+v", *c.o.Crop), shot{dec}, c.w, c.h, c.at...)
 	}
 }
