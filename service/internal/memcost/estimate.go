@@ -146,6 +146,16 @@ func resizedBytes(h Header) float64 {
 func box(h Header, j Job) (w, ht int) {
 	w, ht = j.Width, j.Height
 	long, short := float64(max(h.Width, h.Height)), float64(max(min(h.Width, h.Height), 1))
+	if c := j.Transforms.Crop; c != nil {
+		// The engine follows the region's aspect ratio: the more
+		// elongated of its two orientations' regions.
+		long, short = 1, 1
+		for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
+			if _, _, cw, ch, ok := c.In(d[0], d[1]); ok && float64(max(cw, ch))/float64(min(cw, ch)) > long/short {
+				long, short = float64(max(cw, ch)), float64(min(cw, ch))
+			}
+		}
+	}
 	bound := func(v float64) int {
 		if j.MaxSide > 0 {
 			v = min(v, float64(j.MaxSide))
@@ -194,13 +204,54 @@ func coverPixels(h Header, w, ht int) float64 {
 	return best
 }
 
+// cropShrink is the JPEG shrink on load of a crop (the engine's rule:
+// the region, shrunk, still covers what the fit needs of it into the
+// w x ht box), in the less favourable orientation; the whole source is
+// decoded at it.
+func cropShrink(h Header, j Job, w, ht int) int {
+	shrink := 8
+	for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
+		_, _, cw, ch, ok := j.Transforms.Crop.In(d[0], d[1])
+		if !ok {
+			continue
+		}
+		bw, bh := float64(w), float64(ht) // the box, in the region's frame
+		if j.Transforms.Reorients() {
+			bw, bh = bh, bw
+		}
+		kx, ky := bw/float64(cw), bh/float64(ch)
+		switch j.Fit {
+		case "cover":
+			kx = max(kx, ky)
+			ky = kx
+		case "contain", "inside":
+			kx = min(kx, ky)
+			ky = kx
+		}
+		needW, needH := max(int(math.Round(float64(cw)*kx)), 1), max(int(math.Round(float64(ch)*ky)), 1)
+		s := 1
+		for _, f := range []int{8, 4, 2} {
+			if cw/f >= needW && ch/f >= needH {
+				s = f
+				break
+			}
+		}
+		shrink = min(shrink, s)
+	}
+	return shrink
+}
+
 // decodedPixels is one frame's pixels as decoded: JPEG shrinks on load by
 // 2, 4 or 8 while the result still covers what the fit needs (the engine's
 // rule, in the less favourable orientation, as EXIF is not read here); the
 // other formats decode whole.
 func decodedPixels(h Header, j Job, w, ht int) float64 {
-	if h.Format != imagefmt.JPEG || j.Transforms.Crop != nil || j.Transforms.Trim != nil {
+	switch t := j.Transforms; {
+	case h.Format != imagefmt.JPEG || t.Trim != nil || t.Crop != nil && j.QualityShrink:
 		return float64(h.Width) * float64(h.Height)
+	case t.Crop != nil:
+		s := float64(cropShrink(h, j, w, ht))
+		return math.Ceil(float64(h.Width)/s) * math.Ceil(float64(h.Height)/s)
 	}
 	shrink := 8
 	for _, rotated := range []bool{false, true} {

@@ -204,13 +204,35 @@ func TestEstimateTransforms(t *testing.T) {
 	if want := int64((padded-256*256)*encoderBytes[imagefmt.PNG] + padded*copyBytes); pad-plain < want {
 		t.Errorf("pad=%d: %d more, want at least the padded output's %d", thumbjob.MaxPad, pad-plain, want)
 	}
-	crop := more("crop (no shrink on load)", thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 0.5, H: 0.5, Fractions: true}})
-	if whole := int64(4032 * 3024 * 3); crop-plain < whole*3/4 {
+	// A crop decodes the whole source at the shrink its region allows: a
+	// 256x256 region to 256x256 none.
+	whole := int64(4032 * 3024 * 3)
+	crop := more("crop without a shrink", thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 256, H: 256}})
+	if crop-plain < whole*3/4 {
 		t.Errorf("crop: %d more, want about the whole source decoded (%d)", crop-plain, whole)
+	}
+	// A 2048x2048 region to 256x256: an eighth, as the engine does; with
+	// THUMBD_JPEG_SHRINK=quality (the engine does not shrink crops then),
+	// whole.
+	small := Estimate(photo, with(base, thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 2048, H: 2048}}))
+	if small >= crop-whole/2 {
+		t.Errorf("a 2048x2048 crop to 256x256: %d, not shrunk on load (a whole decode: %d)", small, crop)
+	}
+	quality := with(base, thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 2048, H: 2048}})
+	quality.QualityShrink = true
+	if Estimate(photo, quality) < crop {
+		t.Error("THUMBD_JPEG_SHRINK=quality: a crop decodes whole")
+	}
+	// A tall region, w alone: the engine follows the region's aspect
+	// (256 x 4096, bounded) and cannot shrink on load.
+	tall := base
+	tall.Height, tall.Fit = 0, "inside"
+	if got := Estimate(photo, with(tall, thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 100, H: 2000}})); got < crop {
+		t.Errorf("a 100x2000 crop to w=256: %d, under a whole decode's %d", got, crop)
 	}
 	trim := more("trim", thumbjob.Transforms{Trim: &thumbjob.Trim{Threshold: 10}})
 	if trim <= crop {
-		t.Errorf("trim %d not more than crop %d: it reads the source again", trim, crop)
+		t.Errorf("trim %d not more than a whole crop %d: it reads the source again", trim, crop)
 	}
 	// A thin crop covered scales far more than the whole source would.
 	thin := more("a thin crop covered", thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 4000, H: 10}})
