@@ -176,7 +176,8 @@ func box(h Header, j Job) (w, ht int) {
 // coverOf is the scaled image a cover crop is cut from: of the source,
 // or of the crop's region (clipped to the source, as the engine clips
 // it), in either orientation as EXIF is not read here. A trim's result
-// is not known before the pixels are: the source's size stands for it.
+// is not known before the pixels are: the source's size stands for it,
+// and the engine refuses a trimmed cover that would scale beyond it.
 func coverOf(h Header, t thumbjob.Transforms, w, ht int) float64 {
 	c := t.Crop
 	if c == nil {

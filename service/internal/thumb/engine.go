@@ -148,6 +148,12 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	if px := int64(frames) * int64(o.Width) * int64(o.Height); frames > 1 && px > e.cfg.MaxAnimationPixels {
 		return thumbjob.Image{}, fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", thumbjob.ErrAnimationTooLarge, frames, o.Width, o.Height, px, e.cfg.MaxAnimationPixels)
 	}
+	if px, priced := coverPixelsOf(o, dw, dh), trimPriced(o, h); o.Trim != nil && px > priced {
+		// Where a trim cuts is known only now: the estimate priced the
+		// cover of the untrimmed source, and a sliver covered to a
+		// square would scale far beyond it.
+		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with the trimmed %dx%d image needs it scaled to %.0f pixels, more than the %.0f the untrimmed source would", thumbjob.ErrTooManyPixels, o.Width, o.Height, dw, dh, px, priced)
+	}
 	if px := coverPixelsOf(o, dw, dh); px > float64(e.cfg.MaxPixels) {
 		// libvips scales the whole source before cropping: a 1x40000 JPEG
 		// covered to 256x256 is a 256x10240000 image (minutes, gigabytes).

@@ -166,6 +166,18 @@ func trim(img *vips.ImageRef, t thumbjob.Trim) error {
 	return img.ExtractArea(left, top, w, h)
 }
 
+// trimPriced is the most a trimmed image's cover may scale to: the
+// cover of the untrimmed source in its less favourable orientation, as
+// the memory estimate priced it (memcost's coverPixels), or the source's
+// own pixels when they are more.
+func trimPriced(o thumbjob.Options, h header) float64 {
+	best := float64(h.width) * float64(h.height)
+	for _, d := range [][2]int{{h.width, h.height}, {h.height, h.width}} {
+		best = max(best, coverPixelsOf(o, d[0], d[1]))
+	}
+	return best
+}
+
 // noEnlarge is the box of enlarge=false on a dw x dh image: shrunk by the
 // factor the fit would have scaled the image up by, so that the image
 // keeps its size (on one side at least) and the box its aspect ratio.

@@ -463,3 +463,21 @@ func TestCropShrinksOnLoad(t *testing.T) {
 		check(t, fmt.Sprintf("crop %+v", *c.o.Crop), shot{dec}, c.w, c.h, c.at...)
 	}
 }
+
+// A trim that leaves a sliver cannot be covered into a square beyond
+// what the untrimmed source's cover was priced at.
+func TestTrimmedSliverCover(t *testing.T) {
+	sliver := pngOf(t, 400, 400, func(x, y int) color.NRGBA {
+		if y >= 200 && y < 204 { // find_trim's median filter takes out a thinner line
+			return cRed
+		}
+		return cWhite
+	})
+	_, err := testEngine.Thumbnail(context.Background(), sliver, thumbjob.Options{Width: 400, Height: 400, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, Transforms: thumbjob.Transforms{Trim: &thumbjob.Trim{Threshold: 10}}})
+	if !errors.Is(err, thumbjob.ErrTooManyPixels) {
+		t.Errorf("a 400x4 sliver covered to 400x400: %v", err)
+	}
+	// Inside, the sliver is as small as it is.
+	p := shoot(t, sliver, thumbjob.Options{Width: 400, Height: 400, Transforms: thumbjob.Transforms{Trim: &thumbjob.Trim{Threshold: 10}}})
+	check(t, "trimmed sliver inside", p, 400, 4, spot{200, 1, cRed})
+}
