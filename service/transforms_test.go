@@ -98,6 +98,21 @@ func TestSignedTransforms(t *testing.T) {
 		getError(t, base+p+"&"+extra, 403, apierr.BadSignature)
 	}
 	getError(t, base+"/thumbnail?src=a.jpg&rotate=45", 403, apierr.SignatureMissing)
+
+	// wm= too, with a watermark configured.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.jpg"), encodeJPEG(t, scene(120, 90), 90), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(nil, envOf(map[string]string{"THUMBD_WATERMARK": markFile(t, 8), "THUMBD_SOURCE_DIR": dir, "THUMBD_SIGNING_KEYS": testKeyHex}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newTestServer(t, cfg)
+	if status, _, body := do(t, "GET", srv.URL+signedPath(t, key, "src=a.jpg&w=40&wm=0.5,soea"), nil); status != 200 {
+		t.Fatalf("signed wm=: %d %s", status, body)
+	}
+	getError(t, srv.URL+signedPath(t, key, "src=a.jpg&w=40")+"&wm=1", 403, apierr.BadSignature)
 }
 
 func TestTransformsInPresetsOverHTTP(t *testing.T) {

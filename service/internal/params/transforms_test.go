@@ -83,7 +83,7 @@ func TestTransformsBadValues(t *testing.T) {
 // Transforms work in presets, and a request's own value overrides the
 // preset's.
 func TestTransformsInPresets(t *testing.T) {
-	presets, err := ParsePresets("card:w=100&h=100&rotate=90&bg=00ff00&pad=2&blur=2&enlarge=false")
+	presets, err := ParsePresets("card:w=100&h=100&rotate=90&bg=00ff00&pad=2&blur=2&enlarge=false&flip=v&crop=0,0,0.5,0.5&trim=5,ffffff&sharpen=1&pixelate=3&extend=true&gravity=sw")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +95,10 @@ func TestTransformsInPresets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := thumbjob.Transforms{Rotate: 180, Background: &thumbjob.Colour{G: 255, A: 255}, Pad: thumbjob.Sides{Top: 2, Right: 2, Bottom: 2, Left: 2}, Blur: 2, NoEnlarge: true}
-	if !reflect.DeepEqual(got.Options.Transforms, want) {
+	want := thumbjob.Transforms{Rotate: 180, Background: &thumbjob.Colour{G: 255, A: 255}, Pad: thumbjob.Sides{Top: 2, Right: 2, Bottom: 2, Left: 2}, Blur: 2, NoEnlarge: true,
+		Flip: thumbjob.FlipVertical, Crop: &thumbjob.Region{W: 0.5, H: 0.5, Fractions: true}, Trim: &thumbjob.Trim{Threshold: 5, Colour: &thumbjob.Colour{R: 255, G: 255, B: 255, A: 255}},
+		Sharpen: 1, Pixelate: 3, Extend: true}
+	if !reflect.DeepEqual(got.Options.Transforms, want) || got.Options.Gravity != thumbjob.GravitySouthWest {
 		t.Errorf("%+v, want %+v", got.Options.Transforms, want)
 	}
 	bad := Rules{MaxSide: 4096, Presets: Presets{"odd": {"rotate": "45"}}}
