@@ -183,3 +183,33 @@ func TestWatermarkParameter(t *testing.T) {
 		t.Errorf("preset=marked: %+v %v", got.Options.Watermark, err)
 	}
 }
+
+// No query panics the parser, and every refusal is a 400 bad_parameter.
+func FuzzTransforms(f *testing.F) {
+	for _, seed := range []string{"pad=1,2,3,4,5", "crop=0,0,1,1", "crop=0.5,0.5,0.5,0.5", "trim=10,ffffff", "bg=ff000080",
+		"rotate=90&flip=hv", "blur=100&sharpen=10&pixelate=256", "wm=1,re,4,4,0.5", "enlarge=false&extend=true&gravity=se", "pad=,,,"} {
+		f.Add(seed)
+	}
+	rules := Rules{MaxSide: 4096, Watermark: Watermark{Configured: true}}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := UploadQuery(raw)
+		if err != nil {
+			return
+		}
+		got, err := rules.Upload(q)
+		if err != nil {
+			if apierr.From(err).Code != apierr.BadParameter {
+				t.Fatalf("%q: %v", raw, err)
+			}
+			return
+		}
+		tr := got.Options.Transforms
+		if tr.Blur < 0 || tr.Blur > thumbjob.MaxBlur || tr.Sharpen < 0 || tr.Sharpen > thumbjob.MaxSharpen || tr.Pixelate < 0 || tr.Pixelate > thumbjob.MaxPixelate ||
+			max(tr.Pad.Top, tr.Pad.Right, tr.Pad.Bottom, tr.Pad.Left) > thumbjob.MaxPad || min(tr.Pad.Top, tr.Pad.Right, tr.Pad.Bottom, tr.Pad.Left) < 0 {
+			t.Fatalf("%q: out of bounds %+v", raw, tr)
+		}
+		if c := tr.Crop; c != nil && (c.W <= 0 || c.H <= 0 || c.X < 0 || c.Y < 0) {
+			t.Fatalf("%q: crop %+v", raw, *c)
+		}
+	})
+}
