@@ -131,6 +131,9 @@ func (e *Engine) cropShrink(o thumbjob.Options, h header) int {
 // (alpha flattened onto the colour). An image that is all border is left
 // whole.
 func trim(img *vips.ImageRef, t thumbjob.Trim) error {
+	if img.Width() < 3 || img.Height() < 3 {
+		return nil // find_trim's 3x3 median needs more; all border anyway
+	}
 	srgb, err := img.Copy()
 	if err != nil {
 		return err

@@ -481,3 +481,28 @@ func TestTrimmedSliverCover(t *testing.T) {
 	p := shoot(t, sliver, thumbjob.Options{Width: 400, Height: 400, Transforms: thumbjob.Transforms{Trim: &thumbjob.Trim{Threshold: 10}}})
 	check(t, "trimmed sliver inside", p, 400, 4, spot{200, 1, cRed})
 }
+
+// Every transform at its bounds on the smallest images: an answer, never
+// a libvips error.
+func TestTransformsAtBoundsOnTinyImages(t *testing.T) {
+	for _, src := range []struct {
+		name string
+		w, h int
+	}{{"1x1", 1, 1}, {"1x40", 1, 40}, {"40x1", 40, 1}} {
+		img := pngOf(t, src.w, src.h, func(x, y int) color.NRGBA { return cRed })
+		for _, tr := range []thumbjob.Transforms{
+			{Blur: thumbjob.MaxBlur}, {Sharpen: thumbjob.MaxSharpen}, {Pixelate: thumbjob.MaxPixelate},
+			{Pad: thumbjob.Sides{Top: thumbjob.MaxPad, Right: thumbjob.MaxPad, Bottom: thumbjob.MaxPad, Left: thumbjob.MaxPad}},
+			{Rotate: 270, Flip: thumbjob.FlipBoth}, {Trim: &thumbjob.Trim{}}, {Trim: &thumbjob.Trim{Threshold: 255}},
+			{Crop: &thumbjob.Region{X: 0, Y: 0, W: 1, H: 1}}, {Crop: &thumbjob.Region{X: 0.99, Y: 0.99, W: 0.01, H: 0.01, Fractions: true}},
+			{NoEnlarge: true, Extend: true}, {NoEnlarge: true},
+		} {
+			for _, fit := range thumbjob.Fits() {
+				o := thumbjob.Options{Width: 64, Height: 64, Fit: fit, Gravity: thumbjob.GravitySouthEast, Format: imagefmt.JPEG, Quality: 80, Transforms: tr}
+				if _, err := testEngine.Thumbnail(context.Background(), img, o); err != nil && !errors.Is(err, thumbjob.ErrTooManyPixels) {
+					t.Errorf("%s %s %+v: %v", src.name, fit, tr, err)
+				}
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package thumbjob
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -81,18 +82,23 @@ type Region struct {
 	Fractions  bool `json:"fractions,omitempty"`
 }
 
-// In is the region in pixels of a w x h image, clipped to it; ok is false
-// when nothing of it is inside.
+// In is the region in pixels of a w x h image: the pixels it touches
+// (at least one a side), clipped to the image; ok is false when it starts
+// outside.
 func (r Region) In(w, h int) (x, y, cw, ch int, ok bool) {
 	fx, fy, fw, fh := r.X, r.Y, r.W, r.H
 	if r.Fractions {
 		fx, fy, fw, fh = fx*float64(w), fy*float64(h), fw*float64(w), fh*float64(h)
 	}
-	x0, y0 := max(int(fx+0.5), 0), max(int(fy+0.5), 0)
-	x1, y1 := min(int(fx+fw+0.5), w), min(int(fy+fh+0.5), h)
-	if x1 <= x0 || y1 <= y0 {
+	// The tolerance keeps float error (0.7 x 10 = 7.000000000000001)
+	// from adding a pixel.
+	const eps = 1e-9
+	x0, y0 := int(math.Floor(fx+eps)), int(math.Floor(fy+eps))
+	if x0 >= w || y0 >= h {
 		return 0, 0, 0, 0, false
 	}
+	x1 := min(max(int(math.Ceil(fx+fw-eps)), x0+1), w)
+	y1 := min(max(int(math.Ceil(fy+fh-eps)), y0+1), h)
 	return x0, y0, x1 - x0, y1 - y0, true
 }
 
