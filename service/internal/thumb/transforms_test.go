@@ -399,6 +399,18 @@ func TestWatermark(t *testing.T) {
 	dec, _, _ := image.Decode(bytes.NewReader(img.Bytes))
 	check(t, "watermark jpeg", shot{dec}, 40, 40, spot{20, 20, cRed}, spot{2, 2, cWhite})
 
+	// At its bounds on the smallest thumbnails: an answer every time.
+	for _, side := range []int{1, 3} {
+		tiny := pngOf(t, side, side, func(x, y int) color.NRGBA { return cWhite })
+		for _, pos := range thumbjob.Positions() {
+			for _, wm := range []thumbjob.Watermark{{Opacity: 1, Position: pos, X: 4096, Y: 4096, Scale: 1}, {Opacity: 0.01, Position: pos}} {
+				if _, err := e.Thumbnail(context.Background(), tiny, thumbjob.Options{Width: side, Height: side, Fit: thumbjob.FitCover, Format: imagefmt.WebP, Quality: 80, Transforms: thumbjob.Transforms{Watermark: &wm}}); err != nil {
+					t.Errorf("%dx%d %+v: %v", side, side, wm, err)
+				}
+			}
+		}
+	}
+
 	// The shared engine has none: a job asking for one is an error, not a
 	// thumbnail without it.
 	if _, err := testEngine.Thumbnail(context.Background(), field, thumbjob.Options{Width: 10, Height: 10, Fit: thumbjob.FitCover, Format: imagefmt.PNG, Transforms: thumbjob.Transforms{Watermark: &thumbjob.Watermark{Opacity: 1}}}); !errors.Is(err, errNoWatermark) {
