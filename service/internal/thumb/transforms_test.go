@@ -10,8 +10,14 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -515,6 +521,75 @@ func TestTransformsAtBoundsOnTinyImages(t *testing.T) {
 					t.Errorf("%s %s %+v: %v", src.name, fit, tr, err)
 				}
 			}
+		}
+	}
+}
+
+// The transforms against an independent reference: the same operation
+// run by Debian's vips command (libvips-tools, as decodeAll's AVIF
+// decoding needs) on the same PNG, compared pixel by pixel. The
+// thumbnails keep the source's size, so the resize does nothing.
+func TestTransformsMatchTheVipsCommand(t *testing.T) {
+	vipsCmd, err := exec.LookPath("vips")
+	if err != nil {
+		t.Fatalf("the vips command (scripts/deps.sh dev installs libvips-tools): %v", err)
+	}
+	dir := t.TempDir()
+	srcPath := filepath.Join(dir, "src.png")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(vipsCmd, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("vips %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("copy", filepath.Join("testdata", "sources", "small.jpg"), srcPath) // 400x300
+	src, err := os.ReadFile(srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := strings.Fields(run("getpoint", srcPath, "0", "0"))
+	bounds := strings.Fields(run("find_trim", srcPath, "--threshold", "80", "--background", strings.Join(tl, " ")))
+	if strings.Join(bounds, " ") == "0 0 400 300" || len(bounds) != 4 {
+		t.Fatalf("find_trim at 80 finds %v: pick a threshold that trims", bounds)
+	}
+	for _, c := range []struct {
+		name string
+		tr   thumbjob.Transforms
+		vips []string // the reference's command, writing OUT
+	}{
+		{"rotate=90", thumbjob.Transforms{Rotate: 90}, []string{"rot", srcPath, "OUT", "d90"}},
+		{"rotate=270", thumbjob.Transforms{Rotate: 270}, []string{"rot", srcPath, "OUT", "d270"}},
+		{"flip=h", thumbjob.Transforms{Flip: thumbjob.FlipHorizontal}, []string{"flip", srcPath, "OUT", "horizontal"}},
+		{"flip=v", thumbjob.Transforms{Flip: thumbjob.FlipVertical}, []string{"flip", srcPath, "OUT", "vertical"}},
+		{"blur=2", thumbjob.Transforms{Blur: 2}, []string{"gaussblur", srcPath, "OUT", "2"}},
+		{"blur=20", thumbjob.Transforms{Blur: 20}, []string{"gaussblur", srcPath, "OUT", "20"}},
+		{"sharpen=1.5", thumbjob.Transforms{Sharpen: 1.5}, []string{"sharpen", srcPath, "OUT", "--sigma", "1.5"}},
+		{"crop=50,40,200,100", thumbjob.Transforms{NoEnlarge: true, Crop: &thumbjob.Region{X: 50, Y: 40, W: 200, H: 100}}, []string{"extract_area", srcPath, "OUT", "50", "40", "200", "100"}},
+		{"trim=80", thumbjob.Transforms{NoEnlarge: true, Trim: &thumbjob.Trim{Threshold: 80}}, append([]string{"extract_area", srcPath, "OUT"}, bounds...)},
+		{"pad=5,6,7,8&bg=ff0000", thumbjob.Transforms{Pad: thumbjob.Sides{Top: 5, Right: 6, Bottom: 7, Left: 8}, Background: &thumbjob.Colour{R: 255, A: 255}},
+			[]string{"embed", srcPath, "OUT", "8", "5", "414", "312", "--extend", "background", "--background", "255 0 0"}},
+	} {
+		out := filepath.Join(dir, strings.NewReplacer("=", "-", ",", "-", "&", "-").Replace(c.name)+".png")
+		args := slices.Clone(c.vips)
+		args[slices.Index(args, "OUT")] = out
+		run(args...)
+		ref, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := image.Decode(bytes.NewReader(ref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := shoot(t, src, thumbjob.Options{Width: 400, Height: 400, Transforms: c.tr})
+		if got.Bounds().Size() != want.Bounds().Size() {
+			t.Errorf("%s: %v, the vips command's %v", c.name, got.Bounds().Size(), want.Bounds().Size())
+			continue
+		}
+		if d := imagediff.MeanAbs(got, want); d > 1 {
+			t.Errorf("%s: mean difference %.2f from the vips command's", c.name, d)
 		}
 	}
 }
