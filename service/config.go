@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -434,6 +436,10 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 func (c config) rules() params.Rules {
 	r := params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, HintsSigned: len(c.SigningKeys) > 0}
 	r.Watermark.Configured = len(c.WatermarkBytes) > 0
+	if r.Watermark.Configured {
+		sum := sha256.Sum256(c.WatermarkBytes)
+		r.Watermark.Mark = hex.EncodeToString(sum[:8])
+	}
 	if r.Watermark.Configured && c.WatermarkRequired {
 		r.Watermark.Required, _ = params.ParseWatermark(c.WatermarkOptions) // checked by loadWatermark
 	}

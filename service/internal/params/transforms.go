@@ -204,6 +204,8 @@ type Watermark struct {
 	// only on those that ask with wm=. With it, wm= is refused: the
 	// operator places the mark.
 	Required *thumbjob.Watermark
+	// Mark names the configured image (thumbjob.Watermark.Mark).
+	Mark string
 }
 
 // watermark reads wm=OPACITY[,POSITION[,X,Y[,SCALE]]] as the rules allow
@@ -215,6 +217,7 @@ func (r Rules) watermark(q map[string]string) (*thumbjob.Watermark, error) {
 		return nil, bad("wm", "is not taken here: every thumbnail carries the operator's watermark (THUMBD_WATERMARK_REQUIRED)")
 	case r.Watermark.Required != nil:
 		w := *r.Watermark.Required
+		w.Mark = r.Watermark.Mark
 		return &w, nil
 	case !asked:
 		return nil, nil
@@ -225,6 +228,7 @@ func (r Rules) watermark(q map[string]string) (*thumbjob.Watermark, error) {
 	if err != nil {
 		return nil, bad("wm", "%s", err)
 	}
+	w.Mark = r.Watermark.Mark
 	return w, nil
 }
 

@@ -156,6 +156,15 @@ func TestWatermarkParameter(t *testing.T) {
 			t.Errorf("wm=%s: %v, want a 400 naming it", v, err)
 		}
 	}
+	// Another watermark image, another key and ETag (a result store keeps
+	// results across restarts, and the image may change between them).
+	a, b := configured, configured
+	a.Watermark.Mark, b.Watermark.Mark = "aaaa", "bbbb"
+	ga, _ := upload(a, "wm=1")
+	gb, _ := upload(b, "wm=1")
+	if ga.Options.Watermark.Mark != "aaaa" || ga.Options.Normalised() == gb.Options.Normalised() {
+		t.Errorf("the watermark's image is not in the key: %s, %s", ga.Options.Normalised(), gb.Options.Normalised())
+	}
 	// With no watermark configured, wm= says so.
 	if _, err := upload(Rules{MaxSide: 4096}, "wm=1"); err == nil || !strings.Contains(err.Error(), "none is configured (THUMBD_WATERMARK)") {
 		t.Errorf("wm=1 with none configured: %v", err)

@@ -141,6 +141,9 @@ type Watermark struct {
 	X        int      `json:"x,omitempty"`
 	Y        int      `json:"y,omitempty"`
 	Scale    float64  `json:"scale,omitempty"`
+	// Mark names the watermark's image (a digest of its file), so that
+	// results made with another one have other keys and ETags.
+	Mark string `json:"mark,omitempty"`
 }
 
 // Reorients reports whether the image turns on its side before the
@@ -193,7 +196,7 @@ func (t Transforms) normalised() string {
 	}
 	if t.Watermark != nil {
 		w := t.Watermark
-		add("wm", "%g:%s:%d:%d:%g", w.Opacity, w.Position, w.X, w.Y, w.Scale)
+		add("wm", "%g:%s:%d:%d:%g:%s", w.Opacity, w.Position, w.X, w.Y, w.Scale, w.Mark)
 	}
 	return b.String()
 }
