@@ -2,6 +2,8 @@ package main
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,6 +20,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
@@ -69,14 +72,20 @@ type config struct {
 	S3Addressing   string
 	// S3 is how buckets are reached and signed for: the AWS SDKs'
 	// variables, read once at start-up (only when a bucket is configured).
-	S3                bucket.Conn
-	Origins           []origin.Pattern
-	AllowLoopback     bool
-	FetchTimeout      time.Duration
-	OriginMaxConns    int
-	SigningKeys       [][]byte
-	Presets           params.Presets
-	PresetsOnly       bool
+	S3             bucket.Conn
+	Origins        []origin.Pattern
+	AllowLoopback  bool
+	FetchTimeout   time.Duration
+	OriginMaxConns int
+	SigningKeys    [][]byte
+	Presets        params.Presets
+	PresetsOnly    bool
+	// Watermark is THUMBD_WATERMARK's file; WatermarkBytes its bytes,
+	// read and checked at start (loadWatermark).
+	Watermark         string
+	WatermarkBytes    []byte
+	WatermarkRequired bool
+	WatermarkOptions  string
 	Uploads           bool
 	UnsignedUploads   bool
 	BenchRoutes       bool
@@ -157,6 +166,9 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", flagenv.Secret(&c.SigningKeys, signing.ParseKeys)},
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", flagenv.Of(&c.Presets, params.ParsePresets, params.Presets.String)},
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", flagenv.Bool(&c.PresetsOnly)},
+		{"THUMBD_WATERMARK", "watermark", "", "none: `wm=` is a 400", "an image file (JPEG, PNG with alpha, WebP, GIF) that `wm=OPACITY[,POSITION[,X,Y[,SCALE]]]` puts on thumbnails, last ([Watermarks](thumbnails.md#watermarks)); read and decoded once at start, within `THUMBD_MAX_BODY_BYTES` and `THUMBD_MAX_PIXELS` (in cells mode at most 90 KiB: each cell gets it in its settings); missing, too large or not an image: start-up error", flagenv.String(&c.Watermark)},
+		{"THUMBD_WATERMARK_REQUIRED", "watermark-required", "false", "", "`true`: every thumbnail carries the watermark, placed by `THUMBD_WATERMARK_OPTIONS`, and `wm=` is a 400 (an animated source then gives its first frame)", flagenv.Bool(&c.WatermarkRequired)},
+		{"THUMBD_WATERMARK_OPTIONS", "watermark-options", "0.5,soea,16,16,0.25", "", "how a required watermark is placed, as `wm=`: opacity, position (`ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe`, `re`), offsets, scale (its width as a fraction of the thumbnail's; 0: its own size)", flagenv.String(&c.WatermarkOptions)},
 		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", flagenv.Bool(&c.Uploads)},
 		{"THUMBD_UNSIGNED_UPLOADS", "unsigned-uploads", "false", "", "with `THUMBD_SIGNING_KEYS` set: `true` serves `POST /thumbnail` without a `sig=` (anyone may then have their own bytes thumbnailed, at any size and format; logged as a warning); `false`: a POST needs a valid `sig=` over its query, as a GET does (`thumbd sign -upload`)", flagenv.Bool(&c.UnsignedUploads)},
 		{"THUMBD_BENCH_ROUTES", "bench-routes", "true", "", "`false`: the benchmark contract's routes (`GET /json`, `GET /compute`, `GET /hash`, `POST /hash`) are not served, a 404 `not_found` as any unknown path (a public deployment: `/compute?n=` costs up to about 0.3 s of CPU and is never signed)", flagenv.Bool(&c.BenchRoutes)},
@@ -220,11 +232,66 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	errs = append(errs, c.sourceStore(c.getenv)...)
 	errs = append(errs, c.resultStoreConn(c.getenv)...)
 	errs = append(errs, c.storeApart()...)
+	// Before validate: presets may ask for the watermark.
+	if err := c.loadWatermark(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, c.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return c, nil
+}
+
+// maxCellWatermark bounds THUMBD_WATERMARK in cells mode: a cell gets it
+// in its settings variable (base64 in JSON), and Linux holds one variable
+// to 128 KiB (MAX_ARG_STRLEN).
+const maxCellWatermark = 90 << 10
+
+// loadWatermark reads THUMBD_WATERMARK's file and checks it as a source
+// is checked (size, format, header's pixels), so that a wrong setting
+// stops the start with a sentence naming it; the engine decodes it once
+// it starts.
+func (c *config) loadWatermark() error {
+	if _, err := params.ParseWatermark(c.WatermarkOptions); err != nil {
+		return fmt.Errorf("THUMBD_WATERMARK_OPTIONS=%q: %v", c.WatermarkOptions, err)
+	}
+	if c.Watermark == "" {
+		if c.WatermarkRequired {
+			return errors.New("THUMBD_WATERMARK_REQUIRED=true: THUMBD_WATERMARK names no watermark to put on every thumbnail")
+		}
+		return nil
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("THUMBD_WATERMARK=%q: "+format, append([]any{c.Watermark}, args...)...)
+	}
+	limit := c.MaxBodyBytes
+	if c.Engine == engineCells {
+		limit = min(limit, maxCellWatermark)
+	}
+	f, err := os.Open(c.Watermark)
+	if err != nil {
+		return fail("%v", errors.Unwrap(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return fail("%v", err)
+	case int64(len(b)) > limit:
+		return fail("more than %d bytes, the most a watermark may have (THUMBD_MAX_BODY_BYTES; in cells mode %d)", limit, maxCellWatermark)
+	}
+	look, err := memcost.Look(b)
+	switch {
+	case err != nil && look.Format == "":
+		return fail("not a %s image", imagefmt.InputNames())
+	case err != nil:
+		return fail("its header cannot be read: %v", err)
+	case look.Header.Pixels() > c.MaxPixels:
+		return fail("%dx%d is more than THUMBD_MAX_PIXELS (%d)", look.Header.Width, look.Header.Height, c.MaxPixels)
+	}
+	c.WatermarkBytes = b
+	return nil
 }
 
 // sourceStore reads THUMBD_SOURCE: a bucket (and the AWS variables that
@@ -456,7 +523,16 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 
 // rules are the settings a thumbnail query is read with.
 func (c config) rules() params.Rules {
-	return params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, HintsSigned: len(c.SigningKeys) > 0}
+	r := params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, HintsSigned: len(c.SigningKeys) > 0}
+	r.Watermark.Configured = len(c.WatermarkBytes) > 0
+	if r.Watermark.Configured {
+		sum := sha256.Sum256(c.WatermarkBytes)
+		r.Watermark.Mark = hex.EncodeToString(sum[:8])
+	}
+	if r.Watermark.Configured && c.WatermarkRequired {
+		r.Watermark.Required, _ = params.ParseWatermark(c.WatermarkOptions) // checked by loadWatermark
+	}
+	return r
 }
 
 func originsValue(p *[]origin.Pattern) flagenv.Value[[]origin.Pattern] {

@@ -70,6 +70,16 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"12 MP BMP", converted(photo12, "out.bmp", "convert", "in.jpg", "BMP3:out.bmp"), "w=256&h=256&format=webp"},
 		{"largest default animation", largestAnimation, "w=256&h=256&format=webp&animated=true"},
 		{"largest default animation", largestAnimation, "w=256&h=256&format=png"},
+		// The transforms (issue 36): a crop shrinks on load (the first) or
+		// decodes the whole source (the second), as trim does; the filters
+		// hold windows that grow with sigma.
+		{"12 MP JPEG", photo12, "w=256&h=256&crop=0.1,0.1,0.8,0.8"},
+		{"12 MP JPEG", photo12, "w=1024&h=1024&crop=1000,1000,1024,1024&format=webp"},
+		{"12 MP JPEG", photo12, "w=256&h=256&trim=10"},
+		{"12 MP JPEG", photo12, "w=1024&blur=100&format=jpeg"},
+		{"12 MP JPEG", photo12, "w=2048&sharpen=10&format=webp"},
+		{"12 MP JPEG", photo12, "w=1024&rotate=90&flip=hv&pixelate=256&pad=1024"},
+		{"3000x2000 RGBA PNG", pngOf(3000, 2000, true), "w=1024&h=1024&fit=inside&enlarge=false&extend=true&trim=10&blur=20"},
 	}
 	var table strings.Builder
 	fmt.Fprintln(&table, "| source (bytes) | query | measured peak | less 2 x source | estimate | estimate / job |\n|---|---|---|---|---|---|")

@@ -87,6 +87,7 @@ func engineConfig(cfg config, logger *slog.Logger) thumbjob.Config {
 		AVIFEffort: cfg.AVIFEffort,
 		JXLEffort:  cfg.JXLEffort,
 		Inputs:     cfg.Inputs,
+		Watermark:  cfg.WatermarkBytes,
 		Logger:     logger,
 	}
 }

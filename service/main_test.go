@@ -72,7 +72,11 @@ func newTestDeps(t *testing.T, cfg config) deps {
 	// libvips is up (testEngine started it); an engine value of its own
 	// carries this configuration's limits.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, root, nil)
+	eng := thumb.New(engineConfig(cfg, logger))
+	if err := eng.LoadWatermark(); err != nil {
+		t.Fatal(err)
+	}
+	return newDeps(cfg, logger, engines.InProcess{Engine: eng}, life, root, nil)
 }
 
 func newTestServer(t *testing.T, cfg config) (*httptest.Server, deps) {

@@ -65,7 +65,8 @@ const (
 )
 
 // resultBound is the most bytes a cell may answer o with: the job's box
-// (MaxSide for a side the job leaves to the source's aspect ratio), or
+// (MaxSide for a side the job leaves to the source's aspect ratio) and
+// its padding, or
 // for an animated job the animation's pixel limit, at the worst case per
 // pixel. A cell that declares more breaks the protocol before anything is
 // allocated for it.
@@ -76,7 +77,8 @@ func (s *Spec) resultBound(o thumbjob.Options) int64 {
 		}
 		return int64(n)
 	}
-	px := side(o.Width) * side(o.Height)
+	// pad= adds to the box's sides.
+	px := (side(o.Width) + int64(o.Pad.Left+o.Pad.Right)) * (side(o.Height) + int64(o.Pad.Top+o.Pad.Bottom))
 	if o.Animated {
 		px = max(px, s.MaxAnimationPixels)
 	}
@@ -515,7 +517,7 @@ func (c *Cell) result(o thumbjob.Options, meta resultMeta, payload []byte) (thum
 	switch {
 	case !ok || !asked || meta.Format != string(spec.Format):
 		return thumbjob.Image{}, fmt.Errorf("%w: asked for %s, got %q bytes labelled %q", ErrProtocol, o.Format, spec.Format, meta.Format)
-	case meta.Width < 1 || meta.Height < 1 || meta.Width > c.spec.MaxSide || meta.Height > c.spec.MaxSide:
+	case meta.Width < 1 || meta.Height < 1 || meta.Width > c.spec.MaxSide+o.Pad.Left+o.Pad.Right || meta.Height > c.spec.MaxSide+o.Pad.Top+o.Pad.Bottom:
 		return thumbjob.Image{}, fmt.Errorf("%w: a %dx%d image", ErrProtocol, meta.Width, meta.Height)
 	}
 	return thumbjob.Image{Bytes: payload, Format: spec.Format, Width: meta.Width, Height: meta.Height}, nil

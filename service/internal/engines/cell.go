@@ -55,6 +55,11 @@ func ServeCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	set.Engine.Logger = logger
 	eng := thumb.New(set.Engine)
 	eng.Start()
+	// Before the sandbox: the watermark's bytes came in the settings, and
+	// are decoded once here.
+	if err := eng.LoadWatermark(); err != nil {
+		return fmt.Errorf("cell: THUMBD_WATERMARK: %w", err)
+	}
 	as := uint64(cellAddressSpace)
 	if set.AddressSpace > 0 {
 		as = set.AddressSpace

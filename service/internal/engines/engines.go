@@ -42,6 +42,9 @@ type InProcess struct{ *thumb.Engine }
 
 func (e InProcess) Start() error {
 	e.Engine.Start()
+	if err := e.Engine.LoadWatermark(); err != nil {
+		return fmt.Errorf("THUMBD_WATERMARK: %w", err)
+	}
 	return nil
 }
 

@@ -18,12 +18,14 @@ type Job struct {
 	QualityShrink bool
 	MaxSide       int   // the engine's bound on a side it resolves
 	MaxPixels     int64 // the engine refuses more; sizing never counts more
+	// Transforms are the job's transforms beyond the resize.
+	Transforms thumbjob.Transforms
 }
 
 // JobOf is the part of a job that thumbnail options give; the engine's
 // settings (QualityShrink, MaxSide, MaxPixels) are the caller's to add.
 func JobOf(o thumbjob.Options) Job {
-	return Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated}
+	return Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated, Transforms: o.Transforms}
 }
 
 // The model's constants, calibrated against peaks measured one job at a
@@ -82,10 +84,12 @@ func Estimate(h Header, j Job) int64 {
 		frames = h.Frames
 	}
 	w, ht := box(h, j)
-	out := float64(w) * float64(ht)
-	resized := out
+	resized := float64(w) * float64(ht)
+	// pad grows what is encoded; extend's canvas is the box.
+	p := j.Transforms.Pad
+	out := float64(w+p.Left+p.Right) * float64(ht+p.Top+p.Bottom)
 	if j.Fit == "cover" {
-		resized = coverPixels(h, w, ht)
+		resized = coverOf(h, j.Transforms, w, ht)
 	}
 	maxPx := float64(j.MaxPixels)
 	if maxPx <= 0 {
@@ -104,7 +108,51 @@ func Estimate(h Header, j Job) int64 {
 	if h.Progressive {
 		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), maxPx) * float64(h.Bands)
 	}
+	cost += transformBytes(h, j.Transforms, decoded, float64(w+p.Left+p.Right), out)
 	return int64(math.Ceil(cost))
+}
+
+// The transforms' own costs, over the resize's (each a margin over the
+// peaks measured by TestEstimateCoversMeasuredPeaks' transform rows).
+const (
+	// copyBytes is one copy of the output in 4 bands of 8 bits: what
+	// rotate, flip, pad, extend and pixelate each may hold of the small
+	// image.
+	copyBytes = 4.0
+	// filterBytes is what blur and sharpen hold per pixel of their window
+	// (4 bands of 32-bit samples, as libvips convolves them).
+	filterBytes = 16.0
+	// filterRows: the rows of a tile libvips computes at a time, beside the
+	// mask's.
+	filterRows = 128
+)
+
+// transformBytes is what the transforms add to a job: the crop and the
+// trim decode the whole source (no shrink on load: decodedPixels counts
+// it whole) and trim reads it once more in sRGB; the filters hold a
+// window of the output as tall as their mask, which grows with sigma
+// (3 sigmas each side), and a float copy of the output; the others a copy
+// of the output each.
+func transformBytes(h Header, t thumbjob.Transforms, decoded, outW, out float64) float64 {
+	cost := 0.0
+	if t.Trim != nil {
+		cost += decoded * float64(max(h.Bands, 3)+1)
+	}
+	copies := 0
+	for _, on := range []bool{t.Rotate != 0, t.Flip != "", t.Pad != (thumbjob.Sides{}), t.Extend, t.Pixelate > 1, t.Watermark != nil} {
+		if on {
+			copies++
+		}
+	}
+	cost += float64(copies) * copyBytes * out
+	for _, sigma := range []float64{t.Blur, t.Sharpen} {
+		if sigma > 0 {
+			mask := 2*math.Ceil(3*sigma) + 1
+			cost += filterBytes * (outW + mask) * (mask + filterRows) * 2 // input and output windows
+			cost += filterBytes * out
+		}
+	}
+	return cost
 }
 
 func resizedBytes(h Header) float64 {
@@ -120,6 +168,16 @@ func resizedBytes(h Header) float64 {
 func box(h Header, j Job) (w, ht int) {
 	w, ht = j.Width, j.Height
 	long, short := float64(max(h.Width, h.Height)), float64(max(min(h.Width, h.Height), 1))
+	if c := j.Transforms.Crop; c != nil {
+		// The engine follows the region's aspect ratio: the more
+		// elongated of its two orientations' regions.
+		long, short = 1, 1
+		for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
+			if _, _, cw, ch, ok := c.In(d[0], d[1]); ok && float64(max(cw, ch))/float64(min(cw, ch)) > long/short {
+				long, short = float64(max(cw, ch)), float64(min(cw, ch))
+			}
+		}
+	}
 	bound := func(v float64) int {
 		if j.MaxSide > 0 {
 			v = min(v, float64(j.MaxSide))
@@ -137,6 +195,26 @@ func box(h Header, j Job) (w, ht int) {
 	return w, ht
 }
 
+// coverOf is the scaled image a cover crop is cut from: of the source,
+// or of the crop's region (clipped to the source, as the engine clips
+// it), in either orientation as EXIF is not read here. A trim's result
+// is not known before the pixels are: the source's size stands for it,
+// and the engine refuses a trimmed cover that would scale beyond it.
+func coverOf(h Header, t thumbjob.Transforms, w, ht int) float64 {
+	c := t.Crop
+	if c == nil {
+		return coverPixels(h, w, ht)
+	}
+	best := 0.0
+	for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
+		_, _, cw, ch, ok := c.In(d[0], d[1])
+		if ok {
+			best = max(best, coverPixels(Header{Width: cw, Height: ch}, w, ht))
+		}
+	}
+	return best
+}
+
 // coverPixels is the scaled source a cover crop is cut from, in either
 // orientation.
 func coverPixels(h Header, w, ht int) float64 {
@@ -149,14 +227,57 @@ func coverPixels(h Header, w, ht int) float64 {
 	return best
 }
 
+// cropShrink is the JPEG shrink on load of a crop (the engine's rule:
+// the region, shrunk, still covers what the fit needs of it into the
+// w x ht box), in the less favourable orientation; the whole source is
+// decoded at it.
+func cropShrink(h Header, j Job, w, ht int) int {
+	shrink := 8
+	for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
+		_, _, cw, ch, ok := j.Transforms.Crop.In(d[0], d[1])
+		if !ok {
+			continue
+		}
+		bw, bh := float64(w), float64(ht) // the box, in the region's frame
+		if j.Transforms.Reorients() {
+			bw, bh = bh, bw
+		}
+		kx, ky := bw/float64(cw), bh/float64(ch)
+		switch j.Fit {
+		case "cover":
+			kx = max(kx, ky)
+			ky = kx
+		case "contain", "inside":
+			kx = min(kx, ky)
+			ky = kx
+		}
+		needW, needH := max(int(math.Round(float64(cw)*kx)), 1), max(int(math.Round(float64(ch)*ky)), 1)
+		s := 1
+		for _, f := range []int{8, 4, 2} {
+			if cw/f >= needW && ch/f >= needH {
+				s = f
+				break
+			}
+		}
+		shrink = min(shrink, s)
+	}
+	return shrink
+}
+
 // decodedPixels is one frame's pixels as decoded: JPEG shrinks on load by
 // 2, 4 or 8 while the result still covers what the fit needs (the engine's
 // rule, in the less favourable orientation, as EXIF is not read here); the
 // other formats decode whole, a HEIF grid every tile of it whole (the
 // tiles may overhang the image).
 func decodedPixels(h Header, j Job, w, ht int) float64 {
-	if h.Format != imagefmt.JPEG {
+	switch t := j.Transforms; {
+	case h.Format != imagefmt.JPEG:
 		return max(float64(h.Width)*float64(h.Height), float64(h.Tiles)*float64(h.TileWidth)*float64(h.TileHeight))
+	case t.Trim != nil || t.Crop != nil && j.QualityShrink:
+		return float64(h.Width) * float64(h.Height)
+	case t.Crop != nil:
+		s := float64(cropShrink(h, j, w, ht))
+		return math.Ceil(float64(h.Width)/s) * math.Ceil(float64(h.Height)/s)
 	}
 	shrink := 8
 	for _, rotated := range []bool{false, true} {

@@ -14,6 +14,7 @@ import (
 	_ "golang.org/x/image/webp"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 const seeds = "../thumb/testdata/fuzz-seeds"
@@ -192,5 +193,91 @@ func TestEstimateOrders(t *testing.T) {
 	capped.MaxPixels = 40_000_000
 	if got := Estimate(bomb, capped); got > fixedCost+int64(decodeFactor*40_000_000*4)+8<<20 {
 		t.Errorf("a 10 GP header sized at %d bytes, over the MaxPixels bound", got)
+	}
+}
+
+// Each transform is priced, at its bounds: the filters grow with sigma,
+// crop and trim decode the whole JPEG, the others hold a copy of the
+// output, and none of them at its largest makes a 4096 box's job
+// unbounded.
+func TestEstimateTransforms(t *testing.T) {
+	photo := Header{Format: imagefmt.JPEG, Width: 4032, Height: 3024, Bands: 3, BytesPerSample: 1, Frames: 1}
+	base := Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.PNG, MaxSide: 4096, MaxPixels: 40_000_000}
+	with := func(j Job, t thumbjob.Transforms) Job { j.Transforms = t; return j }
+	plain := Estimate(photo, base)
+	more := func(why string, tr thumbjob.Transforms) int64 {
+		t.Helper()
+		got := Estimate(photo, with(base, tr))
+		if got <= plain {
+			t.Errorf("%s: %d, not more than the plain resize's %d", why, got, plain)
+		}
+		return got
+	}
+	more("rotate", thumbjob.Transforms{Rotate: 90})
+	more("flip", thumbjob.Transforms{Flip: thumbjob.FlipBoth})
+	more("extend", thumbjob.Transforms{Extend: true})
+	more("pixelate", thumbjob.Transforms{Pixelate: thumbjob.MaxPixelate})
+	pad := more("pad at its bound", thumbjob.Transforms{Pad: thumbjob.Sides{Top: thumbjob.MaxPad, Right: thumbjob.MaxPad, Bottom: thumbjob.MaxPad, Left: thumbjob.MaxPad}})
+	padded := float64(2*thumbjob.MaxPad+256) * float64(2*thumbjob.MaxPad+256)
+	if want := int64((padded-256*256)*encoderBytes[imagefmt.PNG] + padded*copyBytes); pad-plain < want {
+		t.Errorf("pad=%d: %d more, want at least the padded output's %d", thumbjob.MaxPad, pad-plain, want)
+	}
+	// A crop decodes the whole source at the shrink its region allows: a
+	// 256x256 region to 256x256 none.
+	whole := int64(4032 * 3024 * 3)
+	crop := more("crop without a shrink", thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 256, H: 256}})
+	if crop-plain < whole*3/4 {
+		t.Errorf("crop: %d more, want about the whole source decoded (%d)", crop-plain, whole)
+	}
+	// A 2048x2048 region to 256x256: an eighth, as the engine does; with
+	// THUMBD_JPEG_SHRINK=quality (the engine does not shrink crops then),
+	// whole.
+	small := Estimate(photo, with(base, thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 2048, H: 2048}}))
+	if small >= crop-whole/2 {
+		t.Errorf("a 2048x2048 crop to 256x256: %d, not shrunk on load (a whole decode: %d)", small, crop)
+	}
+	quality := with(base, thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 2048, H: 2048}})
+	quality.QualityShrink = true
+	if Estimate(photo, quality) < crop {
+		t.Error("THUMBD_JPEG_SHRINK=quality: a crop decodes whole")
+	}
+	// A tall region, w alone: the engine follows the region's aspect
+	// (256 x 4096, bounded) and cannot shrink on load.
+	tall := base
+	tall.Height, tall.Fit = 0, "inside"
+	if got := Estimate(photo, with(tall, thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 100, H: 2000}})); got < crop {
+		t.Errorf("a 100x2000 crop to w=256: %d, under a whole decode's %d", got, crop)
+	}
+	trim := more("trim", thumbjob.Transforms{Trim: &thumbjob.Trim{Threshold: 10}})
+	if trim <= crop {
+		t.Errorf("trim %d not more than a whole crop %d: it reads the source again", trim, crop)
+	}
+	// A thin crop covered scales far more than the whole source would.
+	thin := more("a thin crop covered", thumbjob.Transforms{Crop: &thumbjob.Region{X: 0, Y: 0, W: 4000, H: 10}})
+	if thin < int64(resizedFactor*4*256*102400) {
+		t.Errorf("a 4000x10 crop covered to 256x256 (102400x256 scaled): %d", thin)
+	}
+	// The filters grow with sigma, and at their bounds on a 4096 box stay
+	// within a few hundred MB.
+	big := base
+	big.Width, big.Height, big.Fit = 4096, 4096, "fill"
+	for _, f := range []struct {
+		name string
+		tr   func(float64) thumbjob.Transforms
+		hi   float64
+	}{
+		{"blur", func(s float64) thumbjob.Transforms { return thumbjob.Transforms{Blur: s} }, thumbjob.MaxBlur},
+		{"sharpen", func(s float64) thumbjob.Transforms { return thumbjob.Transforms{Sharpen: s} }, thumbjob.MaxSharpen},
+	} {
+		lo, hi := Estimate(photo, with(base, f.tr(0.3))), Estimate(photo, with(base, f.tr(f.hi)))
+		if lo <= plain || hi <= lo {
+			t.Errorf("%s: plain %d, sigma 0.3 %d, sigma %g %d: want growing", f.name, plain, lo, f.hi, hi)
+		}
+		if top := Estimate(photo, with(big, f.tr(f.hi))); top > Estimate(photo, big)+600<<20 {
+			t.Errorf("%s at %g on a 4096 box: %d, more than 600 MiB over the resize", f.name, f.hi, top)
+		}
+	}
+	if Estimate(photo, JobOf(thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Format: imagefmt.PNG, Transforms: thumbjob.Transforms{Blur: 5}})) <= Estimate(photo, JobOf(thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Format: imagefmt.PNG})) {
+		t.Error("JobOf drops the transforms")
 	}
 }

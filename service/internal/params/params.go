@@ -106,7 +106,7 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 }
 
 // optionNames are the parameters of every thumbnail request.
-var optionNames = []string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated"}
+var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated"}, transformNames...)
 
 // Rules are the settings a thumbnail query is read with.
 type Rules struct {
@@ -116,6 +116,8 @@ type Rules struct {
 	// Hints are the request's client hints; nil when they are off
 	// (THUMBD_CLIENT_HINTS=false).
 	Hints *Hints
+	// Watermark says how thumbnails may carry the configured watermark.
+	Watermark Watermark
 	// HintsSigned (signing on): hints apply only to a query that says
 	// hints=on, which the signature covers; elsewhere hints=off is the
 	// default. Hints are outside the signature: left to them, a signed
@@ -153,6 +155,9 @@ func (r Rules) thumbnail(q map[string]string) (Thumbnail, error) {
 		return Thumbnail{}, err
 	}
 	o, err := options(q, r.MaxSide)
+	if err == nil {
+		o.Watermark, err = r.watermark(q)
+	}
 	_, given := q["q"]
 	return Thumbnail{Options: o, Vary: vary, qualityGiven: given, hints: hints}, err
 }
@@ -263,19 +268,34 @@ func options(q map[string]string, maxSide int) (thumbjob.Options, error) {
 	if o.Animated && o.Format != imagefmt.Auto && !spec.Animated {
 		return thumbjob.Options{}, bad("animated", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
 	}
+	dpr, err := dprOf(q)
+	if err != nil {
+		return thumbjob.Options{}, err
+	}
+	if o.Transforms, err = transforms(q, dpr); err != nil {
+		return thumbjob.Options{}, err
+	}
+	if o.Animated {
+		// These work on one image: an animation's frames are one tall
+		// strip to libvips, which they would treat as one picture.
+		for _, name := range frameTransforms {
+			if _, ok := q[name]; ok {
+				return thumbjob.Options{}, bad(name, "is not taken with animated=true: it applies to one frame")
+			}
+		}
+	}
 	return o, nil
 }
+
+// frameTransforms are the transforms animated=true does not take.
+var frameTransforms = []string{"rotate", "flip", "pad", "extend", "crop", "trim", "blur", "sharpen", "pixelate", "wm"}
 
 // scale applies dpr, the device pixel ratio (1 to 4, as CSS writes it:
 // "2", "1.5"): it multiplies the box, bounded by the max side.
 func scale(q map[string]string, w, h, maxSide int) (int, int, error) {
-	v, ok := q["dpr"]
-	if !ok {
-		return w, h, nil
-	}
-	dpr, ok := decimal(v)
-	if !ok || !(dpr >= 1 && dpr <= 4) {
-		return 0, 0, bad("dpr", "must be a number from 1 to 4, such as 2 or 1.5")
+	dpr, err := dprOf(q)
+	if err != nil {
+		return 0, 0, err
 	}
 	times := func(side int) int {
 		if side == 0 {
@@ -284,6 +304,19 @@ func scale(q map[string]string, w, h, maxSide int) (int, int, error) {
 		return min(int(math.Round(float64(side)*dpr)), maxSide)
 	}
 	return times(w), times(h), nil
+}
+
+// dprOf reads dpr, 1 when absent.
+func dprOf(q map[string]string) (float64, error) {
+	v, ok := q["dpr"]
+	if !ok {
+		return 1, nil
+	}
+	dpr, ok := decimal(v)
+	if !ok || !(dpr >= 1 && dpr <= 4) {
+		return 0, bad("dpr", "must be a number from 1 to 4, such as 2 or 1.5")
+	}
+	return dpr, nil
 }
 
 // focal reads gravity=focal's point, fx and fy: both given with it, and

@@ -82,7 +82,11 @@ func (p Presets) String() string {
 func (r Rules) CheckPresets() []error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(r.Presets)) {
-		if _, err := options(r.Presets[name], r.MaxSide); err != nil {
+		_, err := options(r.Presets[name], r.MaxSide)
+		if err == nil {
+			_, err = r.watermark(r.Presets[name])
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("preset %q: %s", name, apierr.From(err).Message))
 		}
 	}

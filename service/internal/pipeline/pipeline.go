@@ -293,6 +293,9 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	// read): admission prices the job with it and the engine gets it, so
 	// neither sniffs again (in cells mode it travels with the bytes).
 	look, _ := memcost.Look(blob.Bytes)
+	if c := job.Options.Crop; job.Info == nil && c != nil && c.Outside(look.Header) {
+		return nil, apierr.New(apierr.BadParameter, "Parameter \"crop\" is outside the %dx%d source.", look.Header.Width, look.Header.Height)
+	}
 	ticket, err := p.admit(ctx, p.Cost(look, job), job, len(blob.Bytes))
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ package thumb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -38,6 +39,7 @@ type Engine struct {
 	// when empty) that its libvips can read, found once libvips runs.
 	inputs     map[imagefmt.Format]bool
 	inputsOnce sync.Once
+	wm         *vips.ImageRef // the watermark, decoded by LoadWatermark; nil: none
 }
 
 // loaderClasses are the libvips loaders each input format needs. BMP and
@@ -198,38 +200,61 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	if err := e.checkHeader(h); err != nil {
 		return thumbjob.Image{}, err
 	}
-	out := output(o, h.alpha)
+	out := output(o, h.alpha || o.Background != nil && o.Background.A < 255)
 	export, ok := exporters[out.Format]
 	if !ok {
 		return thumbjob.Image{}, fmt.Errorf("thumb: no exporter for output format %q", out.Format)
 	}
 	frames := 1
-	if o.Animated && out.Animated && h.pages > 1 && animatedInput(h.format) {
+	if o.Animated && out.Animated && h.pages > 1 && animatedInput(h.format) && o.Watermark == nil {
 		frames = h.pages
 		// Every frame is decoded: the pixel limit holds for all of them.
 		if px := int64(frames) * int64(h.width) * int64(h.height); px > e.cfg.MaxPixels {
 			return thumbjob.Image{}, fmt.Errorf("%w: the source's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, frames, h.width, h.height, px, e.cfg.MaxPixels)
 		}
 	}
-	o = e.resolveBox(o, h)
+	tr := thumbjob.Trace{SourceFormat: h.format, SourceWidth: h.width, SourceHeight: h.height, Shrink: 1}
+	f := from{src: src, h: h, shrink: 1}
+	if o.Crop != nil || o.Trim != nil {
+		if f, err = e.prepare(src, o, h); err != nil {
+			return thumbjob.Image{}, err
+		}
+		defer f.base.Close()
+	}
+	dw, dh := f.displayed()
+	if o.Reorients() {
+		dw, dh = dh, dw
+	}
+	o = e.resolve(o, dw, dh)
+	canvasW, canvasH := o.Width, o.Height // extend's canvas: the box asked for
+	if o.NoEnlarge {
+		o.Width, o.Height = noEnlarge(o, dw, dh)
+	}
 	if px := int64(frames) * int64(o.Width) * int64(o.Height); frames > 1 && px > e.cfg.MaxAnimationPixels {
 		return thumbjob.Image{}, fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", thumbjob.ErrAnimationTooLarge, frames, o.Width, o.Height, px, e.cfg.MaxAnimationPixels)
 	}
-	if px := coverPixels(o, h); px > float64(e.cfg.MaxPixels) {
+	if px, priced := coverPixelsOf(o, dw, dh), trimPriced(o, h); o.Trim != nil && px > priced {
+		// Where a trim cuts is known only now: the estimate priced the
+		// cover of the untrimmed source, and a sliver covered to a
+		// square would scale far beyond it.
+		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with the trimmed %dx%d image needs it scaled to %.0f pixels, more than the %.0f the untrimmed source would", thumbjob.ErrTooManyPixels, o.Width, o.Height, dw, dh, px, priced)
+	}
+	if px := coverPixelsOf(o, dw, dh); px > float64(e.cfg.MaxPixels) {
 		// libvips scales the whole source before cropping: a 1x40000 JPEG
 		// covered to 256x256 is a 256x10240000 image (minutes, gigabytes).
-		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, h.width, h.height, px, e.cfg.MaxPixels)
+		return thumbjob.Image{}, fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, o.Width, o.Height, dw, dh, px, e.cfg.MaxPixels)
 	}
 
-	tr := thumbjob.Trace{SourceFormat: h.format, SourceWidth: h.width, SourceHeight: h.height, Shrink: 1}
-	img, shrink, err := e.load(src, o, h, frames)
+	img, shrink, err := e.loadFrom(f, unturned(o), frames)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	defer img.Close()
-	tr.Shrink = shrink
+	tr.Shrink = max(shrink, f.shrink)
 	t := tr.Add(thumbjob.StageDecode, began)
-	if err := e.finish(img, o, out); err != nil {
+	if err := e.finishOn(img, o, out, canvasW, canvasH); errors.Is(err, errNoWatermark) {
+		return thumbjob.Image{}, err // the service's fault, not the image's: a 500
+	} else if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	t = tr.Add(thumbjob.StageResize, t)
@@ -291,6 +316,11 @@ func vipsMessage(err error) string {
 // resolveBox fills a missing side from the source's displayed aspect ratio.
 func (e *Engine) resolveBox(o thumbjob.Options, h header) thumbjob.Options {
 	dw, dh := h.displayed()
+	return e.resolve(o, dw, dh)
+}
+
+// resolve fills a missing side from a dw x dh image's aspect ratio.
+func (e *Engine) resolve(o thumbjob.Options, dw, dh int) thumbjob.Options {
 	bound := func(v float64) int { return int(min(max(math.Round(v), 1), float64(e.cfg.MaxSide))) }
 	switch {
 	case o.Width == 0:
@@ -304,10 +334,15 @@ func (e *Engine) resolveBox(o thumbjob.Options, h header) thumbjob.Options {
 // coverPixels is the size of the scaled source a cover crop is cut from
 // (0 for the other fits, which never scale a side beyond the box).
 func coverPixels(o thumbjob.Options, h header) float64 {
+	dw, dh := h.displayed()
+	return coverPixelsOf(o, dw, dh)
+}
+
+// coverPixelsOf is coverPixels for a dw x dh image.
+func coverPixelsOf(o thumbjob.Options, dw, dh int) float64 {
 	if o.Fit != thumbjob.FitCover {
 		return 0
 	}
-	dw, dh := h.displayed()
 	scale := max(float64(o.Width)/float64(dw), float64(o.Height)/float64(dh))
 	return math.Ceil(float64(dw)*scale) * math.Ceil(float64(dh)*scale)
 }
@@ -316,8 +351,14 @@ func coverPixels(o thumbjob.Options, h header) float64 {
 // frame, or every frame (each resized) when frames > 1. It also returns
 // the JPEG shrink-on-load factor it chose (1: none of its own).
 func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, int, error) {
+	return e.loadFrom(from{src: src, h: h}, o, frames)
+}
+
+// loadFrom is load from f: the source's bytes, or the image the crop
+// and trim left (resized by libvips' thumbnail operation on an image).
+func (e *Engine) loadFrom(f from, o thumbjob.Options, frames int) (*vips.ImageRef, int, error) {
 	if o.Fit == thumbjob.FitCover && (frames > 1 || o.Gravity == thumbjob.GravityFocal) {
-		return e.coverAndCut(src, o, h, frames)
+		return e.coverAndCut(f, o, frames)
 	}
 	crop, size := vips.InterestingNone, vips.SizeBoth
 	switch o.Fit {
@@ -326,6 +367,18 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 	case thumbjob.FitFill:
 		size = vips.SizeForce
 	}
+	if f.base != nil {
+		img, err := f.base.Copy()
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
+			img.Close()
+			return nil, 0, err
+		}
+		return img, 1, nil
+	}
+	src, h := f.src, f.h
 	params := vips.NewImportParams() // fail on error: a truncated or corrupt source is a 422, never a half-grey thumbnail
 	if h.format == imagefmt.JPEG && e.cfg.JPEGShrink != thumbjob.JPEGShrinkQuality {
 		if shrink := jpegShrink(o, h); shrink > 1 {
@@ -360,13 +413,13 @@ func (e *Engine) load(src []byte, o thumbjob.Options, h header, frames int) (*vi
 // (every frame but the first lost); and its thumbnail operation has no
 // focal point. Smart crops (attention, entropy) would pick a different
 // window per frame; an animation keeps one, centred.
-func (e *Engine) coverAndCut(src []byte, o thumbjob.Options, h header, frames int) (*vips.ImageRef, int, error) {
-	dw, dh := h.displayed()
+func (e *Engine) coverAndCut(f from, o thumbjob.Options, frames int) (*vips.ImageRef, int, error) {
+	dw, dh := f.displayed()
 	scale := max(float64(o.Width)/float64(dw), float64(o.Height)/float64(dh))
 	cw, ch := max(int(math.Ceil(float64(dw)*scale)), o.Width), max(int(math.Ceil(float64(dh)*scale)), o.Height)
 	scaled := o
 	scaled.Width, scaled.Height, scaled.Fit = cw, ch, thumbjob.FitFill
-	img, shrink, err := e.load(src, scaled, h, frames)
+	img, shrink, err := e.loadFrom(f, scaled, frames)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -435,6 +488,16 @@ const srgbProfile = "srgb"
 // finish turns the thumbnail into 8-bit sRGB, pads it for contain and
 // handles alpha for the output format.
 func (e *Engine) finish(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec) error {
+	return e.finishOn(img, o, spec, o.Width, o.Height)
+}
+
+// finishOn is finish with the transforms that follow the resize, in
+// their order (docs/thumbnails.md): rotate and flip (which commute with
+// the resize, so they run on the small image; unturned gave the resize
+// its box and gravity), contain's padding, blur, sharpen and pixelate,
+// extend (to a canvasW x canvasH canvas) and pad, the watermark, and last
+// the flattening of alpha for a format without it.
+func (e *Engine) finishOn(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec, canvasW, canvasH int) error {
 	if img.HasICCProfile() && img.Interpretation() != vips.InterpretationCMYK && img.Bands() >= 3 {
 		// A wide-gamut source (Display P3 in an iPhone's HEIC, Rec. 2020 in
 		// an AVIF, Adobe RGB in a TIFF) is converted through its embedded
@@ -450,22 +513,31 @@ func (e *Engine) finish(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Sp
 			return err
 		}
 	}
-	if !spec.Alpha && img.HasAlpha() {
-		if err := img.Flatten(&white); err != nil {
-			return err
-		}
+	if err := turn(img, o); err != nil {
+		return err
 	}
 	if o.Fit == thumbjob.FitContain && (img.Width() != o.Width || img.PageHeight() != o.Height) {
 		// govips pads each frame of an animation on its own.
 		left, top := (o.Width-img.Width())/2, (o.Height-img.PageHeight())/2
-		bg := &vips.ColorRGBA{R: 255, G: 255, B: 255, A: 255}
-		if spec.Alpha {
-			if err := img.AddAlpha(); err != nil {
-				return err
-			}
-			bg = &vips.ColorRGBA{}
+		if err := embed(img, o, spec, left, top, o.Width, o.Height); err != nil {
+			return err
 		}
-		if err := img.EmbedBackgroundRGBA(left, top, o.Width, o.Height, bg); err != nil {
+	}
+	if err := filter(img, o.Transforms); err != nil {
+		return err
+	}
+	if err := frame(img, o, spec, canvasW, canvasH); err != nil {
+		return err
+	}
+	if err := e.watermark(img, o); err != nil {
+		return err
+	}
+	if !spec.Alpha && img.HasAlpha() {
+		bg := white
+		if c := o.Background; c != nil {
+			bg = vips.Color{R: c.R, G: c.G, B: c.B}
+		}
+		if err := img.Flatten(&bg); err != nil {
 			return err
 		}
 	}

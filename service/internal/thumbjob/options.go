@@ -31,11 +31,49 @@ const (
 	// GravityFocal centres the crop on Options.FocalX, FocalY as far as
 	// the crop allows.
 	GravityFocal Gravity = "focal"
+	// The compass gravities keep that edge or corner of the source (and
+	// place the thumbnail there on extend's canvas).
+	GravityNorth     Gravity = "n"
+	GravityNorthEast Gravity = "ne"
+	GravityEast      Gravity = "e"
+	GravitySouthEast Gravity = "se"
+	GravitySouth     Gravity = "s"
+	GravitySouthWest Gravity = "sw"
+	GravityWest      Gravity = "w"
+	GravityNorthWest Gravity = "nw"
 )
 
 // Gravities lists every gravity, in the order the API documents them.
 func Gravities() []Gravity {
-	return []Gravity{GravityCentre, GravityAttention, GravityEntropy, GravityFocal}
+	return []Gravity{GravityCentre, GravityAttention, GravityEntropy, GravityFocal,
+		GravityNorth, GravityNorthEast, GravityEast, GravitySouthEast,
+		GravitySouth, GravitySouthWest, GravityWest, GravityNorthWest}
+}
+
+// Point is where a fixed gravity sits, as fractions (0..1) of the width
+// and height: the centre, a compass point, or the focal point (fx, fy).
+// ok is false for the smart gravities (attention, entropy).
+func (o Options) Point() (x, y float64, ok bool) {
+	switch o.Gravity {
+	case GravityFocal:
+		return o.FocalX, o.FocalY, true
+	case GravityAttention, GravityEntropy:
+		return 0, 0, false
+	}
+	x, y = 0.5, 0.5 // centre
+	switch o.Gravity {
+	case GravityNorth, GravityNorthEast, GravityNorthWest:
+		y = 0
+	case GravitySouth, GravitySouthEast, GravitySouthWest:
+		y = 1
+	}
+	switch o.Gravity {
+	case GravityWest, GravityNorthWest, GravitySouthWest:
+		x = 0
+	case GravityEast, GravityNorthEast, GravitySouthEast:
+		x = 1
+	}
+	return x, y, true
 }
 
 // Options describe one thumbnail. Width or Height may be 0, meaning "follow
@@ -58,6 +96,7 @@ type Options struct {
 	// Animated keeps every frame of an animated source, resized, when the
 	// output format can hold them; else the first frame is used.
 	Animated bool
+	Transforms
 }
 
 // Normalised is a canonical text of the options, for ETags: two requests
@@ -81,7 +120,15 @@ func (o Options) Normalised() string {
 		formats += "/" + string(o.AlphaFormat)
 	}
 	animated := o.Animated && (spec.Animated || alpha.Animated)
-	return fmt.Sprintf("w=%d,h=%d,fit=%s,gravity=%s,format=%s,q=%d,animated=%t", o.Width, o.Height, o.Fit, g, formats, q, animated)
+	if o.Extend && o.Fit != FitCover {
+		g = string(o.Gravity) // extend places the thumbnail at the gravity
+		if o.Gravity == GravityFocal {
+			g += fmt.Sprintf(":%g:%g", o.FocalX, o.FocalY)
+		}
+	}
+	// The transforms add to the text only when set, so that a plain
+	// resize keeps the key (and ETag) it had before they existed.
+	return fmt.Sprintf("w=%d,h=%d,fit=%s,gravity=%s,format=%s,q=%d,animated=%t", o.Width, o.Height, o.Fit, g, formats, q, animated) + o.Transforms.normalised()
 }
 
 // Config bounds what the engine accepts and how libvips runs.
@@ -104,7 +151,11 @@ type Config struct {
 	// Inputs are the source formats accepted (THUMBD_INPUTS); empty: every
 	// input format the engine's libvips reads. Any other is a 415.
 	Inputs []imagefmt.Format
-	Logger *slog.Logger
+	// Watermark is the encoded image (THUMBD_WATERMARK) that wm= and
+	// THUMBD_WATERMARK_REQUIRED put on thumbnails, checked against the
+	// limits at start; nil: none. A cell gets it in its settings, once.
+	Watermark []byte `json:",omitempty"`
+	Logger    *slog.Logger
 }
 
 // JPEGShrink picks the JPEG shrink-on-load: libjpeg can decode at 1/2, 1/4

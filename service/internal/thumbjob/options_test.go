@@ -20,3 +20,24 @@ func TestNormalisedIgnoresWhatDoesNotChangeOutput(t *testing.T) {
 		t.Error("jpeg quality not in the normalised options")
 	}
 }
+
+func TestRegionIn(t *testing.T) {
+	for _, c := range []struct {
+		r            Region
+		w, h         int
+		x, y, cw, ch int
+		ok           bool
+	}{
+		{Region{X: 10, Y: 20, W: 30, H: 40}, 100, 100, 10, 20, 30, 40, true},
+		{Region{X: 90, Y: 90, W: 30, H: 40}, 100, 100, 90, 90, 10, 10, true},
+		{Region{X: 100, Y: 0, W: 1, H: 1}, 100, 100, 0, 0, 0, 0, false},
+		{Region{X: 0.3, Y: 0.3, W: 0.4, H: 0.4, Fractions: true}, 10, 10, 3, 3, 4, 4, true},
+		{Region{X: 0.99, Y: 0.99, W: 0.01, H: 0.01, Fractions: true}, 1, 40, 0, 39, 1, 1, true},
+		{Region{X: 0.25, Y: 0, W: 0.5, H: 1, Fractions: true}, 801, 3, 200, 0, 401, 3, true},
+	} {
+		x, y, cw, ch, ok := c.r.In(c.w, c.h)
+		if x != c.x || y != c.y || cw != c.cw || ch != c.ch || ok != c.ok {
+			t.Errorf("%+v in %dx%d: %d,%d %dx%d %t", c.r, c.w, c.h, x, y, cw, ch, ok)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package thumb
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/davidbyttow/govips/v2/vips"
+
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// LoadWatermark decodes the configured watermark (Config.Watermark), once,
+// after Start: into 8-bit sRGB with alpha, held decoded for every job.
+// Its header is held to the engine's pixel limit before it is decoded.
+// No watermark configured: nothing to do.
+func (e *Engine) LoadWatermark() error {
+	src := e.cfg.Watermark
+	if len(src) == 0 {
+		return nil
+	}
+	in := thumbjob.Sniffed(src)
+	if err := e.checkSource(in); err != nil {
+		return err
+	}
+	h, err := probe(src)
+	if err != nil {
+		return fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
+	}
+	if err := e.checkHeader(h); err != nil {
+		return err
+	}
+	img, err := vips.LoadImageFromBuffer(src, vips.NewImportParams())
+	if err != nil {
+		return fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+	}
+	if err := watermarkReady(img); err != nil {
+		img.Close()
+		return fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+	}
+	e.wm = img
+	return nil
+}
+
+// watermarkReady turns img upright, into 8-bit sRGB with alpha, and
+// decodes it now (a first read by concurrent jobs would race to do it).
+func watermarkReady(img *vips.ImageRef) error {
+	if err := img.AutoRotate(); err != nil {
+		return err
+	}
+	if img.Interpretation() != vips.InterpretationSRGB || img.BandFormat() != vips.BandFormatUchar {
+		if err := img.ToColorSpace(vips.InterpretationSRGB); err != nil {
+			return err
+		}
+	}
+	if !img.HasAlpha() {
+		if err := img.AddAlpha(); err != nil {
+			return err
+		}
+	}
+	_, err := img.Average()
+	return err
+}
+
+// errNoWatermark: a job asks for the watermark and the engine has none
+// (the parse stage refuses wm= without THUMBD_WATERMARK, so this is a
+// supervisor and cell out of step).
+var errNoWatermark = errors.New("thumb: the job asks for a watermark and none is loaded")
+
+// watermark puts the watermark on the finished thumbnail: scaled (its
+// width a fraction of the thumbnail's), its alpha times the opacity, at
+// the position with its offsets, or tiled over the whole (re, the offsets
+// then the gaps between tiles).
+func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options) error {
+	w := o.Watermark
+	if w == nil {
+		return nil
+	}
+	if e.wm == nil {
+		return errNoWatermark
+	}
+	mark, err := e.wm.Copy()
+	if err != nil {
+		return err
+	}
+	defer mark.Close()
+	if w.Scale > 0 {
+		if err := mark.Resize(w.Scale*float64(img.Width())/float64(mark.Width()), vips.KernelLanczos3); err != nil {
+			return err
+		}
+	}
+	if w.Opacity < 1 {
+		if err := mark.Linear([]float64{1, 1, 1, w.Opacity}, []float64{0, 0, 0, 0}); err != nil {
+			return err
+		}
+		if err := mark.Cast(vips.BandFormatUchar); err != nil {
+			return err
+		}
+	}
+	left, top := 0, 0
+	if w.Position == thumbjob.PositionReplicate {
+		tw, th := mark.Width()+w.X, mark.Height()+w.Y
+		if err := mark.EmbedBackgroundRGBA(0, 0, tw, th, &vips.ColorRGBA{}); err != nil {
+			return err
+		}
+		across, down := (img.Width()+tw-1)/tw, (img.Height()+th-1)/th
+		if err := mark.Replicate(across, down); err != nil {
+			return err
+		}
+		if err := mark.ExtractArea(0, 0, img.Width(), img.Height()); err != nil {
+			return err
+		}
+	} else {
+		left, top = placed(w, img.Width(), img.Height(), mark.Width(), mark.Height())
+	}
+	if !img.HasAlpha() {
+		// composite gives the result an alpha band; an opaque one, as
+		// the thumbnail was.
+		if err := img.AddAlpha(); err != nil {
+			return err
+		}
+	}
+	return img.Composite(mark, vips.BlendModeOver, left, top)
+}
+
+// placed is where a mw x mh watermark goes on a w x h thumbnail: at the
+// position, its offsets from the edges it names (across for ea and we,
+// down for no and so), centred otherwise; X and Y move a centred mark.
+func placed(wm *thumbjob.Watermark, w, h, mw, mh int) (left, top int) {
+	left, top = (w-mw)/2+wm.X, (h-mh)/2+wm.Y
+	switch wm.Position {
+	case thumbjob.PositionWest, thumbjob.PositionNorthWest, thumbjob.PositionSouthWest:
+		left = wm.X
+	case thumbjob.PositionEast, thumbjob.PositionNorthEast, thumbjob.PositionSouthEast:
+		left = w - mw - wm.X
+	}
+	switch wm.Position {
+	case thumbjob.PositionNorth, thumbjob.PositionNorthWest, thumbjob.PositionNorthEast:
+		top = wm.Y
+	case thumbjob.PositionSouth, thumbjob.PositionSouthWest, thumbjob.PositionSouthEast:
+		top = h - mh - wm.Y
+	}
+	return left, top
+}
