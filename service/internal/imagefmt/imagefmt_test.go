@@ -2,6 +2,7 @@ package imagefmt
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -77,6 +78,20 @@ func TestGIFScreen(t *testing.T) {
 	for _, b := range []string{"GIF89a\x10\x00", "\x89PNG\r\n\x1a\n\x10\x00"} {
 		if _, _, ok := GIFScreen([]byte(b)); ok {
 			t.Errorf("%q read as a GIF screen", b)
+		}
+	}
+}
+
+func TestParseInputs(t *testing.T) {
+	for in, want := range map[string]string{"": "", " ": "", "jpeg": "jpeg", "JPEG, heic ,tiff": "jpeg,heic,tiff"} {
+		got, err := ParseInputs(in)
+		if err != nil || FormatList(got) != want {
+			t.Errorf("ParseInputs(%q) = %v, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, wantErr := range map[string]string{"jpeg,svg": `"svg" is not an input format`, "jpeg,,png": `"" is not`, "png,png": "twice", "auto": "not an input"} {
+		if _, err := ParseInputs(in); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("ParseInputs(%q): %v, want an error with %q", in, err, wantErr)
 		}
 	}
 }

@@ -35,6 +35,12 @@ var allowed = []string{
 	// nothing here changes anything)
 	"getrusage", "getrandom", "sysinfo", "uname", "getcpu", "getuid", "geteuid", "getgid", "getegid",
 	"getppid", "getrlimit",
+	// times: the process's own CPU times, as getrusage. ImageMagick's
+	// start-up calls it when Debian's libvips (dev builds: the images link
+	// no ImageMagick) asks its magick module whether it knows a buffer no
+	// other loader took, such as a TIFF without strips (internal/hostile's
+	// Malformed, TestCellsReadEveryInputFormat).
+	"times",
 	// the file-creation mask: ORC (Debian's libvips) sets it before trying
 	// a temporary file for its compiled code, which the sandbox refuses
 	"umask",

@@ -124,6 +124,7 @@ var syscallTable = [...]syscallNumbers{
 	{"statx", 332, 291, true},
 	{"sysinfo", 99, 179, true},
 	{"tgkill", 234, 131, true},
+	{"times", 100, 153, true},
 	{"umask", 95, 166, true},
 	{"uname", 63, 160, true},
 	{"unlink", 87, -1, true},

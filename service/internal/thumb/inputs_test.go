@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/davidbyttow/govips/v2/vips"
 	"github.com/thumbd/thumbd/internal/heiftest"
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -400,5 +401,45 @@ func TestPhoneLikeHEIF(t *testing.T) {
 				t.Errorf("alpha at the top %#x: want transparent %v", a, avif)
 			}
 		})
+	}
+}
+
+// blockedLoaderChild is TestInputsSettingBlocksLoaders' child process
+// (libvips' blocks are process-wide): an engine that accepts JPEG only,
+// then libvips asked directly, past thumbd's own format check, to load the
+// TIFF at path. It prints the error and exits 0 only if libvips refused.
+func blockedLoaderChild(path string) int {
+	New(thumbjob.Config{MaxPixels: 1 << 24, MaxFrames: 1, MaxSide: 4096, Threads: 1, Inputs: []imagefmt.Format{imagefmt.JPEG}}).Start()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 2
+	}
+	img, err := vips.NewImageFromBuffer(b)
+	if err == nil {
+		img.Close()
+		os.Stderr.WriteString("libvips loaded the TIFF")
+		return 1
+	}
+	os.Stderr.WriteString(vipsMessage(err))
+	return 0
+}
+
+// TestInputsSettingBlocksLoaders: a format left out of THUMBD_INPUTS has
+// its libvips loader blocked, so its parser never runs even if a bug let
+// its bytes past the format check.
+func TestInputsSettingBlocksLoaders(t *testing.T) {
+	needTools(t, "vips")
+	dir := fixtureDir(t)
+	run(t, dir, "vips", "tiffsave", "base.png", "x.tif")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "THUMBD_TEST_BLOCKED_LOADER="+filepath.Join(dir, "x.tif"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "blocked") {
+		t.Fatalf("child: %v: %s (want libvips' \"operation is blocked\")", err, out)
 	}
 }

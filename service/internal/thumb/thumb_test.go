@@ -33,6 +33,9 @@ var testEngine *Engine
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if path := os.Getenv("THUMBD_TEST_BLOCKED_LOADER"); path != "" {
+		os.Exit(blockedLoaderChild(path))
+	}
 	// One libvips thread, as the bench's engine comparison runs sharp; the
 	// thread-count study (docs/engine.md) sets $THUMBD_ENGINE_THREADS.
 	threads := 1

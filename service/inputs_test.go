@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/thumbd/thumbd/internal/hostile"
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+)
+
+// inputSources are one small file of each input format beyond JPEG, PNG,
+// WebP and GIF, made with Debian's encoders from one picture (the engine
+// tests, service/internal/thumb, check each kind's pixels; these check
+// the whole service).
+func inputSources(t *testing.T) map[string][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.jpg"), encodeJPEG(t, scene(320, 240), 90), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	steps := [][]string{
+		{"vips", "copy", "in.jpg", "in.png"},
+		{"vips", "tiffsave", "in.jpg", "out.tif", "--compression", "lzw"},
+		{"heif-enc", "-q", "60", "in.png", "-o", "out.heic"},
+		{"heif-enc", "-A", "-q", "60", "-p", "speed=9", "in.png", "-o", "out.avif"},
+		{"cjxl", "in.png", "out.jxl", "-d", "1", "--quiet"},
+		{"convert", "in.png", "BMP3:out.bmp"},
+		{"convert", "in.png", "-resize", "64x48", "out.ico"},
+	}
+	for _, s := range steps {
+		if _, err := exec.LookPath(s[0]); err != nil {
+			t.Fatalf("%s: %v (scripts/deps.sh dev installs it)", s[0], err)
+		}
+		cmd := exec.Command(s[0], s[1:]...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, out)
+		}
+	}
+	out := map[string][]byte{}
+	for _, name := range []string{"tif", "heic", "avif", "jxl", "bmp", "ico"} {
+		b, err := os.ReadFile(filepath.Join(dir, "out."+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = b
+	}
+	return out
+}
+
+// TestCellsReadEveryInputFormat: each new format's decoder (libheif with
+// dav1d and libde265, libtiff, libjxl, the Go BMP/ICO decoder) runs inside
+// a sandboxed cell, seccomp and Landlock on, and answers exactly what the
+// in-process engine answers; its broken files are 4xx there too, and no
+// cell is killed (a decoder's thread or system call outside the filter
+// would kill the cell: a 500 engine_crashed).
+func TestCellsReadEveryInputFormat(t *testing.T) {
+	inproc, _ := newTestServer(t, testConfig(t))
+	cells := newCellsServer(t, cellsConfig(t), "")
+	for name, src := range inputSources(t) {
+		for _, q := range []string{"?w=64&h=64", "?w=80&format=jxl", "?w=40&h=30&fit=contain&format=webp"} {
+			s1, h1, b1 := postThumb(t, inproc.URL, q, src)
+			s2, h2, b2 := postThumb(t, cells.URL, q, src)
+			if s1 != 200 || s2 != 200 || h1.Get("Content-Type") != h2.Get("Content-Type") || !bytes.Equal(b1, b2) {
+				t.Errorf("%s%s: in process %d %s (%d bytes), cells %d %s (%d bytes): %.200s", name, q, s1, h1.Get("Content-Type"), len(b1), s2, h2.Get("Content-Type"), len(b2), b2)
+			}
+		}
+	}
+	for name, src := range hostile.Malformed() {
+		for _, url := range []string{inproc.URL, cells.URL} {
+			s, _, b := postThumb(t, url, "?w=64", src)
+			var e errorBody
+			if json.Unmarshal(b, &e) != nil || s < 400 || s >= 500 || e.Code == string(apierr.EngineCrashed) {
+				t.Errorf("malformed %s at %s: %d %s, want a 4xx", name, url, s, b)
+			}
+		}
+	}
+}
+
+// TestInputsSettingRefusesFormats: THUMBD_INPUTS leaves formats out, in
+// both engine modes: a 415 that names the format and the setting.
+func TestInputsSettingRefusesFormats(t *testing.T) {
+	srcs := inputSources(t)
+	for _, mode := range []string{"inprocess", "cells"} {
+		var url string
+		if mode == "cells" {
+			cfg := cellsConfig(t)
+			cfg.Inputs = []imagefmt.Format{imagefmt.JPEG, imagefmt.PNG, imagefmt.TIFF}
+			url = newCellsServer(t, cfg, "").URL
+		} else {
+			cfg := testConfig(t)
+			cfg.Inputs = []imagefmt.Format{imagefmt.JPEG, imagefmt.PNG, imagefmt.TIFF}
+			srv, _ := newTestServer(t, cfg)
+			url = srv.URL
+		}
+		if s, _, b := postThumb(t, url, "?w=32", srcs["tif"]); s != 200 {
+			t.Errorf("%s: TIFF kept: %d %s", mode, s, b)
+		}
+		s, _, b := postThumb(t, url, "?w=32", srcs["heic"])
+		var e errorBody
+		if json.Unmarshal(b, &e) != nil || s != 415 || e.Code != string(apierr.UnsupportedFormat) ||
+			!bytes.Contains(b, []byte("HEIC")) || !bytes.Contains(b, []byte("THUMBD_INPUTS")) {
+			t.Errorf("%s: HEIC left out: %d %s, want a 415 naming HEIC and THUMBD_INPUTS", mode, s, b)
+		}
+	}
+}
