@@ -15,7 +15,8 @@
 #   libtiff 4.7.0 (trixie)      TIFF: deflate, LZW, PackBits, JPEG (libjpeg-turbo);
 #                               no old-style JPEG, JBIG, LERC, LZMA, ZSTD, WebP
 #   brotli 1.1.0 (trixie)       for libjxl (its boxes and encoder)
-#   libjxl 0.11.2 (trixie)      JPEG XL read and write, through lcms2 and Highway
+#   libjxl 0.11.2 (trixie)      JPEG XL reading, through lcms2 and Highway (libvips'
+#                               saver left out: the encoder's 3.6 MB, ADR 0007)
 #   libvips 8.16.1 (trixie)     static AND shared, no modules, no vips7 compat,
 #                               only jpeg/png(spng)/webp/gif/exif/lcms/zlib/heif/tiff/jxl
 # Every library but libvips is built static and PIC: the static libvips.a
@@ -135,10 +136,17 @@ unpack() {
   echo "$WORK/$name"
 }
 
-# The one change to libvips' source: its built-in ICC profiles are inflated
+# The changes to libvips' source: its built-in ICC profiles are inflated
 # with zlib instead of GIO's GZlibDecompressor, whose object file drags most
-# of GIO (GSettings, GApplication, PCRE2 through GRegex) into a static link.
+# of GIO (GSettings, GApplication, PCRE2 through GRegex) into a static link;
+# and no JPEG XL saver, so that libjxl's encoder (and brotli's) is never
+# linked: 3.6 MB of the scratch image for an output format (ADR 0007).
 patch_vips() {
+  sed -i 's/^#ifdef HAVE_LIBJXL$/#ifdef THUMBD_JXL_SAVE \/* changed by thumbd: no JPEG XL saver *\//' "$1/libvips/foreign/jxlsave.c"
+  sed -i '/^\tvips_foreign_save_jxl_\(file\|buffer\|target\)_get_type();$/d' "$1/libvips/foreign/foreign.c"
+  if ! grep -q THUMBD_JXL_SAVE "$1/libvips/foreign/jxlsave.c" || grep -q 'save_jxl_file_get_type();' "$1/libvips/foreign/foreign.c"; then
+    log "the JPEG XL saver patch no longer applies"; return 1
+  fi
   patch -s -p1 -d "$1" <<'PATCH'
 --- a/libvips/colour/profile_load.c
 +++ b/libvips/colour/profile_load.c

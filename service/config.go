@@ -98,7 +98,6 @@ type config struct {
 	IdleTimeout       time.Duration
 	JPEGShrink        thumbjob.JPEGShrink
 	AVIFEffort        int
-	JXLEffort         int
 	Inputs            []imagefmt.Format
 	Engine            string // engineInProcess or engineCells
 	CellJobs          int
@@ -186,7 +185,6 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"OTEL_RESOURCE_ATTRIBUTES", "resource-attributes", "", "", "more resource attributes of the spans, `key=value,...` with values percent-encoded (e.g. `deployment.environment=prod`)", tracing.Attributes(&c.Tracing.Attributes)},
 		{"THUMBD_JPEG_SHRINK", "jpeg-shrink", "fast", "", "JPEG shrink-on-load: `fast` decodes at the largest 1/2, 1/4, 1/8 scale that covers the box (as sharp and imgproxy); `quality` leaves libvips 2x for its Lanczos reduce: fine regular patterns stay free of moiré, 1.3-1.5x slower on large photos ([engine.md](engine.md))", shrinkValue(&c.JPEGShrink)},
 		{"THUMBD_AVIF_EFFORT", "avif-effort", "4", "", "AVIF encoder effort, `0` (fastest) to `9` (smallest files); sharp's default too ([engine.md](engine.md#avif))", flagenv.Int(&c.AVIFEffort)},
-		{"THUMBD_JXL_EFFORT", "jxl-effort", "4", "", "JPEG XL encoder effort, `1` (fastest) to `9` (smallest files) ([ADR 0007](adr/0007-input-formats.md))", flagenv.Int(&c.JXLEffort)},
 		{"THUMBD_INPUTS", "inputs", "", "every input format the build reads", "source formats accepted, comma-separated, of `" + imagefmt.FormatList(imagefmt.Inputs()) + "`; any other is a 415 `unsupported_format` and its libvips loader stays blocked (for example HEIC left out for its patents: [thumbnails.md](thumbnails.md#source-formats))", flagenv.Of(&c.Inputs, imagefmt.ParseInputs, imagefmt.FormatList)},
 		{"THUMBD_ENGINE", "engine", "inprocess", "", "`inprocess`: libvips in the HTTP process; `cells`: libvips in sandboxed worker processes, one job at a time each, `concurrency` of them (see [Engine modes](#engine-modes))", flagenv.Enum(&c.Engine, engineInProcess, engineCells)},
 		{"THUMBD_CELL_JOBS", "cell-jobs", "1000", "", "cells mode: jobs a cell serves before it is replaced", flagenv.Int(&c.CellJobs)},
@@ -470,7 +468,6 @@ func (c config) validate() []error {
 	errs = append(errs, c.rules().CheckPresets()...)
 	check(!c.PresetsOnly || len(c.Presets) > 0, "presets only: no preset is configured (THUMBD_PRESETS), so no thumbnail could be made")
 	check(c.AVIFEffort >= 0 && c.AVIFEffort <= 9, "AVIF effort %d: want 0..9", c.AVIFEffort)
-	check(c.JXLEffort >= 1 && c.JXLEffort <= 9, "JPEG XL effort %d: want 1..9", c.JXLEffort)
 	check(c.CellJobs >= 1, "cell jobs %d: want at least 1", c.CellJobs)
 	check(c.CellMaxRSS >= 16<<20, "cell max RSS %d: want at least 16 MiB (a cell with libvips started is about 10 MiB)", c.CellMaxRSS)
 	check(c.CellSpares >= 0 && c.CellSpares <= 64, "cell spares %d: want 0..64", c.CellSpares)

@@ -66,7 +66,6 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"12 MP 16-bit TIFF", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v out.tif[compression=lzw] --interpretation rgb16"), "w=256&h=256&format=webp"},
 		{"12 MP tiled TIFF", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "deflate", "--tile"), "w=1024&format=jpeg"},
 		{"12 MP JPEG XL", converted(photo12, "out.jxl", "sh", "-c", "vips copy in.jpg in.png && cjxl in.png out.jxl -d 1 -e 3 --quiet"), "w=256&h=256&format=webp"},
-		{"12 MP JPEG", photo12, "w=1024&format=jxl"},
 		// 24 bits a pixel: 6 MP is 18 MB, under the default body limit.
 		{"6 MP BMP", converted(photo12, "out.bmp", "convert", "in.jpg", "-resize", "3000x2000!", "BMP3:out.bmp"), "w=256&h=256&format=webp"},
 		{"largest default animation", largestAnimation, "w=256&h=256&format=webp&animated=true"},

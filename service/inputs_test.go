@@ -63,7 +63,7 @@ func TestCellsReadEveryInputFormat(t *testing.T) {
 	inproc, _ := newTestServer(t, testConfig(t))
 	cells := newCellsServer(t, cellsConfig(t), "")
 	for name, src := range inputSources(t) {
-		for _, q := range []string{"?w=64&h=64", "?w=80&format=jxl", "?w=40&h=30&fit=contain&format=webp"} {
+		for _, q := range []string{"?w=64&h=64", "?w=80&format=avif", "?w=40&h=30&fit=contain&format=webp"} {
 			s1, h1, b1 := postThumb(t, inproc.URL, q, src)
 			s2, h2, b2 := postThumb(t, cells.URL, q, src)
 			if s1 != 200 || s2 != 200 || h1.Get("Content-Type") != h2.Get("Content-Type") || !bytes.Equal(b1, b2) {

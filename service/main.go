@@ -85,7 +85,6 @@ func engineConfig(cfg config, logger *slog.Logger) thumbjob.Config {
 		Threads:    1,
 		JPEGShrink: cfg.JPEGShrink,
 		AVIFEffort: cfg.AVIFEffort,
-		JXLEffort:  cfg.JXLEffort,
 		Inputs:     cfg.Inputs,
 		Watermark:  cfg.WatermarkBytes,
 		Logger:     logger,

@@ -74,9 +74,9 @@ var table = [...]Spec{
 	{Format: HEIC, Name: "HEIC", ContentType: "image/heic", Input: true, Magic: isHEIC},
 	{Format: TIFF, Name: "TIFF", ContentType: "image/tiff", Input: true, Magic: isTIFF},
 	// JPEG XL is read; whether thumbd writes it is decided with its encoder.
-	// JPEG XL ranks first for format=auto, where Accept names it (Safari
-	// does): docs/adr/0007-input-formats.md has its bytes and time.
-	{Format: JXL, Name: "JPEG XL", ContentType: "image/jxl", Input: true, Output: true, Quality: 75, Alpha: true, Auto: 5, Listed: true, Magic: isJXL},
+	// JPEG XL is read, not written: libjxl's encoder would have added
+	// 3.6 MB to the scratch image, past its budget (docs/adr/0007-input-formats.md).
+	{Format: JXL, Name: "JPEG XL", ContentType: "image/jxl", Input: true, Magic: isJXL},
 	{Format: BMP, Name: "BMP", ContentType: "image/bmp", Input: true, Magic: isBMP},
 	{Format: ICO, Name: "ICO", ContentType: "image/x-icon", Input: true, Magic: isICO},
 }

@@ -15,8 +15,7 @@ func TestNegotiate(t *testing.T) {
 		// and an older one without AVIF.
 		{"image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", AVIF, AVIF, false},
 		{"image/avif,image/webp,*/*", AVIF, AVIF, false},
-		{"image/webp,image/avif,image/jxl,image/heic,image/heic-sequence,video/*;q=0.8,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5", JXL, JXL, false},
-		{"image/jxl;q=0.5,image/avif", AVIF, AVIF, false},
+		{"image/webp,image/avif,image/jxl,image/heic,image/heic-sequence,video/*;q=0.8,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5", AVIF, AVIF, false},
 		{"image/webp,image/apng,image/*,*/*;q=0.8", WebP, WebP, false},
 		{"IMAGE/WEBP", WebP, WebP, false},
 		{"image/avif;q=0.5,image/webp", WebP, WebP, false},

@@ -54,9 +54,6 @@ const (
 // it is given (AVIF's encoder keeps several planes and its analysis).
 var encoderBytes = map[imagefmt.Format]float64{
 	imagefmt.PNG: 1, imagefmt.JPEG: 1, imagefmt.WebP: 2, imagefmt.AVIF: 8,
-	// libjxl's encoder works on the whole frame in float (XYB, 3 x 4
-	// bytes) plus its per-block decisions.
-	imagefmt.JXL: 24,
 }
 
 // codecBytes is what a format's decoder holds per decoded pixel beyond

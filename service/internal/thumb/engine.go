@@ -85,9 +85,7 @@ func (e *Engine) Start() {
 	for f := range e.accepted() {
 		allow = append(allow, loaderClasses[f]...)
 	}
-	// libvips marks its JPEG XL saver untrusted (libjxl was young when it
-	// came in); it writes thumbd's own pixels, never a client's bytes.
-	harden(allow, "VipsForeignSaveJxl")
+	harden(allow)
 	if len(e.cfg.Inputs) > 0 {
 		for _, f := range e.cfg.Inputs {
 			if !e.accepted()[f] {
@@ -568,27 +566,6 @@ var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options,
 		buf, _, err := img.ExportAvif(&vips.AvifExportParams{StripMetadata: true, Quality: o.Quality, Bitdepth: 8, Effort: c.AVIFEffort})
 		return buf, err
 	},
-	imagefmt.JXL: func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config) ([]byte, error) {
-		// libvips' JPEG XL saver has no strip option: the metadata goes first.
-		if err := img.RemoveMetadata(); err != nil {
-			return nil, err
-		}
-		// Lossy (VarDCT) at the distance libvips derives from Q (govips
-		// would otherwise pass distance 0 next to Q, and libvips keeps an
-		// explicit distance); effort from THUMBD_JXL_EFFORT.
-		buf, _, err := img.ExportJxl(&vips.JxlExportParams{Quality: o.Quality, Distance: jxlDistance(o.Quality), Effort: c.JXLEffort})
-		return buf, err
-	},
-}
-
-// jxlDistance is libvips' own mapping of a JPEG-like quality to a JPEG XL
-// Butteraugli distance (jxlsave.c): 1.0 at Q 90, the visually lossless
-// point libjxl recommends.
-func jxlDistance(q int) float64 {
-	if q >= 30 {
-		return 0.1 + float64(100-q)*0.09
-	}
-	return 53.0/3000.0*float64(q*q) - 23.0/20.0*float64(q) + 25.0
 }
 
 // webpEffort is libwebp's method, sharp's default. On 50-frame animations

@@ -102,10 +102,10 @@ import (
 )
 
 // harden blocks every loader and untrusted operation, then unblocks the
-// given loader classes (loaderClasses) and the given savers.
-func harden(loaders []string, savers ...string) {
+// given loader classes (loaderClasses).
+func harden(loaders []string) {
 	C.thumbd_harden()
-	for _, l := range append(loaders, savers...) {
+	for _, l := range loaders {
 		cs := C.CString(l)
 		C.thumbd_allow(cs)
 		C.free(unsafe.Pointer(cs))

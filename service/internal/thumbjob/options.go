@@ -146,8 +146,6 @@ type Config struct {
 	// AVIFEffort is the AV1 encoder's effort, 0 (fastest) to 9 (smallest
 	// files); libvips hands aom cpu-used 9 - effort.
 	AVIFEffort int
-	// JXLEffort is the JPEG XL encoder's effort, 1 (fastest) to 9.
-	JXLEffort int
 	// Inputs are the source formats accepted (THUMBD_INPUTS); empty: every
 	// input format the engine's libvips reads. Any other is a 415.
 	Inputs []imagefmt.Format
