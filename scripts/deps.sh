@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing thumbd needs on a fresh Debian bookworm
 # machine (as root), skipping whatever is already there. Usage:
-#   scripts/deps.sh [dev|docker|node|promtool]...   (default: dev)
+#   scripts/deps.sh [dev|docker|node|nextjs|promtool]...   (default: dev)
 set -euo pipefail
 
 apt_updated=0
@@ -23,6 +23,12 @@ main() {
       docker) apt_install docker.io ;;
       promtool) apt_install prometheus ;;
       node) (cd "$(dirname "$0")/../bench/twins/node" && npm ci --no-audit --no-fund --loglevel=error) ;;
+      # The Next.js example's test: next, react and puppeteer-core from its
+      # lockfile, and Debian's Chromium for the browser.
+      nextjs)
+        apt_install chromium
+        (cd "$(dirname "$0")/../examples/nextjs" && npm ci --no-audit --no-fund --loglevel=error)
+        ;;
       *) echo "deps.sh: unknown group: $what" >&2; return 2 ;;
     esac
   done

@@ -5,7 +5,10 @@
 # It builds thumbd once: the settings the manifests may set come from the
 # service's config code (`thumbd settings -json`, passed in as
 # THUMBD_SETTINGS_JSON), and the memory check starts the binary (THUMBD_BIN)
-# under each manifest's memory limit to read its memory plan.
+# under each manifest's memory limit to read its memory plan. The Helm
+# chart (k8s/chart) is linted and rendered by helm v4, built once by
+# scripts/build-helm.sh (passed in as THUMBD_HELM), and its renderings are
+# held to the same checks and to the kustomize overlays' pods.
 # Usage: scripts/test-k8s.sh [go test flags...]   e.g. -v, -run Knative
 set -euo pipefail
 
@@ -16,7 +19,9 @@ main() {
   trap "rm -rf '$tmp'" EXIT
   go build -o "$tmp/thumbd" ./service
   "$tmp/thumbd" settings -json >"$tmp/settings.json"
-  (cd k8s/validate && THUMBD_BIN="$tmp/thumbd" THUMBD_SETTINGS_JSON="$tmp/settings.json" go test "$@" ./...)
+  local helm
+  helm=$(scripts/build-helm.sh | tail -1)
+  (cd k8s/validate && THUMBD_HELM="$helm" THUMBD_BIN="$tmp/thumbd" THUMBD_SETTINGS_JSON="$tmp/settings.json" go test "$@" ./...)
 }
 
 main "$@"

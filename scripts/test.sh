@@ -6,7 +6,8 @@
 #   object storage tests against a real S3 server, versitygw, built once by
 #   scripts/build-versitygw.sh), promtool on a live /metrics,
 #   the README's run command (builds the images' libvips on the host once),
-#   the Node twin's contract tests, the manifest validation, both container
+#   the Node twin's contract tests, the Next.js example in headless
+#   Chromium, the manifest validation (and the Helm chart's), both container
 #   images with smoke tests, and the bench driver end to end in --quick mode
 #   (processes and containers).
 # Usage: scripts/test.sh
@@ -86,6 +87,11 @@ main() {
     scripts/build.sh go slim test -count=1 -run '^TestEstimateCoversMeasuredPeaks$' -v ./service | grep -v '^=== RUN')
   step "Node twin"
   scripts/test-twin.sh
+  # The Next.js example built with next from npm and rendered in Debian's
+  # headless Chromium with thumbd behind its loader (about a minute once
+  # the packages are in).
+  step "Next.js example in Chromium"
+  scripts/test-nextjs.sh
   step "Kubernetes manifests"
   scripts/test-k8s.sh
   # One dockerd for the image tests and the bench smoke run, so that the

@@ -86,6 +86,7 @@ type config struct {
 	WatermarkBytes    []byte
 	WatermarkRequired bool
 	WatermarkOptions  string
+	Allowed           params.Allowed
 	Uploads           bool
 	UnsignedUploads   bool
 	BenchRoutes       bool
@@ -168,6 +169,8 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_WATERMARK", "watermark", "", "none: `wm=` is a 400", "an image file (JPEG, PNG with alpha, WebP, GIF) that `wm=OPACITY[,POSITION[,X,Y[,SCALE]]]` puts on thumbnails, last ([Watermarks](thumbnails.md#watermarks)); read and decoded once at start, within `THUMBD_MAX_BODY_BYTES` and `THUMBD_MAX_PIXELS` (in cells mode at most 90 KiB: each cell gets it in its settings); missing, too large or not an image: start-up error", flagenv.String(&c.Watermark)},
 		{"THUMBD_WATERMARK_REQUIRED", "watermark-required", "false", "", "`true`: every thumbnail carries the watermark, placed by `THUMBD_WATERMARK_OPTIONS`, and `wm=` is a 400 (an animated source then gives its first frame)", flagenv.Bool(&c.WatermarkRequired)},
 		{"THUMBD_WATERMARK_OPTIONS", "watermark-options", "0.5,soea,16,16,0.25", "", "how a required watermark is placed, as `wm=`: opacity, position (`ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe`, `re`), offsets, scale (its width as a fraction of the thumbnail's; 0: its own size)", flagenv.String(&c.WatermarkOptions)},
+		{"THUMBD_ALLOWED_WIDTHS", "allowed-widths", "", "any, 1 to `THUMBD_MAX_SIDE`", "the bounded unsigned mode: comma-separated widths, such as Next.js's `deviceSizes` and `imageSizes`; an unsigned thumbnail whose width or height (after `dpr` and client hints) is chosen by the request and not on the list is a 400 `bad_parameter` naming the nearest allowed; signed URLs and presets' own options are not bound ([hardening.md](hardening.md#bounded-unsigned-mode))", flagenv.Of(&c.Allowed.Sides, params.ParseAllowedSides, params.FormatInts)},
+		{"THUMBD_ALLOWED_QUALITIES", "allowed-qualities", "", "any, 1 to 100", "the bounded unsigned mode: comma-separated qualities, such as Next.js's `qualities`; an unsigned thumbnail whose `q` is not on the list is a 400 `bad_parameter` naming the nearest allowed (a format's default quality is not bound)", flagenv.Of(&c.Allowed.Qualities, params.ParseAllowedQualities, params.FormatInts)},
 		{"THUMBD_UPLOADS", "uploads", "true", "", "`false`: `POST /thumbnail` and `POST /hash` answer 405 `uploads_disabled` without reading the body (a public deployment that serves only `GET`)", flagenv.Bool(&c.Uploads)},
 		{"THUMBD_UNSIGNED_UPLOADS", "unsigned-uploads", "false", "", "with `THUMBD_SIGNING_KEYS` set: `true` serves `POST /thumbnail` without a `sig=` (anyone may then have their own bytes thumbnailed, at any size and format; logged as a warning); `false`: a POST needs a valid `sig=` over its query, as a GET does (`thumbd sign -upload`)", flagenv.Bool(&c.UnsignedUploads)},
 		{"THUMBD_BENCH_ROUTES", "bench-routes", "true", "", "`false`: the benchmark contract's routes (`GET /json`, `GET /compute`, `GET /hash`, `POST /hash`) are not served, a 404 `not_found` as any unknown path (a public deployment: `/compute?n=` costs up to about 0.3 s of CPU and is never signed)", flagenv.Bool(&c.BenchRoutes)},
@@ -466,6 +469,9 @@ func (c config) validate() []error {
 		check(why == "", "origin %s: the address guard refuses it (%s); only loopback can be let through, by THUMBD_ORIGINS_ALLOW_LOOPBACK", o, why)
 	}
 	errs = append(errs, c.rules().CheckPresets()...)
+	if n := len(c.Allowed.Sides); n > 0 {
+		check(c.Allowed.Sides[n-1] <= c.MaxSide, "THUMBD_ALLOWED_WIDTHS: %d is over the max side %d (THUMBD_MAX_SIDE), so no request could ask for it", c.Allowed.Sides[n-1], c.MaxSide)
+	}
 	check(!c.PresetsOnly || len(c.Presets) > 0, "presets only: no preset is configured (THUMBD_PRESETS), so no thumbnail could be made")
 	check(c.AVIFEffort >= 0 && c.AVIFEffort <= 9, "AVIF effort %d: want 0..9", c.AVIFEffort)
 	check(c.CellJobs >= 1, "cell jobs %d: want at least 1", c.CellJobs)
@@ -520,7 +526,7 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 
 // rules are the settings a thumbnail query is read with.
 func (c config) rules() params.Rules {
-	r := params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, HintsSigned: len(c.SigningKeys) > 0}
+	r := params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, Allowed: c.Allowed, HintsSigned: len(c.SigningKeys) > 0}
 	r.Watermark.Configured = len(c.WatermarkBytes) > 0
 	if r.Watermark.Configured {
 		sum := sha256.Sum256(c.WatermarkBytes)

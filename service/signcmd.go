@@ -72,7 +72,7 @@ func signCommand(args []string, lookupEnv func(string) (string, bool), now time.
 		}
 		q["exp"] = strconv.FormatInt(now.Add(*exp).Unix(), 10)
 	}
-	if _, err := route.Read(cfg.rules(), q); err != nil {
+	if _, err := route.Read(cfg.rules().Signed(), q); err != nil {
 		return err
 	}
 	// The URL made is checked as the service will check it: an exp= that

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,8 @@ func (p *problems) addf(format string, args ...any) {
 const (
 	healthPath = "/health"
 	readyPath  = "/ready"
+	// metricsPath is what a ServiceMonitor scrapes.
+	metricsPath = "/metrics"
 )
 
 // CheckKubernetes checks the objects rendered from a Kubernetes overlay: one
@@ -124,12 +127,32 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 	if pdb != nil && (pdb.Spec.Selector == nil || !selects(pdb.Spec.Selector.MatchLabels, pod.Labels)) {
 		p.addf("PodDisruptionBudget %s does not select the pods (labels %v)", pdb.Name, pod.Labels)
 	}
+	checkServiceMonitors(all[*monitoringv1.ServiceMonitor](ms), svc, want.Routes, &p)
 	fetches := setting(env, want.Settings, "THUMBD_ORIGINS") != ""
 	checkEgress(all[*networkingv1.NetworkPolicy](ms), pod.Labels, fetches, &p)
 	if fetches {
 		checkPublic(c, env, want.Settings, &p)
 	}
 	return p
+}
+
+// checkServiceMonitors: a Prometheus Operator ServiceMonitor selects the
+// Service and scrapes /metrics through one of its ports.
+func checkServiceMonitors(monitors []*monitoringv1.ServiceMonitor, svc *corev1.Service, routes Routes, p *problems) {
+	for _, sm := range monitors {
+		if svc == nil || !selects(sm.Spec.Selector.MatchLabels, svc.Labels) {
+			p.addf("ServiceMonitor %s does not select the Service", sm.Name)
+			continue
+		}
+		for _, e := range sm.Spec.Endpoints {
+			if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Name == e.Port }) {
+				p.addf("ServiceMonitor %s: endpoint port %q is not a port name of Service %s", sm.Name, e.Port, svc.Name)
+			}
+			if e.Path != metricsPath || routes != nil && !routes.Serves("GET", e.Path) {
+				p.addf("ServiceMonitor %s: endpoint path %q, want %s (a GET route of the service)", sm.Name, e.Path, metricsPath)
+			}
+		}
+	}
 }
 
 // checkPublic: a deployment that fetches from origins serves

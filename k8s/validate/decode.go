@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,7 @@ var knownTypes = map[string]func() any{
 	"networking.k8s.io/v1 NetworkPolicy":            func() any { return &networkingv1.NetworkPolicy{} },
 	"serving.knative.dev/v1 Service":                func() any { return &servingv1.Service{} },
 	"kustomize.config.k8s.io/v1beta1 Kustomization": func() any { return &types.Kustomization{} },
+	"monitoring.coreos.com/v1 ServiceMonitor":       func() any { return &monitoringv1.ServiceMonitor{} },
 }
 
 // DecodeStrict splits data into YAML documents and decodes each one into the

@@ -60,6 +60,10 @@ func checkMemoryLimit(c *corev1.Container, env map[string]string, bin string, p 
 	}
 }
 
+// directorySettings may name a directory (else a bucket), which thumbd
+// opens at start.
+var directorySettings = []string{"THUMBD_SOURCE", "THUMBD_SOURCE_DIR", "THUMBD_RESULT_STORE"}
+
 // StartupMemory runs bin with the settings env under a memory limit of
 // limit bytes (THUMBD_MEMORY_LIMIT, as the cgroup's would be read), on port
 // 0, until it has logged its memory plan and is listening, then kills it.
@@ -78,9 +82,20 @@ func StartupMemory(bin string, env map[string]string, limit int64) (warning stri
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	// A directory a setting names is a volume of the pod: here, an empty
+	// one (its contents do not change the plan).
+	volume, err := os.MkdirTemp("", "thumbd-volume-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(volume)
 	for _, name := range slices.Sorted(maps.Keys(env)) {
-		if env[name] != "" {
-			cmd.Env = append(cmd.Env, name+"="+env[name])
+		v := env[name]
+		if slices.Contains(directorySettings, name) && strings.HasPrefix(v, "/") {
+			v = volume
+		}
+		if v != "" {
+			cmd.Env = append(cmd.Env, name+"="+v)
 		}
 	}
 	cmd.Env = append(cmd.Env, "THUMBD_MEMORY_LIMIT="+strconv.FormatInt(limit, 10), "PORT=0", "THUMBD_LOG_LEVEL=info")

@@ -118,6 +118,9 @@ type Rules struct {
 	Hints *Hints
 	// Watermark says how thumbnails may carry the configured watermark.
 	Watermark Watermark
+	// Allowed bounds what an unsigned query chooses
+	// (THUMBD_ALLOWED_WIDTHS, THUMBD_ALLOWED_QUALITIES); Signed drops it.
+	Allowed Allowed
 	// HintsSigned (signing on): hints apply only to a query that says
 	// hints=on, which the signature covers; elsewhere hints=off is the
 	// default. Hints are outside the signature: left to them, a signed
@@ -140,26 +143,47 @@ func (r Rules) Upload(q map[string]string) (Thumbnail, error) {
 }
 
 // thumbnail reads the options of q, its preset's first, then the client
-// hints for what they leave open.
-func (r Rules) thumbnail(q map[string]string) (Thumbnail, error) {
-	q, err := r.withPreset(q)
+// hints for what they leave open; the final options are then held to
+// r.Allowed, here and nowhere else.
+func (r Rules) thumbnail(query map[string]string) (Thumbnail, error) {
+	preset, err := r.withPreset(query)
 	if err != nil {
 		return Thumbnail{}, err
 	}
-	hints, err := r.hintsFor(q)
+	hints, err := r.hintsFor(preset)
 	if err != nil {
 		return Thumbnail{}, err
 	}
-	q, vary, err := hints.apply(q, r.MaxSide)
+	q, vary, err := hints.apply(preset, r.MaxSide)
 	if err != nil {
 		return Thumbnail{}, err
 	}
 	o, err := options(q, r.MaxSide)
 	if err == nil {
 		o.Watermark, err = r.watermark(q)
+		if err == nil {
+			err = r.Allowed.check(o, q, func(name string) string { return askedBy(name, query, preset, q) })
+		}
 	}
 	_, given := q["q"]
 	return Thumbnail{Options: o, Vary: vary, qualityGiven: given, hints: hints}, err
+}
+
+// askedBy names who chose option name: the query's parameter, the client
+// hint that filled it in (hints only add options, after the preset), or
+// "" for the operator (a preset).
+func askedBy(name string, query, preset, final map[string]string) string {
+	if _, ok := query[name]; ok {
+		return fmt.Sprintf("Parameter %q", name)
+	}
+	_, inPreset := preset[name]
+	if _, ok := final[name]; !ok || inPreset {
+		return ""
+	}
+	if name == "w" {
+		return "Header " + HintWidth
+	}
+	return "Header " + HintDPR
 }
 
 // hintsFor is the request's hints as q allows them: hints=on or off, by

@@ -164,7 +164,8 @@ func (p *Pipeline) parse(rt params.Route, r *http.Request) (params.Request, sour
 	if err != nil {
 		return params.Request{}, nil, err
 	}
-	req, err := rt.Read(p.rules(r), q)
+	_, signed := q["sig"] // checked above: a sig here is a valid one
+	req, err := rt.Read(p.rules(r, signed), q)
 	if err != nil {
 		return req, nil, err
 	}
@@ -197,9 +198,12 @@ func (p *Pipeline) checkUpload(path string, q map[string]string) error {
 }
 
 // rules are the parse rules for r: the settings', with r's client hints
-// when they are on.
-func (p *Pipeline) rules(r *http.Request) params.Rules {
+// when they are on; a signed request is not bound by the allow-lists.
+func (p *Pipeline) rules(r *http.Request, signed bool) params.Rules {
 	rules := p.cfg.Rules
+	if signed {
+		rules = rules.Signed()
+	}
 	if p.cfg.ClientHints {
 		rules.Hints = &params.Hints{DPR: r.Header.Values(params.HintDPR), Width: r.Header.Values(params.HintWidth), SaveData: r.Header.Values(params.HintSaveData)}
 	}
