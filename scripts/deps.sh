@@ -19,7 +19,9 @@ main() {
   [ $# -eq 0 ] && set -- dev
   for what in "$@"; do
     case "$what" in
-      dev) apt_install libvips-dev libvips-tools pkg-config gcc libimage-exiftool-perl ;;
+      # heif-enc, cjxl, tiffcp and convert make the new input formats' test files.
+      dev) apt_install libvips-dev libvips-tools pkg-config gcc libimage-exiftool-perl \
+        libheif-examples libjxl-tools libtiff-tools imagemagick ;;
       docker) apt_install docker.io ;;
       promtool) apt_install prometheus ;;
       node) (cd "$(dirname "$0")/../bench/twins/node" && npm ci --no-audit --no-fund --loglevel=error) ;;
