@@ -20,7 +20,7 @@ func TestPackageImports(t *testing.T) {
 		"bucket":        {"apierr"},
 		"bucketsource":  {"apierr", "bucket", "source"},
 		"results":       {"source"},
-		"resultstore":   {"apierr", "bucket", "results", "source"},
+		"resultstore":   {"admission", "apierr", "bucket", "imagefmt", "results", "source"},
 		"engines":       {"cell", "cellpool", "memcost", "sandbox", "thumb", "thumbjob"},
 		"pipeline":      {"admission", "apierr", "bucketsource", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "resultstore", "signing", "source", "thumbjob"},
 		"flagenv":       {},
@@ -30,7 +30,7 @@ func TestPackageImports(t *testing.T) {
 		"admission":     {},
 		"memlimit":      {},
 		"memcost":       {"bmp", "imagefmt", "thumbjob"},
-		"thumb":         {"exifthumb", "imagefmt", "thumbhash", "thumbjob"},
+		"thumb":         {"bmp", "exifthumb", "imagefmt", "thumbhash", "thumbjob"},
 		"exifthumb":     {},
 		"bmp":           {"thumbjob"},
 		"thumbhashtest": {},
@@ -48,6 +48,7 @@ func TestPackageImports(t *testing.T) {
 		"requestlog":    {"pipeline", "statuswriter"},
 		"httpmetrics":   {"statuswriter"},
 		"statuswriter":  {},
+		"connlimit":     {},
 	}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {
