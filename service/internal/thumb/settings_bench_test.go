@@ -33,9 +33,19 @@ type namedSource struct {
 func engineSources(b *testing.B) []namedSource {
 	b.Helper()
 	dir := cmp.Or(os.Getenv("THUMBD_ENGINE_SOURCES"), filepath.Join("testdata", "sources"))
-	names, err := filepath.Glob(filepath.Join(dir, "*.jpg"))
-	if err != nil || len(names) == 0 {
-		b.Fatalf("no *.jpg in %s (%v)", dir, err)
+	// JPEG photos, and the same photos in the other input formats (the
+	// input formats' bench, docs/adr/0007-input-formats.md): named by
+	// their extension.
+	var names []string
+	for _, ext := range []string{"jpg", "heic", "avif", "tif", "jxl", "bmp"} {
+		found, err := filepath.Glob(filepath.Join(dir, "*."+ext))
+		if err != nil {
+			b.Fatal(err)
+		}
+		names = append(names, found...)
+	}
+	if len(names) == 0 {
+		b.Fatalf("no source in %s", dir)
 	}
 	srcs := make([]namedSource, 0, len(names))
 	for _, path := range names { // Glob sorts
@@ -43,7 +53,11 @@ func engineSources(b *testing.B) []namedSource {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srcs = append(srcs, namedSource{strings.TrimSuffix(filepath.Base(path), ".jpg"), src})
+		name := filepath.Base(path)
+		if strings.HasSuffix(name, ".jpg") {
+			name = strings.TrimSuffix(name, ".jpg") // the JPEG photos keep their names
+		}
+		srcs = append(srcs, namedSource{name, src})
 	}
 	return srcs
 }
