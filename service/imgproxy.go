@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"mime"
@@ -43,11 +44,11 @@ func hexList(s string) ([][]byte, error) {
 }
 
 func hexValue(s string) ([]byte, error) {
-	keys, err := imgproxy.ParseKeys(s, s)
-	if err != nil || len(keys) != 1 {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) == 0 {
 		return nil, errors.New("not hex")
 	}
-	return keys[0].Key, nil
+	return b, nil
 }
 
 // imgproxyRoot is the route pattern of the imgproxy endpoint; thumbd's
@@ -97,7 +98,7 @@ var ownRoots = []string{"thumbnail", "info", "health", "ready", "metrics", "json
 func handleImgproxy(ic imgproxy.Config, prefix string, auto bool, thumbs *pipeline.Pipeline) pipeline.HandlerFunc {
 	prefix = strings.TrimSuffix(prefix, "/")
 	return func(w http.ResponseWriter, r *http.Request) error {
-		req, err := ic.Parse(strings.TrimPrefix(r.URL.EscapedPath(), prefix))
+		req, err := ic.Parse(strings.TrimPrefix(rawPath(r), prefix))
 		if err != nil {
 			return err
 		}
@@ -109,22 +110,8 @@ func handleImgproxy(ic imgproxy.Config, prefix string, auto bool, thumbs *pipeli
 			// Accept, with Vary: Accept).
 			req.Query["format"], req.SourceFormat = string(imagefmt.Auto), false
 		}
-		disposition := "inline"
-		if req.Attachment {
-			disposition = "attachment"
-		}
-		ext := ""
-		if f, ok := req.Query["format"]; ok && f != string(imagefmt.Auto) {
-			ext = "." + map[string]string{"jpeg": "jpg"}[f]
-			if ext == "." {
-				ext += f
-			}
-		}
-		w.Header().Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": req.Filename + ext}))
-		if !req.Expires.IsZero() {
-			w.Header().Set("Expires", req.Expires.UTC().Format(http.TimeFormat))
-		}
-		err = thumbs.Translated(w, r, req.Query, req.Signed, func(p *params.Request) {
+		aw := &imgproxyWriter{ResponseWriter: w, req: req}
+		err = thumbs.Translated(aw, r, req.Query, req.Signed, func(p *params.Request) {
 			if req.SourceFormat {
 				p.Options.Format, p.Options.Quality = imagefmt.Source, req.Quality
 			}
@@ -135,6 +122,68 @@ func handleImgproxy(ic imgproxy.Config, prefix string, auto bool, thumbs *pipeli
 		}
 		return err
 	}
+}
+
+// rawPath is the path as the client sent it, which imgproxy signs (its
+// handlers.SplitPathSignature reads RequestURI), else the escaped path.
+func rawPath(r *http.Request) string {
+	if p, _, _ := strings.Cut(r.RequestURI, "?"); strings.HasPrefix(p, "/") {
+		return p
+	}
+	return r.URL.EscapedPath()
+}
+
+// imgproxyWriter adds imgproxy's headers to a thumbnail (200) or its 304,
+// once the answer's media type is known: Content-Disposition (its file
+// name with the format's extension, as imgproxy) and Expires (exp).
+type imgproxyWriter struct {
+	http.ResponseWriter
+	req     imgproxy.Request
+	written bool // WriteHeader was called
+}
+
+func (w *imgproxyWriter) WriteHeader(code int) {
+	if w.written {
+		w.ResponseWriter.WriteHeader(code) // as net/http: superfluous, logged
+		return
+	}
+	w.written = true
+	if code == http.StatusOK || code == http.StatusNotModified {
+		h := w.Header()
+		disposition := "inline"
+		if w.req.Attachment {
+			disposition = "attachment"
+		}
+		h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": w.req.Filename + extension(h.Get("Content-Type"))}))
+		if !w.req.Expires.IsZero() {
+			h.Set("Expires", w.req.Expires.UTC().Format(http.TimeFormat))
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *imgproxyWriter) Write(b []byte) (int, error) {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *imgproxyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// extension is the file extension of a media type of the format table
+// (".jpg" for JPEG, as imgproxy writes it); "" for another.
+func extension(mediaType string) string {
+	for _, s := range imagefmt.Table() {
+		if s.ContentType == mediaType && s.Output {
+			if s.Format == imagefmt.JPEG {
+				return ".jpg"
+			}
+			return "." + string(s.Format)
+		}
+	}
+	return ""
 }
 
 // labelled names the route label label for the metrics, the log and the

@@ -122,8 +122,15 @@ func TestImgproxyHeadersAndCorridor(t *testing.T) {
 	if got := a.header.Get("Expires"); got != "Fri, 01 Jan 2100 00:00:00 GMT" {
 		t.Errorf("Expires %q", got)
 	}
-	if got := imgproxyGet(t, base+"/_/w:10/plain/local:///photo.jpg").header.Get("Content-Disposition"); got != `inline; filename=photo` {
+	// The default name is the source's, with the answer's format.
+	if got := imgproxyGet(t, base+"/_/w:10/plain/local:///photo.jpg").header.Get("Content-Disposition"); got != `inline; filename=photo.jpg` {
 		t.Errorf("default Content-Disposition %q", got)
+	}
+	if got := imgproxyGet(t, base+"/_/w:10/plain/local:///logo.png").header.Get("Content-Disposition"); got != `inline; filename=logo.png` {
+		t.Errorf("a PNG source's Content-Disposition %q", got)
+	}
+	if e := imgproxyGet(t, base+"/_/w:10/exp:4102444800/plain/local:///none.jpg"); e.status != 404 || e.header.Get("Content-Disposition") != "" || e.header.Get("Expires") != "" {
+		t.Errorf("an error: %d, Content-Disposition %q, Expires %q", e.status, e.header.Get("Content-Disposition"), e.header.Get("Expires"))
 	}
 	if r := imgproxyGet(t, base+"/_/rs:fit:100:100/plain/local:///photo.jpg@png", "If-None-Match", a.header.Get("ETag")); r.status != 304 {
 		t.Errorf("If-None-Match: %d", r.status)

@@ -153,6 +153,8 @@ func TestOptions(t *testing.T) {
 		{"resize:fit:300:0:1", base(map[string]string{"w": "300", "enlarge": "true"}), ""},
 		{"rs:force:30:40", base(map[string]string{"w": "30", "h": "40", "fit": "fill"}), ""},
 		{"rs:fill-down:30:40", base(map[string]string{"w": "30", "h": "40", "fit": "cover"}), ""},
+		{"rs:fill-down:30:40:1", base(map[string]string{"w": "30", "h": "40", "fit": "cover"}), ""}, // never enlarges
+		{"ex:1:so", base(map[string]string{"w": "4096", "h": "4096"}), ""},                          // no size: nothing to extend to
 		{"rs:auto:30", base(map[string]string{"w": "30"}), ""},
 		{"rs:auto:30:40", nil, apierr.BadParameter},
 		{"rs:crop:30:40", nil, apierr.BadParameter},
@@ -196,6 +198,9 @@ func TestOptions(t *testing.T) {
 		{"g:ce:10:0", nil, apierr.BadParameter},
 		{"g:fp:2:0.5", nil, apierr.BadParameter},
 		{"g:fp:0.5", nil, apierr.BadParameter},
+		{"g:fp:nan:0.5", nil, apierr.BadParameter},
+		{"wm:nan", nil, apierr.BadParameter},
+		{"bl:inf", nil, apierr.BadParameter},
 		{"g:obj:face", nil, apierr.BadParameter},
 		{"g:sm:1", nil, apierr.BadParameter},
 		{"w:10/c:0.5:0.5", base(map[string]string{"w": "10", "crop": "0.25,0.25,0.5,0.5"}), ""},
@@ -210,7 +215,8 @@ func TestOptions(t *testing.T) {
 		{"w:10/t:10", base(map[string]string{"w": "10", "trim": "10"}), ""},
 		{"w:10/trim:10:FFFFFF:0:0", base(map[string]string{"w": "10", "trim": "10,ffffff"}), ""},
 		{"t:10::1", nil, apierr.BadParameter},
-		{"t:10.5", nil, apierr.BadParameter},
+		{"w:10/t:10.5", base(map[string]string{"w": "10", "trim": "10.5"}), ""},
+		{"t:nan", nil, apierr.BadParameter},
 		{"t:300", nil, apierr.BadParameter},
 		{"t:10:xyz", nil, apierr.BadParameter},
 		{"w:10/pd:5", base(map[string]string{"w": "10", "pad": "5,5,5,5"}), ""},

@@ -334,8 +334,8 @@ func parseGravity(n string, a []string) (gravity, error) {
 		if len(a) != 3 {
 			return g, badOption(n, "fp takes two fractions, fp:X:Y")
 		}
-		x, err1 := strconv.ParseFloat(a[1], 64)
-		y, err2 := strconv.ParseFloat(a[2], 64)
+		x, err1 := number(a[1])
+		y, err2 := number(a[2])
 		if err1 != nil || err2 != nil || x < 0 || x > 1 || y < 0 || y > 1 {
 			return g, badOption(n, "fp takes two fractions from 0 to 1, fp:X:Y")
 		}
@@ -345,8 +345,8 @@ func parseGravity(n string, a []string) (gravity, error) {
 	case len(a) > 3 || len(a) == 2:
 		return g, badOption(n, "takes TYPE[:X_OFFSET:Y_OFFSET]")
 	case len(a) == 3:
-		x, err1 := strconv.ParseFloat(a[1], 64)
-		y, err2 := strconv.ParseFloat(a[2], 64)
+		x, err1 := number(a[1])
+		y, err2 := number(a[2])
 		if err1 != nil || err2 != nil {
 			return g, badOption(n, "has offsets that are not numbers")
 		}
@@ -391,11 +391,11 @@ func (s *state) setTrim(n string, a []string) error {
 		s.trim = ""
 		return nil
 	}
-	t, err := strconv.ParseFloat(a[0], 64)
-	if err != nil || t < 0 || t > 255 || t != math.Trunc(t) {
-		return badOption(n, "has threshold %q: thumbd takes a whole number from 0 to 255", a[0])
+	t, err := number(a[0])
+	if err != nil || t < 0 || t > 255 {
+		return badOption(n, "has threshold %q: thumbd takes a number from 0 to 255", a[0])
 	}
-	s.trim = strconv.Itoa(int(t))
+	s.trim = decimalText(t)
 	if len(a) > 1 && a[1] != "" {
 		if _, err := hexColour(a[1]); err != nil {
 			return badOption(n, "has colour %q: it must be RRGGBB hex digits", a[1])
@@ -473,7 +473,7 @@ func (s *state) setWatermark(n string, a []string) error {
 	if len(a) > 5 {
 		return badOption(n, "takes OPACITY[:POSITION[:X_OFFSET:Y_OFFSET[:SCALE]]]")
 	}
-	op, err := strconv.ParseFloat(a[0], 64)
+	op, err := number(a[0])
 	if err != nil || op < 0 || op > 1 {
 		return badOption(n, "has opacity %q: it must be a number from 0 to 1", a[0])
 	}
@@ -489,7 +489,7 @@ func (s *state) setWatermark(n string, a []string) error {
 		if a[i] == "" {
 			continue
 		}
-		f, err := strconv.ParseFloat(a[i], 64)
+		f, err := number(a[i])
 		if err != nil || f < 0 || f != math.Trunc(f) {
 			return badOption(n, "has offset %q: thumbd takes whole pixels from 0 to 4096", a[i])
 		}
@@ -626,9 +626,18 @@ func oneBool(n string, a []string, dst *bool) error {
 
 // positiveFloat reads a number above 0 (zero: 0 or above).
 func positiveFloat(n, v string, zero bool) (float64, error) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f == 0 && !zero {
+	f, err := number(v)
+	if err != nil || f < 0 || f == 0 && !zero {
 		return 0, badOption(n, "must be a number above 0, not %q", v)
 	}
 	return f, nil
+}
+
+// number reads a finite number ("nan" and "inf" are errors).
+func number(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		err = errArgs
+	}
+	return f, err
 }

@@ -31,8 +31,9 @@ func (s *state) query(c Config) (map[string]string, error) {
 	if s.rt == "auto" && w > 0 && h > 0 {
 		return nil, badOption("resizing_type", "auto with both a width and a height is not done by thumbd (it picks fill or fit from the source's orientation, known only once it is read); give fit or fill")
 	}
-	enlarge := s.enlarge
-	if w == 0 && h == 0 {
+	enlarge := s.enlarge && s.rt != "fill-down" // fill-down never enlarges
+	noSize := w == 0 && h == 0
+	if noSize {
 		// imgproxy keeps the source's size: thumbd's largest box that does
 		// not enlarge gives it, within thumbd's max side.
 		if s.enlarge && s.dpr != 1 {
@@ -54,7 +55,7 @@ func (s *state) query(c Config) (map[string]string, error) {
 		}
 		q["dpr"] = strconv.FormatFloat(s.dpr, 'f', -1, 64)
 	}
-	if err := s.gravityQuery(q, fit); err != nil {
+	if err := s.gravityQuery(q, fit, noSize); err != nil {
 		return nil, err
 	}
 	if err := s.cropQuery(q); err != nil {
@@ -68,13 +69,14 @@ func (s *state) query(c Config) (map[string]string, error) {
 
 // gravityQuery sets thumbd's one gravity: imgproxy's for a fill, or the
 // extend's for a fit (a fit does not crop); a fill that extends at
-// another gravity than it crops is refused.
-func (s *state) gravityQuery(q map[string]string, fit thumbjob.Fit) error {
+// another gravity than it crops is refused. Without a size there is
+// nothing to extend to (imgproxy's extend does nothing then).
+func (s *state) gravityQuery(q map[string]string, fit thumbjob.Fit, noSize bool) error {
 	g := s.gravity
 	if g.offset {
 		return badOption("gravity", "has offsets, and thumbd's gravities take none")
 	}
-	if s.extend && fit != thumbjob.FitFill {
+	if s.extend && fit != thumbjob.FitFill && !noSize {
 		eg := gravity{kind: "ce"}
 		if s.extendGravity != nil {
 			eg = *s.extendGravity
