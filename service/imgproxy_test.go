@@ -230,3 +230,11 @@ func TestImgproxyAutoFormat(t *testing.T) {
 		t.Errorf("a named format: %s Vary %q", a.mediaType, a.header.Get("Vary"))
 	}
 }
+
+// THUMBD_PRESETS_ONLY binds imgproxy URLs too: each is a set of options.
+func TestImgproxyPresetsOnly(t *testing.T) {
+	base, _ := imgproxyServer(t, func(c *config) { c.PresetsOnly = true })
+	if a := imgproxyGet(t, base+"/_/w:10/plain/local:///photo.jpg"); a.status != 400 || a.code != apierr.BadParameter || !strings.Contains(a.message, "imgproxy") {
+		t.Errorf("presets only: %d %s %s", a.status, a.code, a.message)
+	}
+}
