@@ -25,6 +25,8 @@ main() {
       docker) apt_install docker.io ;;
       promtool) apt_install prometheus ;;
       node) (cd "$(dirname "$0")/../bench/twins/node" && npm ci --no-audit --no-fund --loglevel=error) ;;
+      # imgproxy's official Node client, for scripts/test-imgproxy.sh.
+      imgproxy) (cd "$(dirname "$0")/../examples/imgproxy" && npm ci --no-audit --no-fund --loglevel=error) ;;
       # The Next.js example's test: next, react and puppeteer-core from its
       # lockfile, and Debian's Chromium for the browser.
       nextjs)

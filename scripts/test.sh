@@ -87,6 +87,8 @@ main() {
     scripts/build.sh go slim test -count=1 -run '^TestEstimateCoversMeasuredPeaks$' -v ./service | grep -v '^=== RUN')
   step "Node twin"
   scripts/test-twin.sh
+  step "imgproxy's Node client against the imgproxy endpoint"
+  scripts/test-imgproxy.sh
   # The Next.js example built with next from npm and rendered in Debian's
   # headless Chromium with thumbd behind its loader (about a minute once
   # the packages are in).

@@ -87,6 +87,8 @@ type config struct {
 	WatermarkRequired bool
 	WatermarkOptions  string
 	Allowed           params.Allowed
+	// Imgproxy is the imgproxy endpoint's settings (THUMBD_IMGPROXY_*).
+	Imgproxy          imgproxySettings
 	Uploads           bool
 	UnsignedUploads   bool
 	BenchRoutes       bool
@@ -165,6 +167,13 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_ORIGIN_MAX_CONNS", "origin-max-conns", "32", "", "connections open at once to one origin host (kept alive when idle); more fetches wait for one, within the fetch timeout", flagenv.Int(&c.OriginMaxConns)},
 		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", flagenv.Secret(&c.SigningKeys, signing.ParseKeys)},
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", flagenv.Of(&c.Presets, params.ParsePresets, params.Presets.String)},
+		{"THUMBD_IMGPROXY", "imgproxy", "false", "", "`true`: imgproxy's URLs (`/SIGNATURE/OPTIONS/SOURCE`) are served too, through the same pipeline ([imgproxy.md](imgproxy.md))", flagenv.Bool(&c.Imgproxy.On)},
+		{"THUMBD_IMGPROXY_PREFIX", "imgproxy-prefix", "", "the root", "a path prefix for the imgproxy URLs, as `IMGPROXY_PATH_PREFIX` (such as `/img`): `/` then one or more segments, none of thumbd's own route names", flagenv.String(&c.Imgproxy.Prefix)},
+		{"THUMBD_IMGPROXY_KEY", "imgproxy-key", "", "empty: any signature", "imgproxy's `IMGPROXY_KEY` (or `IMGPROXY_KEYS`): hex keys, comma-separated, each paired with the salt at its place in `THUMBD_IMGPROXY_SALT`; set: a wrong or missing signature is a 403", flagenv.Secret(&c.Imgproxy.Keys, hexList)},
+		{"THUMBD_IMGPROXY_SALT", "imgproxy-salt", "", "", "imgproxy's `IMGPROXY_SALT` (or `IMGPROXY_SALTS`): hex salts, comma-separated, as many as keys", flagenv.Secret(&c.Imgproxy.Salts, hexList)},
+		{"THUMBD_IMGPROXY_SIGNATURE_SIZE", "imgproxy-signature-size", "32", "", "bytes of the HMAC an imgproxy signature holds, 1 to 32, as `IMGPROXY_SIGNATURE_SIZE`", flagenv.Int(&c.Imgproxy.SignatureSize)},
+		{"THUMBD_IMGPROXY_PRESETS", "imgproxy-presets", "", "none", "imgproxy's `IMGPROXY_PRESETS`, in its syntax: `NAME=OPTION/OPTION` entries separated by `,`, such as `default=q:70,thumb=rs:fill:128:128`; `default` applies to every imgproxy URL first", flagenv.String(&c.Imgproxy.Presets)},
+		{"THUMBD_IMGPROXY_AUTO_FORMAT", "imgproxy-auto-format", "false", "", "`true`: an imgproxy URL that names no format is answered in the best format its `Accept` allows (thumbd's `format=auto`, with `Vary: Accept`), as imgproxy's `IMGPROXY_AUTO_WEBP`/`IMGPROXY_AUTO_AVIF`; `false`: in the source's format", flagenv.Bool(&c.Imgproxy.AutoFormat)},
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", flagenv.Bool(&c.PresetsOnly)},
 		{"THUMBD_WATERMARK", "watermark", "", "none: `wm=` is a 400", "an image file (JPEG, PNG with alpha, WebP, GIF) that `wm=OPACITY[,POSITION[,X,Y[,SCALE]]]` puts on thumbnails, last ([Watermarks](thumbnails.md#watermarks)); read and decoded once at start, within `THUMBD_MAX_BODY_BYTES` and `THUMBD_MAX_PIXELS` (in cells mode at most 90 KiB: each cell gets it in its settings); missing, too large or not an image: start-up error", flagenv.String(&c.Watermark)},
 		{"THUMBD_WATERMARK_REQUIRED", "watermark-required", "false", "", "`true`: every thumbnail carries the watermark, placed by `THUMBD_WATERMARK_OPTIONS`, and `wm=` is a 400 (an animated source then gives its first frame)", flagenv.Bool(&c.WatermarkRequired)},
@@ -445,6 +454,9 @@ func (c config) validate() []error {
 	check(c.MaxFrames >= 1, "max frames %d: want at least 1", c.MaxFrames)
 	check(c.MaxAnimationPixels >= 1, "max animation pixels %d: want at least 1", c.MaxAnimationPixels)
 	check(c.MaxSide >= 1 && c.MaxSide <= 16384, "max side %d: want 1..16384", c.MaxSide)
+	if _, err := c.imgproxyConfig(); err != nil { // checked even when off: set is meant
+		errs = append(errs, err)
+	}
 	check(c.Concurrency >= 1 && c.Concurrency <= 1024, "concurrency %d: want 1..1024", c.Concurrency)
 	check(c.Queue >= 0 && c.Queue <= 100000, "queue %d: want 0..100000", c.Queue)
 	check(c.MemoryLimit >= 0, "memory limit %d: want 0 (read from the cgroup) or more", c.MemoryLimit)

@@ -18,6 +18,10 @@ type Format string
 const (
 	// Auto is format=auto: the best format the Accept header allows.
 	Auto Format = "auto"
+	// Source is the source's own format when thumbd writes it, else JPEG:
+	// imgproxy's default output (the imgproxy endpoint), resolved once the
+	// source is sniffed (thumbjob.Options.FromSource), before the job runs.
+	Source Format = "source"
 
 	PNG  Format = "png"
 	JPEG Format = "jpeg"

@@ -135,17 +135,49 @@ func (p *Pipeline) Handler(rt params.Route) HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if req.Negotiate(r.Header.Get("Accept")) {
-			w.Header().Add("Vary", "Accept")
-		}
-		for _, name := range req.Vary {
-			w.Header().Add("Vary", name)
-		}
-		if req.SaveData() {
-			w.Header().Add("Vary", params.HintSaveData)
-		}
-		return p.run(w, r, start, req.Job(), src)
+		return p.serve(w, r, start, req, src)
 	}
+}
+
+// Translated runs a GET whose query another grammar wrote (the imgproxy
+// endpoint) through the same corridor as GET /thumbnail: q is read by
+// params as that route's query (signed: its grammar checked a signature,
+// and the allow-lists do not bind it), adjust then edits what params can
+// not say (nil: nothing), and the source and the rest are GET
+// /thumbnail's.
+func (p *Pipeline) Translated(w http.ResponseWriter, r *http.Request, q map[string]string, signed bool, adjust func(*params.Request)) error {
+	start := time.Now()
+	rt, _ := params.RouteOf(http.MethodGet, "/thumbnail")
+	var req params.Request
+	var src source.Source
+	err := stage(r.Context(), p.Tracer, "parse", func(context.Context, trace.Span) (err error) {
+		if req, err = rt.Read(p.rules(r, signed), q); err != nil {
+			return err
+		}
+		if adjust != nil {
+			adjust(&req)
+		}
+		src, err = p.Sources.of(rt.Path, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return p.serve(w, r, start, req, src)
+}
+
+// serve is a parsed request from its Vary headers on.
+func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, start time.Time, req params.Request, src source.Source) error {
+	if req.Negotiate(r.Header.Get("Accept")) {
+		w.Header().Add("Vary", "Accept")
+	}
+	for _, name := range req.Vary {
+		w.Header().Add("Vary", name)
+	}
+	if req.SaveData() {
+		w.Header().Add("Vary", params.HintSaveData)
+	}
+	return p.run(w, r, start, req.Job(), src)
 }
 
 // parse reads the route's query (strictly), checks its signature, reads
@@ -297,6 +329,7 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	// read): admission prices the job with it and the engine gets it, so
 	// neither sniffs again (in cells mode it travels with the bytes).
 	look, _ := memcost.Look(blob.Bytes)
+	job.Options = job.Options.FromSource(look.Format)
 	if c := job.Options.Crop; job.Info == nil && c != nil && c.Outside(look.Header) {
 		return nil, apierr.New(apierr.BadParameter, "Parameter \"crop\" is outside the %dx%d source.", look.Header.Width, look.Header.Height)
 	}

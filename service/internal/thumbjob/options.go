@@ -105,7 +105,7 @@ func (o Options) Normalised() string {
 	q := o.Quality
 	spec, _ := imagefmt.Lookup(o.Format)
 	alpha, _ := imagefmt.Lookup(o.AlphaFormat)
-	if spec.Quality == 0 && alpha.Quality == 0 {
+	if spec.Quality == 0 && alpha.Quality == 0 && o.Format != imagefmt.Source {
 		q = 0 // the encoders ignore it
 	}
 	g := string(o.Gravity)
@@ -129,6 +129,20 @@ func (o Options) Normalised() string {
 	// The transforms add to the text only when set, so that a plain
 	// resize keeps the key (and ETag) it had before they existed.
 	return fmt.Sprintf("w=%d,h=%d,fit=%s,gravity=%s,format=%s,q=%d,animated=%t", o.Width, o.Height, o.Fit, g, formats, q, animated) + o.Transforms.normalised()
+}
+
+// FromSource resolves Format imagefmt.Source with the sniffed input
+// format in: the same format when thumbd writes it, else JPEG. Other
+// options are returned as they are.
+func (o Options) FromSource(in imagefmt.Format) Options {
+	if o.Format != imagefmt.Source {
+		return o
+	}
+	o.Format = imagefmt.JPEG
+	if spec, ok := imagefmt.Lookup(in); ok && spec.Output {
+		o.Format = in
+	}
+	return o
 }
 
 // Config bounds what the engine accepts and how libvips runs.

@@ -41,3 +41,26 @@ func TestRegionIn(t *testing.T) {
 		}
 	}
 }
+
+func TestFromSource(t *testing.T) {
+	for in, want := range map[imagefmt.Format]imagefmt.Format{
+		imagefmt.WebP: imagefmt.WebP, imagefmt.PNG: imagefmt.PNG, imagefmt.GIF: imagefmt.GIF,
+		imagefmt.BMP: imagefmt.BMP, "": imagefmt.JPEG, "svg": imagefmt.JPEG,
+	} {
+		spec, _ := imagefmt.Lookup(in)
+		if in != "" && in != "svg" && !spec.Output {
+			want = imagefmt.JPEG
+		}
+		if got := (Options{Format: imagefmt.Source}).FromSource(in).Format; got != want {
+			t.Errorf("source %q: %q, want %q", in, got, want)
+		}
+	}
+	if got := (Options{Format: imagefmt.PNG}).FromSource(imagefmt.WebP).Format; got != imagefmt.PNG {
+		t.Errorf("a named format was replaced: %q", got)
+	}
+	a := Options{Width: 1, Format: imagefmt.Source, Quality: 50}.Normalised()
+	b := Options{Width: 1, Format: imagefmt.Source, Quality: 60}.Normalised()
+	if a == b {
+		t.Errorf("the source format's quality is not in the key: %s", a)
+	}
+}

@@ -1,0 +1,643 @@
+package imgproxy
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// option is one path segment NAME:ARG:ARG.
+type option struct {
+	name string
+	args []string
+}
+
+// state is the options as imgproxy holds them (later ones override
+// earlier ones, presets applied where they are named), translated into
+// thumbd's query once all are read.
+type state struct {
+	width, height       int
+	minWidth, minHeight int
+	rt                  string
+	enlarge             bool
+	extend              bool
+	extendGravity       *gravity
+	gravity             gravity
+	zoomW, zoomH        float64
+	dpr                 float64
+	cropW, cropH        float64
+	crop                bool
+	cropGravity         *gravity
+	trim                string
+	pad                 [4]int
+	bg                  string
+	rotate              int
+	flipH, flipV        bool
+	blur, sharpen       float64
+	pixelate            int
+	wm                  string
+	quality             int
+	formatQuality       map[imagefmt.Format]int
+	format              imagefmt.Format
+	raw                 bool
+	expires             time.Time
+	filename            string
+	attachment          bool
+}
+
+func newState() *state {
+	return &state{rt: "fit", gravity: gravity{kind: "ce"}, zoomW: 1, zoomH: 1, dpr: 1}
+}
+
+// gravity is imgproxy's gravity: a type and its offsets or focal point.
+type gravity struct {
+	kind   string
+	x, y   float64
+	offset bool // x or y given as offsets (non-zero)
+}
+
+// refused are imgproxy's options thumbd does not do (its Pro options
+// among them), named in their 400 rather than reported unknown.
+var refused = map[string]string{
+	"min-width": "", "mw": "min-width", "min-height": "", "mh": "min-height",
+	"preserve_hdr": "", "ph": "preserve_hdr", "enforce_thumbnail": "", "eth": "enforce_thumbnail",
+	"max_bytes": "", "mb": "max_bytes", "skip_processing": "", "skp": "skip_processing",
+	"max_src_resolution": "", "msr": "max_src_resolution", "max_src_file_size": "", "msfs": "max_src_file_size",
+	"max_animation_frames": "", "maf": "max_animation_frames", "max_animation_frame_resolution": "", "mafr": "max_animation_frame_resolution",
+	"max_result_dimension": "", "mrd": "max_result_dimension",
+	// Pro
+	"resizing_algorithm": "", "ra": "resizing_algorithm", "adjust": "", "a": "adjust", "brightness": "", "br": "brightness",
+	"contrast": "", "co": "contrast", "saturation": "", "sa": "saturation", "monochrome": "", "mc": "monochrome",
+	"duotone": "", "dt": "duotone", "unsharp_masking": "", "ush": "unsharp_masking", "blur_detections": "", "bd": "blur_detections",
+	"draw_detections": "", "dd": "draw_detections", "colorize": "", "col": "colorize", "gradient": "", "gr": "gradient",
+	"watermark_url": "", "wmu": "watermark_url", "watermark_text": "", "wmt": "watermark_text", "watermark_size": "", "wms": "watermark_size",
+	"watermark_rotate": "", "wm_rot": "watermark_rotate", "wmr": "watermark_rotate", "watermark_shadow": "", "wmsh": "watermark_shadow",
+	"style": "", "st": "style", "autoquality": "", "aq": "autoquality", "jpeg_options": "", "jpgo": "jpeg_options",
+	"png_options": "", "pngo": "png_options", "webp_options": "", "webpo": "webp_options", "avif_options": "", "avifo": "avif_options",
+	"page": "", "pg": "page", "pages": "", "pgs": "pages", "disable_animation": "", "da": "disable_animation",
+	"video_thumbnail_second": "", "vts": "video_thumbnail_second", "video_thumbnail_keyframes": "", "vtk": "video_thumbnail_keyframes",
+	"video_thumbnail_tile": "", "vtt": "video_thumbnail_tile", "video_thumbnail_animation": "", "vta": "video_thumbnail_animation",
+	"fallback_image_url": "", "fiu": "fallback_image_url", "hashsum": "", "hs": "hashsum", "objects_position": "", "op": "objects_position",
+	"crop_aspect_ratio": "", "crop_ar": "crop_aspect_ratio", "car": "crop_aspect_ratio", "smart_subsample": "", "ss": "smart_subsample",
+}
+
+// badOption is the 400 of option name (as the URL wrote it).
+func badOption(name, format string, args ...any) error {
+	return apierr.New(apierr.BadParameter, "imgproxy option %q %s.", name, fmt.Sprintf(format, args...))
+}
+
+// apply applies opts in order; used are the presets being applied (a
+// preset naming one of them is skipped, as imgproxy does).
+func (s *state) apply(c Config, opts []option, used []string) error {
+	for _, o := range opts {
+		if err := s.set(c, o, used); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// set applies one option with imgproxy's argument rules.
+func (s *state) set(c Config, o option, used []string) error {
+	n, a := o.name, o.args
+	want := func(max int) error {
+		if len(a) > max {
+			return badOption(n, "takes at most %d arguments, not %d", max, len(a))
+		}
+		return nil
+	}
+	var err error
+	switch n {
+	case "resize", "rs":
+		if err = want(8); err == nil && a[0] != "" {
+			err = s.resizingType(n, a[0])
+		}
+		if err == nil && len(a) > 1 {
+			err = s.size(n, a[1:])
+		}
+	case "size", "s":
+		if err = want(7); err == nil {
+			err = s.size(n, a)
+		}
+	case "resizing_type", "rt":
+		if err = want(1); err == nil {
+			err = s.resizingType(n, a[0])
+		}
+	case "width", "w":
+		err = oneInt(n, a, &s.width)
+	case "height", "h":
+		err = oneInt(n, a, &s.height)
+	case "min-width", "mw":
+		err = oneInt(n, a, &s.minWidth)
+	case "min-height", "mh":
+		err = oneInt(n, a, &s.minHeight)
+	case "zoom", "z":
+		if err = want(2); err == nil {
+			if s.zoomW, err = positiveFloat(n, a[0], false); err == nil {
+				s.zoomH = s.zoomW
+				if len(a) > 1 {
+					s.zoomH, err = positiveFloat(n, a[1], false)
+				}
+			}
+		}
+	case "dpr":
+		if err = want(1); err == nil {
+			s.dpr, err = positiveFloat(n, a[0], false)
+		}
+	case "enlarge", "el":
+		err = oneBool(n, a, &s.enlarge)
+	case "extend", "ex":
+		err = s.setExtend(n, a)
+	case "extend_aspect_ratio", "extend_ar", "exar":
+		var on bool
+		if err = oneBool(n, a[:1], &on); err == nil && on {
+			err = badOption(n, "is not done by thumbd (extending to the aspect ratio); give it as false or leave it out")
+		}
+	case "gravity", "g":
+		s.gravity, err = parseGravity(n, a)
+	case "crop", "c":
+		err = s.setCrop(n, a)
+	case "trim", "t":
+		err = s.setTrim(n, a)
+	case "padding", "pd":
+		err = s.setPadding(n, a)
+	case "auto_rotate", "ar":
+		var on bool
+		if err = oneBool(n, a, &on); err == nil && !on {
+			err = badOption(n, "is false, and thumbd always applies the EXIF orientation")
+		}
+	case "rotate", "rot":
+		var deg int
+		if err = want(1); err == nil {
+			deg, err = strconv.Atoi(a[0])
+			if err != nil || deg%90 != 0 {
+				return badOption(n, "must be a multiple of 90 (degrees clockwise)")
+			}
+			s.rotate = (deg%360 + 360) % 360
+		}
+	case "flip", "fl":
+		if err = want(2); err == nil && a[0] != "" {
+			err = oneBool(n, a[:1], &s.flipH)
+		}
+		if err == nil && len(a) > 1 && a[1] != "" {
+			err = oneBool(n, a[1:], &s.flipV)
+		}
+	case "background", "bg":
+		s.bg, err = background(n, a)
+	case "blur", "bl":
+		if err = want(1); err == nil {
+			s.blur, err = positiveFloat(n, a[0], true)
+		}
+	case "sharpen", "sh":
+		if err = want(1); err == nil {
+			s.sharpen, err = positiveFloat(n, a[0], true)
+		}
+	case "pixelate", "pix":
+		err = oneInt(n, a, &s.pixelate)
+	case "watermark", "wm":
+		err = s.setWatermark(n, a)
+	case "strip_metadata", "sm":
+		var on bool
+		if err = oneBool(n, a, &on); err == nil && !on {
+			err = badOption(n, "is false, and thumbd always strips metadata")
+		}
+	case "keep_copyright", "kcr":
+		var on bool
+		if err = oneBool(n, a, &on); err == nil && on {
+			err = badOption(n, "is true, and thumbd keeps no metadata, copyright included")
+		}
+	case "strip_color_profile", "scp":
+		var on bool
+		if err = oneBool(n, a, &on); err == nil && !on {
+			err = badOption(n, "is false, and thumbd always converts to sRGB and drops the profile")
+		}
+	case "quality", "q":
+		err = oneQuality(n, a, &s.quality)
+	case "format_quality", "fq":
+		err = s.setFormatQuality(n, a)
+	case "format", "f", "ext":
+		if err = want(1); err == nil {
+			s.format, err = outputFormat(n, a[0])
+		}
+	case "raw":
+		if err = oneBool(n, a, &s.raw); err == nil && s.raw {
+			err = badOption(n, "is true, and thumbd streams no source unchecked")
+		}
+	case "cachebuster", "cb":
+		err = want(1) // it only changes the URL, as in imgproxy
+	case "expires", "exp":
+		var ts int64
+		if err = want(1); err == nil {
+			if ts, err = strconv.ParseInt(a[0], 10, 64); err != nil {
+				return badOption(n, "must be a Unix timestamp")
+			}
+			s.expires = time.Time{}
+			if ts > 0 {
+				s.expires = time.Unix(ts, 0)
+			}
+		}
+	case "filename", "fn":
+		err = s.setFilename(n, a)
+	case "return_attachment", "att":
+		err = oneBool(n, a, &s.attachment)
+	case "preset", "pr":
+		err = s.presets(c, n, a, used)
+	default:
+		if full, ok := refused[n]; ok {
+			if full == "" {
+				full = n
+			}
+			return badOption(n, "(%s) is an imgproxy option thumbd does not do", full)
+		}
+		return badOption(n, "is not an imgproxy option thumbd knows")
+	}
+	return err
+}
+
+func (s *state) resizingType(n, v string) error {
+	if !slices.Contains([]string{"fit", "fill", "fill-down", "force", "auto"}, v) {
+		return badOption(n, "has resizing type %q: it must be fit, fill, fill-down, force or auto", v)
+	}
+	s.rt = v
+	return nil
+}
+
+// size is size's W:H:ENLARGE:EXTEND... arguments.
+func (s *state) size(n string, a []string) error {
+	if len(a) > 0 && a[0] != "" {
+		if err := oneInt(n, a[:1], &s.width); err != nil {
+			return err
+		}
+	}
+	if len(a) > 1 && a[1] != "" {
+		if err := oneInt(n, a[1:2], &s.height); err != nil {
+			return err
+		}
+	}
+	if len(a) > 2 && a[2] != "" {
+		if err := oneBool(n, a[2:3], &s.enlarge); err != nil {
+			return err
+		}
+	}
+	if len(a) > 3 && a[3] != "" {
+		return s.setExtend(n, a[3:])
+	}
+	return nil
+}
+
+// setExtend is extend's EXTEND[:GRAVITY[:X:Y]].
+func (s *state) setExtend(n string, a []string) error {
+	if len(a) > 4 {
+		return badOption(n, "takes at most 4 arguments for extend")
+	}
+	if err := oneBool(n, a[:1], &s.extend); err != nil {
+		return err
+	}
+	s.extendGravity = nil
+	if len(a) > 1 && a[1] != "" {
+		g, err := parseGravity(n, a[1:])
+		if err != nil {
+			return err
+		}
+		if g.kind == "sm" || g.kind == "fp" {
+			return badOption(n, "has gravity %s: extend takes a compass gravity or ce", g.kind)
+		}
+		s.extendGravity = &g
+	}
+	return nil
+}
+
+// compass maps imgproxy's gravities to thumbd's.
+var compass = map[string]thumbjob.Gravity{
+	"ce": thumbjob.GravityCentre, "no": thumbjob.GravityNorth, "so": thumbjob.GravitySouth,
+	"ea": thumbjob.GravityEast, "we": thumbjob.GravityWest, "noea": thumbjob.GravityNorthEast,
+	"nowe": thumbjob.GravityNorthWest, "soea": thumbjob.GravitySouthEast, "sowe": thumbjob.GravitySouthWest,
+	"sm": thumbjob.GravityAttention, "fp": thumbjob.GravityFocal,
+}
+
+// parseGravity is TYPE[:X:Y]: a compass type with offsets, sm, or fp:X:Y.
+func parseGravity(n string, a []string) (gravity, error) {
+	g := gravity{kind: a[0]}
+	if _, ok := compass[g.kind]; !ok {
+		return g, badOption(n, "has gravity %q: thumbd takes ce, no, so, ea, we, noea, nowe, soea, sowe, sm and fp:X:Y (obj is imgproxy Pro's)", g.kind)
+	}
+	switch {
+	case g.kind == "fp":
+		if len(a) != 3 {
+			return g, badOption(n, "fp takes two fractions, fp:X:Y")
+		}
+		x, err1 := number(a[1])
+		y, err2 := number(a[2])
+		if err1 != nil || err2 != nil || x < 0 || x > 1 || y < 0 || y > 1 {
+			return g, badOption(n, "fp takes two fractions from 0 to 1, fp:X:Y")
+		}
+		g.x, g.y = x, y
+	case g.kind == "sm" && len(a) > 1:
+		return g, badOption(n, "sm takes no arguments")
+	case len(a) > 3 || len(a) == 2:
+		return g, badOption(n, "takes TYPE[:X_OFFSET:Y_OFFSET]")
+	case len(a) == 3:
+		x, err1 := number(a[1])
+		y, err2 := number(a[2])
+		if err1 != nil || err2 != nil {
+			return g, badOption(n, "has offsets that are not numbers")
+		}
+		g.x, g.y, g.offset = x, y, x != 0 || y != 0
+	}
+	return g, nil
+}
+
+// setCrop is crop's W:H[:GRAVITY].
+func (s *state) setCrop(n string, a []string) error {
+	if len(a) > 5 {
+		return badOption(n, "takes W:H[:GRAVITY]")
+	}
+	var err error
+	if s.cropW, err = positiveFloat(n, a[0], true); err != nil {
+		return err
+	}
+	s.cropH = 0
+	if len(a) > 1 {
+		if s.cropH, err = positiveFloat(n, a[1], true); err != nil {
+			return err
+		}
+	}
+	s.cropGravity = nil
+	if len(a) > 2 {
+		g, err := parseGravity(n, a[2:])
+		if err != nil {
+			return err
+		}
+		s.cropGravity = &g
+	}
+	s.crop = true
+	return nil
+}
+
+// setTrim is trim's THRESHOLD[:COLOR[:EQUAL_HOR[:EQUAL_VER]]].
+func (s *state) setTrim(n string, a []string) error {
+	if len(a) > 4 {
+		return badOption(n, "takes THRESHOLD[:COLOR[:EQUAL_HOR:EQUAL_VER]]")
+	}
+	if a[0] == "" {
+		s.trim = ""
+		return nil
+	}
+	t, err := number(a[0])
+	if err != nil || t < 0 || t > 255 {
+		return badOption(n, "has threshold %q: thumbd takes a number from 0 to 255", a[0])
+	}
+	s.trim = decimalText(t)
+	if len(a) > 1 && a[1] != "" {
+		if _, err := hexColour(a[1]); err != nil {
+			return badOption(n, "has colour %q: it must be RRGGBB hex digits", a[1])
+		}
+		s.trim += "," + strings.ToLower(a[1])
+	}
+	for _, eq := range a[min(len(a), 2):] {
+		var on bool
+		if err := oneBool(n, []string{eq}, &on); eq != "" && (err != nil || on) {
+			return badOption(n, "asks for equal trimming (equal_hor, equal_ver), which thumbd does not do")
+		}
+	}
+	return nil
+}
+
+// setPadding is padding's T[:R[:B[:L]]], CSS-like.
+func (s *state) setPadding(n string, a []string) error {
+	if len(a) > 4 {
+		return badOption(n, "takes at most 4 arguments")
+	}
+	var p [4]int
+	for i := range 4 {
+		switch {
+		case i < len(a) && a[i] != "":
+			if err := oneInt(n, a[i:i+1], &p[i]); err != nil {
+				return err
+			}
+		case i == 0:
+		case i == 3:
+			p[3] = p[1]
+		default:
+			p[i] = p[0]
+		}
+	}
+	s.pad = p
+	return nil
+}
+
+// background is bg's RRGGBB or R:G:B; no argument: none.
+func background(n string, a []string) (string, error) {
+	switch len(a) {
+	case 1:
+		if a[0] == "" {
+			return "", nil
+		}
+		if _, err := hexColour(a[0]); err != nil {
+			return "", badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
+		}
+		return strings.ToLower(a[0]), nil
+	case 3:
+		var b [3]byte
+		for i, v := range a {
+			c, err := strconv.ParseUint(v, 10, 8)
+			if err != nil {
+				return "", badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
+			}
+			b[i] = byte(c)
+		}
+		return fmt.Sprintf("%02x%02x%02x", b[0], b[1], b[2]), nil
+	}
+	return "", badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
+}
+
+func hexColour(v string) ([]byte, error) {
+	if len(v) != 6 {
+		return nil, errArgs
+	}
+	var b [3]byte
+	_, err := fmt.Sscanf(v, "%02x%02x%02x", &b[0], &b[1], &b[2])
+	return b[:], err
+}
+
+// setWatermark is watermark's OPACITY[:POSITION[:X:Y[:SCALE]]].
+func (s *state) setWatermark(n string, a []string) error {
+	if len(a) > 5 {
+		return badOption(n, "takes OPACITY[:POSITION[:X_OFFSET:Y_OFFSET[:SCALE]]]")
+	}
+	op, err := number(a[0])
+	if err != nil || op < 0 || op > 1 {
+		return badOption(n, "has opacity %q: it must be a number from 0 to 1", a[0])
+	}
+	if op == 0 {
+		s.wm = "" // imgproxy: no watermark
+		return nil
+	}
+	out := []string{strconv.FormatFloat(op, 'f', -1, 64), "ce", "0", "0"}
+	if len(a) > 1 && a[1] != "" {
+		out[1] = a[1]
+	}
+	for i := 2; i < 4 && i < len(a); i++ {
+		if a[i] == "" {
+			continue
+		}
+		f, err := number(a[i])
+		if err != nil || f < 0 || f != math.Trunc(f) {
+			return badOption(n, "has offset %q: thumbd takes whole pixels from 0 to 4096", a[i])
+		}
+		out[i] = strconv.Itoa(int(f))
+	}
+	if len(a) > 4 && a[4] != "" {
+		sc, err := positiveFloat(n, a[4], false)
+		if err != nil || sc > 1 {
+			return badOption(n, "has scale %q: thumbd takes above 0 to 1 (the mark's width as a fraction of the image's)", a[4])
+		}
+		out = append(out, strconv.FormatFloat(sc, 'f', -1, 64))
+	}
+	s.wm = strings.Join(out, ",")
+	return nil
+}
+
+// setFormatQuality is format_quality's FORMAT:Q pairs.
+func (s *state) setFormatQuality(n string, a []string) error {
+	if len(a)%2 != 0 {
+		return badOption(n, "takes FORMAT:QUALITY pairs")
+	}
+	if s.formatQuality == nil {
+		s.formatQuality = map[imagefmt.Format]int{}
+	}
+	for i := 0; i < len(a); i += 2 {
+		f, err := outputFormat(n, a[i])
+		if err != nil {
+			return err
+		}
+		var q int
+		if err := oneQuality(n, a[i+1:i+2], &q); err != nil {
+			return err
+		}
+		s.formatQuality[f] = q
+	}
+	return nil
+}
+
+// setFilename is filename's NAME[:ENCODED].
+func (s *state) setFilename(n string, a []string) error {
+	if len(a) > 2 {
+		return badOption(n, "takes NAME[:ENCODED]")
+	}
+	s.filename = a[0]
+	if len(a) > 1 && a[1] != "" {
+		var enc bool
+		if err := oneBool(n, a[1:], &enc); err != nil {
+			return err
+		}
+		if enc {
+			b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(a[0], "="))
+			if err != nil {
+				return badOption(n, "is not base64url although ENCODED is true")
+			}
+			s.filename = string(b)
+		}
+	}
+	if strings.ContainsAny(s.filename, "\"\\\r\n/") {
+		return badOption(n, "has a character a file name cannot hold here (\", \\, /, a line break)")
+	}
+	return nil
+}
+
+// presets applies the named presets; one being applied is skipped.
+func (s *state) presets(c Config, n string, a []string, used []string) error {
+	for _, name := range a {
+		p, ok := c.Presets[name]
+		if !ok {
+			return badOption(n, "names preset %q, which THUMBD_IMGPROXY_PRESETS does not define", name)
+		}
+		if slices.Contains(used, name) {
+			continue
+		}
+		if err := s.apply(c, p, append(slices.Clone(used), name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outputFormat reads imgproxy's format names as thumbd's outputs.
+func outputFormat(n, v string) (imagefmt.Format, error) {
+	f := imagefmt.Format(strings.ToLower(v))
+	switch f {
+	case "jpg":
+		f = imagefmt.JPEG
+	case "tif":
+		f = imagefmt.TIFF
+	}
+	if !slices.Contains(imagefmt.Outputs(), f) {
+		names := make([]string, 0, 8)
+		for _, o := range imagefmt.Outputs() {
+			names = append(names, string(o))
+		}
+		return "", badOption(n, "names format %q, which thumbd does not write; it writes %s (best is imgproxy Pro's)", v, strings.Join(names, ", "))
+	}
+	return f, nil
+}
+
+func oneInt(n string, a []string, dst *int) error {
+	if len(a) != 1 {
+		return badOption(n, "takes one whole number")
+	}
+	v, err := strconv.Atoi(a[0])
+	if err != nil || v < 0 {
+		return badOption(n, "must be a whole number 0 or above, not %q", a[0])
+	}
+	*dst = v
+	return nil
+}
+
+func oneQuality(n string, a []string, dst *int) error {
+	if err := oneInt(n, a, dst); err != nil {
+		return err
+	}
+	if *dst > 100 {
+		return badOption(n, "must be a quality from 0 (the default) to 100")
+	}
+	return nil
+}
+
+// oneBool is imgproxy's boolean: 1, t, true (any case) and 0, f, false.
+func oneBool(n string, a []string, dst *bool) error {
+	if len(a) != 1 {
+		return badOption(n, "takes one boolean (1, t, true, 0, f, false)")
+	}
+	v, err := strconv.ParseBool(a[0])
+	if err != nil {
+		return badOption(n, "must be a boolean (1, t, true, 0, f, false), not %q", a[0])
+	}
+	*dst = v
+	return nil
+}
+
+// positiveFloat reads a number above 0 (zero: 0 or above).
+func positiveFloat(n, v string, zero bool) (float64, error) {
+	f, err := number(v)
+	if err != nil || f < 0 || f == 0 && !zero {
+		return 0, badOption(n, "must be a number above 0, not %q", v)
+	}
+	return f, nil
+}
+
+// number reads a finite number ("nan" and "inf" are errors).
+func number(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		err = errArgs
+	}
+	return f, err
+}
