@@ -133,6 +133,13 @@ func inputCases() []inputCase {
 			run(t, dir, "cjxl", "base.png", "out.jxl", "-d", "0", "--quiet")
 			return filepath.Join(dir, "out.jxl")
 		}},
+		{name: "jxl-animated-first-frame", format: imagefmt.JXL, make: func(t *testing.T, dir string) string {
+			// Two frames, the second base.png's negative: the first must show.
+			needTools(t, "convert")
+			run(t, dir, "convert", "base.png", "(", "base.png", "-negate", ")", "-loop", "0", "anim.gif")
+			run(t, dir, "cjxl", "anim.gif", "out.jxl", "-d", "1", "--quiet")
+			return filepath.Join(dir, "out.jxl")
+		}},
 		{name: "jxl-alpha", format: imagefmt.JXL, alpha: true, make: func(t *testing.T, dir string) string {
 			run(t, dir, "cjxl", "alpha.png", "out.jxl", "-d", "1", "--quiet")
 			return filepath.Join(dir, "out.jxl")
