@@ -168,7 +168,7 @@ func TestChartServiceMonitorChecked(t *testing.T) {
 	helm, want := helmBinary(t), expect(t)
 	want.Image = "registry.example.com/thumbd:1.4.0-slim"
 	for _, tc := range []breakage{
-		{"port the Service lacks", "chart/values.yaml", "  enabled: false\n  port: http", "  enabled: false\n  port: metrics", `endpoint port "metrics" is not a port name`},
+		{"port the Service lacks", "chart/values.yaml", "  enabled: false\n  port: \"\"", "  enabled: false\n  port: metrics", `endpoint port "metrics" is not a port name`},
 		{"another path", "chart/templates/servicemonitor.yaml", "path: /metrics", "path: /stats", `endpoint path "/stats"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

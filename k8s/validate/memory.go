@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,16 +84,20 @@ func StartupMemory(bin string, env map[string]string, limit int64) (warning stri
 		}
 	}
 	// A directory a setting names is a volume of the pod: here, an empty
-	// one (its contents do not change the plan).
-	volume, err := os.MkdirTemp("", "thumbd-volume-")
+	// one each (their contents do not change the plan; one for all would
+	// put the result store inside the sources, which thumbd refuses).
+	volumes, err := os.MkdirTemp("", "thumbd-volumes-")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(volume)
+	defer os.RemoveAll(volumes)
 	for _, name := range slices.Sorted(maps.Keys(env)) {
 		v := env[name]
 		if slices.Contains(directorySettings, name) && strings.HasPrefix(v, "/") {
-			v = volume
+			v = filepath.Join(volumes, name)
+			if err := os.Mkdir(v, 0o755); err != nil {
+				return "", err
+			}
 		}
 		if v != "" {
 			cmd.Env = append(cmd.Env, name+"="+v)

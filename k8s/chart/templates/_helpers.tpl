@@ -63,6 +63,7 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{- end -}}
 {{- end -}}
 {{- $s := dict "THUMBD_CONCURRENCY" (toString $v.cpus) "THUMBD_SHUTDOWN_DELAY" "5s" "THUMBD_SANDBOX_REQUIRED" "true" -}}
+{{- if gt (int $v.adminPort) 0 -}}{{- $_ := set $s "THUMBD_ADMIN_PORT" (toString $v.adminPort) -}}{{- end -}}
 {{- if eq $v.engine "cells" -}}
 {{- $_ := set $s "THUMBD_ENGINE" "cells" -}}
 {{- $_ := set $s "THUMBD_CELL_MAX_RSS" (toString (int64 $v.cells.maxRSS)) -}}
@@ -84,4 +85,14 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{- with $v.tracing.resourceAttributes -}}{{- $_ := set $s "OTEL_RESOURCE_ATTRIBUTES" . -}}{{- end -}}
 {{- range $k, $val := $v.settings -}}{{- $_ := set $s $k (toString $val) -}}{{- end -}}
 {{- toYaml $s -}}
+{{- end -}}
+
+{{/* The probes' port: probes.port, else the admin port's name, else http. */}}
+{{- define "thumbd.probePort" -}}
+{{- .Values.probes.port | default (ternary "admin" "http" (gt (int .Values.adminPort) 0)) -}}
+{{- end -}}
+
+{{/* The ServiceMonitor's Service port: serviceMonitor.port, else admin or http. */}}
+{{- define "thumbd.metricsPort" -}}
+{{- .Values.serviceMonitor.port | default (ternary "admin" "http" (gt (int .Values.adminPort) 0)) -}}
 {{- end -}}
