@@ -57,7 +57,7 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{- if not (has $v.engine (list "inprocess" "cells")) -}}
 {{- fail (printf "engine %q: want inprocess or cells" $v.engine) -}}
 {{- end -}}
-{{- range $name := list "THUMBD_SIGNING_KEYS" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" "AWS_ACCESS_KEY_ID" -}}
+{{- range $name := list "THUMBD_SIGNING_KEYS" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" "AWS_ACCESS_KEY_ID" "THUMBD_IMGPROXY_KEY" "THUMBD_IMGPROXY_SALT" -}}
 {{- if hasKey $v.settings $name -}}
 {{- fail (printf "settings.%s: secrets come from an existing Secret (signing.existingSecret, s3.existingSecret), never from values" $name) -}}
 {{- end -}}
@@ -76,6 +76,12 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{- if not $v.uploads -}}{{- $_ := set $s "THUMBD_UPLOADS" "false" -}}{{- end -}}
 {{- if not $v.benchRoutes -}}{{- $_ := set $s "THUMBD_BENCH_ROUTES" "false" -}}{{- end -}}
 {{- with $v.presets -}}{{- $_ := set $s "THUMBD_PRESETS" . -}}{{- end -}}
+{{- if $v.imgproxy.enabled -}}
+{{- $_ := set $s "THUMBD_IMGPROXY" "true" -}}
+{{- with $v.imgproxy.prefix -}}{{- $_ := set $s "THUMBD_IMGPROXY_PREFIX" . -}}{{- end -}}
+{{- with $v.imgproxy.presets -}}{{- $_ := set $s "THUMBD_IMGPROXY_PRESETS" . -}}{{- end -}}
+{{- if $v.imgproxy.autoFormat -}}{{- $_ := set $s "THUMBD_IMGPROXY_AUTO_FORMAT" "true" -}}{{- end -}}
+{{- end -}}
 {{- if $v.presetsOnly -}}{{- $_ := set $s "THUMBD_PRESETS_ONLY" "true" -}}{{- end -}}
 {{- with $v.allowedWidths -}}{{- $_ := set $s "THUMBD_ALLOWED_WIDTHS" (join "," .) -}}{{- end -}}
 {{- with $v.allowedQualities -}}{{- $_ := set $s "THUMBD_ALLOWED_QUALITIES" (join "," .) -}}{{- end -}}
