@@ -216,13 +216,18 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 // admitted request is read whole and answered), and closing with unread
 // bytes makes the kernel send a reset, which can discard the 503 before
 // the client reads it: the client then sees a failed write, or EOF or a
-// reset on a read. Those are refusals, not requests the server accepted; a
-// server that died instead is caught apart (srv.Exited, OOMKilled).
+// reset on a read. And at its cap on open connections (THUMBD_MAX_CONNECTIONS)
+// thumbd closes keep-alive connections idle past a second: a client that
+// sends on one as it closes gets "server closed idle connection", its
+// request never read (as bench/cmd/soak classifies it). Those are
+// refusals, not requests the server accepted; a server that died instead
+// is caught apart (srv.Exited, OOMKilled).
 func transportErrors(o load.Outcome) (lost, refusedUnread int) {
 	for msg, c := range o.Errors {
 		if strings.Contains(msg, "write: broken pipe") || strings.Contains(msg, "write: connection reset") ||
 			strings.HasSuffix(msg, ": EOF") || strings.HasSuffix(msg, "read: connection reset by peer") ||
-			(strings.Contains(msg, "write tcp") && strings.Contains(msg, "use of closed network connection")) {
+			(strings.Contains(msg, "write tcp") && strings.Contains(msg, "use of closed network connection")) ||
+			strings.Contains(msg, "server closed idle connection") {
 			refusedUnread += c
 			continue
 		}

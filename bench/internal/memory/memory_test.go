@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/thumbd/thumbd/bench/internal/load"
 	"github.com/thumbd/thumbd/internal/launch/launchtest"
 )
 
@@ -134,5 +135,19 @@ func TestMemoryProbesTheAdminPort(t *testing.T) {
 	runs := launchtest.Journal(t, journal)
 	if !strings.Contains(runs[0], "-e THUMBD_ADMIN_PORT=") {
 		t.Errorf("docker run without the admin port: %s", runs[0])
+	}
+}
+
+// transportErrors tells requests the server never read (a 503's reset, an
+// idle connection closed at the connection cap) from lost answers.
+func TestTransportErrors(t *testing.T) {
+	o := load.Outcome{Errors: map[string]int{
+		`Post "http://x/thumbnail": http: server closed idle connection`:                    3,
+		`Post "http://x/thumbnail": write tcp 127.0.0.1:1->127.0.0.1:2: write: broken pipe`: 2,
+		`Post "http://x/thumbnail": EOF`:                                                    1,
+		`Post "http://x/thumbnail": context deadline exceeded (Client.Timeout exceeded)`:    4,
+	}}
+	if lost, refused := transportErrors(o); lost != 4 || refused != 6 {
+		t.Errorf("lost %d, refused unread %d; want 4 and 6", lost, refused)
 	}
 }
