@@ -2,6 +2,7 @@ package imagefmt
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -19,7 +20,7 @@ func ParseInputs(s string) ([]Format, error) {
 		switch {
 		case !ok || !spec.Input:
 			return nil, fmt.Errorf("%q is not an input format; want some of %s", name, FormatList(Inputs()))
-		case containsFormat(out, f):
+		case slices.Contains(out, f):
 			return nil, fmt.Errorf("%q is listed twice", name)
 		}
 		out = append(out, f)
@@ -34,13 +35,4 @@ func FormatList(fs []Format) string {
 		names[i] = string(f)
 	}
 	return strings.Join(names, ",")
-}
-
-func containsFormat(fs []Format, f Format) bool {
-	for _, x := range fs {
-		if x == f {
-			return true
-		}
-	}
-	return false
 }

@@ -439,20 +439,25 @@ func cutAt(f float64, total, n int) int {
 	return min(max(int(math.Round(f*float64(total)-float64(n)/2)), 0), total-n)
 }
 
+// fitScale is the scale a fit gives each side of the image, from the box's
+// side over the image's (sx, sy): cover takes the larger for both, contain
+// and inside the smaller, fill each its own.
+func fitScale(fit thumbjob.Fit, sx, sy float64) (float64, float64) {
+	switch fit {
+	case thumbjob.FitCover:
+		return max(sx, sy), max(sx, sy)
+	case thumbjob.FitContain, thumbjob.FitInside:
+		return min(sx, sy), min(sx, sy)
+	}
+	return sx, sy
+}
+
 // jpegShrink is the largest JPEG shrink-on-load (8, 4, 2, else 1) whose
 // decoded image still covers what the fit needs of the source, so the
 // final reduce never enlarges.
 func jpegShrink(o thumbjob.Options, h header) int {
 	dw, dh := h.displayed()
-	sx, sy := float64(o.Width)/float64(dw), float64(o.Height)/float64(dh)
-	switch o.Fit {
-	case thumbjob.FitCover:
-		sx = max(sx, sy)
-		sy = sx
-	case thumbjob.FitContain, thumbjob.FitInside:
-		sx = min(sx, sy)
-		sy = sx
-	}
+	sx, sy := fitScale(o.Fit, float64(o.Width)/float64(dw), float64(o.Height)/float64(dh))
 	needW, needH := max(int(math.Round(float64(dw)*sx)), 1), max(int(math.Round(float64(dh)*sy)), 1)
 	if h.orientation >= 5 && h.orientation <= 8 { // the stored image is on its side
 		needW, needH = needH, needW

@@ -37,7 +37,7 @@ type inputCase struct {
 	// thumbnail the source's must match, instead of the source's own
 	// decode by Debian's vips.
 	reference string
-	// since is the libvips version the case needs ("8.15": JPEG XL
+	// since is the libvips version the case needs ("8.15.0": JPEG XL
 	// animation; Debian's 8.14 decodes every frame and keeps the last).
 	since string
 }
@@ -140,7 +140,7 @@ func inputCases() []inputCase {
 			run(t, dir, "cjxl", "base.png", "out.jxl", "-d", "0", "--quiet")
 			return filepath.Join(dir, "out.jxl")
 		}},
-		{name: "jxl-animated-first-frame", format: imagefmt.JXL, reference: "base.png", since: "8.15", make: func(t *testing.T, dir string) string {
+		{name: "jxl-animated-first-frame", format: imagefmt.JXL, reference: "base.png", since: "8.15.0", make: func(t *testing.T, dir string) string {
 			// Two frames of 100 ms, the second base.png's negative: the
 			// first must show.
 			needTools(t, "convert")
@@ -191,7 +191,8 @@ func TestNewInputFormats(t *testing.T) {
 			case imagefmt.TIFF:
 				needTools(t, "tiffcp")
 			}
-			if tc.since != "" && versionBefore(Version(), tc.since) {
+			have, _ := versionNumber(Version())
+			if need, _ := versionNumber(tc.since); have < need {
 				t.Skipf("libvips %s: the case needs %s (the images ship 8.16.1; scripts/test.sh runs it there)", Version(), tc.since)
 			}
 			sub := t.TempDir()
@@ -464,21 +465,4 @@ func TestInputsSettingBlocksLoaders(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "blocked") {
 		t.Fatalf("child: %v: %s (want libvips' \"operation is blocked\")", err, out)
 	}
-}
-
-// versionBefore reports whether libvips version v ("8.14.1") is older than
-// want ("8.15").
-func versionBefore(v, want string) bool {
-	a, b := strings.Split(v, "."), strings.Split(want, ".")
-	for i := 0; i < len(b); i++ {
-		if i >= len(a) {
-			return true
-		}
-		x, _ := strconv.Atoi(a[i])
-		y, _ := strconv.Atoi(b[i])
-		if x != y {
-			return x < y
-		}
-	}
-	return false
 }

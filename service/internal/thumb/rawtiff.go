@@ -51,18 +51,19 @@ func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
 	entries := []entry{
 		{256, long, 1, uint32(w)},
 		{257, long, 1, uint32(h)},
-		{258, short, uint32(bands), 0}, // bits per sample: out of line
+		{258, short, uint32(bands), 0}, // bits per sample: an array
 		{259, short, 1, 1},             // no compression
 		{262, short, 1, 2},             // RGB
-		{273, long, uint32(strips), 0}, // strip offsets: out of line
+		{273, long, uint32(strips), 0}, // strip offsets: an array
 		{277, short, 1, uint32(bands)},
 		{278, long, 1, rowsPerStrip},
-		{279, long, uint32(strips), 0}, // strip byte counts: out of line
+		{279, long, uint32(strips), 0}, // strip byte counts: an array
 		{284, short, 1, 1},             // interleaved
 	}
 	if bands == 4 {
 		entries = append(entries, entry{338, short, 1, 2}) // unassociated alpha
 	}
+	row := w * bands
 	ifd := 8
 	bitsAt := ifd + 2 + 12*len(entries) + 4
 	offsetsAt := bitsAt + 2*bands
@@ -72,38 +73,33 @@ func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
 	copy(out, "II*\x00")
 	le.PutUint32(out[4:], uint32(ifd))
 	le.PutUint16(out[ifd:], uint16(len(entries)))
+	for i := range bands {
+		le.PutUint16(out[bitsAt+2*i:], 8)
+	}
+	for s := range strips {
+		rows := min(rowsPerStrip, h-s*rowsPerStrip)
+		le.PutUint32(out[offsetsAt+4*s:], uint32(pixAt+s*rowsPerStrip*row))
+		le.PutUint32(out[countsAt+4*s:], uint32(rows*row))
+	}
 	for i, e := range entries {
 		p := out[ifd+2+12*i:]
 		le.PutUint16(p, uint16(e.tag))
 		le.PutUint16(p[2:], uint16(e.typ))
 		le.PutUint32(p[4:], e.count)
-		switch e.tag {
-		case 258:
-			le.PutUint32(p[8:], uint32(bitsAt))
-		case 273:
-			le.PutUint32(p[8:], uint32(offsetsAt))
-		case 279:
-			le.PutUint32(p[8:], uint32(countsAt))
+		// An array's values lie at its offset; values that fit in 4 bytes
+		// (a single strip's offset or count) lie in the entry itself.
+		size := e.count * map[uint32]uint32{short: 2, long: 4}[e.typ]
+		at, array := map[uint32]int{258: bitsAt, 273: offsetsAt, 279: countsAt}[e.tag]
+		switch {
+		case array && size > 4:
+			le.PutUint32(p[8:], uint32(at))
+		case array:
+			copy(p[8:12], out[at:at+int(size)])
+		case e.typ == short:
+			le.PutUint16(p[8:], uint16(e.value))
 		default:
-			if e.typ == short {
-				le.PutUint16(p[8:], uint16(e.value))
-			} else {
-				le.PutUint32(p[8:], e.value)
-			}
+			le.PutUint32(p[8:], e.value)
 		}
-	}
-	if strips == 1 { // a single value is stored in the entry itself
-		le.PutUint32(out[ifd+2+12*5+8:], uint32(pixAt))
-		le.PutUint32(out[ifd+2+12*8+8:], uint32(len(pix)))
-	}
-	for i := range bands {
-		le.PutUint16(out[bitsAt+2*i:], 8)
-	}
-	row := w * bands
-	for s := range strips {
-		rows := min(rowsPerStrip, h-s*rowsPerStrip)
-		le.PutUint32(out[offsetsAt+4*s:], uint32(pixAt+s*rowsPerStrip*row))
-		le.PutUint32(out[countsAt+4*s:], uint32(rows*row))
 	}
 	copy(out[pixAt:], pix)
 	return out, nil

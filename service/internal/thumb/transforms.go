@@ -103,15 +103,7 @@ func (e *Engine) cropShrink(o thumbjob.Options, h header) int {
 	if o.NoEnlarge {
 		box.Width, box.Height = noEnlarge(box, bw, bh)
 	}
-	kx, ky := float64(box.Width)/float64(bw), float64(box.Height)/float64(bh)
-	switch o.Fit {
-	case thumbjob.FitCover:
-		kx = max(kx, ky)
-		ky = kx
-	case thumbjob.FitContain, thumbjob.FitInside:
-		kx = min(kx, ky)
-		ky = kx
-	}
+	kx, ky := fitScale(o.Fit, float64(box.Width)/float64(bw), float64(box.Height)/float64(bh))
 	if o.Reorients() {
 		kx, ky = ky, kx
 	}

@@ -15,13 +15,19 @@ import "fmt"
 // 500 clients x 60 s on 8.14.1; scripts/threadset-race.sh reproduces it
 // (docs/hardening.md, "The crash").
 func KnownCrash(v string) string {
-	var major, minor, patch int
-	if n, _ := fmt.Sscanf(v, "%d.%d.%d", &major, &minor, &patch); n != 3 {
-		return ""
-	}
-	at := major*1_000_000 + minor*1_000 + patch
-	if at >= 8_014_001 && at < 8_015_004 {
+	at, ok := versionNumber(v)
+	if ok && at >= 8_014_001 && at < 8_015_004 {
 		return fmt.Sprintf("libvips %s has a worker-thread race that can crash the process under load (fixed in 8.15.4); the thumbd images ship libvips 8.16.1", v)
 	}
 	return ""
+}
+
+// versionNumber is a libvips version ("8.14.1") as one comparable number
+// (8_014_001); ok is false when v is not MAJOR.MINOR.PATCH.
+func versionNumber(v string) (n int, ok bool) {
+	var major, minor, patch int
+	if k, _ := fmt.Sscanf(v, "%d.%d.%d", &major, &minor, &patch); k != 3 {
+		return 0, false
+	}
+	return major*1_000_000 + minor*1_000 + patch, true
 }
