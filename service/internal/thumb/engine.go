@@ -501,12 +501,13 @@ func (e *Engine) finish(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Sp
 // extend (to a canvasW x canvasH canvas) and pad, the watermark, and last
 // the flattening of alpha for a format without it.
 func (e *Engine) finishOn(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec, canvasW, canvasH int) error {
-	if img.HasICCProfile() && img.Interpretation() != vips.InterpretationCMYK && img.Bands() >= 3 {
+	if img.HasICCProfile() && img.Interpretation() != vips.InterpretationCMYK && img.Bands() >= 3 && !isSRGB(img.GetICCProfile()) {
 		// A wide-gamut source (Display P3 in an iPhone's HEIC, Rec. 2020 in
 		// an AVIF, Adobe RGB in a TIFF) is converted through its embedded
 		// profile to libvips' built-in sRGB, 8 bits: stripping the profile
 		// without converting would wash its colours out. CMYK sources are
-		// imported by libvips' thumbnail operation already.
+		// imported by libvips' thumbnail operation already; an sRGB
+		// profile needs no conversion (isSRGB).
 		if err := img.TransformICCProfileWithFallback(srgbProfile, srgbProfile); err != nil {
 			return err
 		}
