@@ -34,6 +34,13 @@
 #   defaults to /var/cache/thumbd). A PREFIX holding a build of this exact
 #   recipe (this file, comments aside) is reused as it is. The last line on stdout is the prefix.
 #   THUMBD_NO_APT=1 skips installing build dependencies with apt-get.
+#   THUMBD_LIBVIPS_SEED=FILE: a seed of this exact recipe (below) gives every
+#   library but libvips, which is then the only one built (the Dockerfiles'
+#   builder stage, when scripts/images.sh found the host's build).
+#       scripts/build-libvips.sh --seed FILE
+#   writes that seed from the host's build of this recipe, if there is one
+#   (and removes FILE if not): a tar of the prefix without libvips' own files,
+#   byte for byte the same for the same build, so Docker's layer cache holds.
 set -euo pipefail
 
 readonly CACHE="${THUMBD_CACHE:-/var/cache/thumbd}"
@@ -74,18 +81,18 @@ install_deps() {
     --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# fetch_sources DIR: the orig tarballs (and Debian packaging where the mirror
+# fetch_sources DIR SOURCES: the orig tarballs (and Debian packaging where the mirror
 # has it) into DIR, through a private apt configuration with deb-src lines
 # for the suites SOURCES names (the machine's own apt state is untouched).
 fetch_sources() {
-  local dir=$1 apt="$1/apt" suite spec sum need=0
+  local dir=$1 sources=$2 apt="$1/apt" suite spec sum need=0
   while read -r suite spec sum; do
     [ -n "$suite" ] || continue
     [ -n "$(orig_tarball "$dir" "$spec")" ] || need=1
-  done <<<"$SOURCES"
+  done <<<"$sources"
   [ "$need" = 1 ] || return 0
   mkdir -p "$apt/lists/partial" "$apt/cache"
-  awk 'NF { print $1 }' <<<"$SOURCES" | sort -u | while read -r suite; do
+  awk 'NF { print $1 }' <<<"$sources" | sort -u | while read -r suite; do
     printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "$MIRROR" "$suite"
   done >"$apt/sources.list"
   # The mirror's sid and trixie Release files may be past their Valid-Until
@@ -100,7 +107,7 @@ fetch_sources() {
     # Some packages' Debian packaging (vips, libspng) answers 404 on this
     # mirror while the orig tarball is there: the orig tarball is what counts.
     (cd "$dir" && apt-get "${o[@]}" source --download-only -qq "$spec" >/dev/null 2>&1) || true
-  done <<<"$SOURCES"
+  done <<<"$sources"
 }
 
 # orig_tarball DIR NAME=VERSION -> DIR's orig tarball of that version, or
@@ -383,16 +390,62 @@ build_vips() {
   strip --strip-unneeded "$PREFIX"/lib/libvips.so.42.*
 }
 
+# VIPS_OWN: libvips' own files (tar patterns), which a seed leaves out:
+# libvips is always built from source, so that the prefix compiled into it
+# is the builder's own and a seeded image's libvips is the unseeded one's.
+readonly VIPS_OWN=('./lib/libvips*' './lib/pkgconfig/vips*.pc' './include/vips' './bin/vips*'
+  './share/man/man1/vips*' './share/locale/*/LC_MESSAGES/vips*' './share/licenses/vips'
+  './share/licenses/build-libvips.sh' './.thumbd-recipe')
+
+# write_seed HASH FILE: FILE from the host's build of recipe HASH, or no
+# FILE when there is none.
+write_seed() {
+  local hash=$1 file=$2 prefix="$CACHE/libvips-$1" tmp exclude=() p
+  if [ "$(cat "$prefix/.thumbd-recipe" 2>/dev/null)" != "$hash" ]; then
+    rm -f "$file"; log "no host build of recipe $hash to seed from"; return 0
+  fi
+  for p in "${VIPS_OWN[@]}"; do exclude+=(--exclude="$p"); done
+  echo "$hash $prefix" >"$prefix/.thumbd-seed"
+  tmp=$(mktemp "$file.XXXXXX")
+  # Reproducible: sorted, no times, no owners; the same build gives the
+  # same bytes, and Docker's COPY its cached layer.
+  tar -C "$prefix" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
+    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime "${exclude[@]}" -cf "$tmp" .
+  mv "$tmp" "$file"
+  log "seed of recipe $hash: $file ($(du -h "$file" | cut -f1))"
+}
+
+# unseed HASH: PREFIX from $THUMBD_LIBVIPS_SEED when it holds recipe HASH,
+# with the paths its text files name (pkg-config, libtool, CMake) moved
+# from the seed's prefix to PREFIX. Fails when there is no such seed.
+unseed() {
+  local hash=$1 seed=${THUMBD_LIBVIPS_SEED:-} stamp old
+  [ -n "$seed" ] && [ -f "$seed" ] || return 1
+  stamp=$(tar -xOf "$seed" ./.thumbd-seed 2>/dev/null) || return 1
+  if [ "${stamp%% *}" != "$hash" ]; then
+    log "the seed $seed is of recipe ${stamp%% *}, not $hash: building every library"; return 1
+  fi
+  old=${stamp#* }
+  tar -xf "$seed" -C "$PREFIX"
+  grep -rlIF "$old" "$PREFIX" | xargs -r sed -i "s|$old|$PREFIX|g"
+  log "libraries from the seed $seed (built at $old); libvips from source"
+}
+
 main() {
-  local hash src
+  local hash src sources=$SOURCES names
   hash=$(grep -v '^ *#' "$0" | sha256sum | cut -c1-12)  # comments do not count
+  if [ "${1:-}" = --seed ]; then write_seed "$hash" "${2:?usage: build-libvips.sh --seed FILE}"; return; fi
   PREFIX=${1:-$CACHE/libvips-$hash}
   if [ "$(cat "$PREFIX/.thumbd-recipe" 2>/dev/null)" = "$hash" ]; then
     log "reusing $PREFIX (recipe $hash)"; echo "$PREFIX"; return 0
   fi
   install_deps
   src="$CACHE/src"; mkdir -p "$src" "$PREFIX"
-  fetch_sources "$src"
+  names="libjpeg-turbo highway lcms2 brotli jpeg-xl dav1d libde265 tiff libspng libwebp aom libheif util-linux vips"
+  if unseed "$hash"; then
+    sources=$(grep ' vips=' <<<"$SOURCES"); names=vips
+  fi
+  fetch_sources "$src" "$sources"
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-libvips.XXXXXX")
   trap 'rm -rf "$WORK"' EXIT
   JOBS=$(nproc)
@@ -400,12 +453,12 @@ main() {
   while read -r suite spec sum; do
     [ -n "$suite" ] || continue
     dirs[${spec%%=*}]=$(unpack "$src" "$spec" "$sum")
-  done <<<"$SOURCES"
+  done <<<"$sources"
   patch_vips "${dirs[vips]}"
   export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
 
   local name
-  for name in libjpeg-turbo highway lcms2 brotli jpeg-xl dav1d libde265 tiff libspng libwebp aom libheif util-linux vips; do
+  for name in $names; do
     log "$name"
     # In the background so that set -e holds inside (it is off in a
     # function run on the left of ||); its output is shown only on failure.
@@ -418,7 +471,7 @@ main() {
     mkdir -p "$PREFIX/share/licenses/$name"
     cp "${dirs[$name]}"/{LICENSE,COPYING,PATENTS,README.ijg}* "$PREFIX/share/licenses/$name/" 2>/dev/null || true
   done
-  cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$PREFIX/share/licenses/util-linux/"
+  [ -z "${dirs[util-linux]:-}" ] || cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$PREFIX/share/licenses/util-linux/"
   cp "$0" "$PREFIX/share/licenses/build-libvips.sh"
   LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif|heif|tiff|jxl|jpeg-xl' >&2 || true
   echo "$hash" >"$PREFIX/.thumbd-recipe"

@@ -2,7 +2,9 @@
 # One command for both images: installs docker.io and starts dockerd when none
 # runs (left running; scripts/test-images.sh stops the one it started), makes
 # sure the base images exist (scripts/base-images.sh), builds and tags
-# thumbd:slim and thumbd:scratch, prints their sizes.
+# thumbd:slim and thumbd:scratch, prints their sizes. The builder stage
+# builds only libvips when this machine has built the recipe's other
+# libraries on the host already (scripts/libvips-seed/README.md).
 # Usage: scripts/images.sh [slim|scratch]...   (default: both; as root)
 #        scripts/images.sh --sizes-only       (only print the sizes)
 # Env: THUMBD_LOCK=0 to skip taking /tmp/thumbd-build.lock around docker build.
@@ -37,6 +39,8 @@ main() {
   [ $# -eq 0 ] && set -- slim scratch
   docker_up
   scripts/base-images.sh
+  # The host's libvips build, if any, seeds the builder (scripts/libvips-seed).
+  scripts/build-libvips.sh --seed scripts/libvips-seed/codecs.tar
   local flavour
   for flavour in "$@"; do
     case "$flavour" in slim|scratch) build_image "$flavour" ;; *) echo "images.sh: unknown image: $flavour" >&2; return 2 ;; esac
