@@ -36,7 +36,8 @@ import (
 type config struct {
 	Port               int
 	AdminPort          adminPort
-	MaxConnections     int // 0 until loadConfig computes its default
+	MaxConnections     int    // 0 until loadConfig computes its default
+	PastConnectionCap  string // "backlog" or "refuse"
 	MaxBodyBytes       int64
 	MaxPixels          int64
 	MaxFrames          int
@@ -135,6 +136,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"PORT", "port", "8080", "", "TCP port (all interfaces)", flagenv.Int(&c.Port)},
 		{"THUMBD_ADMIN_PORT", "admin-port", "", "off: `/health`, `/ready` and `/metrics` on `PORT`", "TCP port (all interfaces) of the admin listener: `/health`, `/ready` and `/metrics` on a server of their own, with tight timeouts, so that probes and scrapes never wait behind `PORT`'s connections; `/metrics` then leaves `PORT` (`/health` and `/ready` stay there too); `0`: a free port, logged ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", adminPortValue(&c.AdminPort)},
 		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE` + a quarter of the queue, at least 16", "connections open at once on `PORT`; past it new connections wait in the kernel's backlog until one closes, and keep-alive connections idle for over 1 s are closed first ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
+		{"THUMBD_PAST_CONNECTION_CAP", "past-connection-cap", "backlog", "", "what a connection past `THUMBD_MAX_CONNECTIONS` meets: `backlog` waits unaccepted in the kernel's listen backlog until a place frees; `refuse` is accepted, sent a 503 `queue_full` with `Retry-After: 1` and closed unread (a client still sending its body may see the connection reset instead) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Enum(&c.PastConnectionCap, "backlog", "refuse")},
 		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`), source file and origin image", flagenv.Int64(&c.MaxBodyBytes)},
 		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", flagenv.Int64(&c.MaxPixels)},
 		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", flagenv.Int(&c.MaxFrames)},

@@ -69,13 +69,13 @@ func TestConfigEnvAndFlags(t *testing.T) {
 
 func TestConfigErrorsAreAllReported(t *testing.T) {
 	env := envOf(map[string]string{"PORT": "eighty", "THUMBD_DEADLINE": "soon", "THUMBD_LOG_LEVEL": "loud", "THUMBD_CONCURRENCY": "0", "THUMBD_WRITE_TIMEOUT": "1s", "THUMBD_JPEG_SHRINK": "fastest", "THUMBD_AVIF_EFFORT": "10",
-		"THUMBD_INPUTS": "jpeg,svg"})
+		"THUMBD_INPUTS": "jpeg,svg", "THUMBD_PAST_CONNECTION_CAP": "drop"})
 	_, err := loadConfig(nil, env, io.Discard)
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{"PORT", "THUMBD_DEADLINE", "log level", "concurrency", "write timeout", "JPEG shrink", "AVIF effort 10",
-		"THUMBD_INPUTS", `"svg" is not an input format`} {
+		"THUMBD_INPUTS", `"svg" is not an input format`, "THUMBD_PAST_CONNECTION_CAP", "want one of backlog, refuse"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

@@ -76,7 +76,11 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 		MaxBytes: cfg.MaxBodyBytes, Keys: cfg.ResultStoreKeys, Namespace: cfg.storeNamespace(thumb.Version()), Budget: limits.Budget, Metrics: buckets, Tracer: tr.Tracer, Logger: logger,
 	})
 	reg.MustRegister(store.Collectors()...)
-	conns := connlimit.New(cfg.MaxConnections, connlimit.DefaultIdleBound)
+	var refusal []byte // nil: past the cap, connections wait in the backlog
+	if cfg.PastConnectionCap == "refuse" {
+		refusal = pipeline.ConnectionRefusal()
+	}
+	conns := connlimit.New(cfg.MaxConnections, connlimit.DefaultIdleBound, refusal)
 	reg.MustRegister(conns.Collectors()...)
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store, conns: conns,

@@ -2,10 +2,14 @@
 // (THUMBD_MAX_CONNECTIONS). At the cap Accept is not called on the socket,
 // so further connections wait in the kernel's backlog instead of each
 // costing a goroutine, its stack and its buffers; keep-alive connections
-// idle past a short bound are closed first to make room.
+// idle past a short bound are closed first to make room. Or, given a
+// refusal, each connection past the cap is accepted, sent the refusal and
+// closed at once (THUMBD_PAST_CONNECTION_CAP=refuse).
 package connlimit
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -26,6 +30,8 @@ const DefaultIdleBound = time.Second
 type Limiter struct {
 	max       int
 	idleBound time.Duration
+	refusal   []byte        // written to a connection past the cap; nil: it waits in the backlog
+	refusing  chan struct{} // a place per refused connection being answered
 	now       func() time.Time
 
 	mu       sync.Mutex
@@ -38,17 +44,20 @@ type Limiter struct {
 	capSince time.Time     // when open reached max; zero below it
 	atCap    time.Duration // time at the cap, finished stretches
 	idleShut uint64        // idle connections closed to make room
+	refused  uint64        // connections past the cap sent the refusal
 }
 
 // New caps inner at limit (at least 1) open connections; idleBound is how
 // long a connection must have been idle before the cap closes it (0:
-// DefaultIdleBound).
-func New(limit int, idleBound time.Duration) *Limiter {
+// DefaultIdleBound). refusal nil: connections past the cap wait in the
+// kernel's backlog; otherwise each is accepted, sent refusal (a whole
+// HTTP answer) and closed, unread.
+func New(limit int, idleBound time.Duration, refusal []byte) *Limiter {
 	if idleBound <= 0 {
 		idleBound = DefaultIdleBound
 	}
 	return &Limiter{
-		max: max(limit, 1), idleBound: idleBound, now: time.Now,
+		max: max(limit, 1), idleBound: idleBound, refusal: refusal, refusing: make(chan struct{}, maxRefusing), now: time.Now,
 		conns: map[*conn]struct{}{}, changed: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -66,29 +75,104 @@ type listener struct {
 }
 
 // Accept waits for a place under the cap, closing a connection idle past
-// the bound when one is, then accepts from the socket.
+// the bound when one is, then accepts from the socket. With a refusal it
+// does not wait: a connection accepted while the cap is still reached is
+// sent the refusal and closed, and Accept goes on to the next.
 func (ln *listener) Accept() (net.Conn, error) {
 	l := ln.l
-	if err := l.reserve(); err != nil {
-		return nil, err
-	}
-	c, err := ln.Listener.Accept()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.reserved--
-	if err != nil {
+	for {
+		placed, err := l.reserve()
+		if err != nil {
+			return nil, err
+		}
+		c, err := ln.Listener.Accept()
+		l.mu.Lock()
+		if placed {
+			l.reserved--
+		}
+		if err != nil {
+			l.update()
+			l.mu.Unlock()
+			return nil, err
+		}
+		if !placed && l.open+l.reserved >= l.max {
+			l.refused++
+			l.mu.Unlock()
+			l.refuse(c)
+			continue
+		}
+		l.open++
+		tc := &conn{Conn: c, l: l}
+		l.conns[tc] = struct{}{}
 		l.update()
-		return nil, err
+		l.mu.Unlock()
+		return tc, nil
 	}
-	l.open++
-	tc := &conn{Conn: c, l: l}
-	l.conns[tc] = struct{}{}
-	l.update()
-	return tc, nil
 }
 
-// reserve takes a place for one Accept, waiting while the cap is reached.
-func (l *Limiter) reserve() error {
+// A refused connection is served by a goroutine of its own, at most
+// maxRefusing at once (past that it is closed at once, unanswered): it
+// waits up to refuseWithin for the request's head (at most headBytes;
+// an answer written before the request is one HTTP clients drop as
+// unsolicited, and retry), writes the refusal, then reads and discards
+// at most lingerBytes of the rest for at most lingerFor before it
+// closes: closing a socket with unread bytes resets it, and the reset
+// can reach the client before it has read the refusal (as net/http's own
+// rstAvoidanceDelay, for the same reason).
+const (
+	refuseWithin = 100 * time.Millisecond
+	headBytes    = 8 << 10
+	lingerFor    = 500 * time.Millisecond
+	lingerBytes  = 256 << 10
+	maxRefusing  = 64
+)
+
+// refuse answers c with the refusal and closes it, without serving it.
+func (l *Limiter) refuse(c net.Conn) {
+	select {
+	case l.refusing <- struct{}{}:
+	default:
+		_ = c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.refusing }()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(refuseWithin))
+		if !readHead(c) {
+			return
+		}
+		if _, err := c.Write(l.refusal); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite() // the refusal is whole: FIN after it
+		}
+		_ = c.SetReadDeadline(time.Now().Add(lingerFor))
+		_, _ = io.CopyN(io.Discard, c, lingerBytes)
+	}()
+}
+
+// readHead reads c up to the end of an HTTP request's head (a blank
+// line), at most headBytes; false if c ends, errs or sends more first.
+func readHead(c net.Conn) bool {
+	buf := make([]byte, 0, headBytes)
+	for len(buf) < cap(buf) {
+		n, err := c.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if bytes.Contains(buf, []byte("\r\n\r\n")) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// reserve takes a place for one Accept, waiting while the cap is reached;
+// with a refusal it does not wait, and says there is no place (false).
+func (l *Limiter) reserve() (bool, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -99,13 +183,13 @@ func (l *Limiter) reserve() error {
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
-			return net.ErrClosed
+			return false, net.ErrClosed
 		}
 		if l.open+l.reserved < l.max {
 			l.reserved++
 			l.update()
 			l.mu.Unlock()
-			return nil
+			return true, nil
 		}
 		victim, wait := l.idlest()
 		if victim != nil {
@@ -117,6 +201,9 @@ func (l *Limiter) reserve() error {
 		if victim != nil {
 			victim.Close() // its place frees in Close
 			continue
+		}
+		if l.refusal != nil {
+			return false, nil
 		}
 		var tick <-chan time.Time
 		if wait > 0 {
@@ -225,6 +312,13 @@ func (l *Limiter) AtCap() time.Duration {
 		d += l.now().Sub(l.capSince)
 	}
 	return d
+}
+
+// Refused is how many connections past the cap were sent the refusal.
+func (l *Limiter) Refused() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
 }
 
 // IdleClosed is how many idle connections the cap has closed.

@@ -20,11 +20,16 @@ type capped struct {
 
 func listen(t *testing.T, limit int, idleBound time.Duration) capped {
 	t.Helper()
+	return listenRefusing(t, limit, idleBound, nil)
+}
+
+func listenRefusing(t *testing.T, limit int, idleBound time.Duration, refusal []byte) capped {
+	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := New(limit, idleBound)
+	l := New(limit, idleBound, refusal)
 	ln := l.Listen(inner)
 	t.Cleanup(func() { ln.Close() })
 	return capped{ln, l}
@@ -94,6 +99,54 @@ func TestAcceptWaitsAtTheCap(t *testing.T) {
 	}
 	if n := l.Open(); n != 2 {
 		t.Fatalf("open %d after one closed and one was accepted, want 2", n)
+	}
+}
+
+// With a refusal, a connection past the cap is sent it and closed at once,
+// and counted; the connections under the cap are untouched, and a place
+// that frees takes the next connection again.
+func TestRefusalPastTheCap(t *testing.T) {
+	refusal := []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	l := listenRefusing(t, 1, time.Hour, refusal)
+	accepted := acceptAll(l)
+	dial(t, l)
+	var held net.Conn
+	select {
+	case held = <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first connection was not accepted")
+	}
+	for i := range 3 {
+		c := dial(t, l)
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("connection %d past the cap: %v after %q", i, err, got)
+		}
+		if string(got) != string(refusal) {
+			t.Fatalf("connection %d past the cap read %q, want the refusal", i, got)
+		}
+	}
+	if n, open := l.Refused(), l.Open(); n != 3 || open != 1 {
+		t.Fatalf("refused %d, open %d; want 3 and 1", n, open)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a refused connection was handed to the server")
+	default:
+	}
+	held.Close()
+	dial(t, l)
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a connection was not accepted once the place freed")
+	}
+	if n := l.Refused(); n != 3 {
+		t.Fatalf("refused %d after a place freed, want still 3", n)
 	}
 }
 
@@ -216,6 +269,7 @@ func TestCollectors(t *testing.T) {
 		"thumbd_connections_open":                 func(v float64) bool { return v == 1 },
 		"thumbd_connections_at_cap_seconds_total": func(v float64) bool { return v >= 0.01 },
 		"thumbd_connections_idle_closed_total":    func(v float64) bool { return v == 0 },
+		"thumbd_connections_refused_total":        func(v float64) bool { return v == 0 },
 	}
 	families, err := reg.Gather()
 	if err != nil {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -120,6 +121,18 @@ func (rs *Responder) error(w http.ResponseWriter, r *http.Request, err error) {
 	if e.CloseConnection {
 		closeUnread(w)
 	}
+}
+
+// ConnectionRefusal is the whole HTTP/1.1 answer a connection past the
+// serving port's cap gets with THUMBD_PAST_CONNECTION_CAP=refuse (package
+// connlimit writes it before reading the request): a 503 queue_full in the
+// API's shape, with Retry-After: 1.
+func ConnectionRefusal() []byte {
+	body, err := json.Marshal(errorBody{Error: "Too many connections are open; retry shortly.", Code: string(apierr.QueueFull)})
+	if err != nil {
+		panic(err) // two strings always encode
+	}
+	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: %s\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", jsonType, len(body), body)
 }
 
 // rstAvoidance is how long a connection closed with its upload unread
