@@ -20,6 +20,8 @@
 # 1140 s) is skipped and said so. ONLY=REGEX runs only the steps whose
 # name (WHERE-LIMIT-MODE-LOAD, e.g. process-512m-cells-500) matches.
 # ADMIN=1 (processes): the probes go to THUMBD_ADMIN_PORT (run1.sh).
+# EXTRA_ENV="NAME=VALUE ...": more settings for every run (e.g.
+# THUMBD_PAST_CONNECTION_CAP=refuse).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 T=$(cd "$(dirname "$0")" && pwd)
@@ -66,6 +68,9 @@ step() {
   [ "$load" = 10 ] && clients=10
   [ "$load" = merged ] || env+=(THUMBD_MERGE=false)
   [ "$mode" = cells ] && env+=(THUMBD_ENGINE=cells)
+  if [ -n "${EXTRA_ENV:-}" ]; then
+    local extra; read -ra extra <<<"$EXTRA_ENV"; env+=("${extra[@]}")
+  fi
   echo "== $name ($(( $(date +%s) - start )) s)" >&2
   if [ "$where" = process ]; then
     local bytes
