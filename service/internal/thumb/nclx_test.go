@@ -1,0 +1,169 @@
+package thumb
+
+import (
+	"context"
+	"image"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/thumbd/thumbd/internal/heiftest"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// The matrices computed from H.273's chromaticities are the published
+// ones: Display P3 to sRGB (CSS Color 4's, to its 7 decimals) and BT.2020
+// to BT.709 (ITU-R BT.2087, to its 4); every one keeps white white (its
+// rows sum to 1), DCI-P3's through the Bradford adaptation of its white.
+func TestNCLXMatrix(t *testing.T) {
+	published := map[int]struct {
+		m   mat3
+		tol float64
+	}{
+		12: {mat3{{1.2249401, -0.2249404, 0}, {-0.0420569, 1.0420571, 0}, {-0.0196376, -0.0786361, 1.0982735}}, 2e-4},
+		9:  {mat3{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}, 1e-3},
+	}
+	for code, p := range published {
+		m, ok := nclxMatrix(thumbjob.NCLX{Primaries: code, Transfer: 13})
+		for i := range 3 {
+			for j := range 3 {
+				if !ok || math.Abs(m[i][j]-p.m[i][j]) > p.tol {
+					t.Fatalf("primaries %d: %v (%v), want %v", code, m, ok, p.m)
+				}
+			}
+		}
+	}
+	for code := range h273Primaries {
+		m, ok := nclxMatrix(thumbjob.NCLX{Primaries: code, Transfer: 1})
+		if code == 1 {
+			if ok {
+				t.Errorf("sRGB's primaries converted: %v", m)
+			}
+			continue
+		}
+		for i, v := range m.apply([3]float64{1, 1, 1}) {
+			if !ok || math.Abs(v-1) > 1e-9 {
+				t.Errorf("primaries %d: white's channel %d is %v (%v)", code, i, v, ok)
+			}
+		}
+	}
+	for _, c := range []thumbjob.NCLX{{}, {Primaries: 2, Transfer: 2}, {Primaries: 10}, {Primaries: 200}, {Primaries: 9, Transfer: transferPQ}, {Primaries: 9, Transfer: transferHLG}} {
+		if m, ok := nclxMatrix(c); ok {
+			t.Errorf("%+v converted by %v: want as coded", c, m)
+		}
+	}
+}
+
+// A flat patch in an AVIF whose nclx says Display P3 (and in one whose
+// nclx says BT.2020, BT.709 or BT.2020 with PQ) comes out as the sRGB
+// colour an independent conversion makes of the same decoded pixels:
+// Debian's vips decodes the AVIF (its libheif turns YUV into RGB and
+// ignores the primaries), and lcms converts that through heiftest's
+// Display P3 ICC profile (vips icc_transform), or BT.2087's matrix is
+// applied in linear light here. Tolerance 2 levels a channel: both sides
+// start from the same 8-bit decode and round once more to 8 bits (1), and
+// lcms' v4 profile stores its primaries as s15.16 numbers (CSS's P3
+// matrix and the profile agree to 1e-4, well under a level). The patch's
+// colour is in sRGB's gamut, so no side clips; it moves 10-30 levels.
+func TestNCLXThumbnail(t *testing.T) {
+	needTools(t, "heif-enc", "vips")
+	dir := t.TempDir()
+	patch := image.NewNRGBA(image.Rect(0, 0, 64, 64))
+	coded := color.NRGBA{R: 200, G: 110, B: 80, A: 255}
+	for y := range 64 {
+		for x := range 64 {
+			patch.Set(x, y, coded)
+		}
+	}
+	p3 := filepath.Join(dir, "p3.icc")
+	if err := os.WriteFile(p3, heiftest.DisplayP3(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		nclx thumbjob.NCLX
+		// want converts the decoded (coded) pixel into what the thumbnail
+		// must hold.
+		want func(t *testing.T, decoded string) [3]float64
+	}{
+		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, func(t *testing.T, decoded string) [3]float64 {
+			out := filepath.Join(dir, "lcms.png")
+			run(t, dir, "vips", "icc_transform", decoded, out, "srgb", "--input-profile", p3, "--intent", "relative")
+			return centre(t, out)
+		}},
+		{"bt2020", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, func(t *testing.T, decoded string) [3]float64 {
+			bt2087 := mat3{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}
+			c := centre(t, decoded)
+			for i := range c {
+				c[i] = linear(c[i] / 255)
+			}
+			c = bt2087.apply(c)
+			for i := range c {
+				c[i] = 255 * encoded(c[i])
+			}
+			return c
+		}},
+		{"bt709", thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, centre},
+		{"bt2020-pq", thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 6, FullRange: true}, centre},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := c.nclx
+			src, err := heiftest.Encode(patch, "-A", "-q", "90", "-p", "speed=9", "-p", "chroma=444",
+				"--colour_primaries", strconv.Itoa(n.Primaries), "--transfer_characteristic", strconv.Itoa(n.Transfer),
+				"--matrix_coefficients", strconv.Itoa(n.Matrix), "--full_range_flag", "1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := writeFile(t, dir, c.name+".avif", src)
+			decoded := filepath.Join(dir, c.name+".png")
+			run(t, dir, "vips", "copy", path, decoded)
+			want := c.want(t, decoded)
+			got, err := testEngine.Run(context.Background(), thumbjob.Source{Bytes: src, Format: imagefmt.AVIF, Header: thumbjob.Header{NCLX: n}},
+				thumbjob.Job{Options: thumbjob.Options{Width: 16, Height: 16, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, g, b, _ := decodePNG(t, got.Image.Bytes).At(8, 8).RGBA()
+			have := [3]float64{float64(r >> 8), float64(g >> 8), float64(b >> 8)}
+			for i := range 3 {
+				if math.Abs(have[i]-want[i]) > 2 {
+					t.Fatalf("%v, want %.1f (decoded as coded: %v)", have, want, centre(t, decoded))
+				}
+			}
+			t.Logf("coded %v, decoded %v, thumbnail %v, want %.1f", coded, centre(t, decoded), have, want)
+		})
+	}
+}
+
+// centre is the centre pixel of a PNG file, 0-255 a channel.
+func centre(t *testing.T, path string) [3]float64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := decodePNG(t, b)
+	r, g, bl, _ := img.At(img.Bounds().Dx()/2, img.Bounds().Dy()/2).RGBA()
+	return [3]float64{float64(r >> 8), float64(g >> 8), float64(bl >> 8)}
+}
+
+// linear and encoded are sRGB's transfer curve (IEC 61966-2-1), both ways.
+func linear(v float64) float64 {
+	if v <= 0.04045 {
+		return v / 12.92
+	}
+	return math.Pow((v+0.055)/1.055, 2.4)
+}
+
+func encoded(v float64) float64 {
+	v = min(max(v, 0), 1)
+	if v <= 0.0031308 {
+		return 12.92 * v
+	}
+	return 1.055*math.Pow(v, 1/2.4) - 0.055
+}
