@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/thumbd/thumbd/internal/heiftest"
@@ -83,19 +82,21 @@ func TestNCLXThumbnail(t *testing.T) {
 	if err := os.WriteFile(p3, heiftest.DisplayP3(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	lcmsP3 := func(t *testing.T, decoded string) [3]float64 {
+		out := filepath.Join(dir, "lcms.png")
+		run(t, dir, "vips", "icc_transform", decoded, out, "srgb", "--input-profile", p3, "--intent", "relative")
+		return centre(t, out)
+	}
 	cases := []struct {
 		name string
 		nclx thumbjob.NCLX
+		icc  []byte // a colr prof beside the nclx
 		// want converts the decoded (coded) pixel into what the thumbnail
 		// must hold.
 		want func(t *testing.T, decoded string) [3]float64
 	}{
-		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, func(t *testing.T, decoded string) [3]float64 {
-			out := filepath.Join(dir, "lcms.png")
-			run(t, dir, "vips", "icc_transform", decoded, out, "srgb", "--input-profile", p3, "--intent", "relative")
-			return centre(t, out)
-		}},
-		{"bt2020", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, func(t *testing.T, decoded string) [3]float64 {
+		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, lcmsP3},
+		{"bt2020", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, nil, func(t *testing.T, decoded string) [3]float64 {
 			bt2087 := mat3{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}
 			c := centre(t, decoded)
 			for i := range c {
@@ -107,36 +108,47 @@ func TestNCLXThumbnail(t *testing.T) {
 			}
 			return c
 		}},
-		{"bt709", thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, centre},
-		{"bt2020-pq", thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 6, FullRange: true}, centre},
+		{"bt709", thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, nil, centre},
+		{"bt2020-pq", thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 6, FullRange: true}, nil, centre},
+		// an ICC profile and an nclx: the profile is converted, the
+		// nclx's primaries are not applied on top
+		{"p3-icc-and-bt2020-nclx", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, heiftest.DisplayP3(), lcmsP3},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			n := c.nclx
-			src, err := heiftest.Encode(patch, "-A", "-q", "90", "-p", "speed=9", "-p", "chroma=444",
-				"--colour_primaries", strconv.Itoa(n.Primaries), "--transfer_characteristic", strconv.Itoa(n.Transfer),
-				"--matrix_coefficients", strconv.Itoa(n.Matrix), "--full_range_flag", "1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := writeFile(t, dir, c.name+".avif", src)
-			decoded := filepath.Join(dir, c.name+".png")
-			run(t, dir, "vips", "copy", path, decoded)
-			want := c.want(t, decoded)
-			got, err := testEngine.Run(context.Background(), thumbjob.Source{Bytes: src, Format: imagefmt.AVIF, Header: thumbjob.Header{NCLX: n}},
-				thumbjob.Job{Options: thumbjob.Options{Width: 16, Height: 16, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, g, b, _ := decodePNG(t, got.Image.Bytes).At(8, 8).RGBA()
-			have := [3]float64{float64(r >> 8), float64(g >> 8), float64(b >> 8)}
-			for i := range 3 {
-				if math.Abs(have[i]-want[i]) > 2 {
-					t.Fatalf("%v, want %.1f (decoded as coded: %v)", have, want, centre(t, decoded))
+		for _, kind := range []string{"avif", "heic"} {
+			t.Run(c.name+"-"+kind, func(t *testing.T) {
+				n := c.nclx
+				args := []string{"-q", "90", "-p", "chroma=444"}
+				format := imagefmt.HEIC
+				if kind == "avif" {
+					args, format = append(args, "-A", "-p", "speed=9"), imagefmt.AVIF
 				}
-			}
-			t.Logf("coded %v, decoded %v, thumbnail %v, want %.1f", coded, centre(t, decoded), have, want)
-		})
+				src, err := heiftest.Encode(patch, args...)
+				if err == nil {
+					src, err = heiftest.Transform(src, heiftest.Options{ICC: c.icc, NCLX: heiftest.NCLX{Primaries: n.Primaries, Transfer: n.Transfer, Matrix: n.Matrix, FullRange: n.FullRange}})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := writeFile(t, dir, c.name+"."+kind, src)
+				decoded := filepath.Join(dir, c.name+"-"+kind+".png")
+				run(t, dir, "vips", "copy", path+"[autorotate=false]", decoded+"[profile=none]")
+				want := c.want(t, decoded)
+				got, err := testEngine.Run(context.Background(), thumbjob.Source{Bytes: src, Format: format, Header: thumbjob.Header{NCLX: n}},
+					thumbjob.Job{Options: thumbjob.Options{Width: 16, Height: 16, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, g, b, _ := decodePNG(t, got.Image.Bytes).At(8, 8).RGBA()
+				have := [3]float64{float64(r >> 8), float64(g >> 8), float64(b >> 8)}
+				for i := range 3 {
+					if math.Abs(have[i]-want[i]) > 2 {
+						t.Fatalf("%v, want %.1f (decoded as coded: %v)", have, want, centre(t, decoded))
+					}
+				}
+				t.Logf("coded %v, decoded %v, thumbnail %v, want %.1f", coded, centre(t, decoded), have, want)
+			})
+		}
 	}
 }
 
