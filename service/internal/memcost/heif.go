@@ -114,7 +114,8 @@ func (it *heifItem) prop(typ string) (bmffBox, bool) { return find(it.props, typ
 // meta box: ispe is its size (a grid's tiles are all decoded: Tiles,
 // TileWidth, TileHeight say so), pixi or the codec's configuration its
 // bit depth, an auxl item whose auxC says alpha its alpha, irot its
-// rotation. An AVIF sequence without a meta box is sized from its first
+// rotation, a colr of type nclx its colour (the engine converts its
+// primaries). An AVIF sequence without a meta box is sized from its first
 // video track.
 func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
 	name := map[imagefmt.Format]string{imagefmt.AVIF: "AVIF", imagefmt.HEIC: "HEIF"}[format]
