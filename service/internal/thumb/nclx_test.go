@@ -2,6 +2,7 @@ package thumb
 
 import (
 	"context"
+	"encoding/base64"
 	"image"
 	"image/color"
 	"math"
@@ -71,12 +72,17 @@ func TestNCLXMatrix(t *testing.T) {
 func TestNCLXThumbnail(t *testing.T) {
 	needTools(t, "heif-enc", "vips")
 	dir := t.TempDir()
-	patch := image.NewNRGBA(image.Rect(0, 0, 64, 64))
 	coded := color.NRGBA{R: 200, G: 110, B: 80, A: 255}
-	for y := range 64 {
-		for x := range 64 {
-			patch.Set(x, y, coded)
+	patch := func(a uint8) image.Image {
+		p := image.NewNRGBA(image.Rect(0, 0, 64, 64))
+		c := coded
+		c.A = a
+		for y := range 64 {
+			for x := range 64 {
+				p.Set(x, y, c)
+			}
 		}
+		return p
 	}
 	p3 := filepath.Join(dir, "p3.icc")
 	if err := os.WriteFile(p3, heiftest.DisplayP3(), 0o600); err != nil {
@@ -91,12 +97,14 @@ func TestNCLXThumbnail(t *testing.T) {
 		name string
 		nclx thumbjob.NCLX
 		icc  []byte // a colr prof beside the nclx
+		// alpha is the patch's opacity, and the thumbnail's (255: none)
+		alpha uint8
 		// want converts the decoded (coded) pixel into what the thumbnail
 		// must hold.
 		want func(t *testing.T, decoded string) [3]float64
 	}{
-		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, lcmsP3},
-		{"bt2020", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, nil, func(t *testing.T, decoded string) [3]float64 {
+		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 255, lcmsP3},
+		{"bt2020", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, nil, 255, func(t *testing.T, decoded string) [3]float64 {
 			bt2087 := mat3{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}
 			c := centre(t, decoded)
 			for i := range c {
@@ -108,11 +116,13 @@ func TestNCLXThumbnail(t *testing.T) {
 			}
 			return c
 		}},
-		{"bt709", thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, nil, centre},
-		{"bt2020-pq", thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 6, FullRange: true}, nil, centre},
+		{"bt709", thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, nil, 255, centre},
+		{"bt2020-pq", thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 6, FullRange: true}, nil, 255, centre},
 		// an ICC profile and an nclx: the profile is converted, the
 		// nclx's primaries are not applied on top
-		{"p3-icc-and-bt2020-nclx", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, heiftest.DisplayP3(), lcmsP3},
+		{"p3-icc-and-bt2020-nclx", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, heiftest.DisplayP3(), 255, lcmsP3},
+		// alpha is kept, and the colour under it converted
+		{"display-p3-alpha", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 160, lcmsP3},
 	}
 	for _, c := range cases {
 		for _, kind := range []string{"avif", "heic"} {
@@ -123,7 +133,7 @@ func TestNCLXThumbnail(t *testing.T) {
 				if kind == "avif" {
 					args, format = append(args, "-A", "-p", "speed=9"), imagefmt.AVIF
 				}
-				src, err := heiftest.Encode(patch, args...)
+				src, err := heiftest.Encode(patch(c.alpha), args...)
 				if err == nil {
 					src, err = heiftest.Transform(src, heiftest.Options{ICC: c.icc, NCLX: heiftest.NCLX{Primaries: n.Primaries, Transfer: n.Transfer, Matrix: n.Matrix, FullRange: n.FullRange}})
 				}
@@ -139,8 +149,11 @@ func TestNCLXThumbnail(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r, g, b, _ := decodePNG(t, got.Image.Bytes).At(8, 8).RGBA()
-				have := [3]float64{float64(r >> 8), float64(g >> 8), float64(b >> 8)}
+				px := color.NRGBAModel.Convert(decodePNG(t, got.Image.Bytes).At(8, 8)).(color.NRGBA)
+				have := [3]float64{float64(px.R), float64(px.G), float64(px.B)}
+				if px.A != c.alpha {
+					t.Errorf("alpha %d, want %d", px.A, c.alpha)
+				}
 				for i := range 3 {
 					if math.Abs(have[i]-want[i]) > 2 {
 						t.Fatalf("%v, want %.1f (decoded as coded: %v)", have, want, centre(t, decoded))
@@ -152,7 +165,8 @@ func TestNCLXThumbnail(t *testing.T) {
 	}
 }
 
-// centre is the centre pixel of a PNG file, 0-255 a channel.
+// centre is the centre pixel of a PNG file, 0-255 a channel, not
+// premultiplied by its alpha.
 func centre(t *testing.T, path string) [3]float64 {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -160,8 +174,8 @@ func centre(t *testing.T, path string) [3]float64 {
 		t.Fatal(err)
 	}
 	img := decodePNG(t, b)
-	r, g, bl, _ := img.At(img.Bounds().Dx()/2, img.Bounds().Dy()/2).RGBA()
-	return [3]float64{float64(r >> 8), float64(g >> 8), float64(bl >> 8)}
+	px := color.NRGBAModel.Convert(img.At(img.Bounds().Dx()/2, img.Bounds().Dy()/2)).(color.NRGBA)
+	return [3]float64{float64(px.R), float64(px.G), float64(px.B)}
 }
 
 // linear and encoded are sRGB's transfer curve (IEC 61966-2-1), both ways.
@@ -178,4 +192,51 @@ func encoded(v float64) float64 {
 		return 12.92 * v
 	}
 	return 1.055*math.Pow(v, 1/2.4) - 0.055
+}
+
+// /info's ThumbHash is made from converted pixels too: a patch coded with
+// Display P3 nclx primaries has the average colour of the same patch with
+// a Display P3 ICC profile (lcms' conversion), not BT.709's.
+func TestNCLXThumbHash(t *testing.T) {
+	needTools(t, "heif-enc")
+	p := image.NewNRGBA(image.Rect(0, 0, 64, 64))
+	for y := range 64 {
+		for x := range 64 {
+			p.Set(x, y, color.NRGBA{R: 200, G: 110 + uint8(x), B: 80, A: 255})
+		}
+	}
+	coded, err := heiftest.Encode(p, "-A", "-q", "90", "-p", "speed=9", "-p", "chroma=444")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(n thumbjob.NCLX, icc []byte) string {
+		t.Helper()
+		src, err := heiftest.Transform(coded, heiftest.Options{ICC: icc, NCLX: heiftest.NCLX{Primaries: n.Primaries, Transfer: n.Transfer, Matrix: n.Matrix, FullRange: n.FullRange}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := testEngine.Run(context.Background(), thumbjob.Source{Bytes: src, Format: imagefmt.AVIF, Header: thumbjob.Header{NCLX: n}},
+			thumbjob.Job{Info: &thumbjob.InfoJob{ThumbHash: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Info.ThumbHash
+	}
+	p3 := hash(thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil)
+	bt709 := hash(thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, nil)
+	icc := hash(thumbjob.NCLX{}, heiftest.DisplayP3())
+	// A ThumbHash's first 3 bytes are its average colour (L, P and Q, 6
+	// bits each) and its luminance scale, what a primaries conversion
+	// moves; its AC terms' quantisation may land a step apart between
+	// lcms and the matrix.
+	dc := func(h string) string {
+		b, err := base64.StdEncoding.DecodeString(h)
+		if err != nil || len(b) < 3 {
+			t.Fatalf("ThumbHash %q: %v", h, err)
+		}
+		return string(b[:3])
+	}
+	if dc(p3) == dc(bt709) || dc(p3) != dc(icc) {
+		t.Errorf("ThumbHash of P3 by nclx %s, by ICC %s, BT.709 %s: want P3's two alike, BT.709's apart", p3, icc, bt709)
+	}
 }
