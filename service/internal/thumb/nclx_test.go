@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"image"
 	"image/color"
+	"image/draw"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/thumbd/thumbd/internal/heiftest"
@@ -102,8 +104,10 @@ func TestNCLXThumbnail(t *testing.T) {
 		// want converts the decoded (coded) pixel into what the thumbnail
 		// must hold.
 		want func(t *testing.T, decoded string) [3]float64
+		// args are heif-enc's beyond the quality and 4:4:4
+		args []string
 	}{
-		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 255, lcmsP3},
+		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 255, lcmsP3, nil},
 		{"bt2020", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, nil, 255, func(t *testing.T, decoded string) [3]float64 {
 			bt2087 := mat3{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}
 			c := centre(t, decoded)
@@ -115,25 +119,34 @@ func TestNCLXThumbnail(t *testing.T) {
 				c[i] = 255 * encoded(c[i])
 			}
 			return c
-		}},
-		{"bt709", thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, nil, 255, centre},
-		{"bt2020-pq", thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 6, FullRange: true}, nil, 255, centre},
+		}, nil},
+		{"bt709", thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 6, FullRange: true}, nil, 255, centre, nil},
+		{"bt2020-pq", thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 6, FullRange: true}, nil, 255, centre, nil},
 		// an ICC profile and an nclx: the profile is converted, the
 		// nclx's primaries are not applied on top
-		{"p3-icc-and-bt2020-nclx", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, heiftest.DisplayP3(), 255, lcmsP3},
+		{"p3-icc-and-bt2020-nclx", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, heiftest.DisplayP3(), 255, lcmsP3, nil},
 		// alpha is kept, and the colour under it converted
-		{"display-p3-alpha", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 160, lcmsP3},
+		{"display-p3-alpha", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 160, lcmsP3, nil},
+		// 10 bits (Debian 12's heif-enc needs 4:2:2 for a 10-bit AVIF):
+		// RGB16 to scRGB, the matrix, then 8-bit sRGB
+		{"display-p3-10bit", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 255, lcmsP3, []string{"-b", "10", "-p", "chroma=422"}},
 	}
 	for _, c := range cases {
 		for _, kind := range []string{"avif", "heic"} {
 			t.Run(c.name+"-"+kind, func(t *testing.T) {
 				n := c.nclx
-				args := []string{"-q", "90", "-p", "chroma=444"}
+				args := append([]string{"-q", "90", "-p", "chroma=444"}, c.args...)
 				format := imagefmt.HEIC
 				if kind == "avif" {
 					args, format = append(args, "-A", "-p", "speed=9"), imagefmt.AVIF
 				}
-				src, err := heiftest.Encode(patch(c.alpha), args...)
+				var img image.Image = patch(c.alpha)
+				if slices.Contains(c.args, "-b") { // heif-enc writes more than 8 bits from a 16-bit PNG only
+					deep := image.NewNRGBA64(img.Bounds())
+					draw.Draw(deep, deep.Bounds(), img, image.Point{}, draw.Src)
+					img = deep
+				}
+				src, err := heiftest.Encode(img, args...)
 				if err == nil {
 					src, err = heiftest.Transform(src, heiftest.Options{ICC: c.icc, NCLX: heiftest.NCLX{Primaries: n.Primaries, Transfer: n.Transfer, Matrix: n.Matrix, FullRange: n.FullRange}})
 				}
