@@ -195,13 +195,15 @@ func TestLookHEIFStructures(t *testing.T) {
 		return fullBox("tkhd", 0, make([]byte, 76), be32(w<<16), be32(h<<16))
 	}
 	av1C := bx("av1C", []byte{0x81, 0, 0x40, 0})
-	stsd := fullBox("stsd", 0, be32(1), bx("av01", make([]byte, 78), av1C))
+	colr := bx("colr", []byte("nclx"), []byte{0, 12, 0, 13, 0, 6, 0x80})
+	stsd := fullBox("stsd", 0, be32(1), bx("av01", make([]byte, 78), av1C, colr))
 	seq := append(bx("ftyp", []byte("avis"), be32(0), []byte("avis")),
 		bx("moov", bx("mvhd", make([]byte, 100)),
 			bx("trak", tkhd(320, 240), bx("mdia", bx("minf", bx("stbl", stsd)))),
 			bx("trak", tkhd(320, 240)))...)
-	if h, err := ReadHeader(seq); err != nil || h.Width != 320 || h.Height != 240 || h.Frames != 1 || h.BitDepth != 10 || !h.Alpha {
-		t.Errorf("sequence: %+v, %v", h, err)
+	if h, err := ReadHeader(seq); err != nil || h.Width != 320 || h.Height != 240 || h.Frames != 1 || h.BitDepth != 10 || !h.Alpha ||
+		h.NCLX != (thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}) {
+		t.Errorf("sequence (its sample entry's colr read): %+v, %v", h, err)
 	}
 	// A 64-bit box size.
 	large := append(bx("ftyp", []byte("avif"), be32(0)), 0, 0, 0, 1)
