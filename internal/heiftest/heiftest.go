@@ -8,8 +8,8 @@
 //     `grid` derived item, as iPhones store 4032x3024 as 512x512 tiles;
 //   - Transform adds to a single-image file;
 //   - both take Options: irot, imir, an Exif item holding an orientation
-//     (linked by cdsc), a colr property of type prof (DisplayP3 is one),
-//     and an alpha image (auxl), as AVIF with transparency has.
+//     (linked by cdsc), a colr property of type prof (DisplayP3 is one)
+//     or nclx, and an alpha image (auxl), as AVIF with transparency has.
 //
 // Encode runs heif-enc. Only the tests use this package; it needs no cgo,
 // and the files it writes are checked by Debian's own decoders (heif-info,
@@ -56,11 +56,31 @@ type Options struct {
 	// ICC replaces the primary's colr properties by one of type prof
 	// holding this profile (DisplayP3, for an iPhone's).
 	ICC []byte
+	// NCLX, when its primaries are set, replaces the primary's colr
+	// properties by one of type nclx with these H.273 code points
+	// (Debian 12's heif-enc takes --colour_primaries and the like but
+	// writes 2, 2, 6 whatever they say). Keep heif-enc's matrix (6) and
+	// full range: libheif turns YUV into RGB by the box's.
+	NCLX NCLX
 	// Alpha, a single-image file of the primary's size and bit depth,
 	// becomes its alpha plane: an auxiliary item (auxC naming alpha, an
 	// auxl reference, the primary's irot and imir) whose luma is the
 	// alpha. See EncodeAlpha.
 	Alpha []byte
+}
+
+// NCLX is an nclx colr box's code points (ITU-T H.273).
+type NCLX struct {
+	Primaries, Transfer, Matrix int
+	FullRange                   bool
+}
+
+func (c NCLX) box() []byte {
+	full := byte(0)
+	if c.FullRange {
+		full = 0x80
+	}
+	return box("colr", []byte("nclx"), u16(uint16(c.Primaries)), u16(uint16(c.Transfer)), u16(uint16(c.Matrix)), []byte{full})
 }
 
 func (o Options) check() error {
@@ -170,14 +190,20 @@ func (it *item) size() (w, h int, ok bool) {
 
 func (f *file) apply(opts Options) error {
 	p := f.item(f.primary)
-	if opts.ICC != nil {
+	if opts.ICC != nil || opts.NCLX.Primaries != 0 {
 		kept := p.props[:0]
 		for _, pr := range p.props {
 			if pr.typ() != "colr" {
 				kept = append(kept, pr)
 			}
 		}
-		p.props = append(kept, prop{box: box("colr", []byte("prof"), opts.ICC)})
+		p.props = kept
+		if opts.ICC != nil {
+			p.props = append(p.props, prop{box: box("colr", []byte("prof"), opts.ICC)})
+		}
+		if opts.NCLX.Primaries != 0 {
+			p.props = append(p.props, prop{box: opts.NCLX.box()})
+		}
 	}
 	// Transformative properties come after the descriptive ones (MIAF),
 	// and apply in their order: irot, then imir.

@@ -275,6 +275,37 @@ func TestDisplayP3(t *testing.T) {
 	}
 }
 
+// NCLX writes an nclx colr box that libheif and exiftool read back with
+// its code points; beside an ICC profile, both boxes are written.
+func TestNCLX(t *testing.T) {
+	needTools(t, "heif-enc", "heif-info", "exiftool")
+	flat := image.NewNRGBA(image.Rect(0, 0, 32, 32))
+	draw.Draw(flat, flat.Bounds(), image.NewUniform(color.NRGBA{R: 60, G: 200, B: 90, A: 255}), image.Point{}, draw.Src)
+	coded := encode(t, flat, "-A", "-q", "90", "-p", "speed=9")
+	pq := NCLX{Primaries: 9, Transfer: 16, Matrix: 9}
+	avif, err := Transform(coded, Options{NCLX: pq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := write(t, avif)
+	if info := run(t, "heif-info", path); !strings.Contains(info, "color profile: nclx") {
+		t.Errorf("heif-info:\n%s", info)
+	}
+	got := run(t, "exiftool", "-s3", "-ColorPrimaries", "-TransferCharacteristics", "-MatrixCoefficients", path)
+	for _, want := range []string{"BT.2020, BT.2100", "SMPTE ST 2084", "BT.2020 non-constant"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("exiftool: %q, want %q", got, want)
+		}
+	}
+	both, err := Transform(coded, Options{NCLX: pq, ICC: DisplayP3()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(both, []byte("colr")); n != 2 || !bytes.Contains(both, []byte("colrprof")) || !bytes.Contains(both, []byte("colrnclx\x00\x09\x00\x10\x00\x09\x00")) {
+		t.Errorf("%d colr boxes, want one prof and one nclx (9, 16, 9, limited)", n)
+	}
+}
+
 func TestAVIF10BitAlphaTurned(t *testing.T) {
 	needTools(t, "heif-enc", "heif-info", "vips", "vipsheader")
 	const w, h = 128, 96

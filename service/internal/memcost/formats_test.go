@@ -12,6 +12,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // The fixtures in testdata/headers are real files of the formats read
@@ -20,6 +21,11 @@ import (
 //
 //	heif-enc -q 30 [-b 10] in.png -o heic-*.heic  (x265; a one-tile grid)
 //	vips copy in.png avif-*.avif[bitdepth=12]      (aom)
+//	heif-enc -A -q 30 -p speed=9 --colour_primaries 12|9
+//	    --transfer_characteristic 13|16 --matrix_coefficients 6|9
+//	    --full_range_flag 1|0 in.png -o avif-p3|pq.avif, whose colr nclx
+//	    (2, 2, 6, full: Debian 12's heif-enc ignores those options) was
+//	    then rewritten in place to 12, 13, 6, full and 9, 16, 9, limited
 //	cjxl [-d 0] [--container=1] in.png jxl-*.jxl   (and from a 2-frame GIF)
 //	convert in.png [-define tiff:tile-geometry=16x16] [-colorspace CMYK]
 //	    [-endian MSB] [TIFF64:] -compress None tiff-*.tif
@@ -40,6 +46,8 @@ func TestLookNewFormats(t *testing.T) {
 		"avif-8.avif":         {format: imagefmt.AVIF, bands: 3, bytes: 1, depth: 8},
 		"avif-12.avif":        {format: imagefmt.AVIF, bands: 3, bytes: 2, depth: 12},
 		"avif-alpha.avif":     {format: imagefmt.AVIF, bands: 4, bytes: 1, depth: 8, alpha: true},
+		"avif-p3.avif":        {format: imagefmt.AVIF, bands: 3, bytes: 1, depth: 8},
+		"avif-pq.avif":        {format: imagefmt.AVIF, bands: 3, bytes: 1, depth: 8},
 		"jxl-lossy.jxl":       {format: imagefmt.JXL, bands: 3, bytes: 1, depth: 8},
 		"jxl-16.jxl":          {format: imagefmt.JXL, bands: 3, bytes: 2, depth: 16},
 		"jxl-alpha.jxl":       {format: imagefmt.JXL, bands: 4, bytes: 1, depth: 8, alpha: true},
@@ -187,13 +195,15 @@ func TestLookHEIFStructures(t *testing.T) {
 		return fullBox("tkhd", 0, make([]byte, 76), be32(w<<16), be32(h<<16))
 	}
 	av1C := bx("av1C", []byte{0x81, 0, 0x40, 0})
-	stsd := fullBox("stsd", 0, be32(1), bx("av01", make([]byte, 78), av1C))
+	colr := bx("colr", []byte("nclx"), []byte{0, 12, 0, 13, 0, 6, 0x80})
+	stsd := fullBox("stsd", 0, be32(1), bx("av01", make([]byte, 78), av1C, colr))
 	seq := append(bx("ftyp", []byte("avis"), be32(0), []byte("avis")),
 		bx("moov", bx("mvhd", make([]byte, 100)),
 			bx("trak", tkhd(320, 240), bx("mdia", bx("minf", bx("stbl", stsd)))),
 			bx("trak", tkhd(320, 240)))...)
-	if h, err := ReadHeader(seq); err != nil || h.Width != 320 || h.Height != 240 || h.Frames != 1 || h.BitDepth != 10 || !h.Alpha {
-		t.Errorf("sequence: %+v, %v", h, err)
+	if h, err := ReadHeader(seq); err != nil || h.Width != 320 || h.Height != 240 || h.Frames != 1 || h.BitDepth != 10 || !h.Alpha ||
+		h.NCLX != (thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}) {
+		t.Errorf("sequence (its sample entry's colr read): %+v, %v", h, err)
 	}
 	// A 64-bit box size.
 	large := append(bx("ftyp", []byte("avif"), be32(0)), 0, 0, 0, 1)
@@ -421,5 +431,51 @@ func TestLookCutAndGarbage(t *testing.T) {
 		if h, err := ReadHeader(garbage); err == nil && (h.Width <= 0 || h.Height <= 0) {
 			t.Errorf("%s's magic then garbage: %+v", f, h)
 		}
+	}
+}
+
+// An AVIF's nclx colr box is read as written (heif-info says "color
+// profile: nclx"); libheif's own (vips copy's AVIFs) says unspecified
+// primaries and transfer, BT.601 matrix, full range; a HEIC from x265
+// has no colr, a file without one no nclx, and a colr box cut short or
+// of another type is no nclx.
+func TestLookNCLX(t *testing.T) {
+	unspecified := thumbjob.NCLX{Primaries: 2, Transfer: 2, Matrix: 6, FullRange: true}
+	want := map[string]thumbjob.NCLX{
+		"avif-8.avif":     unspecified,
+		"avif-12.avif":    unspecified,
+		"avif-alpha.avif": unspecified,
+		"avif-p3.avif":    {Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true},
+		"avif-pq.avif":    {Primaries: 9, Transfer: 16, Matrix: 9},
+	}
+	files, _ := filepath.Glob(filepath.Join(headers, "*"))
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Look(src)
+		if got := s.Header.NCLX; err != nil || got != want[filepath.Base(f)] {
+			t.Errorf("%s: %+v (%v), want %+v", f, got, err, want[filepath.Base(f)])
+		}
+	}
+	colr := func(b ...byte) bmffBox { return bmffBox{typ: "colr", body: b} }
+	for _, props := range [][]bmffBox{
+		{colr('n', 'c', 'l', 'x', 0, 12, 0, 13, 0, 6)},                              // no full-range byte
+		{colr('p', 'r', 'o', 'f', 0, 12, 0, 13, 0, 6, 0x80)},                        // an ICC profile
+		{colr('n', 'c', 'l', 'x', 0, 0, 0, 13, 0, 6, 0x80)},                         // primaries 0: reserved
+		{{typ: "pixi", body: []byte{'n', 'c', 'l', 'x', 0, 12, 0, 13, 0, 6, 0x80}}}, // not a colr
+	} {
+		if got := nclx(props); got != (thumbjob.NCLX{}) {
+			t.Errorf("%q: %+v, want none", props[0].body, got)
+		}
+	}
+	// the first list's nclx (a grid's) wins over the next's (its tile's)
+	grid, tile := colr('n', 'c', 'l', 'x', 0, 9, 0, 1, 0, 9, 0), colr('n', 'c', 'l', 'x', 0, 12, 0, 13, 0, 6, 0x80)
+	if got := nclx([]bmffBox{grid}, []bmffBox{tile}); got.Primaries != 9 || got.FullRange {
+		t.Errorf("grid and tile: %+v, want the grid's", got)
+	}
+	if got := nclx(nil, []bmffBox{tile}); got.Primaries != 12 || !got.FullRange {
+		t.Errorf("tile only: %+v, want the tile's", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // bmffBox is an ISO BMFF box: its type and its body (after the size and type,
@@ -113,7 +114,8 @@ func (it *heifItem) prop(typ string) (bmffBox, bool) { return find(it.props, typ
 // meta box: ispe is its size (a grid's tiles are all decoded: Tiles,
 // TileWidth, TileHeight say so), pixi or the codec's configuration its
 // bit depth, an auxl item whose auxC says alpha its alpha, irot its
-// rotation. An AVIF sequence without a meta box is sized from its first
+// rotation, a colr of type nclx its colour (the engine converts its
+// primaries). An AVIF sequence without a meta box is sized from its first
 // video track.
 func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
 	name := map[imagefmt.Format]string{imagefmt.AVIF: "AVIF", imagefmt.HEIC: "HEIF"}[format]
@@ -192,6 +194,7 @@ func metaHeader(meta bmffBox) (Header, error) {
 	if h.BitDepth > 8 {
 		h.BytesPerSample = 2
 	}
+	h.NCLX = nclx(it.props, coded.props) // a grid's colr, else its tile's
 	if irot, ok := it.prop("irot"); ok && len(irot.body) > 0 {
 		h.Rotation = int(irot.body[0]&3) * 90
 	}
@@ -206,6 +209,28 @@ func metaHeader(meta bmffBox) (Header, error) {
 		}
 	}
 	return h, nil
+}
+
+// nclx reads the first colr box of type nclx among each list of
+// properties in turn: colour_type "nclx", colour_primaries,
+// transfer_characteristics and matrix_coefficients (16 bits each), then
+// full_range_flag (the top bit of a byte). colr is not a full box. A cut
+// one, or one whose primaries are 0 (reserved), is taken for none: the
+// colour is then libvips' default, sRGB, as before this box was read.
+func nclx(lists ...[]bmffBox) thumbjob.NCLX {
+	for _, props := range lists {
+		for _, b := range props {
+			if b.typ != "colr" || len(b.body) < 11 || string(b.body[:4]) != "nclx" {
+				continue
+			}
+			r := reader{b: b.body[4:]}
+			c := thumbjob.NCLX{Primaries: int(r.u16()), Transfer: int(r.u16()), Matrix: int(r.u16()), FullRange: r.u8()&0x80 != 0}
+			if r.err == nil && c.Primaries != 0 {
+				return c
+			}
+		}
+	}
+	return thumbjob.NCLX{}
 }
 
 func contains(ids []uint32, id uint32) bool {
@@ -455,9 +480,11 @@ func trackHeader(moov bmffBox) (Header, error) {
 		if sized++; sized == 1 {
 			h.Width, h.Height = w, ht
 			h.BitDepth = 8
-			if d := codecDepth(nested(children, 0)); d > 0 {
+			entry := nested(children, 0)
+			if d := codecDepth(entry); d > 0 {
 				h.BitDepth = d
 			}
+			h.NCLX = nclx(entry) // a sample entry's colr
 		}
 	}
 	if sized == 0 {

@@ -194,7 +194,7 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
-	h.format = in.Format
+	h.format, h.nclx = in.Format, in.Header.NCLX
 	if err := e.checkHeader(h); err != nil {
 		return thumbjob.Image{}, err
 	}
@@ -250,6 +250,9 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	defer img.Close()
 	tr.Shrink = max(shrink, f.shrink)
 	t := tr.Add(thumbjob.StageDecode, began)
+	if err := fromNCLX(img, h.nclx); err != nil {
+		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+	}
 	if err := e.finishOn(img, o, out, canvasW, canvasH); errors.Is(err, errNoWatermark) {
 		return thumbjob.Image{}, err // the service's fault, not the image's: a 500
 	} else if err != nil {

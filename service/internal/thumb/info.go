@@ -43,6 +43,7 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	// The format decides which limits hold (frames count for an
 	// animation only); the ThumbHash's decode below keeps libvips' own
 	// shrink-on-load (h.format unset), as it always has.
+	h.nclx = in.Header.NCLX
 	checked := h
 	checked.format = in.Format
 	if err := e.checkHeader(checked); err != nil {
@@ -84,6 +85,9 @@ func (e *Engine) thumbHash(src []byte, h header, space string) (string, error) {
 		return "", err
 	}
 	defer img.Close()
+	if err := fromNCLX(img, h.nclx); err != nil {
+		return "", err
+	}
 	return e.encodeThumbHash(img, o)
 }
 

@@ -99,6 +99,7 @@ import (
 	"unsafe"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // harden blocks every loader and untrusted operation, then unblocks the
@@ -163,6 +164,8 @@ type header struct {
 	// format is the source's, sniffed once by checkSource ("" when the
 	// header was read without it: load then sniffs).
 	format imagefmt.Format
+	// nclx is a HEIF's nclx colour, from the look (fromNCLX converts it).
+	nclx thumbjob.NCLX
 }
 
 // displayed returns the size after EXIF orientation is applied: values 5-8

@@ -59,6 +59,21 @@ type Header struct {
 	// coefficient of the whole image (2 bytes a sample) whatever the
 	// shrink-on-load: a 12 MP one holds 73 MB to make a 256-pixel thumbnail.
 	Progressive bool `json:"progressive"`
+	// NCLX is a HEIF's (HEIC's or AVIF's) colour as code points of ITU-T
+	// H.273, from the primary image's colr box of type nclx; zero when
+	// it has none (an ICC profile, colr prof or rICC, is libvips' to read).
+	NCLX NCLX `json:"nclx"`
+}
+
+// NCLX is an nclx colr box: ITU-T H.273's colour primaries (1 BT.709 and
+// sRGB, 2 unspecified, 9 BT.2020, 11 DCI-P3, 12 Display P3...), transfer
+// characteristics (16 PQ and 18 HLG are HDR), matrix coefficients and
+// full-range flag. Primaries 0 (reserved) is "no nclx box".
+type NCLX struct {
+	Primaries int  `json:"primaries,omitempty"`
+	Transfer  int  `json:"transfer,omitempty"`
+	Matrix    int  `json:"matrix,omitempty"`
+	FullRange bool `json:"full_range,omitempty"`
 }
 
 // Pixels is the first frame's width x height.
