@@ -68,10 +68,12 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		// TIFF layouts (libvips holds a window of the image, not all of
 		// it): strips of 128 rows (tiffsave's default), one strip of the
 		// whole image (libtiff reads it compressed whole; a YCbCr one is
-		// decoded whole, twice), tiles of 1024x1024 (two rows of them).
+		// decoded whole, twice, one in separate planes whole and a plane
+		// more), tiles of 1024x1024 (two rows of them).
 		{"12 MP TIFF, LZW strips", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "lzw"), "w=256&h=256&format=webp"},
 		{"12 MP TIFF, one LZW strip", converted(photo12, "out.tif", "sh", "-c", "vips tiffsave in.jpg s.tif --compression lzw && tiffcp -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
 		{"12 MP TIFF, one JPEG strip", converted(photo12, "out.tif", "sh", "-c", "vips tiffsave in.jpg s.tif --compression jpeg && tiffcp -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
+		{"12 MP TIFF, one LZW strip in planes", converted(photo12, "out.tif", "sh", "-c", "vips tiffsave in.jpg s.tif --compression lzw && tiffcp -p separate -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
 		{"12 MP 16-bit TIFF, one LZW strip", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v s.tif[compression=lzw] --interpretation rgb16 && tiffcp -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
 		{"12 MP TIFF, 1024x1024 tiles", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "deflate", "--tile", "--tile-width", "1024", "--tile-height", "1024"), "w=256&h=256&format=webp"},
 		{"12 MP 16-bit TIFF, 1024x1024 tiles", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v out.tif[compression=deflate,tile,tile-width=1024,tile-height=1024] --interpretation rgb16"), "w=256&h=256&format=webp"},

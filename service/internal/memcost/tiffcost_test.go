@@ -40,6 +40,12 @@ func TestTIFFPricedByLayout(t *testing.T) {
 	if got := Estimate(ycbcr, job); float64(got) < 2*wholeImage {
 		t.Errorf("a YCbCr strip of the whole image priced %d, under twice the image's %v bytes", got, 2*wholeImage)
 	}
+	// so is a strip in separate planes, into the cache and a strip buffer
+	planes := oneStrip
+	planes.SeparatePlanes = true
+	if got := Estimate(planes, job); float64(got) < 2*wholeImage {
+		t.Errorf("a strip of the whole image in planes priced %d, under twice the image's %v bytes", got, 2*wholeImage)
+	}
 	// 16 bits a sample hold twice the bytes of 8 in the same window
 	strips16 := photo(2, false, 4032, 128, 300_000)
 	if d8, d16 := Estimate(strips, job)-fixedCost, Estimate(strips16, job)-fixedCost; d16 <= d8 {
