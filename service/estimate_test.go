@@ -65,6 +65,18 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"12 MP AVIF", converted(photo12, "out.avif", "heif-enc", "-A", "-q", "60", "-p", "speed=9", "in.jpg", "-o", "out.avif"), "w=256&h=256&format=webp"},
 		{"12 MP 16-bit TIFF", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v out.tif[compression=lzw] --interpretation rgb16"), "w=256&h=256&format=webp"},
 		{"12 MP tiled TIFF", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "deflate", "--tile"), "w=1024&format=jpeg"},
+		// TIFF layouts (libvips holds a window of the image, not all of
+		// it): strips of 128 rows (tiffsave's default), one strip of the
+		// whole image (libtiff reads it compressed whole; a YCbCr one is
+		// decoded whole, twice, one in separate planes whole and a plane
+		// more), tiles of 1024x1024 (two rows of them).
+		{"12 MP TIFF, LZW strips", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "lzw"), "w=256&h=256&format=webp"},
+		{"12 MP TIFF, one LZW strip", converted(photo12, "out.tif", "sh", "-c", "vips tiffsave in.jpg s.tif --compression lzw && tiffcp -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
+		{"12 MP TIFF, one JPEG strip", converted(photo12, "out.tif", "sh", "-c", "vips tiffsave in.jpg s.tif --compression jpeg && tiffcp -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
+		{"12 MP TIFF, one LZW strip in planes", converted(photo12, "out.tif", "sh", "-c", "vips tiffsave in.jpg s.tif --compression lzw && tiffcp -p separate -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
+		{"12 MP 16-bit TIFF, one LZW strip", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v s.tif[compression=lzw] --interpretation rgb16 && tiffcp -r -1 s.tif out.tif"), "w=256&h=256&format=webp"},
+		{"12 MP TIFF, 1024x1024 tiles", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "deflate", "--tile", "--tile-width", "1024", "--tile-height", "1024"), "w=256&h=256&format=webp"},
+		{"12 MP 16-bit TIFF, 1024x1024 tiles", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v out.tif[compression=deflate,tile,tile-width=1024,tile-height=1024] --interpretation rgb16"), "w=256&h=256&format=webp"},
 		{"12 MP JPEG XL", converted(photo12, "out.jxl", "sh", "-c", "vips copy in.jpg in.png && cjxl in.png out.jxl -d 1 -e 3 --quiet"), "w=256&h=256&format=webp"},
 		// 24 bits a pixel: 6 MP is 18 MB, under the default body limit.
 		{"6 MP BMP", converted(photo12, "out.bmp", "convert", "in.jpg", "-resize", "3000x2000!", "BMP3:out.bmp"), "w=256&h=256&format=webp"},

@@ -104,6 +104,9 @@ func Estimate(h Header, j Job) int64 {
 		codecBytes(h)*decoded +
 		resizedBytes(h)*resized +
 		encoderBytes[j.Output]*out*float64(frames)
+	if h.Format == imagefmt.TIFF {
+		cost += float64(h.ChunkBytes) // libtiff reads a compressed strip or tile whole
+	}
 	if h.Progressive {
 		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), maxPx) * float64(h.Bands)
 	}
@@ -263,13 +266,17 @@ func cropShrink(h Header, j Job, w, ht int) int {
 	return shrink
 }
 
-// decodedPixels is one frame's pixels as decoded: JPEG shrinks on load by
-// 2, 4 or 8 while the result still covers what the fit needs (the engine's
-// rule, in the less favourable orientation, as EXIF is not read here); the
-// other formats decode whole, a HEIF grid every tile of it whole (the
-// tiles may overhang the image).
+// decodedPixels is one frame's pixels as decoded (or, for a TIFF, as
+// held at once): JPEG shrinks on load by 2, 4 or 8 while the result still
+// covers what the fit needs (the engine's rule, in the less favourable
+// orientation, as EXIF is not read here); a TIFF streams through libvips'
+// caches (tiffWindow) unless a crop or trim loads it whole; the other
+// formats decode whole, a HEIF grid every tile of it whole (the tiles may
+// overhang the image).
 func decodedPixels(h Header, j Job, w, ht int) float64 {
 	switch t := j.Transforms; {
+	case h.Format == imagefmt.TIFF && t.Trim == nil && t.Crop == nil:
+		return tiffWindow(h, w, ht)
 	case h.Format != imagefmt.JPEG:
 		return max(float64(h.Width)*float64(h.Height), float64(h.Tiles)*float64(h.TileWidth)*float64(h.TileHeight))
 	case t.Trim != nil || t.Crop != nil && j.QualityShrink:

@@ -145,6 +145,15 @@ func FuzzLook(f *testing.F) {
 		if err != nil && h != (Header{}) {
 			t.Fatalf("a header with an error: %+v, %v", h, err)
 		}
+		if h.ChunkBytes > len(b) {
+			t.Fatalf("a strip of %d bytes in a file of %d", h.ChunkBytes, len(b))
+		}
+		// priced without overflow, as the engine bounds it
+		if err == nil {
+			if c := Estimate(h, Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.WebP, MaxSide: 8192, MaxPixels: 100_000_000}); c < fixedCost {
+				t.Fatalf("%+v priced %d", h, c)
+			}
+		}
 	})
 }
 

@@ -17,8 +17,11 @@ const (
 	tagPhotometric     = 262
 	tagSamplesPerPixel = 277
 	tagRowsPerStrip    = 278
+	tagStripByteCounts = 279
+	tagPlanarConfig    = 284
 	tagTileWidth       = 322
 	tagTileLength      = 323
+	tagTileByteCounts  = 325
 	tagExtraSamples    = 338
 )
 
@@ -119,6 +122,22 @@ func (f tiffFile) ifd(off uint64) (map[uint16]tiffEntry, uint64, error) {
 	return entries, f.offset(end), nil
 }
 
+// largest is the largest of e's values (a strip's or tile's bytes),
+// at most the file's length: a count past the file cannot be read whole.
+// The values are read up to the file's end, so a count of billions costs
+// no more than the file's bytes.
+func (f tiffFile) largest(e tiffEntry) int {
+	most := uint64(0)
+	for i := range e.count {
+		v, err := f.value(e, i)
+		if err != nil {
+			break
+		}
+		most = max(most, v)
+	}
+	return int(min(most, uint64(len(f.b))))
+}
+
 // tiffHeader reads IFD0 (the page libvips decodes): its size, samples,
 // bits, photometric interpretation, extra samples (alpha) and tiles or
 // strips; and counts the pages, following next offsets at most maxPages
@@ -199,13 +218,20 @@ func tiffHeader(src []byte) (Header, error) {
 	} else if colour > 0 && spp > colour {
 		h.Alpha = true // an extra sample not described: libvips takes it for alpha
 	}
+	h.Photometric = photometric
+	h.SeparatePlanes = must(tagPlanarConfig, 0, 1) == 2
+	counts := uint16(tagStripByteCounts)
 	if _, ok := tags[tagTileWidth]; ok {
 		h.Tiled = true
 		h.TileWidth = must(tagTileWidth, 0, 0)
 		h.TileHeight = must(tagTileLength, 0, 0)
+		counts = tagTileByteCounts
 	} else {
-		h.TileWidth, h.TileHeight = h.Width, min(must(tagRowsPerStrip, 0, 1<<32-1), h.Height)
+		// no RowsPerStrip: one strip of the whole image; 0 is taken as 1
+		// row, as libvips clips it to 1..height
+		h.TileWidth, h.TileHeight = h.Width, min(max(must(tagRowsPerStrip, 0, 1<<32-1), 1), h.Height)
 	}
+	h.ChunkBytes = f.largest(tags[counts])
 	if err := errors.Join(errs...); err != nil {
 		return Header{}, err
 	}

@@ -51,6 +51,13 @@ type Header struct {
 	// LZW, 7 JPEG, 8 deflate, 32773 PackBits...), a BMP's (0 none, 1 RLE8,
 	// 2 RLE4, 3 bit fields); 0 elsewhere.
 	Compression int `json:"compression,omitempty"`
+	// A TIFF's Photometric tag (6: YCbCr), its separate planes
+	// (PlanarConfiguration 2) and its largest strip or tile as stored
+	// (StripByteCounts or TileByteCounts, at most the file): libtiff
+	// reads a compressed strip whole before decoding it.
+	Photometric    int  `json:"photometric,omitempty"`
+	SeparatePlanes bool `json:"planes,omitempty"`
+	ChunkBytes     int  `json:"chunk,omitempty"`
 	// Rotation is HEIF's irot, in degrees anti-clockwise (0, 90, 180,
 	// 270): at 90 and 270 the displayed sides are Height x Width. Width
 	// and Height stay as stored (ispe).
