@@ -1,7 +1,9 @@
 package thumb
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"image"
 	"image/color"
 	"testing"
@@ -122,4 +124,80 @@ func TestHEIFThumbHashFromEmbeddedThumbnail(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heifWithThumbnailFile is a green 640x480 HEIC whose embedded thumbnail
+// is thumb, a single-image HEIC file.
+func heifWithThumbnailFile(t *testing.T, thumb []byte) []byte {
+	t.Helper()
+	primary, err := heiftest.Encode(solidImage(640, 480, heifGreen), "-q", "80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := heiftest.Transform(primary, heiftest.Options{Thumbnail: thumb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestHEIFThumbnailThumbdRefuses covers the thumbnails libvips would
+// decode and thumbd does not let it: one of another aspect ratio (within
+// libvips' 0.1, beyond thumbd's 1 %), and, for a box the thumbnail cannot
+// serve, a broken one, which libvips decodes only to check its aspect
+// ratio and fails on.
+func TestHEIFThumbnailThumbdRefuses(t *testing.T) {
+	needTools(t, "heif-enc")
+	inside := func(side int) thumbjob.Options {
+		return thumbjob.Options{Width: side, Height: side, Fit: thumbjob.FitInside, Format: imagefmt.PNG}
+	}
+	offAspect := heifWithThumbnail(t, false, 640, 480, 320, 256)
+	thumb, err := heiftest.Encode(solidImage(320, 240, heifRed), "-q", "80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The coded picture zeroed: the file's last bytes are its mdat's.
+	broken := bytes.Clone(thumb)
+	at := bytes.LastIndex(broken, []byte("mdat")) + 4
+	clear(broken[at+4:])
+	brokenThumb := heifWithThumbnailFile(t, broken)
+	for _, c := range []struct {
+		name string
+		src  []byte
+		o    thumbjob.Options
+		w, h int
+	}{
+		{"320x256 thumbnail of 4:3", offAspect, inside(256), 256, 192},
+		{"broken thumbnail, box beyond it", brokenThumb, inside(400), 400, 300},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			img, err := testEngine.Thumbnail(context.Background(), c.src, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := decodePNG(t, img.Bytes)
+			if got.Bounds().Dx() != c.w || got.Bounds().Dy() != c.h || isRed(got.At(c.w/2, c.h/2)) {
+				t.Errorf("%v, red %v; want %dx%d of the primary (green)", got.Bounds().Size(), isRed(got.At(c.w/2, c.h/2)), c.w, c.h)
+			}
+		})
+	}
+	t.Run("broken thumbnail, used", func(t *testing.T) {
+		_, err := testEngine.Thumbnail(context.Background(), brokenThumb, inside(256))
+		if !errors.Is(err, thumbjob.ErrUndecodable) {
+			t.Errorf("%v, want ErrUndecodable (a 422)", err)
+		}
+	})
+	t.Run("ThumbHash of the off-aspect file", func(t *testing.T) {
+		info, err := testEngine.Info(context.Background(), offAspect, thumbjob.InfoJob{ThumbHash: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hash, err := base64.StdEncoding.DecodeString(info.ThumbHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if avg := thumbhashtest.AverageRGBA(hash); avg[0] > avg[1] {
+			t.Errorf("average %v: from the 320x256 thumbnail", avg)
+		}
+	})
 }
