@@ -21,12 +21,14 @@ port=$((20000 + RANDOM % 10000))
 PORT=$port THUMBD_CONCURRENCY=1 "$bin" >"$dir/log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
-post() { curl -fs -o /dev/null -w '%{time_total}\n' --data-binary "@$dir/$1.heic" "http://127.0.0.1:$port/thumbnail?w=256&h=256&format=webp"; }
-names=(none t320 t512)
+# A case is FILE:FIT. The default fit, cover, needs 256 rows: an iPhone's
+# 320x240 thumbnail serves 256x256 only with fit=inside.
+post() { curl -fs -o /dev/null -w '%{time_total}\n' --data-binary "@$dir/${1%%:*}.heic" "http://127.0.0.1:$port/thumbnail?w=256&h=256&format=webp&fit=${1#*:}"; }
+names=(none:cover none:inside t320:cover t320:inside t512:cover)
 for f in "${names[@]}"; do post "$f" >/dev/null; post "$f" >/dev/null; done # warm-up
 for _ in $(seq "$n"); do for f in "${names[@]}"; do post "$f" >>"$dir/$f.times"; done; done
 echo "$(basename "$bin"): $n requests each, 256x256 WebP of 4032x3024"
 for f in "${names[@]}"; do
-  sort -n "$dir/$f.times" | awk -v f="$f" -v b="$(stat -c %s "$dir/$f.heic")" \
-    '{t[NR]=$1*1000} END {printf "%-5s %8d bytes  p25 %6.1f  median %6.1f  p75 %6.1f ms\n", f, b, t[int(NR/4)+1], t[int(NR/2)+1], t[int(3*NR/4)+1]}'
+  sort -n "$dir/$f.times" | awk -v f="$f" -v b="$(stat -c %s "$dir/${f%%:*}.heic")" \
+    '{t[NR]=$1*1000} END {printf "%-12s %8d bytes  p25 %6.1f  median %6.1f  p75 %6.1f ms\n", f, b, t[int(NR/4)+1], t[int(NR/2)+1], t[int(3*NR/4)+1]}'
 done

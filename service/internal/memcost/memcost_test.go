@@ -136,6 +136,7 @@ func FuzzLook(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	f.Add(phoneWithThumbnail(320, 240, 1, false)) // two thumbnails, one turned
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Look(b)
 		h := s.Header
@@ -144,6 +145,18 @@ func FuzzLook(f *testing.F) {
 		}
 		if err != nil && h != (Header{}) {
 			t.Fatalf("a header with an error: %+v, %v", h, err)
+		}
+		// The copy the engine hands libvips when it uses no embedded
+		// thumbnail: the same bytes but the thmb types, the same primary.
+		out := WithoutHEIFThumbnails(b)
+		if len(out) != len(b) {
+			t.Fatalf("WithoutHEIFThumbnails: %d bytes of %d", len(out), len(b))
+		}
+		if s.Format != imagefmt.HEIC && s.Format != imagefmt.AVIF {
+			return
+		}
+		if o, oerr := Look(out); err == nil && (oerr != nil || o.Header.Width != h.Width || o.Header.Height != h.Height || o.Header.ThumbWidth != 0) {
+			t.Fatalf("without thumbnails: %+v, %v; was %+v", o.Header, oerr, h)
 		}
 	})
 }
