@@ -143,9 +143,10 @@ func heifWithThumbnailFile(t *testing.T, thumb []byte) []byte {
 
 // TestHEIFThumbnailThumbdRefuses covers the thumbnails libvips would
 // decode and thumbd does not let it: one of another aspect ratio (within
-// libvips' 0.1, beyond thumbd's 1 %), and, for a box the thumbnail cannot
-// serve, a broken one, which libvips decodes only to check its aspect
-// ratio and fails on.
+// libvips' 0.1, beyond thumbd's 1 %). A broken thumbnail is a 422 when
+// thumbd uses it (libvips' own choice would fall back to the primary, past
+// the estimate that priced the thumbnail), and the primary is decoded when
+// the box is beyond it.
 func TestHEIFThumbnailThumbdRefuses(t *testing.T) {
 	needTools(t, "heif-enc")
 	inside := func(side int) thumbjob.Options {
