@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"image"
 	"image/color"
@@ -15,8 +16,9 @@ import (
 )
 
 // heifPair is a green 640x480 HEIC whose embedded thumbnail is a red
-// tw x th one, or a broken one (its coded picture zeroed).
-func heifPair(t *testing.T, tw, th int, broken bool) []byte {
+// tw x th one, or a broken one (its coded picture zeroed), or one whose
+// ispe says th x tw (lying).
+func heifPair(t *testing.T, tw, th int, broken, lying bool) []byte {
 	t.Helper()
 	solid := func(w, h int, c color.NRGBA) image.Image {
 		img := image.NewNRGBA(image.Rect(0, 0, w, h))
@@ -36,6 +38,10 @@ func heifPair(t *testing.T, tw, th int, broken bool) []byte {
 	if broken {
 		clear(thumb[bytes.LastIndex(thumb, []byte("mdat"))+8:])
 	}
+	if at := bytes.Index(thumb, []byte("ispe")) + 8; lying && at >= 8 {
+		binary.BigEndian.PutUint32(thumb[at:], uint32(th))
+		binary.BigEndian.PutUint32(thumb[at+4:], uint32(tw))
+	}
 	out, err := heiftest.Transform(primary, heiftest.Options{Thumbnail: thumb})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +55,8 @@ func heifPair(t *testing.T, tw, th int, broken bool) []byte {
 // is a 422; /info's ThumbHash comes from it when it is larger than the
 // hash's box.
 func TestHEIFEmbeddedThumbnailBothModes(t *testing.T) {
-	honest, offAspect, broken := heifPair(t, 320, 240, false), heifPair(t, 320, 256, false), heifPair(t, 320, 240, true)
+	honest, offAspect := heifPair(t, 320, 240, false, false), heifPair(t, 320, 256, false, false)
+	broken, lying := heifPair(t, 320, 240, true, false), heifPair(t, 240, 320, false, true)
 	inproc, _ := newTestServer(t, testConfig(t))
 	cells := newCellsServer(t, cellsConfig(t), "")
 	for mode, url := range map[string]string{"inprocess": inproc.URL, "cells": cells.URL} {
@@ -79,10 +86,12 @@ func TestHEIFEmbeddedThumbnailBothModes(t *testing.T) {
 				t.Errorf("%s %s: %v, red %v; want %dx%d, red %v", mode, c.name, img.Bounds().Size(), r > g, c.w, c.h, c.red)
 			}
 		}
-		s, _, b := postThumb(t, url, "?w=256&h=256&fit=inside", broken)
-		var e errorBody
-		if json.Unmarshal(b, &e) != nil || s != 422 || e.Code == string(apierr.EngineCrashed) {
-			t.Errorf("%s broken, 256: %d %s, want a 422", mode, s, b)
+		for name, src := range map[string][]byte{"broken": broken, "240x320 declared 320x240": lying} {
+			s, _, b := postThumb(t, url, "?w=256&h=256&fit=inside", src)
+			var e errorBody
+			if json.Unmarshal(b, &e) != nil || s != 422 || e.Code == string(apierr.EngineCrashed) {
+				t.Errorf("%s %s, 256: %d %s, want a 422", mode, name, s, b)
+			}
 		}
 		for name, want := range map[string]bool{"honest": true, "off-aspect": false} {
 			src := map[string][]byte{"honest": honest, "off-aspect": offAspect}[name]

@@ -3,9 +3,11 @@ package thumb
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"image"
 	"image/color"
+	"strings"
 	"testing"
 
 	"encoding/base64"
@@ -186,6 +188,24 @@ func TestHEIFThumbnailThumbdRefuses(t *testing.T) {
 		_, err := testEngine.Thumbnail(context.Background(), brokenThumb, inside(256))
 		if !errors.Is(err, thumbjob.ErrUndecodable) {
 			t.Errorf("%v, want ErrUndecodable (a 422)", err)
+		}
+	})
+	t.Run("thumbnail decoding to another size than its ispe", func(t *testing.T) {
+		// Coded 240x320, declared 320x240: libvips' own check of the
+		// decoded aspect ratio keeps the primary, which thumbd refuses.
+		lying, err := heiftest.Encode(solidImage(240, 320, heifRed), "-q", "80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bytes.Index(lying, []byte("ispe")) + 8
+		if at < 8 || at+8 > len(lying) {
+			t.Fatal("no ispe in heif-enc's file")
+		}
+		binary.BigEndian.PutUint32(lying[at:], 320)
+		binary.BigEndian.PutUint32(lying[at+4:], 240)
+		_, err = testEngine.Thumbnail(context.Background(), heifWithThumbnailFile(t, lying), inside(256))
+		if !errors.Is(err, thumbjob.ErrUndecodable) || !strings.Contains(err.Error(), "its header says 320x240") {
+			t.Errorf("%v, want ErrUndecodable: the embedded thumbnail is 640x480, its header says 320x240", err)
 		}
 	})
 	t.Run("ThumbHash of the off-aspect file", func(t *testing.T) {
