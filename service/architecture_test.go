@@ -31,7 +31,7 @@ func TestPackageImports(t *testing.T) {
 		"admission":     {},
 		"memlimit":      {},
 		"memcost":       {"bmp", "imagefmt", "thumbjob"},
-		"thumb":         {"bmp", "exifthumb", "imagefmt", "thumbhash", "thumbjob"},
+		"thumb":         {"bmp", "exifthumb", "imagefmt", "memcost", "thumbhash", "thumbjob"},
 		"exifthumb":     {},
 		"bmp":           {"thumbjob"},
 		"thumbhashtest": {},

@@ -62,6 +62,8 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=4096&format=webp"},
 		{"7000x5000 RGBA PNG", pngOf(7000, 5000, true), "w=2048&h=2048&fit=contain&format=avif"},
 		{"12 MP HEIC", converted(photo12, "out.heic", "heif-enc", "-q", "60", "in.jpg", "-o", "out.heic"), "w=256&h=256&format=webp"},
+		// Its embedded 512x384 thumbnail covers the box: decoded instead.
+		{"12 MP HEIC, 512-px thumbnail", converted(photo12, "out.heic", "heif-enc", "-q", "60", "-t", "512", "in.jpg", "-o", "out.heic"), "w=256&h=256&format=webp"},
 		{"12 MP AVIF", converted(photo12, "out.avif", "heif-enc", "-A", "-q", "60", "-p", "speed=9", "in.jpg", "-o", "out.avif"), "w=256&h=256&format=webp"},
 		{"12 MP 16-bit TIFF", converted(photo12, "out.tif", "sh", "-c", "vips cast in.jpg w.v ushort && vips linear w.v w2.v 257 0 && vips cast w2.v w3.v ushort && vips copy w3.v out.tif[compression=lzw] --interpretation rgb16"), "w=256&h=256&format=webp"},
 		{"12 MP tiled TIFF", converted(photo12, "out.tif", "vips", "tiffsave", "in.jpg", "out.tif", "--compression", "deflate", "--tile"), "w=1024&format=jpeg"},

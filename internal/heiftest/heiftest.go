@@ -9,7 +9,9 @@
 //   - Transform adds to a single-image file;
 //   - both take Options: irot, imir, an Exif item holding an orientation
 //     (linked by cdsc), a colr property of type prof (DisplayP3 is one)
-//     or nclx, and an alpha image (auxl), as AVIF with transparency has.
+//     or nclx, an alpha image (auxl), as AVIF with transparency has, and
+//     an embedded thumbnail (thmb), which heif-enc -t makes only of the
+//     same picture.
 //
 // Encode runs heif-enc. Only the tests use this package; it needs no cgo,
 // and the files it writes are checked by Debian's own decoders (heif-info,
@@ -67,6 +69,12 @@ type Options struct {
 	// auxl reference, the primary's irot and imir) whose luma is the
 	// alpha. See EncodeAlpha.
 	Alpha []byte
+	// Thumbnail, a single-image file of the same kind, becomes the
+	// primary's embedded thumbnail: an item with a thmb reference to it,
+	// as phones store a 320x240 preview. It may show another picture and
+	// have any size or aspect ratio (a hostile file's may): the tests
+	// tell which of the two a decoder used by its colour.
+	Thumbnail []byte
 }
 
 // NCLX is an nclx colr box's code points (ITU-T H.273).
@@ -237,6 +245,19 @@ func (f *file) apply(opts Options) error {
 		a.props = append(a.props, transforms...)
 		f.items = append(f.items, a)
 		f.refs = append(f.refs, ref{typ: "auxl", from: a.id, to: []uint32{p.id}})
+	}
+	if opts.Thumbnail != nil {
+		tf, err := parse(opts.Thumbnail)
+		if err != nil {
+			return fmt.Errorf("heiftest: Thumbnail: %w", err)
+		}
+		if len(tf.items) != 1 {
+			return fmt.Errorf("heiftest: Thumbnail has %d items: a thumbnail is a single image", len(tf.items))
+		}
+		t := tf.items[0]
+		t.id, t.hidden = f.nextID(), false
+		f.items = append(f.items, t)
+		f.refs = append(f.refs, ref{typ: "thmb", from: t.id, to: []uint32{p.id}})
 	}
 	return nil
 }

@@ -368,3 +368,60 @@ func TestIPhoneLikeHEIC(t *testing.T) {
 		t.Errorf("%.2f levels from the source turned clockwise", d)
 	}
 }
+
+// solid is a w x h image of one colour.
+func solid(w, h int, c color.NRGBA) *image.NRGBA {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
+	}
+	return img
+}
+
+// TestThumbnail checks the thmb item with libheif, through heif-info and
+// vips: the thumbnail is listed, vips reads it as the primary's thumbnail
+// (red), and the primary stays green.
+func TestThumbnail(t *testing.T) {
+	needTools(t, "heif-enc", "heif-info", "vips")
+	for _, kind := range []struct {
+		name string
+		args []string
+	}{{"HEIC", []string{"-q", "80"}}, {"AVIF", []string{"-A", "-q", "80"}}} {
+		t.Run(kind.name, func(t *testing.T) {
+			primary := encode(t, solid(640, 480, color.NRGBA{G: 200, A: 255}), kind.args...)
+			thumb := encode(t, solid(320, 240, color.NRGBA{R: 200, A: 255}), kind.args...)
+			heif, err := Transform(primary, Options{Thumbnail: thumb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := write(t, heif)
+			if info := run(t, "heif-info", path); !strings.Contains(info, "thumbnail") || !strings.Contains(info, "320x240") {
+				t.Errorf("heif-info sees no 320x240 thumbnail:\n%s", info)
+			}
+			for _, c := range []struct {
+				name string
+				in   string
+				w, h int
+				red  bool
+			}{{"primary", path, 640, 480, false}, {"thumbnail", path + "[thumbnail]", 320, 240, true}} {
+				out := filepath.Join(t.TempDir(), "out.png")
+				run(t, "vips", "copy", c.in, out)
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				img, err := png.Decode(bytes.NewReader(b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, g, _, _ := img.At(c.w/2, c.h/2).RGBA()
+				if img.Bounds().Dx() != c.w || img.Bounds().Dy() != c.h || (r > g) != c.red {
+					t.Errorf("%s: %v, centre r %d g %d; want %dx%d, red %v", c.name, img.Bounds().Size(), r>>8, g>>8, c.w, c.h, c.red)
+				}
+			}
+		})
+	}
+	if _, err := Transform(encode(t, solid(128, 96, color.NRGBA{A: 255}), "-q", "50"), Options{Thumbnail: []byte("not HEIF")}); err == nil {
+		t.Error("Transform took a thumbnail that is no HEIF file")
+	}
+}

@@ -266,17 +266,51 @@ func cropShrink(h Header, j Job, w, ht int) int {
 	return shrink
 }
 
+// heifThumbnailUsed says whether the engine decodes h's embedded
+// thumbnail rather than its primary image (thumbjob.HEIFThumbnail's use)
+// into the w x ht box, in both of its orientations (a rotation turns the
+// box the engine asks libvips for). A crop or a trim decodes the primary
+// whole. A cover is judged, as a fill, on the scaled image it is cut from
+// (the box coverAndCut asks for, never smaller than the one libvips'
+// crop shrinks to). A thumbnail that is a grid or another derived item is
+// not priced as one: its decode holds more than its pixels.
+func heifThumbnailUsed(h Header, j Job, w, ht int) bool {
+	if h.Format != imagefmt.HEIC && h.Format != imagefmt.AVIF || !h.ThumbCoded || j.Transforms.Crop != nil || j.Transforms.Trim != nil {
+		return false
+	}
+	dw, dh := h.Width, h.Height
+	if h.Rotation == 90 || h.Rotation == 270 {
+		dw, dh = dh, dw
+	}
+	for _, b := range [][2]int{{w, ht}, {ht, w}} {
+		bw, bh, fit := b[0], b[1], thumbjob.Fit(j.Fit)
+		if fit == thumbjob.FitCover {
+			scale := max(float64(bw)/float64(dw), float64(bh)/float64(dh))
+			bw, bh, fit = max(int(math.Ceil(float64(dw)*scale)), bw), max(int(math.Ceil(float64(dh)*scale)), bh), thumbjob.FitFill
+		}
+		if _, use := thumbjob.HEIFThumbnail(dw, dh, h.ThumbWidth, h.ThumbHeight, bw, bh, fit); !use {
+			return false
+		}
+	}
+	return true
+}
+
 // decodedPixels is one frame's pixels as decoded (or, for a TIFF, as
 // held at once): JPEG shrinks on load by 2, 4 or 8 while the result still
 // covers what the fit needs (the engine's rule, in the less favourable
 // orientation, as EXIF is not read here); a TIFF streams through libvips'
 // caches (tiffWindow) unless a crop or trim loads it whole; the other
 // formats decode whole, a HEIF grid every tile of it whole (the tiles may
-// overhang the image).
+// overhang the image), unless the engine decodes a HEIF's embedded
+// thumbnail instead (heifThumbnailUsed).
 func decodedPixels(h Header, j Job, w, ht int) float64 {
 	switch t := j.Transforms; {
 	case h.Format == imagefmt.TIFF && t.Trim == nil && t.Crop == nil:
 		return tiffWindow(h, w, ht)
+	case heifThumbnailUsed(h, j, w, ht):
+		// The engine loads it whole (random access): libheif's picture
+		// and libvips' copy of it, twice the pixels.
+		return 2 * float64(h.ThumbWidth) * float64(h.ThumbHeight)
 	case h.Format != imagefmt.JPEG:
 		return max(float64(h.Width)*float64(h.Height), float64(h.Tiles)*float64(h.TileWidth)*float64(h.TileHeight))
 	case t.Trim != nil || t.Crop != nil && j.QualityShrink:

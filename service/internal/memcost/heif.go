@@ -106,6 +106,7 @@ type heifItem struct {
 	props []bmffBox // its properties, in ipma's order
 	dimg  []uint32
 	auxl  []uint32 // the items it is an auxiliary image of
+	thmb  []uint32 // the items it is a thumbnail of
 }
 
 func (it *heifItem) prop(typ string) (bmffBox, bool) { return find(it.props, typ) }
@@ -115,7 +116,8 @@ func (it *heifItem) prop(typ string) (bmffBox, bool) { return find(it.props, typ
 // TileWidth, TileHeight say so), pixi or the codec's configuration its
 // bit depth, an auxl item whose auxC says alpha its alpha, irot its
 // rotation, a colr of type nclx its colour (the engine converts its
-// primaries). An AVIF sequence without a meta box is sized from its first
+// primaries), a thmb item its embedded thumbnail. An AVIF sequence
+// without a meta box is sized from its first
 // video track.
 func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
 	name := map[imagefmt.Format]string{imagefmt.AVIF: "AVIF", imagefmt.HEIC: "HEIF"}[format]
@@ -195,9 +197,7 @@ func metaHeader(meta bmffBox) (Header, error) {
 		h.BytesPerSample = 2
 	}
 	h.NCLX = nclx(it.props, coded.props) // a grid's colr, else its tile's
-	if irot, ok := it.prop("irot"); ok && len(irot.body) > 0 {
-		h.Rotation = int(irot.body[0]&3) * 90
-	}
+	h.Rotation = rotation(it)
 	for _, other := range items {
 		if !contains(other.auxl, primary) {
 			continue
@@ -207,6 +207,9 @@ func metaHeader(meta bmffBox) (Header, error) {
 		if _, _, payload, err := auxC.full(); !ok || err != nil || bytes.Contains(payload, []byte("alpha")) || bytes.Contains(payload, []byte("auxid:1\x00")) {
 			h.Alpha, h.Bands = true, 4
 		}
+	}
+	if err := thumbnail(&h, items, primary); err != nil {
+		return Header{}, err
 	}
 	return h, nil
 }
@@ -231,6 +234,52 @@ func nclx(lists ...[]bmffBox) thumbjob.NCLX {
 		}
 	}
 	return thumbjob.NCLX{}
+}
+
+// rotation is an item's irot, in degrees anti-clockwise.
+func rotation(it *heifItem) int {
+	if irot, ok := it.prop("irot"); ok && len(irot.body) > 0 {
+		return int(irot.body[0]&3) * 90
+	}
+	return 0
+}
+
+// thumbnail sets h's Thumb fields from the primary's first embedded
+// thumbnail, the one libvips decodes (heifload.c takes the first of
+// libheif's list, which follows the item IDs). A thumbnail without a size
+// is an error: libheif cannot decode it either.
+func thumbnail(h *Header, items map[uint32]*heifItem, primary uint32) error {
+	var first *heifItem
+	var firstID uint32
+	for id, it := range items {
+		if contains(it.thmb, primary) && (first == nil || id < firstID) {
+			first, firstID = it, id
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	ispe, ok := first.prop("ispe")
+	if !ok {
+		return fmt.Errorf("the thumbnail (item %d) has no ispe", firstID)
+	}
+	w, ht, err := ispeSize(ispe)
+	if err != nil {
+		return fmt.Errorf("the thumbnail's ispe: %w", err)
+	}
+	if r := rotation(first); r == 90 || r == 270 {
+		w, ht = ht, w
+	}
+	h.ThumbWidth, h.ThumbHeight = w, ht
+	// Priced as the primary's pixels: not deeper, and no alpha of its own
+	// unless the primary has one.
+	h.ThumbCoded = (first.typ == "hvc1" || first.typ == "av01") && bitDepth(first) <= h.BitDepth
+	for _, other := range items {
+		if contains(other.auxl, firstID) && !h.Alpha {
+			h.ThumbCoded = false
+		}
+	}
+	return nil
 }
 
 func contains(ids []uint32, id uint32) bool {
@@ -381,6 +430,8 @@ func heifRefs(meta []bmffBox, items map[uint32]*heifItem) error {
 			it.dimg = append(it.dimg, to...)
 		case "auxl":
 			it.auxl = append(it.auxl, to...)
+		case "thmb":
+			it.thmb = append(it.thmb, to...)
 		}
 	}
 	return nil
@@ -524,6 +575,50 @@ func nested(bs []bmffBox, depth int) []bmffBox {
 			children, _ := boxes(body)
 			out = append(out, nested(children, depth+1)...)
 		}
+	}
+	return out
+}
+
+// WithoutHEIFThumbnails is a copy of src, a HEIF file, whose thmb
+// references (iref's) are renamed to a type no reader knows ("xthb"), so
+// that libheif lists no embedded thumbnail: libvips' thumbnail operation
+// then neither decodes one in place of the primary image nor decodes one
+// to check its aspect ratio, which it does (heifload.c,
+// vips_foreign_load_heif_set_thumbnail) before deciding on it, whatever
+// its declared size. src itself, when it has no thmb reference.
+func WithoutHEIFThumbnails(src []byte) []byte {
+	top, _ := boxes(src) // the boxes before any malformed one
+	var at []int
+	if meta, ok := find(top, "meta"); ok {
+		if _, _, payload, err := meta.full(); err == nil {
+			children, _ := boxes(payload)
+			if iref, ok := find(children, "iref"); ok {
+				if _, _, payload, err := iref.full(); err == nil {
+					refs, _ := boxes(payload)
+					for _, r := range refs {
+						if r.typ != "thmb" {
+							continue
+						}
+						// The body is src's, from cap(src)-cap(body) on; the type
+						// ends 4 bytes before it, or 12 with a 64-bit size.
+						start := cap(src) - cap(r.body)
+						for _, p := range []int{start - 4, start - 12} {
+							if p >= 0 && string(src[p:p+4]) == "thmb" {
+								at = append(at, p)
+								break
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(at) == 0 {
+		return src
+	}
+	out := bytes.Clone(src)
+	for _, p := range at {
+		copy(out[p:], "xthb")
 	}
 	return out
 }

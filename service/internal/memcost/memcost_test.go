@@ -136,6 +136,7 @@ func FuzzLook(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	f.Add(phoneWithThumbnail(320, 240, 1, false)) // two thumbnails, one turned
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Look(b)
 		h := s.Header
@@ -153,6 +154,18 @@ func FuzzLook(f *testing.F) {
 			if c := Estimate(h, Job{Width: 256, Height: 256, Fit: "cover", Output: imagefmt.WebP, MaxSide: 8192, MaxPixels: 100_000_000}); c < fixedCost {
 				t.Fatalf("%+v priced %d", h, c)
 			}
+		}
+		// The copy the engine hands libvips when it uses no embedded
+		// thumbnail: the same bytes but the thmb types, the same primary.
+		out := WithoutHEIFThumbnails(b)
+		if len(out) != len(b) {
+			t.Fatalf("WithoutHEIFThumbnails: %d bytes of %d", len(out), len(b))
+		}
+		if s.Format != imagefmt.HEIC && s.Format != imagefmt.AVIF {
+			return
+		}
+		if o, oerr := Look(out); err == nil && (oerr != nil || o.Header.Width != h.Width || o.Header.Height != h.Height || o.Header.ThumbWidth != 0) {
+			t.Fatalf("without thumbnails: %+v, %v; was %+v", o.Header, oerr, h)
 		}
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -403,8 +404,64 @@ func (e *Engine) loadFrom(f from, o thumbjob.Options, frames int) (*vips.ImageRe
 	if frames > 1 {
 		params.NumPages.Set(-1)
 	}
+	if h.format == imagefmt.HEIC || h.format == imagefmt.AVIF {
+		var tw, th int
+		if src, tw, th = heifSource(src, o, h); tw > 0 {
+			img, err := loadHEIFThumbnail(src, tw, th, params)
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
+				img.Close()
+				return nil, 0, err
+			}
+			return img, 1, nil
+		}
+	}
 	img, err := vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
 	return img, 1, err
+}
+
+// heifSource is src, a HEIF file, for a thumbnail into o's box, and the
+// size of the embedded thumbnail thumbd decodes instead of the primary
+// image (thumbjob.HEIFThumbnail: libvips' rule, and the aspect ratio
+// within 1 %; 0 x 0: none). When there is none, src comes without its
+// thumbnails (memcost.WithoutHEIFThumbnails), so that libvips' thumbnail
+// operation decodes no thumbnail: neither one of another aspect ratio,
+// which it would use (a 4:3 photo's 320x256 thumbnail gives 256x205), nor
+// one of any declared size, which it decodes to check its aspect ratio
+// before deciding, past the pixel limit and the memory estimate. libvips
+// sees the primary as h says (libheif's irot and imir applied).
+func heifSource(src []byte, o thumbjob.Options, h header) (out []byte, tw, th int) {
+	hdr, err := memcost.ReadHeader(src)
+	if err == nil && hdr.ThumbWidth == 0 {
+		return src, 0, 0
+	}
+	if _, use := thumbjob.HEIFThumbnail(h.width, h.height, hdr.ThumbWidth, hdr.ThumbHeight, o.Width, o.Height, o.Fit); err == nil && use {
+		return src, hdr.ThumbWidth, hdr.ThumbHeight
+	}
+	return memcost.WithoutHEIFThumbnails(src), 0, 0
+}
+
+// loadHEIFThumbnail opens src's embedded thumbnail, tw x th as its header
+// says, rather than leaving the choice to libvips' thumbnail operation:
+// that one falls back to the primary image, silently, when the thumbnail
+// fails to decode or decodes to another aspect ratio than its header's,
+// and the memory estimate priced the thumbnail. libvips' heif loader,
+// asked for the thumbnail, fails on a broken one, and one that decodes to
+// another aspect ratio leaves the primary's size, refused here before any
+// pixel is decoded.
+func loadHEIFThumbnail(src []byte, tw, th int, params *vips.ImportParams) (*vips.ImageRef, error) {
+	params.HeifThumbnail.Set(true)
+	img, err := vips.LoadImageFromBuffer(src, params)
+	if err != nil {
+		return nil, err
+	}
+	if w, h := img.Width(), img.Height(); w != tw || h != th {
+		img.Close()
+		return nil, fmt.Errorf("the embedded thumbnail is %dx%d, its header says %dx%d", w, h, tw, th)
+	}
+	return img, nil
 }
 
 // coverAndCut makes a cover thumbnail in two steps: the source scaled to

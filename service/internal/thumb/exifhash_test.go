@@ -45,7 +45,7 @@ func fullHash(t *testing.T, src []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash, err := testEngine.thumbHash(src, h, "not srgb")
+	hash, err := testEngine.thumbHash(src, imagefmt.JPEG, h, "not srgb")
 	if err != nil {
 		t.Fatal(err)
 	}

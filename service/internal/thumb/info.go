@@ -62,7 +62,7 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 		}
 	}
 	if job.ThumbHash {
-		if info.ThumbHash, err = e.thumbHash(src, h, d.space); err != nil {
+		if info.ThumbHash, err = e.thumbHash(src, in.Format, h, d.space); err != nil {
 			return thumbjob.Info{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 		}
 	}
@@ -72,15 +72,20 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 // thumbHash is the ThumbHash of the source's EXIF thumbnail when it shows
 // the whole image (exifThumbHash); otherwise it decodes the first frame
 // inside a thumbjob.ThumbHashSide box (never enlarged), with shrink-on-load
-// as a thumbnail, in 8-bit sRGB with alpha, and encodes it. space is
-// libvips' interpretation of the source.
-func (e *Engine) thumbHash(src []byte, h header, space string) (string, error) {
+// as a thumbnail (a HEIF's embedded thumbnail where thumbd uses one:
+// heifSource), in 8-bit sRGB with alpha, and encodes it. space is
+// libvips' interpretation of the source, format its sniffed format.
+func (e *Engine) thumbHash(src []byte, format imagefmt.Format, h header, space string) (string, error) {
 	if hash, ok := e.exifThumbHash(src, h, space); ok {
 		return hash, nil
 	}
 	dw, dh := h.displayed()
 	o := thumbjob.Options{Width: min(dw, thumbjob.ThumbHashSide), Height: min(dh, thumbjob.ThumbHashSide), Fit: thumbjob.FitInside}
-	img, _, err := e.load(src, o, h, 1)
+	hh := h
+	if format == imagefmt.HEIC || format == imagefmt.AVIF {
+		hh.format = format // its embedded thumbnail where thumbd uses one (loadFrom)
+	}
+	img, _, err := e.load(src, o, hh, 1)
 	if err != nil {
 		return "", err
 	}

@@ -62,6 +62,14 @@ type Header struct {
 	// 270): at 90 and 270 the displayed sides are Height x Width. Width
 	// and Height stay as stored (ispe).
 	Rotation int `json:"rotation,omitempty"`
+	// ThumbWidth x ThumbHeight is a HEIF's first embedded thumbnail (the
+	// lowest item ID with a thmb reference to the primary, as libheif
+	// lists them), as decoded: its own irot applied; 0 when there is none.
+	ThumbWidth  int `json:"thumb_w,omitempty"`
+	ThumbHeight int `json:"thumb_h,omitempty"`
+	// ThumbCoded: the thumbnail is one coded image (hvc1, av01), not a
+	// grid or another derived item, whose decode is its pixels alone.
+	ThumbCoded bool `json:"thumb_coded,omitempty"`
 	// Progressive: a progressive JPEG, whose decoder keeps every DCT
 	// coefficient of the whole image (2 bytes a sample) whatever the
 	// shrink-on-load: a 12 MP one holds 73 MB to make a 256-pixel thumbnail.
