@@ -374,8 +374,7 @@ func (e *Engine) loadFrom(f from, o thumbjob.Options, frames int) (*vips.ImageRe
 		if err != nil {
 			return nil, 0, err
 		}
-		if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
-			img.Close()
+		if err := resize(img, o.Width, o.Height, crop, size); err != nil {
 			return nil, 0, err
 		}
 		return img, 1, nil
@@ -394,8 +393,7 @@ func (e *Engine) loadFrom(f from, o thumbjob.Options, frames int) (*vips.ImageRe
 			if err != nil {
 				return nil, 0, err
 			}
-			if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
-				img.Close()
+			if err := resize(img, o.Width, o.Height, crop, size); err != nil {
 				return nil, 0, err
 			}
 			return img, shrink, nil
@@ -411,8 +409,7 @@ func (e *Engine) loadFrom(f from, o thumbjob.Options, frames int) (*vips.ImageRe
 			if err != nil {
 				return nil, 0, err
 			}
-			if err := img.ThumbnailWithSize(o.Width, o.Height, crop, size); err != nil {
-				img.Close()
+			if err := resize(img, o.Width, o.Height, crop, size); err != nil {
 				return nil, 0, err
 			}
 			return img, 1, nil
@@ -420,6 +417,16 @@ func (e *Engine) loadFrom(f from, o thumbjob.Options, frames int) (*vips.ImageRe
 	}
 	img, err := vips.LoadThumbnailFromBuffer(src, o.Width, o.Height, crop, size, params)
 	return img, 1, err
+}
+
+// resize resizes an opened image with libvips' thumbnail operation on an
+// image into a w x h box; on failure it closes the image.
+func resize(img *vips.ImageRef, w, h int, crop vips.Interesting, size vips.Size) error {
+	if err := img.ThumbnailWithSize(w, h, crop, size); err != nil {
+		img.Close()
+		return err
+	}
+	return nil
 }
 
 // heifSource is src, a HEIF file, for a thumbnail into o's box, and the
