@@ -337,6 +337,17 @@ build_libheif() {
   # through libde265 (ADR 0007); no other codec, no plugins loaded at run
   # time. aom rather than SVT-AV1 to write: 2.5-4x faster on a 256x256
   # thumbnail at equal bytes and SSIM (docs/engine.md, "AVIF").
+  # Its plugins are registered by heif_init (libvips calls it before its
+  # first HEIF load or save) instead of by a static constructor at process
+  # start, where registering libde265 built its scan orders and context
+  # tables: 1.5 ms of every exec of thumbd, /health included (ADR 0007,
+  # "Start-up").
+  local src=${dirs[libheif]}/libheif
+  sed -i -e 's/^static class Register_Default_Plugins$/class Register_Default_Plugins/' \
+    -e 's/^} dummy;$/}; \/\/ changed by thumbd: no instance, heif_init registers the plugins/' "$src/plugin_registry.cc"
+  sed -i 's/^static bool default_plugins_registered = true;.*$/static bool default_plugins_registered = false; \/\/ changed by thumbd: registered by heif_init/' "$src/init.cc"
+  grep -q 'changed by thumbd: no instance' "$src/plugin_registry.cc" && grep -q 'changed by thumbd: registered by heif_init' "$src/init.cc" ||
+    { log "the libheif start-up patch no longer applies"; return 1; }
   cmake_install libheif -DWITH_AOM_ENCODER=ON -DWITH_AOM_DECODER=OFF -DWITH_SvtEnc=OFF \
     -DWITH_DAV1D=ON -DWITH_DAV1D_PLUGIN=OFF -DWITH_LIBDE265=ON -DWITH_LIBDE265_PLUGIN=OFF \
     -DWITH_X265=OFF -DWITH_RAV1E=OFF -DWITH_KVAZAAR=OFF \
