@@ -40,11 +40,19 @@ func heifWithThumbnail(t *testing.T, avif bool, pw, ph, tw, th int) []byte {
 	if avif {
 		args = append(args, "-A")
 	}
-	primary, err := heiftest.Encode(solidImage(pw, ph, heifGreen), args...)
+	thumb, err := heiftest.Encode(solidImage(tw, th, heifRed), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	thumb, err := heiftest.Encode(solidImage(tw, th, heifRed), args...)
+	return heifWithThumbnailOf(t, pw, ph, thumb, args...)
+}
+
+// heifWithThumbnailOf is a green pw x ph image encoded by heif-enc with
+// args (a HEIC, or an AVIF with -A) whose embedded thumbnail is thumb, a
+// single-image file of the same kind.
+func heifWithThumbnailOf(t *testing.T, pw, ph int, thumb []byte, args ...string) []byte {
+	t.Helper()
+	primary, err := heiftest.Encode(solidImage(pw, ph, heifGreen), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,15 +140,7 @@ func TestHEIFThumbHashFromEmbeddedThumbnail(t *testing.T) {
 // is thumb, a single-image HEIC file.
 func heifWithThumbnailFile(t *testing.T, thumb []byte) []byte {
 	t.Helper()
-	primary, err := heiftest.Encode(solidImage(640, 480, heifGreen), "-q", "80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := heiftest.Transform(primary, heiftest.Options{Thumbnail: thumb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return heifWithThumbnailOf(t, 640, 480, thumb, "-q", "80")
 }
 
 // TestHEIFThumbnailThumbdRefuses covers the thumbnails libvips would
