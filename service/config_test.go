@@ -27,7 +27,7 @@ func envOf(kv map[string]string) func(string) (string, bool) {
 func TestConfigDefaults(t *testing.T) {
 	c := testConfig(t)
 	if c.Port != 8080 || c.MaxBodyBytes != 20<<20 || c.MaxPixels != 40_000_000 || c.MaxFrames != 256 || c.MaxSide != 4096 ||
-		c.Concurrency != runtime.GOMAXPROCS(0) || c.Queue != 1024 || c.SourceBudget != int64(max(5, 2*c.Concurrency+1))*20<<20 || c.Deadline != 10*time.Second || c.SourceDir != "" ||
+		c.Concurrency != runtime.GOMAXPROCS(0) || c.Queue != min(1024, 128*c.Concurrency) || c.SourceBudget != int64(max(5, 2*c.Concurrency+1))*20<<20 || c.Deadline != 10*time.Second || c.SourceDir != "" ||
 		c.ShutdownDelay != 0 || c.ShutdownTimeout != 30*time.Second || c.LogLevel.String() != "INFO" || c.JPEGShrink != thumbjob.JPEGShrinkFast {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -318,7 +318,9 @@ func TestConfigMaxConnections(t *testing.T) {
 		want int
 	}{
 		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "268435456"}, 322},   // 2 + 256 + 64
-		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "1073741824"}, 1282}, // 2 + 1024 + 256
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "1073741824"}, 322},  // 2 + 256 (128 a slot) + 64
+		{map[string]string{"THUMBD_CONCURRENCY": "8", "THUMBD_MEMORY_LIMIT": "1073741824"}, 1288}, // 8 + 1024 + 256
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "134217728"}, 162},   // 2 + 128 (a MiB each) + 32
 		{map[string]string{"THUMBD_CONCURRENCY": "4", "THUMBD_QUEUE": "8"}, 28},                   // 4 + 8 + 16
 		{map[string]string{"THUMBD_MAX_CONNECTIONS": "0", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "100"}, 127},
 		{map[string]string{"THUMBD_MAX_CONNECTIONS": "5"}, 5},

@@ -42,10 +42,22 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 		}
 	}
 	c := testConfig(t)
+	c.Concurrency = 8 // 128 queue places a slot: the limit, not the slots, bounds the queue here
 	p256, _ := planMemory(c, limitOf(256), none, "")
 	p1g, _ := planMemory(c, limitOf(1024), none, "")
 	if p1g.Jobs <= 3*p256.Jobs || p1g.Queue != 1024 || p256.Queue != 256 {
 		t.Errorf("budgets do not follow the limit: 256 MiB %+v, 1 GiB %+v", p256, p1g)
+	}
+	// With 2 slots the queue stops at what they finish within the
+	// deadline (128 places each), however large the limit.
+	c.Concurrency = 2
+	for _, l := range []int64{256, 1024, 8192} {
+		if p, _ := planMemory(c, limitOf(l), none, ""); p.Queue != 256 || p.Connections != 322 {
+			t.Errorf("2 slots, %d MiB: queue %d, cap %d; want 256 and 322", l, p.Queue, p.Connections)
+		}
+	}
+	if p, _ := planMemory(c, limitOf(128), none, ""); p.Queue != 128 {
+		t.Errorf("2 slots, 128 MiB: queue %d, want 128 (a place per MiB)", p.Queue)
 	}
 	if p, _ := planMemory(c, limitOf(256), none, "300MiB"); p.GoLimit != 0 {
 		t.Errorf("GOMEMLIMIT given: the plan still sets the Go limit to %d", p.GoLimit)

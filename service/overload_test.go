@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/thumbd/thumbd/service/internal/admission"
-	"github.com/thumbd/thumbd/service/internal/apierr"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +16,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/service/internal/admission"
+	"github.com/thumbd/thumbd/service/internal/apierr"
 )
 
 // Short versions of the soak's shutdown and slowloris modes
@@ -194,45 +196,87 @@ func slowConns(t *testing.T, addr string, n int) (int, func()) {
 	}
 }
 
+// 1000 slow connections (half trickling their request head, half idle
+// after one request) against a child process. Under the connection cap
+// (THUMBD_MAX_CONNECTIONS above the flood) they hold no place: /health and
+// thumbnails answer as on an idle machine. Past the cap (its default with
+// 2 slots, 322) they take every place; the cap closes those without a
+// request in the works past a second, so the backlog drains, and /health
+// on the admin port answers throughout.
 func TestSlowlorisDoesNotStarveHealthOrThumbnails(t *testing.T) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 2300 {
 		t.Skipf("ulimit -n %d: 1000 connections need about 2300 descriptors (both ends here)", lim.Cur)
 	}
-	c := startChild(t)
-	waitReady(t, c.addr)
-	open, closeAll := slowConns(t, strings.TrimPrefix(c.addr, "http://"), 1000)
-	defer closeAll()
-	if open < 1000 {
-		t.Fatalf("only %d connections opened", open)
-	}
 	src := encodeJPEG(t, scene(400, 300), 85)
-	client := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(3 * time.Second)
-	var health, thumbs int
-	var slowest time.Duration
-	for time.Now().Before(deadline) {
+	t.Run("under the cap", func(t *testing.T) {
+		c := startChild(t, "THUMBD_MAX_CONNECTIONS=2000")
+		open, closeAll := slowConns(t, strings.TrimPrefix(c.addr, "http://"), 1000)
+		defer closeAll()
+		if open < 1000 {
+			t.Fatalf("only %d connections opened", open)
+		}
+		health, thumbs, slowest := healthAndThumbnails(t, c.addr, c.addr, src)
+		// Generous: both answer in milliseconds on an idle machine.
+		if slowest > 5*time.Second {
+			t.Fatalf("a /health + /thumbnail pair took %s", slowest)
+		}
+		t.Logf("%d slow connections: %d /health and %d thumbnails answered, slowest pair %s", open, health, thumbs, slowest.Round(time.Millisecond))
+	})
+	t.Run("past the cap", func(t *testing.T) {
+		port, err := launch.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := "http://127.0.0.1:" + strconv.Itoa(port)
+		c := startChild(t, "THUMBD_CONCURRENCY=2", "THUMBD_MEMORY_LIMIT=1073741824", "THUMBD_ADMIN_PORT="+strconv.Itoa(port))
+		open, closeAll := slowConns(t, strings.TrimPrefix(c.addr, "http://"), 1000)
+		defer closeAll()
+		if open < 1000 {
+			t.Fatalf("only %d connections opened", open)
+		}
+		health, thumbs, slowest := healthAndThumbnails(t, admin, c.addr, src)
+		// The thumbnail waits in the backlog behind the slow connections
+		// until the cap has closed enough of them (about 2-3 s here).
+		if slowest > 10*time.Second {
+			t.Fatalf("a /health + /thumbnail pair took %s", slowest)
+		}
+		probe := &http.Client{Timeout: time.Second}
+		if cap := metricValue(t, probe, admin, "thumbd_connections_max"); cap != 322 {
+			t.Fatalf("thumbd_connections_max %v, want the default 322 (2 slots)", cap)
+		}
+		if closed := metricValue(t, probe, admin, "thumbd_connections_idle_closed_total"); closed < 100 {
+			t.Fatalf("thumbd_connections_idle_closed_total %v: the slow connections were not closed at the cap", closed)
+		}
+		t.Logf("%d slow connections past a cap of 322: %d /health (admin port) and %d thumbnails answered, slowest pair %s", open, health, thumbs, slowest.Round(time.Millisecond))
+	})
+}
+
+// healthAndThumbnails asks for /health at health and a thumbnail of src at
+// base, one after the other, for 3 s (at least one pair); every answer
+// must be a 200, and /health within a second.
+func healthAndThumbnails(t *testing.T, health, base string, src []byte) (healths, thumbs int, slowest time.Duration) {
+	t.Helper()
+	client := &http.Client{Timeout: 15 * time.Second}
+	probe := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(3 * time.Second); healths == 0 || time.Now().Before(deadline); {
 		start := time.Now()
-		resp, err := client.Get(c.addr + "/health")
+		resp, err := probe.Get(health + "/health")
 		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("/health with %d slow connections: %v", open, err)
+			t.Fatalf("/health at %s: %v", health, err)
 		}
 		resp.Body.Close()
-		health++
-		resp, err = client.Post(c.addr+"/thumbnail?w=128&h=128", "image/jpeg", bytes.NewReader(src))
+		healths++
+		resp, err = client.Post(base+"/thumbnail?w=128&h=128", "image/jpeg", bytes.NewReader(src))
 		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("/thumbnail with %d slow connections: %v", open, err)
+			t.Fatalf("/thumbnail: %v", err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		thumbs++
 		slowest = max(slowest, time.Since(start))
 	}
-	// Generous: both answer in milliseconds on an idle machine.
-	if slowest > 5*time.Second {
-		t.Fatalf("a /health + /thumbnail pair took %s", slowest)
-	}
-	t.Logf("%d slow connections: %d /health and %d thumbnails answered, slowest pair %s", open, health, thumbs, slowest.Round(time.Millisecond))
+	return healths, thumbs, slowest
 }
 
 // slowUpload starts a POST /thumbnail declaring length bytes and sends

@@ -22,6 +22,7 @@ import (
 	"github.com/thumbd/thumbd/internal/procfs"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -224,7 +225,7 @@ func freshArm(t *testing.T, name string, spec *cell.Spec, src armSource, jobs in
 		r.StartRSS, _ = c.RSS()
 		if warm != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			_, _, err := c.Run(ctx, thumbjob.Sniffed(warm), thumbjob.Job{Options: thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}})
+			_, _, err := c.Run(ctx, looked(warm), thumbjob.Job{Options: thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}})
 			cancel()
 			if err != nil {
 				t.Fatal(err)
@@ -268,7 +269,7 @@ func armJob(t *testing.T, c *cell.Cell, src []byte) (ms float64, faults int64, o
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, stats, err := c.Run(ctx, thumbjob.Sniffed(src), thumbjob.Job{Options: coverPNG()})
+	res, stats, err := c.Run(ctx, looked(src), thumbjob.Job{Options: coverPNG()})
 	img := res.Image
 	ms = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
@@ -331,4 +332,11 @@ func medianInt(xs []int64) int64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// looked is src as the pipeline's one look sees it, the source a cell is
+// handed.
+func looked(src []byte) thumbjob.Source {
+	s, _ := memcost.Look(src)
+	return s
 }

@@ -1,8 +1,10 @@
 // Package connlimit caps the connections a listener keeps open at once
 // (THUMBD_MAX_CONNECTIONS). At the cap Accept is not called on the socket,
 // so further connections wait in the kernel's backlog instead of each
-// costing a goroutine, its stack and its buffers; keep-alive connections
-// idle past a short bound are closed first to make room. Or, given a
+// costing a goroutine, its stack and its buffers; connections without a
+// request in the works past a short bound (keep-alive ones between
+// requests, new ones still sending their head) are closed first to make
+// room. Or, given a
 // refusal, each connection past the cap is accepted, sent the refusal and
 // closed at once (THUMBD_PAST_CONNECTION_CAP=refuse).
 package connlimit
@@ -16,11 +18,13 @@ import (
 	"time"
 )
 
-// DefaultIdleBound is how long a keep-alive connection may have been idle
-// before the cap, once reached, closes it to let a waiting one in: long
-// enough that a client between two requests keeps its connection, short
-// against the idle timeout (THUMBD_IDLE_TIMEOUT, 120 s) that would
-// otherwise hold the place.
+// DefaultIdleBound is how long a connection may have been without a
+// request in the works (a keep-alive one between two requests, or a new
+// one that has not sent a whole request head) before the cap, once
+// reached, closes it to let a waiting one in: long enough that a client
+// between two requests keeps its connection, short against the idle
+// timeout (THUMBD_IDLE_TIMEOUT, 120 s) and the read-header timeout (5 s)
+// that would otherwise hold the place.
 const DefaultIdleBound = time.Second
 
 // Limiter holds the count of one listener's connections and its metrics;
@@ -271,7 +275,14 @@ func (l *Limiter) ConnState(nc net.Conn, state http.ConnState) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c.idle = state == http.StateIdle
+	// No request in the works: idle between two requests, or new, its
+	// first request's head not read whole yet (net/http reports
+	// StateActive only once readRequest has read a head). At the cap a
+	// connection trickling its head (slowloris) is closed past the bound
+	// as an idle one is, instead of holding its place for the read-header
+	// timeout; a client's head is one packet, read in microseconds, and
+	// one that waited in the backlog is already in the socket's buffer.
+	c.idle = state == http.StateIdle || state == http.StateNew
 	if c.idle {
 		c.idleSince = l.now()
 		l.wake() // a waiting Accept may now have a connection to close later

@@ -198,47 +198,64 @@ func get(t *testing.T, c net.Conn) string {
 	return string(b)
 }
 
-// At the cap, a keep-alive connection idle past the bound is closed so
-// that a waiting one is served; a busy connection is not.
-func TestIdleConnectionClosedFirstAtTheCap(t *testing.T) {
-	l := listen(t, 2, 50*time.Millisecond)
-	release := make(chan struct{})
-	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("hold") {
-			<-release
-		}
-		io.WriteString(w, "ok")
-	}))
-	defer close(release)
-	idle := dial(t, l)
-	if got := get(t, idle); got != "ok" {
-		t.Fatalf("got %q", got)
-	}
-	busy := dial(t, l)
-	io.WriteString(busy, "GET /?hold HTTP/1.1\r\nHost: x\r\n\r\n")
-	waiting := dial(t, l)
-	start := time.Now()
-	if got := get(t, waiting); got != "ok" {
-		t.Fatalf("got %q", got)
-	}
-	if el := time.Since(start); el < 40*time.Millisecond {
-		t.Fatalf("served after %s: the idle connection was closed before its bound", el)
-	}
-	if n := l.IdleClosed(); n != 1 {
-		t.Fatalf("%d idle connections closed, want 1", n)
-	}
-	// The idle one was closed by the server: its read ends.
-	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := idle.Read(make([]byte, 1)); err == nil || isTimeout(err) {
-		t.Fatalf("the idle connection is still open: %v", err)
-	}
-	// The busy one still gets its answer.
-	busy.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-	if _, err := busy.Read(make([]byte, 1)); !isTimeout(err) {
-		t.Fatalf("the busy connection: %v, want it still waiting for its answer", err)
-	}
-	if n := l.Open(); n > 2 {
-		t.Fatalf("open %d past a cap of 2", n)
+// At the cap, a connection without a request in the works past the
+// bound is closed so that a waiting one is served: a keep-alive one idle
+// after its request, or a new one that has not sent a whole request head
+// (slowloris), which would otherwise hold its place for the read-header
+// timeout. A busy connection is not.
+func TestQuietConnectionClosedFirstAtTheCap(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		quiet func(t *testing.T, c net.Conn)
+	}{
+		{"idle keep-alive", func(t *testing.T, c net.Conn) {
+			if got := get(t, c); got != "ok" {
+				t.Fatalf("got %q", got)
+			}
+		}},
+		{"slow head", func(t *testing.T, c net.Conn) {
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: s") // and nothing more
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := listen(t, 2, 50*time.Millisecond)
+			release := make(chan struct{})
+			serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Has("hold") {
+					<-release
+				}
+				io.WriteString(w, "ok")
+			}))
+			defer close(release)
+			quiet := dial(t, l)
+			tc.quiet(t, quiet)
+			busy := dial(t, l)
+			io.WriteString(busy, "GET /?hold HTTP/1.1\r\nHost: x\r\n\r\n")
+			waiting := dial(t, l)
+			start := time.Now()
+			if got := get(t, waiting); got != "ok" {
+				t.Fatalf("got %q", got)
+			}
+			if el := time.Since(start); el < 40*time.Millisecond {
+				t.Fatalf("served after %s: the quiet connection was closed before its bound", el)
+			}
+			if n := l.IdleClosed(); n != 1 {
+				t.Fatalf("%d connections closed, want 1", n)
+			}
+			// The quiet one was closed by the server: its read ends.
+			quiet.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := quiet.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+				t.Fatalf("the quiet connection is still open: %v", err)
+			}
+			// The busy one still gets its answer.
+			busy.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			if _, err := busy.Read(make([]byte, 1)); !isTimeout(err) {
+				t.Fatalf("the busy connection: %v, want it still waiting for its answer", err)
+			}
+			if n := l.Open(); n > 2 {
+				t.Fatalf("open %d past a cap of 2", n)
+			}
+		})
 	}
 }
 

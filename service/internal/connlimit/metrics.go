@@ -17,7 +17,7 @@ func (l *Limiter) Collectors() []prometheus.Collector {
 			Name: "thumbd_connections_at_cap_seconds_total", Help: "Time the serving port spent at its cap of open connections, when new connections waited in the kernel's backlog (or were refused, THUMBD_PAST_CONNECTION_CAP=refuse).",
 		}, func() float64 { return l.AtCap().Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "thumbd_connections_idle_closed_total", Help: "Keep-alive connections closed while idle to make room at the cap.",
+			Name: "thumbd_connections_idle_closed_total", Help: "Connections closed to make room at the cap after a second without a request in the works: keep-alive ones between requests, new ones that had not sent a whole request head.",
 		}, func() float64 { return float64(l.IdleClosed()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "thumbd_connections_refused_total", Help: "Connections past the cap accepted only to be sent a 503 and closed (THUMBD_PAST_CONNECTION_CAP=refuse).",

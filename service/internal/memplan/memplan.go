@@ -97,7 +97,24 @@ const (
 	// beside its source, which the source budget bounds; 1 MiB of limit
 	// per place keeps that bookkeeping to about 2 %.
 	queueBytesPerEntry = 1 << 20
+	// queuePerSlot bounds the default queue by the CPU as well: a slot
+	// finishes about 128 12 MP photos within the 10 s deadline (70-80 ms
+	// each under load), so a deeper queue holds work the deadline door
+	// will refuse anyway, and the connections that feed it cost the
+	// thumbnails CPU: at 500 clients with no limit, a queue of 1024 (cap
+	// 1282) gave 0.74-0.89 of the 10-client rate and probe p99s of 41 ms,
+	// a queue of 256 (cap 322) 0.93-0.97 and 5-10 ms
+	// (bench/results/2026-12-03-cap). Past the cap, connections wait in
+	// the kernel's backlog, which absorbs a burst of small jobs for free.
+	queuePerSlot = 128
 )
+
+// DefaultQueue is THUMBD_QUEUE's default: a place per MiB of the memory
+// limit (queueBytesPerEntry) and at most queuePerSlot per slot, at least
+// 8 and at most 1024: 256 with 2 slots from a 256 MiB limit up.
+func DefaultQueue(concurrency int, limit int64) int {
+	return int(min(max(min(limit/queueBytesPerEntry, int64(concurrency)*queuePerSlot), 8), 1024))
+}
 
 // DefaultConnections is THUMBD_MAX_CONNECTIONS's default: a connection for
 // each slot and each place of the queue, and a quarter of the queue more
@@ -105,10 +122,10 @@ const (
 // port, scrapes, cache hits, 304s, errors answered at once, keep-alive
 // connections between two requests. A connection costs about 20 KB of Go
 // heap (goroutine, buffers, request; queueBytesPerEntry), so the cap
-// follows the queue, which follows the limit: 322 connections (about 6
-// MiB) at 256 MiB and 2 slots, 1282 (about 25 MiB) at 1 GiB, within the
-// Go heap's share for requests in flight (Outputs, an eighth of what the
-// process leaves). docs/hardening.md, "Connections".
+// follows the queue, which follows the limit and the slots: 322
+// connections (about 6 MiB) with 2 slots from 256 MiB up, 162 at 128 MiB,
+// within the Go heap's share for requests in flight (Outputs, an eighth
+// of what the process leaves). docs/hardening.md, "Connections".
 func DefaultConnections(concurrency, queue int) int {
 	return concurrency + queue + max(16, queue/4)
 }
@@ -174,7 +191,7 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 	}
 	p.Queue = c.Queue
 	if !explicit("THUMBD_QUEUE") {
-		p.Queue = int(min(max(l.Bytes/queueBytesPerEntry, 8), 1024))
+		p.Queue = DefaultQueue(c.Concurrency, l.Bytes)
 	}
 	p.Connections = c.MaxConnections
 	if !explicit("THUMBD_MAX_CONNECTIONS") {

@@ -171,7 +171,16 @@ func slogLevel(l vips.LogLevel) slog.Level {
 // Thumbnail makes one thumbnail of src, sniffed here (the pipeline's
 // jobs come through Run, their source already looked at).
 func (e *Engine) Thumbnail(ctx context.Context, src []byte, o thumbjob.Options) (thumbjob.Image, error) {
-	return e.thumbnail(ctx, thumbjob.Sniffed(src), o)
+	return e.thumbnail(ctx, looked(src), o)
+}
+
+// looked is src as the pipeline's one look sees it (memcost.Look: the
+// format sniffed, the header read), for the entry points that get bytes
+// alone (tests, tools, the watermark): the engine then runs as it does on
+// a job's source.
+func looked(src []byte) thumbjob.Source {
+	s, _ := memcost.Look(src) // Format and Header are set as far as they could be read
+	return s
 }
 
 // thumbnail makes one thumbnail of src. The source's format is the one
@@ -195,7 +204,7 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
-	h.format, h.nclx = in.Format, in.Header.NCLX
+	h.format, h.look = in.Format, in.Header
 	if err := e.checkHeader(h); err != nil {
 		return thumbjob.Image{}, err
 	}
@@ -251,7 +260,7 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	defer img.Close()
 	tr.Shrink = max(shrink, f.shrink)
 	t := tr.Add(thumbjob.StageDecode, began)
-	if err := fromNCLX(img, h.nclx); err != nil {
+	if err := fromNCLX(img, h.look.NCLX); err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
 	if err := e.finishOn(img, o, out, canvasW, canvasH); errors.Is(err, errNoWatermark) {
@@ -432,20 +441,23 @@ func resize(img *vips.ImageRef, w, h int, crop vips.Interesting, size vips.Size)
 // heifSource is src, a HEIF file, for a thumbnail into o's box, and the
 // size of the embedded thumbnail thumbd decodes instead of the primary
 // image (thumbjob.HEIFThumbnail: libvips' rule, and the aspect ratio
-// within 1 %; 0 x 0: none). When there is none, src comes without its
+// within 1 %; 0 x 0: none), as the look found it (h.look: the estimate
+// priced the same choice). When there is none, src comes without its
 // thumbnails (memcost.WithoutHEIFThumbnails), so that libvips' thumbnail
 // operation decodes no thumbnail: neither one of another aspect ratio,
 // which it would use (a 4:3 photo's 320x256 thumbnail gives 256x205), nor
 // one of any declared size, which it decodes to check its aspect ratio
 // before deciding, past the pixel limit and the memory estimate. libvips
-// sees the primary as h says (libheif's irot and imir applied).
+// sees the primary as h says (libheif's irot and imir applied). A header
+// the look could not read (Width 0) declares no thumbnail thumbd trusts:
+// its thumbnails are removed too.
 func heifSource(src []byte, o thumbjob.Options, h header) (out []byte, tw, th int) {
-	hdr, err := memcost.ReadHeader(src)
-	if err == nil && hdr.ThumbWidth == 0 {
+	read, t := h.look.Width > 0, h.look
+	if read && t.ThumbWidth == 0 {
 		return src, 0, 0
 	}
-	if _, use := thumbjob.HEIFThumbnail(h.width, h.height, hdr.ThumbWidth, hdr.ThumbHeight, o.Width, o.Height, o.Fit); err == nil && use {
-		return src, hdr.ThumbWidth, hdr.ThumbHeight
+	if _, use := thumbjob.HEIFThumbnail(h.width, h.height, t.ThumbWidth, t.ThumbHeight, o.Width, o.Height, o.Fit); read && use {
+		return src, t.ThumbWidth, t.ThumbHeight
 	}
 	return memcost.WithoutHEIFThumbnails(src), 0, 0
 }

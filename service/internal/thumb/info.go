@@ -20,7 +20,7 @@ import (
 // to at most thumbjob.ThumbHashSide a side (thumbHash). Bytes
 // is left to the caller, which knows the source.
 func (e *Engine) Info(ctx context.Context, src []byte, job thumbjob.InfoJob) (thumbjob.Info, error) {
-	return e.info(ctx, thumbjob.Sniffed(src), job)
+	return e.info(ctx, looked(src), job)
 }
 
 // info is Info of a source already looked at (its format is in.Format:
@@ -43,7 +43,7 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	// The format decides which limits hold (frames count for an
 	// animation only); the ThumbHash's decode below keeps libvips' own
 	// shrink-on-load (h.format unset), as it always has.
-	h.nclx = in.Header.NCLX
+	h.look = in.Header
 	checked := h
 	checked.format = in.Format
 	if err := e.checkHeader(checked); err != nil {
@@ -90,7 +90,7 @@ func (e *Engine) thumbHash(src []byte, format imagefmt.Format, h header, space s
 		return "", err
 	}
 	defer img.Close()
-	if err := fromNCLX(img, h.nclx); err != nil {
+	if err := fromNCLX(img, h.look.NCLX); err != nil {
 		return "", err
 	}
 	return e.encodeThumbHash(img, o)

@@ -210,7 +210,7 @@ func TestNewInputFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := thumbjob.Sniffed(src).Format; got != tc.format {
+			if got := looked(src).Format; got != tc.format {
 				t.Fatalf("sniffed as %q, want %q", got, tc.format)
 			}
 			img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 160, Height: 120, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG})

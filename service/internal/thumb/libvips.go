@@ -164,8 +164,10 @@ type header struct {
 	// format is the source's, sniffed once by checkSource ("" when the
 	// header was read without it: load then sniffs).
 	format imagefmt.Format
-	// nclx is a HEIF's nclx colour, from the look (fromNCLX converts it).
-	nclx thumbjob.NCLX
+	// look is what the pipeline's one look read of the header
+	// (memcost.Look): a HEIF's nclx colour (fromNCLX converts it) and
+	// embedded thumbnail (heifSource). Zero when it could not read it.
+	look thumbjob.Header
 }
 
 // displayed returns the size after EXIF orientation is applied: values 5-8

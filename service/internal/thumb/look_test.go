@@ -23,7 +23,7 @@ func TestRunTrustsTheLookItIsGiven(t *testing.T) {
 		if !errors.Is(err, thumbjob.ErrUnsupportedFormat) {
 			t.Errorf("%s, no format in the look: %v, want %v", job.Normalised(), err, thumbjob.ErrUnsupportedFormat)
 		}
-		if _, err := testEngine.Run(context.Background(), thumbjob.Sniffed(small), job); err != nil {
+		if _, err := testEngine.Run(context.Background(), looked(small), job); err != nil {
 			t.Errorf("%s, the look's format: %v", job.Normalised(), err)
 		}
 	}

@@ -18,7 +18,7 @@ func (e *Engine) LoadWatermark() error {
 	if len(src) == 0 {
 		return nil
 	}
-	in := thumbjob.Sniffed(src)
+	in := looked(src)
 	if err := e.checkSource(in); err != nil {
 		return err
 	}

@@ -17,13 +17,6 @@ type Source struct {
 	Header Header `json:"header"`
 }
 
-// Sniffed is src looked at for its format alone (no header): for callers
-// that have bytes and no pipeline (tests, tools).
-func Sniffed(src []byte) Source {
-	spec, _ := imagefmt.Sniff(src)
-	return Source{Bytes: src, Format: spec.Format}
-}
-
 // Header is what sizing a job needs of a source (memcost reads it).
 type Header struct {
 	Format         imagefmt.Format `json:"format"`
