@@ -317,12 +317,12 @@ func TestConfigMaxConnections(t *testing.T) {
 		env  map[string]string
 		want int
 	}{
-		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "268435456"}, 322},   // 2 + 256 + 64
-		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "1073741824"}, 322},  // 2 + 256 (128 a slot) + 64
-		{map[string]string{"THUMBD_CONCURRENCY": "8", "THUMBD_MEMORY_LIMIT": "1073741824"}, 1288}, // 8 + 1024 + 256
-		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "134217728"}, 162},   // 2 + 128 (a MiB each) + 32
-		{map[string]string{"THUMBD_CONCURRENCY": "4", "THUMBD_QUEUE": "8"}, 28},                   // 4 + 8 + 16
-		{map[string]string{"THUMBD_MAX_CONNECTIONS": "0", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "100"}, 127},
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "268435456"}, 258},   // 2 + 256
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "1073741824"}, 258},  // 2 + 256 (128 a slot)
+		{map[string]string{"THUMBD_CONCURRENCY": "8", "THUMBD_MEMORY_LIMIT": "1073741824"}, 1032}, // 8 + 1024
+		{map[string]string{"THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_LIMIT": "134217728"}, 130},   // 2 + 128 (a MiB each)
+		{map[string]string{"THUMBD_CONCURRENCY": "4", "THUMBD_QUEUE": "8"}, 12},                   // 4 + 8
+		{map[string]string{"THUMBD_MAX_CONNECTIONS": "0", "THUMBD_CONCURRENCY": "2", "THUMBD_QUEUE": "100"}, 102},
 		{map[string]string{"THUMBD_MAX_CONNECTIONS": "5"}, 5},
 	} {
 		c, err := loadConfig(nil, envOf(tc.env), io.Discard)

@@ -52,8 +52,8 @@ func TestPlanMemoryDerivesEverythingWithinTheLimit(t *testing.T) {
 	// deadline (128 places each), however large the limit.
 	c.Concurrency = 2
 	for _, l := range []int64{256, 1024, 8192} {
-		if p, _ := planMemory(c, limitOf(l), none, ""); p.Queue != 256 || p.Connections != 322 {
-			t.Errorf("2 slots, %d MiB: queue %d, cap %d; want 256 and 322", l, p.Queue, p.Connections)
+		if p, _ := planMemory(c, limitOf(l), none, ""); p.Queue != 256 || p.Connections != 258 {
+			t.Errorf("2 slots, %d MiB: queue %d, cap %d; want 256 and 258", l, p.Queue, p.Connections)
 		}
 	}
 	if p, _ := planMemory(c, limitOf(128), none, ""); p.Queue != 128 {

@@ -200,7 +200,7 @@ func slowConns(t *testing.T, addr string, n int) (int, func()) {
 // after one request) against a child process. Under the connection cap
 // (THUMBD_MAX_CONNECTIONS above the flood) they hold no place: /health and
 // thumbnails answer as on an idle machine. Past the cap (its default with
-// 2 slots, 322) they take every place; the cap closes those without a
+// 2 slots, 258) they take every place; the cap closes those without a
 // request in the works past a second, so the backlog drains, and /health
 // on the admin port answers throughout.
 func TestSlowlorisDoesNotStarveHealthOrThumbnails(t *testing.T) {
@@ -242,13 +242,13 @@ func TestSlowlorisDoesNotStarveHealthOrThumbnails(t *testing.T) {
 			t.Fatalf("a /health + /thumbnail pair took %s", slowest)
 		}
 		probe := &http.Client{Timeout: time.Second}
-		if cap := metricValue(t, probe, admin, "thumbd_connections_max"); cap != 322 {
-			t.Fatalf("thumbd_connections_max %v, want the default 322 (2 slots)", cap)
+		if cap := metricValue(t, probe, admin, "thumbd_connections_max"); cap != 258 {
+			t.Fatalf("thumbd_connections_max %v, want the default 258 (2 slots)", cap)
 		}
 		if closed := metricValue(t, probe, admin, "thumbd_connections_idle_closed_total"); closed < 100 {
 			t.Fatalf("thumbd_connections_idle_closed_total %v: the slow connections were not closed at the cap", closed)
 		}
-		t.Logf("%d slow connections past a cap of 322: %d /health (admin port) and %d thumbnails answered, slowest pair %s", open, health, thumbs, slowest.Round(time.Millisecond))
+		t.Logf("%d slow connections past a cap of 258: %d /health (admin port) and %d thumbnails answered, slowest pair %s", open, health, thumbs, slowest.Round(time.Millisecond))
 	})
 }
 

@@ -1,5 +1,6 @@
 #!/bin/bash
 # rounds of none-inprocess {10, 500} with caps: default, 322, 130
+# (the default then: queue 1024 from the limit, cap 1282)
 cd /work/main
 T=bench/results/2026-12-02-overload3/tools
 for r in 1 2 3; do

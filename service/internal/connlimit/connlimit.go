@@ -36,6 +36,7 @@ type Limiter struct {
 	idleBound time.Duration
 	refusal   []byte        // written to a connection past the cap; nil: it waits in the backlog
 	refusing  chan struct{} // a place per refused connection being answered
+	lingerFor time.Duration // lingerFor; a test holds refusals open longer
 	now       func() time.Time
 
 	mu       sync.Mutex
@@ -61,7 +62,7 @@ func New(limit int, idleBound time.Duration, refusal []byte) *Limiter {
 		idleBound = DefaultIdleBound
 	}
 	return &Limiter{
-		max: max(limit, 1), idleBound: idleBound, refusal: refusal, refusing: make(chan struct{}, maxRefusing), now: time.Now,
+		max: max(limit, 1), idleBound: idleBound, refusal: refusal, refusing: make(chan struct{}, maxRefusing), lingerFor: lingerFor, now: time.Now,
 		conns: map[*conn]struct{}{}, changed: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -152,7 +153,7 @@ func (l *Limiter) refuse(c net.Conn) {
 		if cw, ok := c.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite() // the refusal is whole: FIN after it
 		}
-		_ = c.SetReadDeadline(time.Now().Add(lingerFor))
+		_ = c.SetReadDeadline(time.Now().Add(l.lingerFor))
 		_, _ = io.CopyN(io.Discard, c, lingerBytes)
 	}()
 }

@@ -150,6 +150,44 @@ func TestRefusalPastTheCap(t *testing.T) {
 	}
 }
 
+// Past maxRefusing refusals being answered at once, a further connection
+// past the cap is closed at once, unanswered and unread: the refusals'
+// goroutines stay bounded however many connections arrive.
+func TestRefusalsBoundedPastTheirLimit(t *testing.T) {
+	refusal := []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	l := listenRefusing(t, 1, time.Hour, refusal)
+	l.lingerFor = time.Minute // each answered refusal holds its place until its client closes
+	accepted := acceptAll(l)
+	dial(t, l)
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first connection was not accepted")
+	}
+	ask := func() net.Conn {
+		c := dial(t, l)
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for i := range maxRefusing {
+		c := ask()
+		got := make([]byte, len(refusal))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != string(refusal) {
+			t.Fatalf("refusal %d: read %q, %v", i, got, err)
+		}
+	}
+	c := ask()
+	if got, err := io.ReadAll(c); len(got) != 0 || isTimeout(err) {
+		t.Fatalf("past %d refusals at once: read %q, %v; want the connection closed unanswered", maxRefusing, got, err)
+	}
+	if n := l.Refused(); n != maxRefusing+1 {
+		t.Fatalf("refused %d, want %d", n, maxRefusing+1)
+	}
+}
+
 // Close wakes an Accept that waits at the cap.
 func TestCloseEndsAWaitingAccept(t *testing.T) {
 	l := listen(t, 1, time.Hour)

@@ -103,9 +103,9 @@ const (
 	// will refuse anyway, and the connections that feed it cost the
 	// thumbnails CPU: at 500 clients with no limit, a queue of 1024 (cap
 	// 1282) gave 0.74-0.89 of the 10-client rate and probe p99s of 41 ms,
-	// a queue of 256 (cap 322) 0.93-0.97 and 5-10 ms
-	// (bench/results/2026-12-03-cap). Past the cap, connections wait in
-	// the kernel's backlog, which absorbs a burst of small jobs for free.
+	// a cap of 322 0.93-0.97 and 5-10 ms (bench/results/2026-12-03-cap).
+	// Past the cap, connections wait in the kernel's backlog, which
+	// absorbs a burst of small jobs for free.
 	queuePerSlot = 128
 )
 
@@ -117,17 +117,23 @@ func DefaultQueue(concurrency int, limit int64) int {
 }
 
 // DefaultConnections is THUMBD_MAX_CONNECTIONS's default: a connection for
-// each slot and each place of the queue, and a quarter of the queue more
-// (at least 16) for the requests that take no place: probes on the serving
-// port, scrapes, cache hits, 304s, errors answered at once, keep-alive
-// connections between two requests. A connection costs about 20 KB of Go
-// heap (goroutine, buffers, request; queueBytesPerEntry), so the cap
-// follows the queue, which follows the limit and the slots: 322
-// connections (about 6 MiB) with 2 slots from 256 MiB up, 162 at 128 MiB,
-// within the Go heap's share for requests in flight (Outputs, an eighth
-// of what the process leaves). docs/hardening.md, "Connections".
+// each slot and each place of the queue, and no more. A connection past
+// them would find the queue full and get a 503 queue_full at once, and at
+// 500 clients those come straight back, each with the start of an
+// upload: a quarter of the queue more (322 against 258 with 2 slots) cost
+// 5-12 % of the thumbnails (bench/results/2026-12-03-cap). Requests that
+// take no place (cache hits, 304s, errors, probes on the serving port)
+// share the same places; keep-alive connections between requests and new
+// ones without a whole request head give theirs up after a second at the
+// cap (connlimit), and the probes belong on the admin port. A connection
+// costs about 20 KB of Go heap (goroutine, buffers, request;
+// queueBytesPerEntry), so the cap follows the queue, which follows the
+// limit and the slots: 258 connections (about 5 MiB) with 2 slots from
+// 256 MiB up, 130 at 128 MiB, within the Go heap's share for requests in
+// flight (Outputs, an eighth of what the process leaves).
+// docs/hardening.md, "Connections".
 func DefaultConnections(concurrency, queue int) int {
-	return concurrency + queue + max(16, queue/4)
+	return concurrency + queue
 }
 
 // errMemory is a setting that cannot fit the memory limit.

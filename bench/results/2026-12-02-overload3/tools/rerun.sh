@@ -19,7 +19,7 @@
 # load (DURATION) plus the drain; a run that would pass BUDGET (default
 # 1140 s) is skipped and said so. ONLY=REGEX runs only the steps whose
 # name (WHERE-LIMIT-MODE-LOAD, e.g. process-512m-cells-500) matches.
-# ADMIN=1 (processes): the probes go to THUMBD_ADMIN_PORT (run1.sh).
+# ADMIN=1: the probes go to THUMBD_ADMIN_PORT (run1.sh, run1c.sh).
 # EXTRA_ENV="NAME=VALUE ...": more settings for every run (e.g.
 # THUMBD_PAST_CONNECTION_CAP=refuse).
 set -euo pipefail
