@@ -467,6 +467,45 @@ func TestCellsDrainOnSIGTERM(t *testing.T) {
 	}
 }
 
+// Every thread of a cell, libvips' included once it has made a thumbnail,
+// runs at nice 5, and the supervisor's at 0: the pixel work yields the CPU
+// to the threads that accept connections and answer probes.
+func TestCellsRunBelowTheSupervisor(t *testing.T) {
+	c := startChild(t, "THUMBD_ENGINE=cells", "THUMBD_CONCURRENCY=1")
+	waitReady(t, c.addr)
+	postThumb(t, c.addr, "?w=64", encodeJPEG(t, scene(800, 600), 85))
+	threadNices := func(pid int) map[int]int {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nices := map[int]int{}
+		for _, task := range tasks {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // ended since the listing
+			}
+			// After the command's closing parenthesis: state is field 3,
+			// nice field 19.
+			fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+			n, err := strconv.Atoi(fields[16])
+			if err != nil {
+				t.Fatal(err)
+			}
+			nices[n]++
+		}
+		return nices
+	}
+	if got := threadNices(c.cmd.Process.Pid); len(got) != 1 || got[0] == 0 {
+		t.Errorf("supervisor threads by nice value: %v, want all at 0", got)
+	}
+	for _, pid := range celltest.Children(t, c.cmd.Process.Pid) {
+		if got := threadNices(pid); len(got) != 1 || got[5] < 2 {
+			t.Errorf("cell %d threads by nice value: %v, want all (2 or more) at 5", pid, got)
+		}
+	}
+}
+
 func TestCellsThatCannotStartStopTheService(t *testing.T) {
 	logs := &launch.Log{}
 	srv, err := launch.Start(context.Background(), launch.Spec{Command: []string{os.Args[0]},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"github.com/thumbd/thumbd/service/internal/cell"
@@ -23,6 +24,15 @@ import (
 // here, and glibc reserves 64 MiB per malloc arena. A runaway allocation
 // fails there instead of growing until the pod's OOM killer picks a victim.
 const cellAddressSpace = 4 << 30
+
+// cellNice is a cell's nice value: libvips' pixel work yields the CPU to
+// the supervisor, whose threads accept connections, read uploads and
+// answer the probes. Under 500 clients on 2 CPUs the supervisor's threads
+// waited up to 36 ms for a CPU behind the cells' libvips workers (perf
+// sched, bench/results/2026-12-03-overload), and a probe's answer with
+// them. Nice 5 weighs a third of nice 0: the cells still get every CPU
+// the supervisor leaves, and a woken supervisor thread preempts them.
+const cellNice = 5
 
 // cellOpenFiles is RLIMIT_NOFILE in a cell: its socket, stdio, the Go
 // runtime's poller, and nothing it opens (it cannot open files).
@@ -52,6 +62,10 @@ func ServeCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	// from re-reading cgroup files, which the sandbox would refuse.
 	runtime.GOMAXPROCS(1)
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: set.LogLevel})).With("cell_pid", os.Getpid())
+	// Before libvips starts its threads, which inherit it.
+	if err := lowerPriority(cellNice); err != nil {
+		logger.Warn("cell: the libvips work keeps the supervisor's priority", "err", err)
+	}
 	set.Engine.Logger = logger
 	eng := thumb.New(set.Engine)
 	eng.Start()
@@ -67,6 +81,28 @@ func ServeCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	layers := sandbox.Apply(sandbox.Config{AddressSpace: as, OpenFiles: cellOpenFiles})
 	w := cell.Worker{Engine: wrap(eng), MaxSource: set.MaxSource, Memory: thumb.Memory, AfterJob: trimAfterLargeJob}
 	return w.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: thumb.Version(), Sandbox: layers})
+}
+
+// lowerPriority sets the nice value of every thread of the process: Linux
+// keeps one per thread, setpriority(PRIO_PROCESS, 0) changes only the
+// calling one, and the threads created later inherit their creator's.
+// Raising one's own nice value needs no privilege.
+func lowerPriority(nice int) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		// A thread that ended since the listing is ESRCH: nothing to do.
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && err != syscall.ESRCH {
+			return fmt.Errorf("setpriority %d: %w", tid, err)
+		}
+	}
+	return nil
 }
 
 // trimLargerThan is the estimated peak over which a cell gives its freed
