@@ -28,6 +28,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/hostile"
 	"github.com/thumbd/thumbd/internal/launch"
+	"github.com/thumbd/thumbd/internal/procfs"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
@@ -474,25 +475,16 @@ func TestCellsRunBelowTheSupervisor(t *testing.T) {
 	c := startChild(t, "THUMBD_ENGINE=cells", "THUMBD_CONCURRENCY=1")
 	waitReady(t, c.addr)
 	postThumb(t, c.addr, "?w=64", encodeJPEG(t, scene(800, 600), 85))
-	threadNices := func(pid int) map[int]int {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	threadNices := func(pid int) map[int64]int {
+		tids, err := procfs.Tasks(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		nices := map[int]int{}
-		for _, task := range tasks {
-			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-			if err != nil {
-				continue // ended since the listing
+		nices := map[int64]int{}
+		for _, tid := range tids {
+			if st, err := procfs.ReadTaskStat(pid, tid); err == nil { // else ended since the listing
+				nices[st.Nice]++
 			}
-			// After the command's closing parenthesis: state is field 3,
-			// nice field 19.
-			fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
-			n, err := strconv.Atoi(fields[16])
-			if err != nil {
-				t.Fatal(err)
-			}
-			nices[n]++
 		}
 		return nices
 	}

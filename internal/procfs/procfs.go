@@ -199,6 +199,7 @@ type Stat struct {
 	PPID                         int
 	UTime, STime, CUTime, CSTime int64 // CUTime, CSTime: children waited for
 	StartTime                    int64 // since boot
+	Nice                         int64 // -20..19; a thread's own (/proc/PID/task/TID/stat)
 }
 
 // ParseStat parses the text of /proc/PID/stat. The command name (field 2)
@@ -209,7 +210,7 @@ func ParseStat(stat string) (Stat, error) {
 		return Stat{}, fmt.Errorf("procfs: malformed stat line")
 	}
 	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16)
-	// cstime(17) ... starttime(22); f[0] is field 3.
+	// cstime(17) ... nice(19) ... starttime(22); f[0] is field 3.
 	f := strings.Fields(stat[i+1:])
 	if len(f) < 20 {
 		return Stat{}, fmt.Errorf("procfs: short stat line")
@@ -219,7 +220,7 @@ func ParseStat(stat string) (Stat, error) {
 	if st.PPID, err = strconv.Atoi(f[1]); err != nil {
 		return Stat{}, fmt.Errorf("procfs: bad ppid %q", f[1])
 	}
-	for k, dst := range map[int]*int64{14: &st.UTime, 15: &st.STime, 16: &st.CUTime, 17: &st.CSTime, 22: &st.StartTime} {
+	for k, dst := range map[int]*int64{14: &st.UTime, 15: &st.STime, 16: &st.CUTime, 17: &st.CSTime, 19: &st.Nice, 22: &st.StartTime} {
 		if *dst, err = strconv.ParseInt(f[k-3], 10, 64); err != nil {
 			return Stat{}, fmt.Errorf("procfs: bad stat field %d %q", k, f[k-3])
 		}
@@ -229,7 +230,17 @@ func ParseStat(stat string) (Stat, error) {
 
 // ReadStat reads /proc/PID/stat.
 func ReadStat(pid int) (Stat, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return readStat(fmt.Sprintf("/proc/%d/stat", pid))
+}
+
+// ReadTaskStat reads /proc/PID/task/TID/stat: one thread's (its Nice is
+// its own; Linux keeps one per thread).
+func ReadTaskStat(pid, tid int) (Stat, error) {
+	return readStat(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+}
+
+func readStat(path string) (Stat, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return Stat{}, err
 	}

@@ -7,9 +7,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"syscall"
 
+	"github.com/thumbd/thumbd/internal/procfs"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
@@ -86,20 +86,29 @@ func ServeCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 // lowerPriority sets the nice value of every thread of the process: Linux
 // keeps one per thread, setpriority(PRIO_PROCESS, 0) changes only the
 // calling one, and the threads created later inherit their creator's.
-// Raising one's own nice value needs no privilege.
+// Raising one's own nice value needs no privilege. A thread started while
+// the list is read may be missing from it, so the list is read again
+// until a pass finds no thread it had not set.
 func lowerPriority(nice int) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+	set := map[int]bool{}
+	for pass := 0; pass < 4; pass++ {
+		tids, err := procfs.Tasks(os.Getpid())
 		if err != nil {
-			continue
+			return err
 		}
-		// A thread that ended since the listing is ESRCH: nothing to do.
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && err != syscall.ESRCH {
-			return fmt.Errorf("setpriority %d: %w", tid, err)
+		fresh := false
+		for _, tid := range tids {
+			if set[tid] {
+				continue
+			}
+			// A thread that ended since the listing is ESRCH: nothing to do.
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && err != syscall.ESRCH {
+				return fmt.Errorf("setpriority %d: %w", tid, err)
+			}
+			set[tid], fresh = true, true
+		}
+		if !fresh {
+			return nil
 		}
 	}
 	return nil
