@@ -326,3 +326,45 @@ func TestJobSourceIsReadIntoOneBuffer(t *testing.T) {
 		t.Errorf("reading a 5 MiB source allocated %d bytes", grew)
 	}
 }
+
+// seen is echo that hands each source it gets to got.
+type seen struct {
+	echo
+	got chan thumbjob.Source
+}
+
+func (s seen) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
+	s.got <- src
+	return s.echo.Run(ctx, src, job)
+}
+
+// A job's source reaches the cell's engine with what the supervisor's
+// look found: the format and the whole header, a HEIF's embedded
+// thumbnail and nclx colour included, which the engine uses and never
+// reads again.
+func TestJobSourceKeepsTheLook(t *testing.T) {
+	ours, theirs := net.Pipe()
+	defer ours.Close()
+	eng := seen{got: make(chan thumbjob.Source, 1)}
+	go Worker{Engine: eng, MaxSource: 10}.Serve(theirs, Hello{PID: 1})
+	var h Hello
+	readFrame(ours, kindHello, &h, 0)
+	sent := thumbjob.Source{Format: imagefmt.HEIC, Header: thumbjob.Header{
+		Format: imagefmt.HEIC, Width: 4032, Height: 3024, Bands: 3, BytesPerSample: 1, Frames: 1, BitDepth: 8,
+		ThumbWidth: 320, ThumbHeight: 240, ThumbCoded: true,
+		NCLX: thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true},
+	}}
+	go writeFrame(ours, kindJob, jobMeta{Job: thumbjob.Job{Options: job(8)}, Source: sent}, []byte("src"))
+	got := <-eng.got
+	if string(got.Bytes) != "src" {
+		t.Errorf("bytes %q, want the frame's payload", got.Bytes)
+	}
+	got.Bytes = nil
+	if !reflect.DeepEqual(got, sent) {
+		t.Errorf("the engine got %+v, want %+v", got, sent)
+	}
+	var meta resultMeta
+	if _, err := readFrame(ours, kindResult, &meta, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+}
