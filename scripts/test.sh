@@ -37,7 +37,10 @@ promtool_check() {
 run_command_check() {
   local log status=0
   log=$(mktemp)
-  bin/thumbd-bench serve -timeout 15m -log "$log" -run '
+  # -timeout: on a fresh machine scripts/run.sh first builds libvips and its
+  # codecs (about 25 CPU-minutes: 15 minutes on 2 cores, measured; over
+  # 15m once, which failed this step on a cold cache).
+  bin/thumbd-bench serve -timeout 45m -log "$log" -run '
     code=$(curl -sS -o /dev/null -w "%{http_code}" --data-binary @service/internal/thumb/testdata/sources/small.jpg "$THUMBD_URL/thumbnail?w=64")
     [ "$code" = 200 ] || { echo "scripts/run.sh: POST /thumbnail answered $code" >&2; exit 1; }' -- scripts/run.sh || status=1
   if grep '"level":"WARN"' "$log" >&2; then echo "scripts/run.sh: warnings at start-up (above)" >&2; status=1; fi
