@@ -475,63 +475,27 @@ func TestCellsRunBelowTheSupervisor(t *testing.T) {
 	c := startChild(t, "THUMBD_ENGINE=cells", "THUMBD_CONCURRENCY=1")
 	waitReady(t, c.addr)
 	postThumb(t, c.addr, "?w=64", encodeJPEG(t, scene(800, 600), 85))
-	if got := threadNices(t, c.cmd.Process.Pid); len(got) != 1 || got[0] == 0 {
+	threadNices := func(pid int) map[int64]int {
+		tids, err := procfs.Tasks(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nices := map[int64]int{}
+		for _, tid := range tids {
+			if st, err := procfs.ReadTaskStat(pid, tid); err == nil { // else ended since the listing
+				nices[st.Nice]++
+			}
+		}
+		return nices
+	}
+	if got := threadNices(c.cmd.Process.Pid); len(got) != 1 || got[0] == 0 {
 		t.Errorf("supervisor threads by nice value: %v, want all at 0", got)
 	}
 	for _, pid := range celltest.Children(t, c.cmd.Process.Pid) {
-		if got := threadNices(t, pid); len(got) != 1 || got[5] < 2 {
+		if got := threadNices(pid); len(got) != 1 || got[5] < 2 {
 			t.Errorf("cell %d threads by nice value: %v, want all (2 or more) at 5", pid, got)
 		}
 	}
-}
-
-// In process, libvips' own threads (named by GLib) run at nice 5 once they
-// have made a thumbnail, and Go's (the main thread's name) stay at 0.
-func TestInProcessLibvipsRunsBelowTheServer(t *testing.T) {
-	c := startChild(t, "THUMBD_ENGINE=inprocess")
-	waitReady(t, c.addr)
-	postThumb(t, c.addr, "?w=64", encodeJPEG(t, scene(800, 600), 85))
-	pid := c.cmd.Process.Pid
-	main, err := procfs.ReadStat(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[bool]map[int64]int{true: {}, false: {}} // Go's: true
-	for _, st := range threadStats(t, pid) {
-		byName[st.Comm == main.Comm][st.Nice]++
-	}
-	if got := byName[true]; len(got) != 1 || got[0] < 2 {
-		t.Errorf("Go's threads (%q) by nice value: %v, want all (2 or more) at 0", main.Comm, got)
-	}
-	if got := byName[false]; len(got) != 1 || got[5] < 1 {
-		t.Errorf("libvips' threads by nice value: %v, want all (1 or more) at 5", got)
-	}
-}
-
-// threadStats are the stat lines of pid's threads that still run.
-func threadStats(t *testing.T, pid int) []procfs.Stat {
-	t.Helper()
-	tids, err := procfs.Tasks(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []procfs.Stat
-	for _, tid := range tids {
-		if st, err := procfs.ReadTaskStat(pid, tid); err == nil { // else ended since the listing
-			out = append(out, st)
-		}
-	}
-	return out
-}
-
-// threadNices counts pid's threads by nice value.
-func threadNices(t *testing.T, pid int) map[int64]int {
-	t.Helper()
-	nices := map[int64]int{}
-	for _, st := range threadStats(t, pid) {
-		nices[st.Nice]++
-	}
-	return nices
 }
 
 func TestCellsThatCannotStartStopTheService(t *testing.T) {

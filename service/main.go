@@ -96,7 +96,7 @@ func newEngine(cfg config, logger *slog.Logger, logOut io.Writer) (engines.Engin
 	if cfg.Engine == engineCells {
 		return engines.NewCells(cfg.cells(), logger, logOut)
 	}
-	return engines.NewInProcess(thumb.New(engineConfig(cfg, logger)), logger), nil
+	return engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, nil
 }
 
 // cells is what cells mode reads of the settings.

@@ -195,7 +195,6 @@ func TreePss(pid int) (int64, error) {
 
 // Stat is what the project reads of /proc/PID/stat, times in clock ticks.
 type Stat struct {
-	Comm                         string // the thread's name (a new thread inherits its creator's)
 	State                        string // R, S, D, Z...
 	PPID                         int
 	UTime, STime, CUTime, CSTime int64 // CUTime, CSTime: children waited for
@@ -213,11 +212,10 @@ func ParseStat(stat string) (Stat, error) {
 	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16)
 	// cstime(17) ... nice(19) ... starttime(22); f[0] is field 3.
 	f := strings.Fields(stat[i+1:])
-	open := strings.IndexByte(stat, '(')
-	if len(f) < 20 || open < 0 || open > i {
+	if len(f) < 20 {
 		return Stat{}, fmt.Errorf("procfs: short stat line")
 	}
-	st := Stat{Comm: stat[open+1 : i], State: f[0]}
+	st := Stat{State: f[0]}
 	var err error
 	if st.PPID, err = strconv.Atoi(f[1]); err != nil {
 		return Stat{}, fmt.Errorf("procfs: bad ppid %q", f[1])

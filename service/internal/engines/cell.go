@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/thumbd/thumbd/internal/procfs"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/sandbox"
@@ -23,6 +24,15 @@ import (
 // here, and glibc reserves 64 MiB per malloc arena. A runaway allocation
 // fails there instead of growing until the pod's OOM killer picks a victim.
 const cellAddressSpace = 4 << 30
+
+// cellNice is a cell's nice value: libvips' pixel work yields the CPU to
+// the supervisor, whose threads accept connections, read uploads and
+// answer the probes. Under 500 clients on 2 CPUs the supervisor's threads
+// waited up to 36 ms for a CPU behind the cells' libvips workers (perf
+// sched, bench/results/2026-12-03-overload), and a probe's answer with
+// them. Nice 5 weighs a third of nice 0: the cells still get every CPU
+// the supervisor leaves, and a woken supervisor thread preempts them.
+const cellNice = 5
 
 // cellOpenFiles is RLIMIT_NOFILE in a cell: its socket, stdio, the Go
 // runtime's poller, and nothing it opens (it cannot open files).
@@ -53,7 +63,7 @@ func ServeCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	runtime.GOMAXPROCS(1)
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: set.LogLevel})).With("cell_pid", os.Getpid())
 	// Before libvips starts its threads, which inherit it.
-	if err := lowerPriority(pixelNice); err != nil {
+	if err := lowerPriority(cellNice); err != nil {
 		logger.Warn("cell: the libvips work keeps the supervisor's priority", "err", err)
 	}
 	set.Engine.Logger = logger
@@ -71,6 +81,37 @@ func ServeCell(getenv func(string) string, stderr io.Writer, wrap func(cell.Engi
 	layers := sandbox.Apply(sandbox.Config{AddressSpace: as, OpenFiles: cellOpenFiles})
 	w := cell.Worker{Engine: wrap(eng), MaxSource: set.MaxSource, Memory: thumb.Memory, AfterJob: trimAfterLargeJob}
 	return w.Serve(conn, cell.Hello{PID: os.Getpid(), Libvips: thumb.Version(), Sandbox: layers})
+}
+
+// lowerPriority sets the nice value of every thread of the process: Linux
+// keeps one per thread, setpriority(PRIO_PROCESS, 0) changes only the
+// calling one, and the threads created later inherit their creator's.
+// Raising one's own nice value needs no privilege. A thread started while
+// the list is read may be missing from it, so the list is read again
+// until a pass finds no thread it had not set.
+func lowerPriority(nice int) error {
+	set := map[int]bool{}
+	for pass := 0; pass < 4; pass++ {
+		tids, err := procfs.Tasks(os.Getpid())
+		if err != nil {
+			return err
+		}
+		fresh := false
+		for _, tid := range tids {
+			if set[tid] {
+				continue
+			}
+			// A thread that ended since the listing is ESRCH: nothing to do.
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && err != syscall.ESRCH {
+				return fmt.Errorf("setpriority %d: %w", tid, err)
+			}
+			set[tid], fresh = true, true
+		}
+		if !fresh {
+			return nil
+		}
+	}
+	return nil
 }
 
 // trimLargerThan is the estimated peak over which a cell gives its freed

@@ -37,26 +37,8 @@ type Engine interface {
 	Collector() prometheus.Collector
 }
 
-// InProcess is libvips in the HTTP process. Made by NewInProcess, libvips'
-// threads run below the server's (pixelNice); a literal leaves their
-// priority alone.
-type InProcess struct {
-	*thumb.Engine
-	workers *workerPriority
-}
-
-// NewInProcess is the in-process engine, not started.
-func NewInProcess(eng *thumb.Engine, logger *slog.Logger) InProcess {
-	return InProcess{Engine: eng, workers: newWorkerPriority(logger)}
-}
-
-// Run runs the job, then lowers the priority of the libvips threads it
-// may have started.
-func (e InProcess) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job) (thumbjob.Result, error) {
-	res, err := e.Engine.Run(ctx, src, job)
-	e.workers.lower()
-	return res, err
-}
+// InProcess is libvips in the HTTP process.
+type InProcess struct{ *thumb.Engine }
 
 func (e InProcess) Start() error {
 	e.Engine.Start()
