@@ -2,7 +2,8 @@
 # Runs thumbd on :8080 (or $PORT) from source, in the foreground, linked
 # against the project's libvips 8.16.1 (scripts/build-libvips.sh, the one in
 # both images; built once, about 25 CPU-minutes, 15 minutes on 2 cores,
-# then cached in /var/cache/thumbd). Extra arguments go to thumbd (e.g. -log-level debug).
+# then cached in /var/cache/thumbd). Extra arguments go to thumbd (e.g.
+# -log-level debug).
 #
 #   scripts/run.sh            bin/thumbd-slim: the images' libvips
 #   scripts/run.sh --debian   bin/thumbd: Debian's libvips-dev 8.14.1, no
