@@ -99,7 +99,7 @@ func (c config) pipeline() pipeline.Config {
 		Deadline: c.Deadline, Rules: c.rules(),
 		ClientHints: c.ClientHints, Merge: c.Merge, CacheUploads: c.CacheUploads, UnsignedUploads: c.UnsignedUploads,
 		MaxPixels: c.MaxPixels, MaxFrames: c.MaxFrames, MaxSide: c.MaxSide, QualityShrink: c.JPEGShrink == thumbjob.JPEGShrinkQuality,
-		SourceInJob:  c.Engine == engineCells,
+		SourceInJob: c.Engine == engineCells, Inputs: c.Inputs,
 		MemoryBudget: c.MemoryBudget, MemoryLimit: c.memory.Limit.Bytes,
 	}
 }

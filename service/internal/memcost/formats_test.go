@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -478,4 +479,127 @@ func TestLookNCLX(t *testing.T) {
 	if got := nclx(nil, []bmffBox{tile}); got.Primaries != 12 || !got.FullRange {
 		t.Errorf("tile only: %+v, want the tile's", got)
 	}
+}
+
+// TestLookReadsAsTheDecodersDo: the readings of the decoders issue (45),
+// where the look and the C decoder parsed the same bytes differently.
+func TestLookReadsAsTheDecodersDo(t *testing.T) {
+	t.Run("TIFF integers of every type libtiff reads", func(t *testing.T) {
+		// ImageWidth and ImageLength as SBYTE (6), SSHORT (8), SLONG (9),
+		// IFD (13): each is 100x90; a negative one is refused, as libtiff
+		// refuses it.
+		for _, typ := range []uint32{1, 3, 4, 6, 8, 9, 13} {
+			b := tiffFileOf(0, [4]uint32{256, typ, 1, 100}, [4]uint32{257, typ, 1, 90})
+			if h, err := ReadHeader(b); err != nil || h.Width != 100 || h.Height != 90 {
+				t.Errorf("type %d: %+v, %v", typ, h, err)
+			}
+		}
+		if h, err := ReadHeader(tiffFileOf(0, [4]uint32{256, 9, 1, 0xFFFFFFFF}, [4]uint32{257, 9, 1, 90})); err == nil {
+			t.Errorf("a negative SLONG width: %+v, want an error", h)
+		}
+		// LONG8 and SLONG8 in a BigTIFF.
+		for _, typ := range []uint16{16, 17, 18} {
+			le := binary.LittleEndian
+			b := []byte("II+\x00\x08\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00")
+			b = le.AppendUint64(b, 2)
+			for _, e := range [][2]uint64{{256, 6000}, {257, 5000}} {
+				b = le.AppendUint16(b, uint16(e[0]))
+				b = le.AppendUint16(b, typ)
+				b = le.AppendUint64(b, 1)
+				b = le.AppendUint64(b, e[1])
+			}
+			b = append(le.AppendUint64(b, 0), make([]byte, 16)...)
+			if h, err := ReadHeader(b); err != nil || h.Width != 6000 || h.Height != 5000 {
+				t.Errorf("BigTIFF type %d: %+v, %v", typ, h, err)
+			}
+		}
+	})
+	t.Run("TIFF: a repeated tag is its first", func(t *testing.T) {
+		b := tiffFileOf(0, [4]uint32{256, 3, 1, 64}, [4]uint32{256, 4, 1, 60000}, [4]uint32{257, 3, 1, 48})
+		if h, err := ReadHeader(b); err != nil || h.Width != 64 {
+			t.Errorf("%+v, %v; want the first width, 64", h, err)
+		}
+	})
+	hvcC := bx("hvcC", make([]byte, 23))
+	t.Run("iref: a reference whose size swallows the next one", func(t *testing.T) {
+		// dimg's declared size also covers the thmb after it: libheif
+		// reads both (it ignores a reference's size); a reader by sizes
+		// would see one reference and miss a 20000x20000 thumbnail, or a
+		// grid's tiles.
+		dimg, thmb := ref("dimg", 1, 2, 3), ref("thmb", 4, 1)
+		swallowing := append(slices.Clone(dimg), thmb...)
+		binary.BigEndian.PutUint32(swallowing, uint32(len(swallowing)))
+		items := []testItem{{1, "grid", []int{1}}, {2, "hvc1", []int{2, 3}}, {3, "hvc1", []int{2, 3}}, {4, "hvc1", []int{4, 3}}}
+		props := [][]byte{ispe(1024, 512), ispe(512, 512), hvcC, ispe(20000, 20000)}
+		for name, refs := range map[string][][]byte{"apart": {dimg, thmb}, "swallowed": {swallowing}} {
+			b := heifFile("heic", 1, items, props, refs...)
+			if h, err := ReadHeader(b); err != nil || h.ThumbWidth != 20000 || h.Tiles != 2 {
+				t.Errorf("%s: %+v, %v; want the thumbnail and 2 tiles", name, h, err)
+			}
+			if h, err := ReadHeader(WithoutHEIFThumbnails(b)); err != nil || h.ThumbWidth != 0 || h.Tiles != 2 {
+				t.Errorf("%s, without thumbnails: %+v, %v; want no thumbnail", name, h, err)
+			}
+		}
+		auxl := ref("auxl", 4, 1)
+		hiding := append(slices.Clone(auxl), dimg...)
+		binary.BigEndian.PutUint32(hiding, uint32(len(hiding)))
+		if h, err := ReadHeader(heifFile("heic", 1, items[:3], props[:3], hiding)); err != nil || h.Tiles != 2 {
+			t.Errorf("tiles behind another reference: %+v, %v; want 2 tiles", h, err)
+		}
+		uuid := bx("uuid", make([]byte, 16), be16(1), be16(2), be16(2), be16(3))
+		if h, err := ReadHeader(heifFile("heic", 1, items[:3], props[:3], uuid, dimg)); err != nil || h.Tiles != 2 {
+			t.Errorf("after a uuid reference: %+v, %v", h, err)
+		}
+		for name, r := range map[string][]byte{
+			"no target": ref("dimg", 1),
+			"cut short": bx("dimg", be16(1), be16(3), be16(2)),
+		} {
+			if h, err := ReadHeader(heifFile("heic", 1, items[:3], props[:3], ref("dimg", 1, 2, 3), r)); err == nil {
+				t.Errorf("%s: %+v, want an error", name, h)
+			}
+		}
+	})
+	t.Run("iinf: only its count of entries", func(t *testing.T) {
+		b := heifFile("heic", 1, []testItem{{1, "hvc1", []int{1, 2}}, {2, "hvc1", []int{3, 2}}}, [][]byte{ispe(64, 48), hvcC, ispe(9000, 9000)}, ref("thmb", 2, 1))
+		// iinf says 1 entry: item 2 (the thumbnail) is not an item to
+		// libheif, nor to the look.
+		at := bytes.Index(b, []byte("iinf")) + 8
+		binary.BigEndian.PutUint16(b[at:], 1)
+		if h, err := ReadHeader(b); err != nil || h.ThumbWidth != 0 {
+			t.Errorf("%+v, %v; want no thumbnail", h, err)
+		}
+	})
+	t.Run("the format is the items' coding, not the brand", func(t *testing.T) {
+		av1C := bx("av1C", []byte{0x81, 0, 0, 0})
+		for name, c := range map[string]struct {
+			file []byte
+			want imagefmt.Format
+		}{
+			"HEVC branded avif": {heifFile("avif", 1, []testItem{{1, "hvc1", []int{1, 2}}}, [][]byte{ispe(64, 48), hvcC}), imagefmt.HEIC},
+			"AV1 branded heic":  {heifFile("heic", 1, []testItem{{1, "av01", []int{1, 2}}}, [][]byte{ispe(64, 48), av1C}), imagefmt.AVIF},
+			"an AV1 grid":       {heifFile("heic", 1, []testItem{{1, "grid", []int{1}}, {2, "av01", []int{2, 3}}}, [][]byte{ispe(64, 48), ispe(64, 48), av1C}, ref("dimg", 1, 2)), imagefmt.AVIF},
+		} {
+			if h, err := ReadHeader(c.file); err != nil || h.Format != c.want {
+				t.Errorf("%s: %+v, %v; want %s", name, h, err, c.want)
+			}
+			if s, _ := Look(c.file); s.Format != c.want {
+				t.Errorf("%s: looked as %s, want %s", name, s.Format, c.want)
+			}
+		}
+		for name, b := range map[string][]byte{
+			"an AV1 thumbnail in a HEIC": heifFile("heic", 1, []testItem{{1, "hvc1", []int{1, 2}}, {2, "av01", []int{3, 4}}}, [][]byte{ispe(64, 48), hvcC, ispe(32, 24), av1C}, ref("thmb", 2, 1)),
+			"an AV1 alpha in a HEIC": heifFile("heic", 1, []testItem{{1, "hvc1", []int{1, 2}}, {2, "av01", []int{1, 3, 4}}}, [][]byte{ispe(64, 48), hvcC, av1C,
+				fullBox("auxC", 0, []byte("urn:mpeg:mpegB:cicp:systems:auxiliary:alpha\x00"))}, ref("auxl", 2, 1)),
+			"a grid of HEVC and AV1 tiles": heifFile("heic", 1, []testItem{{1, "grid", []int{1}}, {2, "hvc1", []int{2, 3}}, {3, "av01", []int{2, 4}}}, [][]byte{ispe(128, 48), ispe(64, 48), hvcC, av1C}, ref("dimg", 1, 2, 3)),
+			"a JPEG-coded primary":         heifFile("heic", 1, []testItem{{1, "jpeg", []int{1}}}, [][]byte{ispe(64, 48)}),
+			"an overlay":                   heifFile("heic", 1, []testItem{{1, "iovl", []int{1}}, {2, "hvc1", []int{1, 2}}}, [][]byte{ispe(64, 48), hvcC}, ref("dimg", 1, 2)),
+			"a grid of grids":              heifFile("heic", 1, []testItem{{1, "grid", []int{1}}, {2, "grid", []int{1}}}, [][]byte{ispe(64, 48)}, ref("dimg", 1, 2)),
+			"tiles of two sizes": heifFile("heic", 1, []testItem{{1, "grid", []int{1}}, {2, "hvc1", []int{2, 4}}, {3, "hvc1", []int{3, 4}}},
+				[][]byte{ispe(1024, 512), ispe(512, 512), ispe(16000, 16000), hvcC}, ref("dimg", 1, 2, 3)),
+		} {
+			if h, err := ReadHeader(b); err == nil {
+				t.Errorf("%s: %+v, want an error", name, h)
+			}
+		}
+	})
 }

@@ -21,6 +21,12 @@ import (
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
+// ErrNotServed marks a header read whole that thumbd refuses by its own
+// rules (a HEIF that mixes codecs, or whose grid's tiles differ in size),
+// apart from one it could not read: a decoder may open such a file, and
+// thumbd still decodes none of it.
+var ErrNotServed = errors.New("not served")
+
 // Header is what sizing a job needs of a source (thumbjob's, so that it
 // travels with the source into the engine).
 type Header = thumbjob.Header
@@ -44,7 +50,8 @@ func Look(src []byte) (thumbjob.Source, error) {
 	s := thumbjob.Source{Bytes: src}
 	spec, ok := imagefmt.Sniff(src)
 	if !ok {
-		return s, errors.New("not an input format")
+		s.Unread = "not an input format"
+		return s, errors.New(s.Unread)
 	}
 	s.Format = spec.Format
 	var h Header
@@ -73,7 +80,11 @@ func Look(src []byte) (thumbjob.Source, error) {
 		err = fmt.Errorf("%s of %dx%d pixels", spec.Name, h.Width, h.Height)
 	}
 	if err == nil {
-		s.Header = h
+		// A HEIF's format is the coding of its images (heifCodec), which
+		// may not be its brand's.
+		s.Format, s.Header = h.Format, h
+	} else {
+		s.Unread = err.Error()
 	}
 	return s, err
 }
@@ -147,12 +158,17 @@ func pngHeader(src []byte) (Header, error) {
 }
 
 // gifHeader counts the image descriptors by skipping every block by its
-// length: the logical screen is the size (libvips' frames are the screen's
-// size), and each frame decodes to RGBA.
+// length, and sizes the image as libvips' GIF loader (libnsgif) does: the
+// logical screen, taken for 1x1 when it is 0, larger than 2048 a side or
+// one of the desktop sizes broken encoders write, then grown to hold the
+// first frame. Each frame decodes to RGBA at that size.
 func gifHeader(src []byte) (Header, error) {
 	w, h, ok := imagefmt.GIFScreen(src)
 	if !ok || len(src) < 13 {
 		return Header{}, errors.New("GIF without a logical screen")
+	}
+	if w == 0 || h == 0 || w > 2048 || h > 2048 || desktopScreen(w, h) {
+		w, h = 1, 1
 	}
 	hd := Header{Format: imagefmt.GIF, Width: w, Height: h, Bands: 4, BytesPerSample: 1, Alpha: true}
 	p := 13
@@ -181,6 +197,11 @@ func gifHeader(src []byte) (Header, error) {
 				p = len(src)
 				continue
 			}
+			if hd.Frames == 0 {
+				le := binary.LittleEndian
+				hd.Width = max(hd.Width, int(le.Uint16(src[p+1:]))+int(le.Uint16(src[p+5:])))
+				hd.Height = max(hd.Height, int(le.Uint16(src[p+3:]))+int(le.Uint16(src[p+7:])))
+			}
 			hd.Frames++
 			flags := src[p+9]
 			p += 10
@@ -197,6 +218,17 @@ func gifHeader(src []byte) (Header, error) {
 	}
 	hd.Frames = max(hd.Frames, 1)
 	return hd, nil
+}
+
+// desktopScreen says whether libnsgif takes a w x h logical screen for an
+// encoder's desktop rather than the image's (libnsgif's gif.c,
+// nsgif_data_scan).
+func desktopScreen(w, h int) bool {
+	switch [2]int{w, h} {
+	case [2]int{640, 480}, [2]int{640, 512}, [2]int{800, 600}, [2]int{1024, 768}, [2]int{1280, 1024}, [2]int{1600, 1200}:
+		return true
+	}
+	return false
 }
 
 // bmpHeader reads a BMP's or an ICO's (largest entry's) header with the

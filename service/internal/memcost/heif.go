@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -23,9 +24,12 @@ const maxBoxes = 100_000
 
 // boxes splits b into its boxes. A box that runs past b is an error,
 // returned with the boxes before it.
-func boxes(b []byte) ([]bmffBox, error) {
+func boxes(b []byte) ([]bmffBox, error) { return boxesN(b, -1) }
+
+// boxesN is boxes, stopping after the n-th box (n < 0: all of them).
+func boxesN(b []byte, n int) ([]bmffBox, error) {
 	var out []bmffBox
-	for p := uint64(0); p < uint64(len(b)); {
+	for p := uint64(0); p < uint64(len(b)) && len(out) != n; {
 		if len(out) == maxBoxes {
 			return out, errors.New("more than 100000 boxes")
 		}
@@ -137,11 +141,10 @@ func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
 		}
 		return Header{}, fmt.Errorf("%s without a meta box", name)
 	}
-	h, err := metaHeader(meta)
+	h, err := metaHeader(meta) // its Format is its items' coding, not its brand
 	if err != nil {
 		return Header{}, fmt.Errorf("%s: %w", name, err)
 	}
-	h.Format = format
 	return h, nil
 }
 
@@ -186,6 +189,11 @@ func metaHeader(meta bmffBox) (Header, error) {
 		if h.TileWidth, h.TileHeight, err = ispeSize(t); err != nil {
 			return Header{}, err
 		}
+		// libheif decodes every tile whole, at its own size: the price is
+		// the first tile's times their number only when all are alike.
+		if err := sameTiles(items, it.dimg, h.TileWidth, h.TileHeight); err != nil {
+			return Header{}, err
+		}
 		h.Tiles = len(it.dimg)
 		if int64(h.Tiles)*int64(h.TileWidth)*int64(h.TileHeight) < h.Pixels() {
 			return Header{}, fmt.Errorf("a %dx%d grid of %d tiles of %dx%d", h.Width, h.Height, h.Tiles, h.TileWidth, h.TileHeight)
@@ -199,19 +207,113 @@ func metaHeader(meta bmffBox) (Header, error) {
 	h.NCLX = nclx(it.props, coded.props) // a grid's colr, else its tile's
 	h.Rotation = rotation(it)
 	for _, other := range items {
-		if !contains(other.auxl, primary) {
-			continue
-		}
-		auxC, ok := other.prop("auxC")
-		// without auxC, the conservative guess: alpha
-		if _, _, payload, err := auxC.full(); !ok || err != nil || bytes.Contains(payload, []byte("alpha")) || bytes.Contains(payload, []byte("auxid:1\x00")) {
+		if contains(other.auxl, primary) && isAlpha(other) {
 			h.Alpha, h.Bands = true, 4
 		}
 	}
 	if err := thumbnail(&h, items, primary); err != nil {
 		return Header{}, err
 	}
+	if h.Format, err = heifCodec(items, primary); err != nil {
+		return Header{}, err
+	}
 	return h, nil
+}
+
+// sameTiles checks that every tile of a grid is a listed item of the
+// first one's size (w x h by its ispe).
+func sameTiles(items map[uint32]*heifItem, tiles []uint32, w, h int) error {
+	for _, id := range tiles {
+		tile, ok := items[id]
+		if !ok {
+			return fmt.Errorf("a grid's tile %d not in iinf", id)
+		}
+		ispe, ok := tile.prop("ispe")
+		if !ok {
+			return fmt.Errorf("a grid's tile %d without ispe", id)
+		}
+		tw, th, err := ispeSize(ispe)
+		if err != nil {
+			return err
+		}
+		if tw != w || th != h {
+			return fmt.Errorf("%w: a grid of tiles of %dx%d and %dx%d", ErrNotServed, w, h, tw, th)
+		}
+	}
+	return nil
+}
+
+// heifCodecs are the item types libheif decodes in thumbd's build, and
+// the input format each one is: libvips' one heif loader reads HEIC and
+// AVIF alike, and libheif picks the decoder by the item's type, never by
+// the file's brand.
+var heifCodecs = map[string]imagefmt.Format{"hvc1": imagefmt.HEIC, "av01": imagefmt.AVIF}
+
+// heifCodec is the input format of a HEIF file from the coded items
+// libvips' loader may decode: the primary image (a grid's tiles), its
+// alpha and its thumbnails. A file that mixes HEVC and AV1, or holds an
+// item of another coding (JPEG, uncompressed, an overlay...), is refused:
+// THUMBD_INPUTS decides by what reaches the decoders.
+func heifCodec(items map[uint32]*heifItem, primary uint32) (imagefmt.Format, error) {
+	var format imagefmt.Format
+	use := func(role string, id uint32) error {
+		it := items[id]
+		coded := []uint32{id}
+		if it.typ == "grid" {
+			coded = it.dimg
+		}
+		for _, c := range coded {
+			typ := items[c].typ
+			f, ok := heifCodecs[typ]
+			switch {
+			case !ok:
+				return fmt.Errorf("%w: its %s is an item of type %q; thumbd decodes HEVC (hvc1) and AV1 (av01) items, and grids of them", ErrNotServed, role, typ)
+			case format != "" && f != format:
+				return fmt.Errorf("%w: it mixes HEVC and AV1 images (its %s is %q)", ErrNotServed, role, typ)
+			}
+			format = f
+		}
+		return nil
+	}
+	if err := use("primary image", primary); err != nil {
+		return "", err
+	}
+	ids := make([]uint32, 0, len(items))
+	for id := range items {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // the same sentence for the same file
+	for _, id := range ids {
+		it := items[id]
+		role := ""
+		switch {
+		case contains(it.auxl, primary) && isAlpha(it):
+			role = "alpha image"
+		case contains(it.thmb, primary):
+			role = "thumbnail"
+		default:
+			continue
+		}
+		if it.typ == "grid" {
+			for _, tile := range it.dimg {
+				if _, ok := items[tile]; !ok {
+					return "", fmt.Errorf("its %s's tile %d is not in iinf", role, tile)
+				}
+			}
+		}
+		if err := use(role, id); err != nil {
+			return "", err
+		}
+	}
+	return format, nil
+}
+
+// isAlpha says whether an auxiliary item is an alpha image: its auxC says
+// so, or it has none (the conservative reading).
+func isAlpha(it *heifItem) bool {
+	auxC, ok := it.prop("auxC")
+	_, _, payload, err := auxC.full()
+	return !ok || err != nil || bytes.Contains(payload, []byte("alpha")) || bytes.Contains(payload, []byte("auxid:1\x00"))
 }
 
 // nclx reads the first colr box of type nclx among each list of
@@ -363,9 +465,14 @@ func heifItems(meta []bmffBox) (map[uint32]*heifItem, uint32, error) {
 		return nil, 0, err
 	}
 	r = reader{b: payload}
-	r.id(v > 0) // the entry count: the boxes that follow are the entries
-	infes, err := boxes(payload[min(r.p, len(payload)):])
-	if err = errors.Join(r.err, err); err != nil {
+	// The entry count: libheif reads that many boxes and no more (none
+	// for 0), whatever follows them.
+	count := r.id(v > 0)
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	infes, err := boxesN(payload[r.p:], int(min(count, maxBoxes)))
+	if err != nil {
 		return nil, 0, err
 	}
 	items := map[uint32]*heifItem{}
@@ -395,46 +502,86 @@ func heifItems(meta []bmffBox) (map[uint32]*heifItem, uint32, error) {
 	return items, primary, nil
 }
 
-// heifRefs reads iref's dimg (a grid's tiles) and auxl (auxiliary images)
-// references.
+// heifRefs reads iref's dimg (a grid's tiles), auxl (auxiliary images)
+// and thmb (thumbnails) references.
 func heifRefs(meta []bmffBox, items map[uint32]*heifItem) error {
 	iref, ok := find(meta, "iref")
 	if !ok {
 		return nil
 	}
-	v, _, payload, err := iref.full()
-	if err != nil {
-		return err
-	}
-	refs, err := boxes(payload)
+	refs, err := irefEntries(iref)
 	if err != nil {
 		return err
 	}
 	for _, ref := range refs {
-		r := reader{b: ref.body}
-		from := r.id(v > 0)
-		n := int(r.u16())
-		to := make([]uint32, 0, min(n, len(ref.body)/2))
-		for range n {
-			to = append(to, r.id(v > 0))
-		}
-		if r.err != nil {
-			return fmt.Errorf("iref's %q: %w", ref.typ, r.err)
-		}
-		it, ok := items[from]
+		it, ok := items[ref.from]
 		if !ok {
 			continue
 		}
 		switch ref.typ {
 		case "dimg":
-			it.dimg = append(it.dimg, to...)
+			it.dimg = append(it.dimg, ref.to...)
 		case "auxl":
-			it.auxl = append(it.auxl, to...)
+			it.auxl = append(it.auxl, ref.to...)
 		case "thmb":
-			it.thmb = append(it.thmb, to...)
+			it.thmb = append(it.thmb, ref.to...)
 		}
 	}
 	return nil
+}
+
+// irefEntry is one reference of iref: its type, where that type is in the
+// iref box's payload, the item it is from and those it points to.
+type irefEntry struct {
+	typ    string
+	typeAt int
+	from   uint32
+	to     []uint32
+}
+
+// irefEntries reads iref's references as libheif does (box.cc,
+// Box_iref::parse): one after the other, each a box header (whose size
+// libheif reads and ignores: a size that swallows the next reference
+// would hide it from a reader that goes by sizes), the item it is from,
+// a count and the items it points to. A reference with no target, or one
+// cut short, is an error, as it is to libheif.
+func irefEntries(iref bmffBox) ([]irefEntry, error) {
+	v, _, payload, err := iref.full()
+	if err != nil {
+		return nil, err
+	}
+	r := reader{b: payload}
+	var out []irefEntry
+	for r.p < len(payload) && r.err == nil {
+		if len(out) == maxBoxes {
+			return nil, errors.New("more than 100000 references in iref")
+		}
+		size := r.u32()
+		e := irefEntry{typeAt: r.p}
+		e.typ = string(r.take(4))
+		if size == 1 {
+			r.take(8) // a 64-bit size
+		}
+		if e.typ == "uuid" {
+			r.take(16)
+		}
+		e.from = r.id(v > 0)
+		n := int(r.u16())
+		if r.err == nil && n == 0 {
+			return nil, fmt.Errorf("iref's %q from item %d has no target", e.typ, e.from)
+		}
+		if n > len(payload) {
+			return nil, fmt.Errorf("iref's %q: %d references, past the end", e.typ, n)
+		}
+		for range n {
+			e.to = append(e.to, r.id(v > 0))
+		}
+		out = append(out, e)
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("iref: %w", r.err)
+	}
+	return out, nil
 }
 
 // heifProps reads iprp: ipco's properties, given to items by ipma.
@@ -585,7 +732,8 @@ func nested(bs []bmffBox, depth int) []bmffBox {
 // then neither decodes one in place of the primary image nor decodes one
 // to check its aspect ratio, which it does (heifload.c,
 // vips_foreign_load_heif_set_thumbnail) before deciding on it, whatever
-// its declared size. src itself, when it has no thmb reference.
+// its declared size. The references are found as libheif reads them
+// (irefEntries). src itself, when it has no thmb reference.
 func WithoutHEIFThumbnails(src []byte) []byte {
 	top, _ := boxes(src) // the boxes before any malformed one
 	var at []int
@@ -593,20 +741,13 @@ func WithoutHEIFThumbnails(src []byte) []byte {
 		if _, _, payload, err := meta.full(); err == nil {
 			children, _ := boxes(payload)
 			if iref, ok := find(children, "iref"); ok {
+				refs, _ := irefEntries(iref)
 				if _, _, payload, err := iref.full(); err == nil {
-					refs, _ := boxes(payload)
+					// The payload is src's, from cap(src)-cap(payload) on.
+					base := cap(src) - cap(payload)
 					for _, r := range refs {
-						if r.typ != "thmb" {
-							continue
-						}
-						// The body is src's, from cap(src)-cap(body) on; the type
-						// ends 4 bytes before it, or 12 with a 64-bit size.
-						start := cap(src) - cap(r.body)
-						for _, p := range []int{start - 4, start - 12} {
-							if p >= 0 && string(src[p:p+4]) == "thmb" {
-								at = append(at, p)
-								break
-							}
+						if r.typ == "thmb" {
+							at = append(at, base+r.typeAt)
 						}
 					}
 				}

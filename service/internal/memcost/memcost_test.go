@@ -38,9 +38,14 @@ func TestReadHeaderAgreesWithGoDecoders(t *testing.T) {
 			continue
 		}
 		c, _, err := image.DecodeConfig(bytes.NewReader(src))
-		if err != nil {
+		switch {
+		case h.Format == imagefmt.GIF:
+			// Sized as libnsgif sizes it (the screen grown to the first
+			// frame), not as Go's decoder: thumb's differential test holds
+			// GIFs to libvips' reading.
+		case err != nil:
 			t.Logf("%s: Go's decoder: %v (not compared)", f, err)
-		} else if c.Width != h.Width || c.Height != h.Height {
+		case c.Width != h.Width || c.Height != h.Height:
 			t.Errorf("%s: header %dx%d, Go's decoder %dx%d", f, h.Width, h.Height, c.Width, c.Height)
 		}
 		if h.Bands < 1 || h.Bands > 4 || h.Frames < 1 {
@@ -100,7 +105,9 @@ func TestReadHeaderOfBombs(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if h.Pixels() < 100_000_000 && !strings.Contains(f, "frame-65535") {
+		// A GIF's screen past 2048 a side is 1x1 to libnsgif (the engine
+		// still refuses the declared screen: checkSource).
+		if h.Pixels() < 100_000_000 && !strings.Contains(f, "frame-65535") && !strings.Contains(f, "gif-screen") {
 			t.Errorf("%s: %dx%d, want the declared size", f, h.Width, h.Height)
 		}
 	}

@@ -59,8 +59,25 @@ func typeSize(typ uint16) uint64 {
 	return sizes[typ]
 }
 
-// value is the entry's i-th value as an integer (SHORT, LONG, LONG8,
-// BYTE), or an error for another type or one past the file.
+// TIFF field types that hold integers: libtiff reads an integer tag
+// (a size, a count, an offset) from any of them, a signed one when it is
+// not negative (tif_dirread.c, TIFFReadDirEntryLong and its siblings).
+const (
+	tiffByte   = 1
+	tiffShort  = 3
+	tiffLong   = 4
+	tiffSByte  = 6
+	tiffSShort = 8
+	tiffSLong  = 9
+	tiffIFD    = 13
+	tiffLong8  = 16
+	tiffSLong8 = 17
+	tiffIFD8   = 18
+)
+
+// value is the entry's i-th value as an integer, of any of libtiff's
+// integer types; an error for another type, a negative value (libtiff
+// refuses it too) or one past the file.
 func (f tiffFile) value(e tiffEntry, i uint64) (uint64, error) {
 	if i >= e.count {
 		return 0, fmt.Errorf("value %d of %d", i, e.count)
@@ -70,17 +87,31 @@ func (f tiffFile) value(e tiffEntry, i uint64) (uint64, error) {
 	if size == 0 || at+size > uint64(len(f.b)) || at < e.at {
 		return 0, errors.New("a value past the end")
 	}
+	var signed int64
 	switch e.typ {
-	case 1:
+	case tiffByte:
 		return uint64(f.b[at]), nil
-	case 3:
+	case tiffShort:
 		return uint64(f.order.Uint16(f.b[at:])), nil
-	case 4:
+	case tiffLong, tiffIFD:
 		return uint64(f.order.Uint32(f.b[at:])), nil
-	case 16:
+	case tiffLong8, tiffIFD8:
 		return f.order.Uint64(f.b[at:]), nil
+	case tiffSByte:
+		signed = int64(int8(f.b[at]))
+	case tiffSShort:
+		signed = int64(int16(f.order.Uint16(f.b[at:])))
+	case tiffSLong:
+		signed = int64(int32(f.order.Uint32(f.b[at:])))
+	case tiffSLong8:
+		signed = int64(f.order.Uint64(f.b[at:]))
+	default:
+		return 0, fmt.Errorf("an integer tag of type %d", e.typ)
 	}
-	return 0, fmt.Errorf("an integer tag of type %d", e.typ)
+	if signed < 0 {
+		return 0, fmt.Errorf("a negative value (%d)", signed)
+	}
+	return uint64(signed), nil
 }
 
 // ifd reads the directory at off: its entries by tag, and the next
@@ -117,9 +148,17 @@ func (f tiffFile) ifd(off uint64) (map[uint16]tiffEntry, uint64, error) {
 		if size := typeSize(e.typ); size > 0 && e.count > inline/size {
 			e.at = f.offset(e.at)
 		}
-		entries[f.order.Uint16(f.b[p:])] = e
+		// libtiff ignores every repeat of a tag after its first.
+		if tag := f.order.Uint16(f.b[p:]); !seen(entries, tag) {
+			entries[tag] = e
+		}
 	}
 	return entries, f.offset(end), nil
+}
+
+func seen(entries map[uint16]tiffEntry, tag uint16) bool {
+	_, ok := entries[tag]
+	return ok
 }
 
 // largest is the largest of e's values (a strip's or tile's bytes),

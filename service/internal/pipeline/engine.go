@@ -113,10 +113,11 @@ func (p *Pipeline) traceJob(ctx context.Context, span trace.Span, img thumbjob.I
 }
 
 // Cost is a job's estimated peak memory, the price of its admission, from
-// the header the source's look read (in Go: no pixel is decoded). A header that
-// cannot be read, or a source the engine will refuse for its size, costs
-// the smallest job: the engine answers those from libvips' own header
-// check, before decoding. An info job costs a thumbnail into the
+// the header the source's look read (in Go: no pixel is decoded). A source
+// the engine refuses before decoding costs the smallest job: bytes of no
+// input format (or one left out) and, since the engine holds the look's
+// header to the limits as well as libvips', one past the pixel or frame
+// limit. (A header the look could not read never gets here: priceable.) An info job costs a thumbnail into the
 // ThumbHash's box (libvips decodes for it as for a thumbnail, shrunk on
 // load where the format allows), or the smallest job for the header alone.
 func (p *Pipeline) Cost(src thumbjob.Source, job thumbjob.Job) int64 {

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,6 +28,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/bucketsource"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
@@ -57,6 +59,8 @@ type Config struct {
 	// SourceInJob: a job also holds a copy of its source (cells mode: in
 	// its cell), counted in its cost.
 	SourceInJob bool
+	// Inputs are THUMBD_INPUTS (empty: every input format).
+	Inputs []imagefmt.Format
 	// MemoryBudget and MemoryLimit are named in a needs_more_memory answer.
 	MemoryBudget, MemoryLimit int64
 }
@@ -329,6 +333,9 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	// read): admission prices the job with it and the engine gets it, so
 	// neither sniffs again (in cells mode it travels with the bytes).
 	look, _ := memcost.Look(blob.Bytes)
+	if err := p.priceable(look); err != nil {
+		return nil, err
+	}
 	job.Options = job.Options.FromSource(look.Format)
 	if c := job.Options.Crop; job.Info == nil && c != nil && c.Outside(look.Header) {
 		return nil, apierr.New(apierr.BadParameter, "Parameter \"crop\" is outside the %dx%d source.", look.Header.Width, look.Header.Height)
@@ -348,6 +355,19 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 		return &results.Entry{Body: body, Type: jsonType, ETag: tag, Fresh: blob.Fresh}, err
 	}
 	return &results.Entry{Body: res.Image.Bytes, Type: res.Image.Format.ContentType(), ETag: tag, Fresh: blob.Fresh}, nil
+}
+
+// priceable refuses, before it takes a place, a source of an accepted
+// input format whose header the look could not read: its price is
+// unknown, and thumbd decodes nothing it cannot price (the engine refuses
+// it too, in either mode). Bytes of no input format, and formats left out
+// of THUMBD_INPUTS, go on to the engine's 415.
+func (p *Pipeline) priceable(look thumbjob.Source) error {
+	if look.Format == "" || look.Header.Width > 0 || len(p.cfg.Inputs) > 0 && !slices.Contains(p.cfg.Inputs, look.Format) {
+		return nil
+	}
+	spec, _ := imagefmt.Lookup(look.Format)
+	return apierr.New(apierr.UnprocessableImage, "This %s image cannot be priced (%s), so none of it is decoded.", spec.Name, look.Unread)
 }
 
 // identify asks a source for its identity (a bucket's object: a HEAD, or

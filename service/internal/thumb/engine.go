@@ -193,19 +193,8 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 		return thumbjob.Image{}, err
 	}
 	began := time.Now()
-	if err := e.checkSource(in); err != nil {
-		return thumbjob.Image{}, err
-	}
-	src, err := goDecoded(in.Bytes, in.Format, e.cfg.MaxPixels)
+	src, h, _, err := e.open(in, false)
 	if err != nil {
-		return thumbjob.Image{}, err
-	}
-	h, err := probe(src)
-	if err != nil {
-		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
-	}
-	h.format, h.look = in.Format, in.Header
-	if err := e.checkHeader(h); err != nil {
 		return thumbjob.Image{}, err
 	}
 	out := output(o, h.alpha || o.Background != nil && o.Background.A < 255)
@@ -280,6 +269,44 @@ func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.O
 	return thumbjob.Image{Bytes: buf, Format: out.Format, Width: img.Width(), Height: img.PageHeight(), Frames: img.Height() / img.PageHeight(), Trace: tr}, nil
 }
 
+// open is a job's source as libvips reads its header, once every check
+// that comes before a decode has passed: the format accepted, the header
+// read and priced by the look (checkLooked), a BMP or ICO decoded in Go,
+// libvips' header no larger than the look's (agrees), and both within the
+// pixel and frame limits. No pixel is decoded here. With details, the
+// header read also gives what /info tells beyond it.
+func (e *Engine) open(in thumbjob.Source, withDetails bool) ([]byte, header, details, error) {
+	fail := func(err error) ([]byte, header, details, error) { return nil, header{}, details{}, err }
+	if err := e.checkSource(in); err != nil {
+		return fail(err)
+	}
+	if err := checkLooked(in); err != nil {
+		return fail(err)
+	}
+	src, err := goDecoded(in.Bytes, in.Format, e.cfg.MaxPixels)
+	if err != nil {
+		return fail(err)
+	}
+	var h header
+	var d details
+	if withDetails {
+		h, d, err = describe(src)
+	} else {
+		h, err = probe(src)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err))
+	}
+	h.format, h.look = in.Format, in.Header
+	if err := agrees(h, in.Header, in.Format); err != nil {
+		return fail(err)
+	}
+	if err := e.checkHeader(h); err != nil {
+		return fail(err)
+	}
+	return src, h, d, nil
+}
+
 // checkSource refuses, before libvips reads it, a source whose look found
 // no input format (src.Format: sniffed once, by the caller) or a GIF whose
 // screen is over the pixel limit.
@@ -305,13 +332,20 @@ func (e *Engine) checkSource(src thumbjob.Source) error {
 // sequence give their first page or frame, whatever their count.
 func animatedInput(f imagefmt.Format) bool { return f == imagefmt.GIF || f == imagefmt.WebP }
 
-// checkHeader holds the header to the pixel and frame limits.
+// checkHeader holds the header to the pixel and frame limits, as libvips
+// read it (h) and as the look priced it (h.look, when read): a job priced
+// past a limit was priced as the smallest job, since it is refused here.
 func (e *Engine) checkHeader(h header) error {
-	if px := int64(h.width) * int64(h.height); h.width <= 0 || h.height <= 0 || px > e.cfg.MaxPixels {
-		return fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, h.width, h.height, e.cfg.MaxPixels)
-	}
-	if h.pages > e.cfg.MaxFrames && animatedInput(h.format) {
-		return fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, h.pages, e.cfg.MaxFrames)
+	for _, s := range []struct{ w, h, frames int }{{h.width, h.height, h.pages}, {h.look.Width, h.look.Height, h.look.Frames}} {
+		if px := int64(s.w) * int64(s.h); s.w <= 0 || s.h <= 0 || px > e.cfg.MaxPixels {
+			if s.w == 0 && s.h == 0 && s.frames == 0 {
+				continue // no look (a test's bare bytes)
+			}
+			return fmt.Errorf("%w: the source is %dx%d, more than the %d pixels allowed", thumbjob.ErrTooManyPixels, s.w, s.h, e.cfg.MaxPixels)
+		}
+		if s.frames > e.cfg.MaxFrames && animatedInput(h.format) {
+			return fmt.Errorf("%w: the source has %d frames, more than the %d allowed", thumbjob.ErrTooManyFrames, s.frames, e.cfg.MaxFrames)
+		}
 	}
 	return nil
 }

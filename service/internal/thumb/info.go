@@ -29,26 +29,13 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Info{}, err
 	}
-	if err := e.checkSource(in); err != nil {
-		return thumbjob.Info{}, err
-	}
-	src, err := goDecoded(in.Bytes, in.Format, e.cfg.MaxPixels)
+	src, h, d, err := e.open(in, true)
 	if err != nil {
 		return thumbjob.Info{}, err
 	}
-	h, d, err := describe(src)
-	if err != nil {
-		return thumbjob.Info{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
-	}
-	// The format decides which limits hold (frames count for an
-	// animation only); the ThumbHash's decode below keeps libvips' own
-	// shrink-on-load (h.format unset), as it always has.
-	h.look = in.Header
-	checked := h
-	checked.format = in.Format
-	if err := e.checkHeader(checked); err != nil {
-		return thumbjob.Info{}, err
-	}
+	// The ThumbHash's decode below keeps libvips' own shrink-on-load
+	// (h.format unset), as it always has.
+	h.format = ""
 	dw, dh := h.displayed()
 	info := thumbjob.Info{
 		Format: in.Format, Width: dw, Height: dh, StoredWidth: h.width, StoredHeight: h.height,

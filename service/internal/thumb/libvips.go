@@ -11,7 +11,7 @@ package thumb
 #include <vips/vips.h>
 
 typedef struct {
-	int width, height, pages, orientation, alpha;
+	int width, height, pages, orientation, alpha, bands, sample;
 } thumbd_header;
 
 // thumbd_harden blocks every operation libvips marks untrusted and every
@@ -39,6 +39,8 @@ static void thumbd_read_header(VipsImage *im, thumbd_header *h) {
 	h->height = vips_image_get_height(im);
 	h->pages = vips_image_get_n_pages(im);
 	h->alpha = vips_image_hasalpha(im);
+	h->bands = vips_image_get_bands(im);
+	h->sample = vips_format_sizeof(vips_image_get_format(im));
 	h->orientation = 1;
 	if (vips_image_get_typeof(im, VIPS_META_ORIENTATION)) {
 		int o;
@@ -161,6 +163,8 @@ type header struct {
 	pages         int
 	orientation   int
 	alpha         bool // the decoded image will have an alpha channel
+	bands         int  // samples per pixel, as decoded
+	sample        int  // bytes per sample, as decoded
 	// format is the source's, sniffed once by checkSource ("" when the
 	// header was read without it: load then sniffs).
 	format imagefmt.Format
@@ -194,7 +198,8 @@ func probe(buf []byte) (header, error) {
 }
 
 func headerOf(h C.thumbd_header) header {
-	return header{width: int(h.width), height: int(h.height), pages: int(h.pages), orientation: int(h.orientation), alpha: h.alpha != 0}
+	return header{width: int(h.width), height: int(h.height), pages: int(h.pages), orientation: int(h.orientation), alpha: h.alpha != 0,
+		bands: int(h.bands), sample: int(h.sample)}
 }
 
 // cError is a libvips message the C side copied, freed.

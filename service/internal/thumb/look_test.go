@@ -27,7 +27,9 @@ func TestRunTrustsTheLookItIsGiven(t *testing.T) {
 			t.Errorf("%s, the look's format: %v", job.Normalised(), err)
 		}
 	}
-	res, err := testEngine.Run(context.Background(), thumbjob.Source{Bytes: small, Format: imagefmt.WebP}, info)
+	webp := looked(small)
+	webp.Format = imagefmt.WebP
+	res, err := testEngine.Run(context.Background(), webp, info)
 	if err != nil || res.Info.Format != imagefmt.WebP {
 		t.Errorf("described as %+v (%v), want the look's webp", res.Info, err)
 	}

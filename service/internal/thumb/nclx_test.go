@@ -162,7 +162,9 @@ func TestNCLXThumbnail(t *testing.T) {
 				decoded := filepath.Join(dir, c.name+"-"+kind+".png")
 				run(t, dir, "vips", "copy", path+"[autorotate=false]", decoded+"[profile=none]")
 				want := c.want(t, decoded)
-				got, err := testEngine.Run(context.Background(), thumbjob.Source{Bytes: src, Format: format, Header: thumbjob.Header{NCLX: n}},
+				in := looked(src) // its nclx is the one given here
+				in.Format, in.Header.NCLX = format, n
+				got, err := testEngine.Run(context.Background(), in,
 					thumbjob.Job{Options: thumbjob.Options{Width: 16, Height: 16, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}})
 				if err != nil {
 					t.Fatal(err)
@@ -233,7 +235,9 @@ func TestNCLXThumbHash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := testEngine.Run(context.Background(), thumbjob.Source{Bytes: src, Format: imagefmt.AVIF, Header: thumbjob.Header{NCLX: n}},
+		in := looked(src) // its nclx is the one given here
+		in.Header.NCLX = n
+		res, err := testEngine.Run(context.Background(), in,
 			thumbjob.Job{Info: &thumbjob.InfoJob{ThumbHash: true}})
 		if err != nil {
 			t.Fatal(err)

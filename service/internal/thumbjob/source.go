@@ -15,6 +15,10 @@ type Source struct {
 	// Header is what memcost read of the header: zero (Width 0) when it
 	// could not, for a format it has no reader for or a broken header.
 	Header Header `json:"header"`
+	// Unread is why the header could not be read ("" when it was). The
+	// engine decodes nothing it could not price: such a source is
+	// refused, whatever libvips would make of it.
+	Unread string `json:"unread,omitempty"`
 }
 
 // Header is what sizing a job needs of a source (memcost reads it).
