@@ -318,6 +318,11 @@ func (e *Engine) checkSource(src thumbjob.Source) error {
 	if !e.accepted()[src.Format] {
 		return fmt.Errorf("%w: the body is a %s image, a format this server does not accept (THUMBD_INPUTS)", thumbjob.ErrUnsupportedFormat, spec.Name)
 	}
+	// libtiff hands a JPEG-compressed TIFF's strips to libjpeg: with JPEG
+	// left out of THUMBD_INPUTS its decoder sees none of them either.
+	if src.Format == imagefmt.TIFF && (src.Header.Compression == tiffJPEG || src.Header.Compression == tiffOldJPEG) && !e.accepted()[imagefmt.JPEG] {
+		return fmt.Errorf("%w: the body is a TIFF whose pixels are JPEG-coded, and JPEG is a format this server does not accept (THUMBD_INPUTS)", thumbjob.ErrUnsupportedFormat)
+	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
 	// (it sizes the image from them), so a GIF declaring 65535x65535 in 40
 	// bytes would be decoded; the limit holds for what the header declares.
@@ -326,6 +331,12 @@ func (e *Engine) checkSource(src thumbjob.Source) error {
 	}
 	return nil
 }
+
+// TIFF's Compression values whose strips libtiff hands to libjpeg.
+const (
+	tiffOldJPEG = 6
+	tiffJPEG    = 7
+)
 
 // animatedInput: the formats whose frames thumbd reads when an animation
 // is asked for. A multi-page TIFF, a HEIF collection, an AVIF or JPEG XL

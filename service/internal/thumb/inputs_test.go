@@ -3,6 +3,7 @@ package thumb
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"image"
 	"image/draw"
@@ -464,5 +465,57 @@ func TestInputsSettingBlocksLoaders(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "blocked") {
 		t.Fatalf("child: %v: %s (want libvips' \"operation is blocked\")", err, out)
+	}
+}
+
+// TestInputsDecideByWhatReachesTheDecoder: THUMBD_INPUTS holds for the
+// decoder a file's pixels reach, not for its container's name: an HEVC
+// image in a file branded avif is a HEIC, an AV1 image branded heic an
+// AVIF, and a TIFF whose strips are JPEG needs JPEG accepted.
+func TestInputsDecideByWhatReachesTheDecoder(t *testing.T) {
+	needTools(t, "vips", "heif-enc")
+	dir := fixtureDir(t)
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	run(t, dir, "vips", "tiffsave", "base.png", "jpeg.tif", "--compression", "jpeg")
+	run(t, dir, "vips", "tiffsave", "base.png", "deflate.tif", "--compression", "deflate")
+	run(t, dir, "heif-enc", "-q", "50", "-o", "x.heic", "base.png")
+	run(t, dir, "heif-enc", "-A", "-p", "speed=9", "-q", "50", "-o", "x.avif", "base.png")
+	// rebrand swaps the brand names in the file's ftyp box.
+	rebrand := func(b []byte, from, to string) []byte {
+		b = bytes.Clone(b)
+		n := int(binary.BigEndian.Uint32(b))
+		copy(b[:n], bytes.ReplaceAll(b[:n], []byte(from), []byte(to)))
+		return b
+	}
+	hevcAsAVIF, av1AsHEIC := rebrand(read("x.heic"), "heic", "avif"), rebrand(read("x.avif"), "avif", "heic")
+	o := thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Format: imagefmt.PNG}
+	for _, c := range []struct {
+		name   string
+		inputs []imagefmt.Format
+		src    []byte
+		refuse string // "" when it is served
+	}{
+		{"a JPEG-coded TIFF, JPEG left out", []imagefmt.Format{imagefmt.TIFF, imagefmt.PNG}, read("jpeg.tif"), "JPEG"},
+		{"a deflate TIFF, JPEG left out", []imagefmt.Format{imagefmt.TIFF, imagefmt.PNG}, read("deflate.tif"), ""},
+		{"a JPEG-coded TIFF, both in", []imagefmt.Format{imagefmt.TIFF, imagefmt.JPEG}, read("jpeg.tif"), ""},
+		{"HEVC branded avif, HEIC left out", []imagefmt.Format{imagefmt.AVIF}, hevcAsAVIF, "HEIC"},
+		{"HEVC branded avif, HEIC in", []imagefmt.Format{imagefmt.HEIC}, hevcAsAVIF, ""},
+		{"AV1 branded heic, AVIF left out", []imagefmt.Format{imagefmt.HEIC}, av1AsHEIC, "AVIF"},
+		{"AV1 branded heic, AVIF in", []imagefmt.Format{imagefmt.AVIF}, av1AsHEIC, ""},
+	} {
+		e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 2, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1, Inputs: c.inputs})
+		_, err := e.Thumbnail(context.Background(), c.src, o)
+		switch {
+		case c.refuse == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.refuse != "" && (!errors.Is(err, thumbjob.ErrUnsupportedFormat) || !strings.Contains(err.Error(), c.refuse)):
+			t.Errorf("%s: %v, want unsupported_format naming %s", c.name, err, c.refuse)
+		}
 	}
 }
