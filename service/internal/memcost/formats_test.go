@@ -191,20 +191,14 @@ func TestLookHEIFStructures(t *testing.T) {
 	if h, err := ReadHeader(avif); err != nil || h.Format != imagefmt.AVIF || h.Width != 640 || h.BitDepth != 12 || h.Rotation != 270 || !h.Alpha {
 		t.Errorf("avif: %+v, %v", h, err)
 	}
-	// An AVIF sequence without a meta box: its first track's tkhd.
-	tkhd := func(w, h int) []byte {
-		return fullBox("tkhd", 0, make([]byte, 76), be32(w<<16), be32(h<<16))
-	}
-	av1C := bx("av1C", []byte{0x81, 0, 0x40, 0})
-	colr := bx("colr", []byte("nclx"), []byte{0, 12, 0, 13, 0, 6, 0x80})
-	stsd := fullBox("stsd", 0, be32(1), bx("av01", make([]byte, 78), av1C, colr))
-	seq := append(bx("ftyp", []byte("avis"), be32(0), []byte("avis")),
-		bx("moov", bx("mvhd", make([]byte, 100)),
-			bx("trak", tkhd(320, 240), bx("mdia", bx("minf", bx("stbl", stsd)))),
-			bx("trak", tkhd(320, 240)))...)
-	if h, err := ReadHeader(seq); err != nil || h.Width != 320 || h.Height != 240 || h.Frames != 1 || h.BitDepth != 10 || !h.Alpha ||
-		h.NCLX != (thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}) {
+	// An AVIF sequence without a meta box: its first frame, of its
+	// sample entry's size, alpha from a track that refers to it.
+	if h, err := ReadHeader(avifSequence(320, 240, true)); err != nil || h.Width != 320 || h.Height != 240 || h.Frames != 1 || h.BitDepth != 10 || !h.Alpha ||
+		!h.Sequence || h.NCLX != (thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}) {
 		t.Errorf("sequence (its sample entry's colr read): %+v, %v", h, err)
+	}
+	if h, err := ReadHeader(avifSequence(320, 240, false)); err != nil || h.Alpha || h.Bands != 3 {
+		t.Errorf("sequence without alpha: %+v, %v", h, err)
 	}
 	// A 64-bit box size.
 	large := append(bx("ftyp", []byte("avif"), be32(0)), 0, 0, 0, 1)
@@ -227,10 +221,11 @@ func TestLookHEIFStructures(t *testing.T) {
 		"grid tile unlisted": heifFile("heic", 1, []testItem{{1, "grid", []int{1}}}, [][]byte{ispe(5, 5)}, ref("dimg", 1, 4)),
 		"grid short of tiles": heifFile("heic", 1, []testItem{{1, "grid", []int{1}}, {2, "hvc1", []int{2}}},
 			[][]byte{ispe(1000, 1000), ispe(512, 512)}, ref("dimg", 1, 2, 2)),
-		"iref cut short":     heifFile("heic", 1, []testItem{{1, "hvc1", []int{1}}}, [][]byte{ispe(5, 5)}, bx("dimg", be16(1), be16(40), be16(2))),
-		"box past the end":   append(bx("ftyp", []byte("heic"), be32(0)), 0, 0, 1, 0, 'm', 'e', 't', 'a', 0, 0, 0, 0),
-		"sequence no tracks": append(bx("ftyp", []byte("avis"), be32(0)), bx("moov", bx("mvhd"))...),
-		"tkhd cut short":     append(bx("ftyp", []byte("avis"), be32(0)), bx("moov", bx("trak", fullBox("tkhd", 0, make([]byte, 20))))...),
+		"iref cut short":      heifFile("heic", 1, []testItem{{1, "hvc1", []int{1}}}, [][]byte{ispe(5, 5)}, bx("dimg", be16(1), be16(40), be16(2))),
+		"box past the end":    append(bx("ftyp", []byte("heic"), be32(0)), 0, 0, 1, 0, 'm', 'e', 't', 'a', 0, 0, 0, 0),
+		"sequence no tracks":  append(bx("ftyp", []byte("avis"), be32(0)), bx("moov", bx("mvhd"))...),
+		"tkhd cut short":      append(bx("ftyp", []byte("avis"), be32(0)), bx("moov", bx("trak", fullBox("tkhd", 0, make([]byte, 2))))...),
+		"sample past the end": bytes.Replace(avifSequence(16, 16, false), []byte("stco\x00\x00\x00\x00\x00\x00\x00\x01"), []byte("stco\x00\x00\x00\x00\x00\x00\x00\x01\x7f"), 1)[:len(avifSequence(16, 16, false))],
 	} {
 		if h, err := ReadHeader(b); err == nil {
 			t.Errorf("%s: %+v, want an error", name, h)
@@ -602,4 +597,32 @@ func TestLookReadsAsTheDecodersDo(t *testing.T) {
 			}
 		}
 	})
+}
+
+// avifSequence is an AVIF image sequence with no meta box: one 10-bit av01
+// track of w x h (its sample entry's size; tkhd says another), with an nclx
+// colr, one sample in an mdat; with alpha, a second track (auxv, tref auxl
+// to the first).
+func avifSequence(w, h int, alpha bool) []byte {
+	av1C := bx("av1C", []byte{0x81, 0, 0x40, 0})
+	colr := bx("colr", []byte("nclx"), []byte{0, 12, 0, 13, 0, 6, 0x80})
+	entry := append(make([]byte, 24), append(be16(w), be16(h)...)...)
+	entry = append(entry, make([]byte, 78-len(entry))...)
+	ftyp := bx("ftyp", []byte("avis"), be32(0), []byte("avis"))
+	track := func(id int, handler string, at int, more ...[]byte) []byte {
+		stbl := bx("stbl", fullBox("stsd", 0, be32(1), bx("av01", entry, av1C, colr)),
+			fullBox("stsz", 0, be32(0), be32(1), be32(4)), fullBox("stco", 0, be32(1), be32(at)))
+		parts := append([][]byte{fullBox("tkhd", 0, make([]byte, 8), be32(id), make([]byte, 64), be32(w<<17), be32(h<<17)),
+			bx("mdia", fullBox("hdlr", 0, be32(0), []byte(handler), make([]byte, 13)), bx("minf", stbl))}, more...)
+		return bx("trak", parts...)
+	}
+	moov := func(at int) []byte {
+		tracks := [][]byte{bx("mvhd", make([]byte, 100)), track(1, "pict", at)}
+		if alpha {
+			tracks = append(tracks, track(2, "auxv", at+4, bx("tref", bx("auxl", be32(1)))))
+		}
+		return bx("moov", tracks...)
+	}
+	at := len(ftyp) + len(moov(0)) + 8
+	return append(append(ftyp, moov(at)...), bx("mdat", []byte("AV1a"), []byte("AV1b"))...)
 }

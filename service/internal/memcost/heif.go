@@ -126,16 +126,16 @@ func (it *heifItem) prop(typ string) (bmffBox, bool) { return find(it.props, typ
 func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
 	name := map[imagefmt.Format]string{imagefmt.AVIF: "AVIF", imagefmt.HEIC: "HEIF"}[format]
 	top, err := boxes(src)
-	meta, ok := find(top, "meta")
-	if !ok {
-		if moov, ok := find(top, "moov"); ok {
-			h, err := trackHeader(moov)
-			if err != nil {
-				return Header{}, fmt.Errorf("%s sequence: %w", name, err)
-			}
-			h.Format = format
-			return h, nil
+	meta, hasMeta := find(top, "meta")
+	if moov, ok := find(top, "moov"); ok && (!hasMeta || !hasPrimary(meta)) {
+		// An image sequence without a still image: its first frame.
+		h, err := sequenceHeader(src, moov)
+		if err != nil {
+			return Header{}, fmt.Errorf("%s sequence: %w", name, err)
 		}
+		return h, nil
+	}
+	if !hasMeta {
 		if err != nil {
 			return Header{}, fmt.Errorf("%s: %w", name, err)
 		}
@@ -146,6 +146,17 @@ func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
 		return Header{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return h, nil
+}
+
+// hasPrimary says whether a meta box names a primary item (pitm).
+func hasPrimary(meta bmffBox) bool {
+	_, _, payload, err := meta.full()
+	if err != nil {
+		return false
+	}
+	children, _ := boxes(payload)
+	_, ok := find(children, "pitm")
+	return ok
 }
 
 func metaHeader(meta bmffBox) (Header, error) {
@@ -636,94 +647,6 @@ func heifProps(meta []bmffBox, items map[uint32]*heifItem) error {
 		}
 	}
 	return nil
-}
-
-// trackHeader sizes an image sequence from its first video track's
-// header (tkhd's width and height, 16.16 fixed point) and its AV1
-// configuration; a second track with a size is taken for an alpha track.
-func trackHeader(moov bmffBox) (Header, error) {
-	traks, err := boxes(moov.body)
-	if err != nil {
-		return Header{}, err
-	}
-	h := Header{Bands: 3, BytesPerSample: 1, Frames: 1}
-	sized := 0
-	for _, trak := range traks {
-		if trak.typ != "trak" {
-			continue
-		}
-		children, err := boxes(trak.body)
-		if err != nil {
-			return Header{}, err
-		}
-		tkhd, ok := find(children, "tkhd")
-		if !ok {
-			return Header{}, errors.New("a track without tkhd")
-		}
-		v, _, payload, err := tkhd.full()
-		if err != nil {
-			return Header{}, err
-		}
-		at := 76 // times, IDs, duration, layer, volume, matrix
-		if v == 1 {
-			at = 88
-		}
-		if len(payload) < at+8 {
-			return Header{}, errors.New("tkhd cut short")
-		}
-		w, ht := int(binary.BigEndian.Uint32(payload[at:])>>16), int(binary.BigEndian.Uint32(payload[at+4:])>>16)
-		if w == 0 || ht == 0 {
-			continue // not a visual track
-		}
-		if sized++; sized == 1 {
-			h.Width, h.Height = w, ht
-			h.BitDepth = 8
-			entry := nested(children, 0)
-			if d := codecDepth(entry); d > 0 {
-				h.BitDepth = d
-			}
-			h.NCLX = nclx(entry) // a sample entry's colr
-		}
-	}
-	if sized == 0 {
-		return Header{}, errors.New("no video track")
-	}
-	if sized > 1 {
-		h.Alpha, h.Bands = true, 4
-	}
-	if h.BitDepth > 8 {
-		h.BytesPerSample = 2
-	}
-	return h, nil
-}
-
-// nested lists the boxes under bs along mdia/minf/stbl/stsd to the sample
-// entries' own boxes (where av1C is), as far as they parse.
-func nested(bs []bmffBox, depth int) []bmffBox {
-	var out []bmffBox
-	for _, b := range bs {
-		var body []byte
-		switch b.typ {
-		case "mdia", "minf", "stbl":
-			body = b.body
-		case "stsd": // full box, entry count
-			if len(b.body) >= 8 {
-				body = b.body[8:]
-			}
-		case "av01", "hvc1": // visual sample entry: 78 bytes of fields
-			if len(b.body) >= 78 {
-				body = b.body[78:]
-			}
-		default:
-			out = append(out, b)
-			continue
-		}
-		if depth < 6 {
-			children, _ := boxes(body)
-			out = append(out, nested(children, depth+1)...)
-		}
-	}
-	return out
 }
 
 // WithoutHEIFThumbnails is a copy of src, a HEIF file, whose thmb

@@ -52,9 +52,9 @@ func differ(src []byte) error {
 	if look.Format == "" {
 		return nil // no input format: the engine refuses it before libvips (checkSource)
 	}
-	dec, err := goDecoded(src, look.Format, fuzzEngine.cfg.MaxPixels)
+	dec, err := goDecoded(look, fuzzEngine.cfg.MaxPixels)
 	if err != nil {
-		return nil // a BMP or ICO Go's decoder refused: libvips never sees it
+		return nil // a BMP, ICO or sequence refused in Go: libvips never sees it
 	}
 	v, err := probe(dec)
 	if err != nil {

@@ -283,7 +283,7 @@ func (e *Engine) open(in thumbjob.Source, withDetails bool) ([]byte, header, det
 	if err := checkLooked(in); err != nil {
 		return fail(err)
 	}
-	src, err := goDecoded(in.Bytes, in.Format, e.cfg.MaxPixels)
+	src, err := goDecoded(in, e.cfg.MaxPixels)
 	if err != nil {
 		return fail(err)
 	}

@@ -3,6 +3,7 @@ package thumb
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,6 +65,75 @@ func TestHEIFTransformsAppliedOnce(t *testing.T) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// TestAVIFSequenceFirstFrame: an AVIF image sequence with no still image
+// (brand avis, frames only in a track), at 8, 10 and 12 bits, with and
+// without an alpha track, gives its first frame, as ffmpeg's own decode
+// of that frame shows it, priced as one frame.
+func TestAVIFSequenceFirstFrame(t *testing.T) {
+	needTools(t, "ffmpeg")
+	dir := t.TempDir()
+	const w, h = 96, 64
+	first := quadrants(t, w, h)
+	second := pngOf(t, w, h, func(x, y int) color.NRGBA { return cWhite })
+	opaqueRight := pngOf(t, w, h, func(x, y int) color.NRGBA {
+		if x < w/2 {
+			return color.NRGBA{0, 0, 0, 255}
+		}
+		return cWhite
+	})
+	for _, pixFmt := range []string{"yuv420p", "yuv420p10le", "yuv420p12le"} {
+		colour, err := heiftest.EncodeSequence([][]byte{first, second, second}, pixFmt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refPath := writeFile(t, dir, pixFmt+".avif", colour)
+		ref := filepath.Join(dir, pixFmt+".png")
+		run(t, dir, "ffmpeg", "-hide_banner", "-loglevel", "error", "-i", refPath, "-frames:v", "1", "-pix_fmt", "rgb24", "-y", ref)
+		b, err := os.ReadFile(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := decodePNG(t, b)
+		for _, withAlpha := range []bool{false, true} {
+			name := fmt.Sprintf("%s-alpha-%v", pixFmt, withAlpha)
+			t.Run(name, func(t *testing.T) {
+				var alpha []byte
+				if withAlpha {
+					if alpha, err = heiftest.EncodeSequence([][]byte{opaqueRight, second, second}, pixFmt, heiftest.AlphaRange()...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				src, err := heiftest.Sequence(colour, alpha)
+				if err != nil {
+					t.Fatal(err)
+				}
+				look := looked(src)
+				if !look.Header.Sequence || look.Header.Frames != 1 || look.Header.Alpha != withAlpha {
+					t.Fatalf("looked as %+v (%s)", look.Header, look.Unread)
+				}
+				img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: w, Height: h, Fit: thumbjob.FitFill, Format: imagefmt.PNG})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := decodePNG(t, img.Bytes)
+				if withAlpha {
+					if _, _, _, a := got.At(5, 5).RGBA(); a > 0x1000 {
+						t.Errorf("alpha on the left %#x, want transparent", a)
+					}
+					if _, _, _, a := got.At(w-5, 5).RGBA(); a < 0xf000 {
+						t.Errorf("alpha on the right %#x, want opaque", a)
+					}
+					return
+				}
+				if d := imagediff.MeanAbs(got, want); d > 6 {
+					writePNG(t, filepath.Join("testdata", "failed", "sequence-"+name+".png"), got)
+					t.Fatalf("mean difference %.1f per channel from ffmpeg's first frame (tolerance 6)", d)
+				}
+			})
 		}
 	}
 }

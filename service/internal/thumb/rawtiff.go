@@ -6,21 +6,34 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/bmp"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
-// goDecoded turns a source libvips has no loader for (BMP, ICO: libvips
-// 8.16 reads them only through ImageMagick, which thumbd does not link)
-// into bytes it does read, decoded in Go by service/internal/bmp under the
-// pixel limit, checked from the header before anything is allocated: an
-// ICO's PNG entry as it is, any other image as an uncompressed TIFF (a
-// header in front of the pixels: libvips' TIFF loader reads it with no
-// codec, strip by strip). Other formats pass through. It runs inside the
-// engine, so in cells mode in the sandboxed cell, like every decoder.
-func goDecoded(src []byte, f imagefmt.Format, maxPixels int64) ([]byte, error) {
-	if f != imagefmt.BMP && f != imagefmt.ICO {
-		return src, nil
+// goDecoded turns a source libvips has no loader for into bytes it does
+// read, in Go, checked from the header before anything is allocated:
+//   - BMP, ICO (libvips 8.16 reads them only through ImageMagick, which
+//     thumbd does not link): decoded by service/internal/bmp under the
+//     pixel limit, an ICO's PNG entry as it is, any other image as an
+//     uncompressed TIFF (a header in front of the pixels: libvips' TIFF
+//     loader reads it with no codec, strip by strip);
+//   - an AVIF image sequence with no still image: a still AVIF of its
+//     first frame's coded samples (memcost.SequenceStill: nothing decoded).
+//
+// Other formats pass through. It runs inside the engine, so in cells mode
+// in the sandboxed cell, like every decoder.
+func goDecoded(in thumbjob.Source, maxPixels int64) ([]byte, error) {
+	if in.Header.Sequence {
+		still, err := memcost.SequenceStill(in.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
+		}
+		return still, nil
 	}
-	img, err := bmp.Decode(src, maxPixels)
+	if in.Format != imagefmt.BMP && in.Format != imagefmt.ICO {
+		return in.Bytes, nil
+	}
+	img, err := bmp.Decode(in.Bytes, maxPixels)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,9 @@ type Header struct {
 	// ThumbCoded: the thumbnail is one coded image (hvc1, av01), not a
 	// grid or another derived item, whose decode is its pixels alone.
 	ThumbCoded bool `json:"thumb_coded,omitempty"`
+	// Sequence: an AVIF image sequence with no still image, priced as its
+	// first frame (the engine decodes that frame: memcost.SequenceStill).
+	Sequence bool `json:"sequence,omitempty"`
 	// Progressive: a progressive JPEG, whose decoder keeps every DCT
 	// coefficient of the whole image (2 bytes a sample) whatever the
 	// shrink-on-load: a 12 MP one holds 73 MB to make a 256-pixel thumbnail.
