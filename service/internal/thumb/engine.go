@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"log/slog"
 	"math"
 	"strings"
@@ -644,20 +645,25 @@ func (e *Engine) finishOn(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.
 	if err := turn(img, o); err != nil {
 		return err
 	}
+	// picture is where the picture is on the canvas that contain, extend
+	// and pad grow around it: the watermark goes on it, not on a border.
+	picture := image.Rect(0, 0, img.Width(), img.PageHeight())
 	if o.Fit == thumbjob.FitContain && (img.Width() != o.Width || img.PageHeight() != o.Height) {
 		// govips pads each frame of an animation on its own.
 		left, top := (o.Width-img.Width())/2, (o.Height-img.PageHeight())/2
 		if err := embed(img, o, spec, left, top, o.Width, o.Height); err != nil {
 			return err
 		}
+		picture = picture.Add(image.Pt(left, top))
 	}
 	if err := filter(img, o.Transforms); err != nil {
 		return err
 	}
-	if err := frame(img, o, spec, canvasW, canvasH); err != nil {
+	at, err := frame(img, o, spec, canvasW, canvasH)
+	if err != nil {
 		return err
 	}
-	if err := e.watermark(img, o); err != nil {
+	if err := e.watermark(img, o, picture.Add(at)); err != nil {
 		return err
 	}
 	if !spec.Alpha && img.HasAlpha() {

@@ -2,6 +2,7 @@ package thumb
 
 import (
 	"fmt"
+	"image"
 	"math"
 
 	"github.com/davidbyttow/govips/v2/vips"
@@ -293,8 +294,8 @@ func filter(img *vips.ImageRef, t thumbjob.Transforms) error {
 }
 
 // frame extends the image to the canvas at the gravity (extend=true),
-// then pads it.
-func frame(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec, canvasW, canvasH int) error {
+// then pads it; at is where the image it was given now starts.
+func frame(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec, canvasW, canvasH int) (at image.Point, err error) {
 	if w, h := img.Width(), img.Height(); o.Extend && (w < canvasW || h < canvasH) {
 		x, y, ok := o.Point()
 		if !ok {
@@ -303,11 +304,15 @@ func frame(img *vips.ImageRef, o thumbjob.Options, spec imagefmt.Spec, canvasW, 
 		cw, ch := max(w, canvasW), max(h, canvasH)
 		left, top := int(math.Round(x*float64(cw-w))), int(math.Round(y*float64(ch-h)))
 		if err := embed(img, o, spec, left, top, cw, ch); err != nil {
-			return err
+			return at, err
 		}
+		at = image.Pt(left, top)
 	}
 	if p := o.Pad; p != (thumbjob.Sides{}) {
-		return embed(img, o, spec, p.Left, p.Top, img.Width()+p.Left+p.Right, img.Height()+p.Top+p.Bottom)
+		if err := embed(img, o, spec, p.Left, p.Top, img.Width()+p.Left+p.Right, img.Height()+p.Top+p.Bottom); err != nil {
+			return at, err
+		}
+		at = at.Add(image.Pt(p.Left, p.Top))
 	}
-	return nil
+	return at, nil
 }

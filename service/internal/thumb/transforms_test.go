@@ -435,6 +435,64 @@ func TestWatermark(t *testing.T) {
 	}
 }
 
+// TestWatermarkOnThePicture: the watermark is placed and scaled on the
+// picture, not on the canvas that contain, pad and extend grow around it,
+// where a crop of the border would take it away.
+func TestWatermarkOnThePicture(t *testing.T) {
+	wide := pngOf(t, 40, 20, func(x, y int) color.NRGBA { return cWhite })
+	tall := pngOf(t, 20, 40, func(x, y int) color.NRGBA { return cWhite })
+	mark := pngOf(t, 4, 4, func(x, y int) color.NRGBA { return cRed })
+	cfg := testEngine.cfg
+	cfg.Watermark = mark
+	e := New(cfg)
+	if err := e.LoadWatermark(); err != nil {
+		t.Fatal(err)
+	}
+	soea := thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionSouthEast}
+	for _, c := range []struct {
+		name string
+		src  []byte
+		o    thumbjob.Options
+		w, h int
+		at   []spot
+	}{
+		// the picture at 0,10 to 40,30 of a 40x40 canvas
+		{"contain", wide, thumbjob.Options{Width: 40, Height: 40, Fit: thumbjob.FitContain}, 40, 40,
+			[]spot{{37, 27, cRed}, {38, 38, cClear}, {37, 31, cClear}}},
+		// the picture at 8,8 to 48,28 of 56x36
+		{"pad", wide, thumbjob.Options{Width: 40, Height: 20, Fit: thumbjob.FitInside, Transforms: thumbjob.Transforms{Pad: thumbjob.Sides{Top: 8, Right: 8, Bottom: 8, Left: 8}}}, 56, 36,
+			[]spot{{45, 25, cRed}, {53, 33, cClear}, {49, 25, cClear}}},
+		// the picture centred at 10,10 to 50,30 of 60x40
+		{"extend", wide, thumbjob.Options{Width: 60, Height: 40, Fit: thumbjob.FitInside, Gravity: thumbjob.GravityCentre, Transforms: thumbjob.Transforms{NoEnlarge: true, Extend: true}}, 60, 40,
+			[]spot{{47, 27, cRed}, {57, 37, cClear}}},
+		// scaled to half the picture's width (10), not the canvas' (20)
+		{"contain, scaled", tall, thumbjob.Options{Width: 40, Height: 40, Fit: thumbjob.FitContain, Transforms: thumbjob.Transforms{Watermark: &thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionSouthEast, Scale: 0.5}}}, 40, 40,
+			[]spot{{29, 39, cRed}, {21, 39, cRed}, {19, 39, cWhite}, {9, 39, cClear}, {31, 39, cClear}}},
+		// tiles over the picture only
+		{"contain, tiled", wide, thumbjob.Options{Width: 40, Height: 40, Fit: thumbjob.FitContain, Transforms: thumbjob.Transforms{Watermark: &thumbjob.Watermark{Opacity: 1, Position: thumbjob.PositionReplicate, X: 4, Y: 4}}}, 40, 40,
+			[]spot{{0, 10, cRed}, {1, 1, cClear}, {0, 38, cClear}}},
+	} {
+		o := c.o
+		o.Format = imagefmt.PNG
+		if o.Gravity == "" {
+			o.Gravity = thumbjob.GravityCentre
+		}
+		if o.Watermark == nil {
+			wm := soea
+			o.Watermark = &wm
+		}
+		img, err := e.Thumbnail(context.Background(), c.src, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, _, err := image.Decode(bytes.NewReader(img.Bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, c.name, shot{dec}, c.w, c.h, c.at...)
+	}
+}
+
 // A JPEG crop shrinks on load as far as the region still covers the box,
 // and the region is the same part of the image at any shrink.
 func TestCropShrinksOnLoad(t *testing.T) {

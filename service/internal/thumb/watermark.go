@@ -3,6 +3,7 @@ package thumb
 import (
 	"errors"
 	"fmt"
+	"image"
 
 	"github.com/davidbyttow/govips/v2/vips"
 
@@ -66,11 +67,13 @@ func watermarkReady(img *vips.ImageRef) error {
 // supervisor and cell out of step).
 var errNoWatermark = errors.New("thumb: the job asks for a watermark and none is loaded")
 
-// watermark puts the watermark on the finished thumbnail: scaled (its
-// width a fraction of the thumbnail's), its alpha times the opacity, at
-// the position with its offsets, or tiled over the whole (re, the offsets
-// then the gaps between tiles).
-func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options) error {
+// watermark puts the watermark on the finished thumbnail's picture (the
+// rectangle of the canvas the picture covers: contain's, extend's and
+// pad's borders are not the picture, and a mark there could be cropped
+// away): scaled (its width a fraction of the picture's), its alpha times
+// the opacity, at the position with its offsets, or tiled over the whole
+// picture (re, the offsets then the gaps between tiles).
+func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options, picture image.Rectangle) error {
 	w := o.Watermark
 	if w == nil {
 		return nil
@@ -83,8 +86,9 @@ func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options) error {
 		return err
 	}
 	defer mark.Close()
+	pw, ph := picture.Dx(), picture.Dy()
 	if w.Scale > 0 {
-		if err := mark.Resize(w.Scale*float64(img.Width())/float64(mark.Width()), vips.KernelLanczos3); err != nil {
+		if err := mark.Resize(w.Scale*float64(pw)/float64(mark.Width()), vips.KernelLanczos3); err != nil {
 			return err
 		}
 	}
@@ -102,15 +106,15 @@ func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options) error {
 		if err := mark.EmbedBackgroundRGBA(0, 0, tw, th, &vips.ColorRGBA{}); err != nil {
 			return err
 		}
-		across, down := (img.Width()+tw-1)/tw, (img.Height()+th-1)/th
+		across, down := (pw+tw-1)/tw, (ph+th-1)/th
 		if err := mark.Replicate(across, down); err != nil {
 			return err
 		}
-		if err := mark.ExtractArea(0, 0, img.Width(), img.Height()); err != nil {
+		if err := mark.ExtractArea(0, 0, pw, ph); err != nil {
 			return err
 		}
 	} else {
-		left, top = placed(w, img.Width(), img.Height(), mark.Width(), mark.Height())
+		left, top = placed(w, pw, ph, mark.Width(), mark.Height())
 	}
 	if !img.HasAlpha() {
 		// composite gives the result an alpha band; an opaque one, as
@@ -119,7 +123,7 @@ func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options) error {
 			return err
 		}
 	}
-	return img.Composite(mark, vips.BlendModeOver, left, top)
+	return img.Composite(mark, vips.BlendModeOver, picture.Min.X+left, picture.Min.Y+top)
 }
 
 // placed is where a mw x mh watermark goes on a w x h thumbnail: at the
