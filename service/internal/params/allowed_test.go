@@ -2,12 +2,14 @@ package params
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // nextSizes are Next.js's default deviceSizes and imageSizes.
@@ -326,4 +328,50 @@ func TestAllowedTransformValues(t *testing.T) {
 			t.Errorf("%q: accepted", bad)
 		}
 	}
+}
+
+// FuzzBounded: whatever the query, what the bounded mode accepts unsigned
+// is on its lists: each transform and focal point a listed value or none,
+// each side the query chose, pad included, a listed width.
+func FuzzBounded(f *testing.F) {
+	for _, q := range []string{"w=640", "w=624&pad=8", "w=640&pad=8", "w=320&dpr=2&blur=5", "w=312&pad=4&dpr=2",
+		"gravity=focal&fx=0.5&fy=0.5&w=64", "bg=FFFFFF&h=64", "blur=5.0&q=75&w=64", "pad=0&blur=0&rotate=0", "dpr=2.5&h=256"} {
+		f.Add(q)
+	}
+	values, err := ParseAllowedTransforms("blur=5;pad=8;bg=ffffff;fx=0.5;fy=0.5")
+	if err != nil {
+		f.Fatal(err)
+	}
+	sides := []int{64, 640}
+	rules := Rules{MaxSide: 4096, Allowed: Allowed{Sides: sides, Qualities: []int{75}, Transforms: values}}
+	f.Fuzz(func(t *testing.T, raw string) {
+		req, err := upload(rules, raw)
+		if err != nil {
+			return
+		}
+		o, q := req.Options, query(t, raw)
+		white := thumbjob.Colour{R: 255, G: 255, B: 255, A: 255}
+		eight := thumbjob.Sides{Top: 8, Right: 8, Bottom: 8, Left: 8}
+		rest := o.Transforms
+		rest.Blur, rest.Pad, rest.Background = 0, thumbjob.Sides{}, nil
+		switch {
+		case o.Blur != 0 && o.Blur != 5, o.Pad != (thumbjob.Sides{}) && o.Pad != eight,
+			o.Background != nil && *o.Background != white, !reflect.DeepEqual(rest, thumbjob.Transforms{}),
+			o.Gravity == thumbjob.GravityFocal && (o.FocalX != 0.5 || o.FocalY != 0.5):
+			t.Fatalf("%q: off the transforms list: %+v", raw, o)
+		}
+		_, chose := q["dpr"]
+		padded := o.Pad != (thumbjob.Sides{})
+		for name, side := range map[string]int{"w": o.Width + o.Pad.Left + o.Pad.Right, "h": o.Height + o.Pad.Top + o.Pad.Bottom} {
+			_, given := q[name]
+			if (given || chose || padded) && side != o.Pad.Left+o.Pad.Right && side != o.Pad.Top+o.Pad.Bottom && !slices.Contains(sides, side) {
+				t.Fatalf("%q: %s answers %d: %+v", raw, name, side, o)
+			}
+		}
+		if v, ok := q["q"]; ok {
+			if n, _ := strconv.Atoi(v); n != 75 {
+				t.Fatalf("%q: q=%s taken", raw, v)
+			}
+		}
+	})
 }
