@@ -111,7 +111,7 @@ func handleImgproxy(ic imgproxy.Config, prefix string, auto bool, thumbs *pipeli
 			req.Query["format"], req.SourceFormat = string(imagefmt.Auto), false
 		}
 		aw := &imgproxyWriter{ResponseWriter: w, req: req}
-		err = thumbs.Translated(aw, r, req.Query, req.Signed, func(p *params.Request) {
+		err = thumbs.Translated(aw, r, req.Query, req.Signed, req.Operator, func(p *params.Request) {
 			if req.SourceFormat {
 				p.Options.Format, p.Options.Quality = imagefmt.Source, req.Quality
 			}

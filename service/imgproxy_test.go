@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/params"
 )
 
 // The imgproxy endpoint through the real router: its URLs become GET
@@ -236,5 +237,55 @@ func TestImgproxyPresetsOnly(t *testing.T) {
 	base, _ := imgproxyServer(t, func(c *config) { c.PresetsOnly = true })
 	if a := imgproxyGet(t, base+"/_/w:10/plain/local:///photo.jpg"); a.status != 400 || a.code != apierr.BadParameter || !strings.Contains(a.message, "imgproxy") {
 		t.Errorf("presets only: %d %s %s", a.status, a.code, a.message)
+	}
+}
+
+// The imgproxy grammar is bounded as thumbd's own (its query goes through
+// the same params rules): unsigned, bl: and pd: off the lists are
+// refused, its presets' values and its own defaults are the operator's,
+// and a signed URL takes anything.
+func TestImgproxyBounded(t *testing.T) {
+	key, salt := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 16)
+	bounded := func(c *config) {
+		c.Allowed = params.Allowed{Sides: []int{64, 320, 640}, Qualities: []int{75}}
+		c.Imgproxy.Presets = "soft=bl:2,q70=q:70,framed=pd:10"
+	}
+	base, _ := imgproxyServer(t, bounded)
+	for _, c := range []struct {
+		path string
+		want string // the parameter the 400 names; "": a 200
+	}{
+		{"/_/w:640/plain/local:///photo.jpg", ""},
+		{"/_/rs:fill:320:320/plain/local:///photo.jpg@jpg", ""},
+		{"/_/w:640/bl:5/plain/local:///photo.jpg", `"blur"`},
+		{"/_/w:640/pd:10/plain/local:///photo.jpg", `"pad"`},
+		{"/_/w:640/pr:soft/plain/local:///photo.jpg", ""},
+		{"/_/w:620/pr:framed/plain/local:///photo.jpg@png", ""}, // 620 + 2 x 10
+		{"/_/w:640/pr:framed/plain/local:///photo.jpg", "width 660"},
+		{"/_/w:640/pr:q70/plain/local:///photo.jpg", ""}, // the preset's quality, in the source's format
+		{"/_/w:640/q:70/plain/local:///photo.jpg", `"q"`},
+		{"/_/w:500/plain/local:///photo.jpg", `"w"`},
+	} {
+		a := imgproxyGet(t, base+c.path)
+		switch {
+		case c.want == "" && a.status != 200:
+			t.Errorf("%s: %d %s", c.path, a.status, a.message)
+		case c.want != "" && (a.status != 400 || a.code != apierr.BadParameter || !strings.Contains(a.message, c.want)):
+			t.Errorf("%s: %d %s %s, want a 400 naming %s", c.path, a.status, a.code, a.message, c.want)
+		}
+	}
+	if a := imgproxyGet(t, base+"/_/w:620/pr:framed/plain/local:///photo.jpg@png"); a.w != 640 {
+		t.Errorf("pd: from a preset: %dx%d, want 640 wide", a.w, a.h)
+	}
+	signed, _ := imgproxyServer(t, func(c *config) {
+		bounded(c)
+		c.Imgproxy.Keys, c.Imgproxy.Salts = [][]byte{key}, [][]byte{salt}
+	})
+	path := "/w:500/bl:5/pd:10/plain/local:///photo.jpg"
+	h := hmac.New(sha256.New, key)
+	h.Write(salt)
+	h.Write([]byte(path))
+	if a := imgproxyGet(t, signed+"/"+base64.RawURLEncoding.EncodeToString(h.Sum(nil))+path); a.status != 200 {
+		t.Errorf("signed: %d %s", a.status, a.message)
 	}
 }

@@ -178,17 +178,65 @@ func checkPublic(c *corev1.Container, env map[string]string, settings Settings, 
 
 // checkStoreGrowth: a public deployment that keeps its results in a store
 // pays a job, a PUT and an object kept until expiry for every distinct
-// width, quality or focal point a client asks (docs/storage.md, "What
-// bounds the store's growth"). Signed URLs or presets bound them; unsigned,
-// only allow-lists of widths and qualities do (THUMBD_ALLOWED_WIDTHS and
-// THUMBD_ALLOWED_QUALITIES, the bounded unsigned mode).
+// answer a client asks (docs/storage.md, "What bounds the store's
+// growth"). Signed URLs or presets bound them; unsigned, only the bounded
+// unsigned mode's allow-lists do (THUMBD_ALLOWED_WIDTHS,
+// THUMBD_ALLOWED_QUALITIES, THUMBD_ALLOWED_TRANSFORMS), and only as far as
+// the answers they let a client combine, counted per source.
 func checkStoreGrowth(c *corev1.Container, env map[string]string, settings Settings, presetsOnly bool, p *problems) {
 	if setting(env, settings, "THUMBD_RESULT_STORE") == "" || keysFromSecret(c) || presetsOnly {
 		return
 	}
 	if setting(env, settings, "THUMBD_ALLOWED_WIDTHS") == "" || setting(env, settings, "THUMBD_ALLOWED_QUALITIES") == "" {
 		p.addf("container %s stores results of unsigned URLs (THUMBD_RESULT_STORE) without allow-lists: every width, quality or focal point a client asks is a job, a PUT and an object kept until expiry; sign URLs (THUMBD_SIGNING_KEYS), serve presets only, or set THUMBD_ALLOWED_WIDTHS and THUMBD_ALLOWED_QUALITIES", c.Name)
+		return
 	}
+	if n := answersPerSource(env, settings); n > maxAnswersPerSource {
+		p.addf("container %s stores results of unsigned URLs (THUMBD_RESULT_STORE) whose allow-lists let a client make up to %.0f answers of each source, each a job, a PUT and an object kept until expiry (docs/hardening.md, \"Bounded unsigned mode\"), over %d: shorten THUMBD_ALLOWED_WIDTHS, THUMBD_ALLOWED_QUALITIES or THUMBD_ALLOWED_TRANSFORMS, sign URLs (THUMBD_SIGNING_KEYS), or serve presets only", c.Name, n, maxAnswersPerSource)
+	}
+}
+
+// maxAnswersPerSource is the most answers of one source the allow-lists
+// may let anonymous clients store: about 8 times Next.js's defaults (16
+// sizes, one quality: 1,220,736), room for a few qualities and transform
+// values. Past it the lists hardly bound the bill; sign the URLs instead.
+const maxAnswersPerSource = 10_000_000
+
+// answersPerSource is docs/hardening.md's arithmetic of the bounded
+// unsigned mode: the distinct answers of one source an unsigned client
+// can ask for under the lists (presets' own values left out). A float:
+// long transform lists overflow an integer, and only the order matters.
+func answersPerSource(env map[string]string, settings Settings) float64 {
+	distinct := func(list, sep string) map[string]bool {
+		out := map[string]bool{}
+		for _, v := range strings.Split(list, sep) {
+			if v = strings.TrimSpace(v); v != "" {
+				out[v] = true
+			}
+		}
+		return out
+	}
+	widths := float64(len(distinct(setting(env, settings, "THUMBD_ALLOWED_WIDTHS"), ",")))
+	qualities := float64(len(distinct(setting(env, settings, "THUMBD_ALLOWED_QUALITIES"), ",")))
+	values := map[string]float64{}
+	for entry := range distinct(setting(env, settings, "THUMBD_ALLOWED_TRANSFORMS"), ";") {
+		name, _, _ := strings.Cut(entry, "=")
+		values[strings.TrimSpace(name)]++
+	}
+	const (
+		fits       = 4  // cover, contain, fill, inside
+		gravities  = 11 // centre, attention, entropy, 8 compass points
+		formats    = 8  // 4 formats, format=auto's 3 pairs, imgproxy's source format
+		animated   = 2  // true or false
+		enlargings = 2  // thumbd's default (true) and imgproxy's (false)
+	)
+	n := (widths + 1) * (widths + 1) * (qualities + 2) * fits * (gravities + values["fx"]*values["fy"]) * formats * animated * enlargings
+	for name, v := range values {
+		if name != "fx" && name != "fy" && name != "enlarge" {
+			n *= v + 1
+		}
+	}
+	return n
 }
 
 func keysFromSecret(c *corev1.Container) bool {

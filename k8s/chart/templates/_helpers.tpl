@@ -85,6 +85,7 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{- if $v.presetsOnly -}}{{- $_ := set $s "THUMBD_PRESETS_ONLY" "true" -}}{{- end -}}
 {{- with $v.allowedWidths -}}{{- $_ := set $s "THUMBD_ALLOWED_WIDTHS" (join "," .) -}}{{- end -}}
 {{- with $v.allowedQualities -}}{{- $_ := set $s "THUMBD_ALLOWED_QUALITIES" (join "," .) -}}{{- end -}}
+{{- with $v.allowedTransforms -}}{{- $_ := set $s "THUMBD_ALLOWED_TRANSFORMS" (join ";" .) -}}{{- end -}}
 {{- with $v.tracing.endpoint -}}{{- $_ := set $s "OTEL_EXPORTER_OTLP_ENDPOINT" . -}}{{- end -}}
 {{- with $v.tracing.sampler -}}{{- $_ := set $s "OTEL_TRACES_SAMPLER" . -}}{{- end -}}
 {{- with $v.tracing.samplerArg -}}{{- $_ := set $s "OTEL_TRACES_SAMPLER_ARG" (toString .) -}}{{- end -}}

@@ -23,6 +23,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +90,11 @@ type Request struct {
 	Quality int
 	// Signed: the path carried a signature checked against Keys.
 	Signed bool
+	// Operator are the values of Query the operator chose: what the
+	// URL's presets and imgproxy's own defaults give, where its options
+	// left them so. Unsigned, the allow-lists bind them no more than a
+	// thumbd preset's (params.Rules.Operator).
+	Operator map[string]string
 	// Filename and Attachment make the Content-Disposition.
 	Filename   string
 	Attachment bool
@@ -151,11 +157,54 @@ func (c Config) Parse(escaped string) (Request, error) {
 		return Request{}, err
 	}
 	req := Request{Query: q, SourceFormat: st.format == "", Quality: st.sourceQuality(), Signed: len(c.Keys) > 0,
-		Filename: st.filename, Attachment: st.attachment, Expires: st.expires}
+		Operator: c.operator(opts, q), Filename: st.filename, Attachment: st.attachment, Expires: st.expires}
 	if req.Filename == "" {
 		req.Filename = strings.TrimSuffix(path.Base(name), path.Ext(name))
 	}
 	return req, nil
+}
+
+// operator is what the presets alone give (the default preset, then
+// those opts name, in order), where q holds the same value. Without a
+// size from them, w and h are the source's own size up to the max side,
+// which is not the operator's choice: they stay the client's. A signed
+// URL needs none: the allow-lists do not bind it.
+func (c Config) operator(opts []option, q map[string]string) map[string]string {
+	if len(c.Keys) > 0 {
+		return nil
+	}
+	st := newState()
+	if def, ok := c.Presets["default"]; ok {
+		if err := st.apply(c, def, []string{"default"}); err != nil {
+			return nil
+		}
+	}
+	for _, o := range opts {
+		if o.name != "preset" && o.name != "pr" {
+			continue
+		}
+		if err := st.set(c, o, nil); err != nil {
+			return nil
+		}
+	}
+	given, err := st.query(c)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range given {
+		if q[k] == v {
+			out[k] = v
+		}
+	}
+	if st.width == 0 && st.height == 0 {
+		delete(out, "w")
+		delete(out, "h")
+	}
+	if sq := st.sourceQuality(); sq > 0 {
+		out["q"] = strconv.Itoa(sq) // the endpoint adds q for an answer in the source's format
+	}
+	return out
 }
 
 // verify checks sig against path, the part after the signature (with its

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/params"
 )
 
 // aliases: the errors found once every option is read name the long form.
@@ -399,6 +400,73 @@ func TestPresets(t *testing.T) {
 	p, _ = ParsePresets("default=w:1")
 	if err := p.Check(cfg); err != nil {
 		t.Errorf("a good preset: %v", err)
+	}
+}
+
+// The grammar goes through params' rules as GET /thumbnail does
+// (pipeline.Translated reads Request.Query with them): unsigned, the
+// bounded mode refuses its transforms off THUMBD_ALLOWED_TRANSFORMS (bl:,
+// pd: ...) and answers wider than THUMBD_ALLOWED_WIDTHS, takes what its
+// presets and its own defaults give (Request.Operator), and binds nothing
+// signed.
+func TestUnsignedIsBounded(t *testing.T) {
+	cfg := config()
+	var err error
+	if cfg.Presets, err = ParsePresets("soft=bl:5,framed=pd:10,small=rs:fill:640:384:1,q70=q:70"); err != nil {
+		t.Fatal(err)
+	}
+	values, err := params.ParseAllowedTransforms("pad=8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true},
+		Allowed: params.Allowed{Sides: []int{16, 384, 640, 1080}, Qualities: []int{75}, Transforms: values}}
+	rt, _ := params.RouteOf("GET", "/thumbnail")
+	for _, c := range []struct{ opts, want string }{
+		{"w:640", ""},
+		{"rs:fill:640:384", ""},
+		{"w:640/bl:5", `"blur"`},
+		{"w:640/sh:1", `"sharpen"`},
+		{"w:640/pix:4", `"pixelate"`},
+		{"w:640/bg:ff0000", `"bg"`},
+		{"w:640/t:10", `"trim"`},
+		{"w:640/c:0.5:0.5", `"crop"`},
+		{"w:640/rot:90", `"rotate"`},
+		{"w:640/fl:1", `"flip"`},
+		{"w:640/el:1", ""}, // thumbd's default; el:0 is imgproxy's
+		{"w:640/el:0", ""},
+		{"rs:fit:640:384:0:1", `"extend"`},
+		{"rs:fill:640:384/g:fp:0.5:0.5", `"fx"`},
+		{"w:640/wm:0.5", `"wm"`},
+		{"w:640/pd:10", `"pad"`},
+		{"w:640/pd:8", "width 656"},
+		{"w:624/pd:8", ""},
+		{"w:640/pr:soft", ""},
+		{"w:640/pr:soft/bl:6", `"blur"`},
+		{"w:640/bl:6/pr:soft", ""}, // the preset, applied after, wins
+		{"w:620/pr:framed", ""},
+		{"w:640/pr:framed", "width 660"},
+		{"pr:small", ""},
+		{"w:640/f:webp/pr:q70", ""},
+		{"w:640/f:webp/q:70", `"q"`},
+		{"", `"w"`}, // no size: the source's own, up to the max side
+	} {
+		r, err := cfg.Parse("/_/" + c.opts + "/plain/local:///a.jpg")
+		if err != nil {
+			t.Fatalf("%s: %v", c.opts, err)
+		}
+		unsigned := rules
+		unsigned.Operator = r.Operator
+		_, err = rt.Read(unsigned, r.Query)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.opts, err)
+		case c.want != "" && (codeOf(err) != apierr.BadParameter || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want a 400 naming %s", c.opts, err, c.want)
+		}
+		if _, err := rt.Read(unsigned.Signed(), r.Query); err != nil {
+			t.Errorf("%s signed: %v", c.opts, err)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package params
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,15 +13,148 @@ import (
 )
 
 // Allowed is the bounded unsigned mode (THUMBD_ALLOWED_WIDTHS,
-// THUMBD_ALLOWED_QUALITIES), as Next.js's own optimizer bounds its
-// deviceSizes, imageSizes and qualities: what an unsigned client chooses
-// of a thumbnail's size and quality must be on these lists, so that it
-// cannot make one fresh job per width from 1 to the max side. What the
-// operator chose (a preset's options, the default box, a format's default
-// quality) is not bound, nor is a signed request (Rules.Signed). A nil list is no bound.
+// THUMBD_ALLOWED_QUALITIES, THUMBD_ALLOWED_TRANSFORMS), as Next.js's own
+// optimizer bounds its deviceSizes, imageSizes and qualities: what an
+// unsigned client chooses must be on these lists, so that it cannot make
+// one fresh job per width from 1 to the max side, nor per blur sigma or
+// padding. What the operator chose (a preset's options, the default box, a
+// format's default quality) is not bound, nor is a signed request
+// (Rules.Signed). Any list switches the mode on; in it, a nil width or
+// quality list is no bound, and a transform the transforms list does not
+// name is refused.
 type Allowed struct {
-	Sides     []int // w and h, after dpr and client hints; sorted
+	Sides     []int // the answer's width and height, after dpr, client hints and pad; sorted
 	Qualities []int // q; sorted
+	// Transforms are the values an unsigned request may give the
+	// transforms and the focal point (boundNames).
+	Transforms TransformValues
+}
+
+func (a Allowed) on() bool { return a.Sides != nil || a.Qualities != nil || a.Transforms != nil }
+
+// boundNames are the parameters THUMBD_ALLOWED_TRANSFORMS lists values
+// of: every transform, and gravity=focal's point, whose values are
+// unbounded (each a job, a cache entry and a stored object of its own).
+// fit, gravity, format and animated have few values, counted in
+// docs/hardening.md's arithmetic.
+var boundNames = append(slices.Clone(transformNames), "fx", "fy")
+
+// TransformValue is one entry of THUMBD_ALLOWED_TRANSFORMS: a parameter,
+// its value as written, and what the job holds for it (held).
+type TransformValue struct {
+	Name, Value string
+	held        string
+}
+
+// TransformValues are THUMBD_ALLOWED_TRANSFORMS' entries, in its order.
+type TransformValues []TransformValue
+
+// ParseAllowedTransforms reads THUMBD_ALLOWED_TRANSFORMS: NAME=VALUE
+// entries separated by ";" (values hold commas: pad=8,0,8,0), each read
+// as the query reads it, such as "blur=5;pad=8;bg=ffffff". A name may
+// come back with other values.
+func ParseAllowedTransforms(s string) (TransformValues, error) {
+	var out TransformValues
+	var errs []error
+	for _, entry := range strings.Split(s, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		v, err := parseTransformValue(entry)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("want NAME=VALUE entries separated by \";\", such as blur=5;pad=8, NAME one of %s", strings.Join(boundNames, ", ")))
+	}
+	return out, errors.Join(errs...)
+}
+
+func parseTransformValue(entry string) (TransformValue, error) {
+	name, value, _ := strings.Cut(entry, "=")
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	if !slices.Contains(boundNames, name) {
+		return TransformValue{}, fmt.Errorf("%q: want NAME=VALUE, NAME one of %s", entry, strings.Join(boundNames, ", "))
+	}
+	var o thumbjob.Options
+	var err error
+	switch name {
+	case "wm":
+		if o.Watermark, err = ParseWatermark(value); err != nil {
+			err = bad("wm", "%s", err)
+		}
+	case "fx":
+		o.FocalX, err = fraction(name, value)
+	case "fy":
+		o.FocalY, err = fraction(name, value)
+	default:
+		o.Transforms, err = transforms(map[string]string{name: value}, 1)
+	}
+	if err != nil {
+		return TransformValue{}, fmt.Errorf("%q: %s", entry, apierr.From(err).Message)
+	}
+	return TransformValue{Name: name, Value: value, held: held(name, o)}, nil
+}
+
+// String writes the entries back in the setting's syntax.
+func (vs TransformValues) String() string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.Name + "=" + v.Value
+	}
+	return strings.Join(s, ";")
+}
+
+// Lists reports whether the list holds a value of parameter name.
+func (vs TransformValues) Lists(name string) bool {
+	return slices.ContainsFunc(vs, func(v TransformValue) bool { return v.Name == name })
+}
+
+// held is what o holds for parameter name, as text: two values that
+// make the same job hold the same (blur=5 and blur=5.0; pad=8 and
+// pad=8,8,8,8; pad in pixels after dpr).
+func held(name string, o thumbjob.Options) string {
+	var v any
+	switch name {
+	case "enlarge":
+		v = o.NoEnlarge
+	case "rotate":
+		v = o.Rotate
+	case "flip":
+		v = o.Flip
+	case "bg":
+		v = o.Background
+	case "pad":
+		v = o.Pad
+	case "extend":
+		v = o.Extend
+	case "crop":
+		v = o.Crop
+	case "trim":
+		v = o.Trim
+	case "blur":
+		v = o.Blur
+	case "sharpen":
+		v = o.Sharpen
+	case "pixelate":
+		v = o.Pixelate
+	case "wm":
+		if w := o.Watermark; w != nil {
+			mark := *w
+			mark.Mark = "" // the configured image's, not the request's
+			v = mark
+		}
+	case "fx":
+		v = o.FocalX
+	case "fy":
+		v = o.FocalY
+	}
+	b, _ := json.Marshal(v) // plain values and structs of them
+	return string(b)
 }
 
 // Signed are the rules for a signed request: its signer chose its
@@ -66,25 +201,42 @@ func FormatInts(ns []int) string {
 // hint, named by its header), or "" when the operator's preset or default
 // gave it.
 func (a Allowed) check(o thumbjob.Options, q map[string]string, asked func(string) string) error {
-	dpr := asked("dpr")
-	side := func(name string, n int, what string) error {
+	if !a.on() {
+		return nil
+	}
+	if err := a.Transforms.check(o, q, asked); err != nil {
+		return err
+	}
+	// The answer's size is the box plus the pad: whoever chose either
+	// part chose the size, which must be on the list.
+	dpr, padBy := asked("dpr"), ""
+	if o.Pad != (thumbjob.Sides{}) {
+		padBy = asked("pad")
+	}
+	side := func(name string, n, pad int, what string) error {
 		by := asked(name)
-		if n == 0 || a.Sides == nil || by == "" && dpr == "" || slices.Contains(a.Sides, n) {
-			return nil
-		}
 		if by == "" {
 			by = dpr
 		}
-		scaled := ""
-		if _, ok := q["dpr"]; ok {
-			scaled = " at dpr " + q["dpr"]
+		if by == "" && pad != 0 {
+			by = padBy
 		}
-		return apierr.New(apierr.BadParameter, "%s makes the %s %d%s, which is not allowed here: %s (THUMBD_ALLOWED_WIDTHS).", by, what, n, scaled, nearest(a.Sides, n, "size"))
+		if n == 0 || a.Sides == nil || by == "" || slices.Contains(a.Sides, n+pad) {
+			return nil
+		}
+		detail := ""
+		if _, ok := q["dpr"]; ok {
+			detail = " at dpr " + q["dpr"]
+		}
+		if pad != 0 {
+			detail += fmt.Sprintf(" (a box of %d and a pad of %d)", n, pad)
+		}
+		return apierr.New(apierr.BadParameter, "%s makes the %s %d%s, which is not allowed here: %s (THUMBD_ALLOWED_WIDTHS).", by, what, n+pad, detail, nearest(a.Sides, n+pad, "size"))
 	}
-	if err := side("w", o.Width, "width"); err != nil {
+	if err := side("w", o.Width, o.Pad.Left+o.Pad.Right, "width"); err != nil {
 		return err
 	}
-	if err := side("h", o.Height, "height"); err != nil {
+	if err := side("h", o.Height, o.Pad.Top+o.Pad.Bottom, "height"); err != nil {
 		return err
 	}
 	if by := asked("q"); by != "" && a.Qualities != nil {
@@ -92,6 +244,46 @@ func (a Allowed) check(o thumbjob.Options, q map[string]string, asked func(strin
 		if !slices.Contains(a.Qualities, n) {
 			return apierr.New(apierr.BadParameter, "%s asks for quality %d, which is not allowed here: %s (THUMBD_ALLOWED_QUALITIES).", by, n, nearest(a.Qualities, n, "quality"))
 		}
+	}
+	return nil
+}
+
+// check refuses a transform or focal point the client chose that the
+// list does not hold. A value that changes nothing (blur=0, rotate=0,
+// enlarge=true) makes no job of its own and is taken.
+func (vs TransformValues) check(o thumbjob.Options, q map[string]string, asked func(string) string) error {
+	for _, name := range boundNames {
+		by := asked(name)
+		if by == "" {
+			continue
+		}
+		h := held(name, o)
+		if slices.Contains(transformNames, name) && h == held(name, thumbjob.Options{}) {
+			continue
+		}
+		var listed []string
+		found := false
+		for _, v := range vs {
+			if v.Name == name {
+				listed = append(listed, v.Name+"="+v.Value)
+				found = found || v.held == h
+			}
+		}
+		if found {
+			continue
+		}
+		asks := name + "=" + q[name]
+		if _, ok := q["dpr"]; ok && name == "pad" {
+			asks += " at dpr " + q["dpr"]
+		}
+		if listed == nil {
+			return apierr.New(apierr.BadParameter, "%s asks for %s, and no %s is taken unsigned here: list the values to allow in THUMBD_ALLOWED_TRANSFORMS (such as %s=%s), give it in a preset, or sign the URL.", by, asks, name, name, q[name])
+		}
+		unit := ""
+		if name == "pad" {
+			unit = " (pixels after dpr)"
+		}
+		return apierr.New(apierr.BadParameter, "%s asks for %s, which is not taken unsigned here: THUMBD_ALLOWED_TRANSFORMS allows %s%s; list it there, give it in a preset, or sign the URL.", by, asks, strings.Join(listed, ", "), unit)
 	}
 	return nil
 }

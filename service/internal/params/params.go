@@ -119,8 +119,14 @@ type Rules struct {
 	// Watermark says how thumbnails may carry the configured watermark.
 	Watermark Watermark
 	// Allowed bounds what an unsigned query chooses
-	// (THUMBD_ALLOWED_WIDTHS, THUMBD_ALLOWED_QUALITIES); Signed drops it.
+	// (THUMBD_ALLOWED_WIDTHS, THUMBD_ALLOWED_QUALITIES,
+	// THUMBD_ALLOWED_TRANSFORMS); Signed drops it.
 	Allowed Allowed
+	// Operator are values of a query another grammar wrote that its
+	// operator chose (the imgproxy endpoint: its presets and its own
+	// defaults): Allowed binds them no more than a preset's, while the
+	// query holds them as given.
+	Operator map[string]string
 	// HintsSigned (signing on): hints apply only to a query that says
 	// hints=on, which the signature covers; elsewhere hints=off is the
 	// default. Hints are outside the signature: left to them, a signed
@@ -162,7 +168,12 @@ func (r Rules) thumbnail(query map[string]string) (Thumbnail, error) {
 	if err == nil {
 		o.Watermark, err = r.watermark(q)
 		if err == nil {
-			err = r.Allowed.check(o, q, func(name string) string { return askedBy(name, query, preset, q) })
+			err = r.Allowed.check(o, q, func(name string) string {
+				if v, ok := r.Operator[name]; ok && query[name] == v {
+					return ""
+				}
+				return askedBy(name, query, preset, q)
+			})
 		}
 	}
 	_, given := q["q"]

@@ -146,16 +146,19 @@ func (p *Pipeline) Handler(rt params.Route) HandlerFunc {
 // Translated runs a GET whose query another grammar wrote (the imgproxy
 // endpoint) through the same corridor as GET /thumbnail: q is read by
 // params as that route's query (signed: its grammar checked a signature,
-// and the allow-lists do not bind it), adjust then edits what params can
-// not say (nil: nothing), and the source and the rest are GET
-// /thumbnail's.
-func (p *Pipeline) Translated(w http.ResponseWriter, r *http.Request, q map[string]string, signed bool, adjust func(*params.Request)) error {
+// and the allow-lists do not bind it; operator: the values of q its
+// operator chose, which they bind no more than a preset's), adjust then
+// edits what params can not say (nil: nothing), and the source and the
+// rest are GET /thumbnail's.
+func (p *Pipeline) Translated(w http.ResponseWriter, r *http.Request, q map[string]string, signed bool, operator map[string]string, adjust func(*params.Request)) error {
 	start := time.Now()
 	rt, _ := params.RouteOf(http.MethodGet, "/thumbnail")
 	var req params.Request
 	var src source.Source
 	err := stage(r.Context(), p.Tracer, "parse", func(context.Context, trace.Span) (err error) {
-		if req, err = rt.Read(p.rules(r, signed), q); err != nil {
+		rules := p.rules(r, signed)
+		rules.Operator = operator
+		if req, err = rt.Read(rules, q); err != nil {
 			return err
 		}
 		if adjust != nil {
