@@ -171,9 +171,12 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", flagenv.Of(&c.Presets, params.ParsePresets, params.Presets.String)},
 		{"THUMBD_IMGPROXY", "imgproxy", "false", "", "`true`: imgproxy's URLs (`/SIGNATURE/OPTIONS/SOURCE`) are served too, through the same pipeline ([imgproxy.md](imgproxy.md))", flagenv.Bool(&c.Imgproxy.On)},
 		{"THUMBD_IMGPROXY_PREFIX", "imgproxy-prefix", "", "the root", "a path prefix for the imgproxy URLs, as `IMGPROXY_PATH_PREFIX` (such as `/img`): `/` then one or more segments, none of thumbd's own route names", flagenv.String(&c.Imgproxy.Prefix)},
-		{"THUMBD_IMGPROXY_KEY", "imgproxy-key", "", "empty: any signature", "imgproxy's `IMGPROXY_KEY` (or `IMGPROXY_KEYS`): hex keys, comma-separated, each paired with the salt at its place in `THUMBD_IMGPROXY_SALT`; set: a wrong or missing signature is a 403", flagenv.Secret(&c.Imgproxy.Keys, hexList)},
-		{"THUMBD_IMGPROXY_SALT", "imgproxy-salt", "", "", "imgproxy's `IMGPROXY_SALT` (or `IMGPROXY_SALTS`): hex salts, comma-separated, as many as keys", flagenv.Secret(&c.Imgproxy.Salts, hexList)},
-		{"THUMBD_IMGPROXY_SIGNATURE_SIZE", "imgproxy-signature-size", "32", "", "bytes of the HMAC an imgproxy signature holds, 1 to 32, as `IMGPROXY_SIGNATURE_SIZE`", flagenv.Int(&c.Imgproxy.SignatureSize)},
+		{"THUMBD_IMGPROXY_KEY", "imgproxy-key", "", "empty: any signature", "imgproxy's `IMGPROXY_KEY`: hex keys, comma-separated, each paired with the salt at its place in `THUMBD_IMGPROXY_SALT`; set: a wrong or missing signature is a 403. With `THUMBD_SIGNING_KEYS` set, leaving it empty is a start-up error unless `THUMBD_IMGPROXY_UNSIGNED=true` ([imgproxy.md](imgproxy.md#signatures-and-sources))", flagenv.Secret(&c.Imgproxy.Keys, hexList)},
+		{"THUMBD_IMGPROXY_KEYS", "imgproxy-keys", "", "", "the same as `THUMBD_IMGPROXY_KEY`, for those who spell it in the plural; both set: start-up error (imgproxy reads `IMGPROXY_KEY` alone)", flagenv.Secret(&c.Imgproxy.PluralKeys, hexList)},
+		{"THUMBD_IMGPROXY_SALT", "imgproxy-salt", "", "", "imgproxy's `IMGPROXY_SALT`: hex salts, comma-separated, as many as keys", flagenv.Secret(&c.Imgproxy.Salts, hexList)},
+		{"THUMBD_IMGPROXY_SALTS", "imgproxy-salts", "", "", "the same as `THUMBD_IMGPROXY_SALT`, in the plural; both set: start-up error", flagenv.Secret(&c.Imgproxy.PluralSalts, hexList)},
+		{"THUMBD_IMGPROXY_UNSIGNED", "imgproxy-unsigned", "false", "", "with `THUMBD_SIGNING_KEYS` set and `THUMBD_IMGPROXY=true`: `true` serves imgproxy's URLs without an imgproxy key, so unsigned (anyone may then ask any size and option there; logged as a warning); `false`: that combination is a start-up error, so signing keys mean every thumbnail URL is signed", flagenv.Bool(&c.Imgproxy.Unsigned)},
+		{"THUMBD_IMGPROXY_SIGNATURE_SIZE", "imgproxy-signature-size", "32", "", "bytes of the HMAC an imgproxy signature holds, 1 to 32, as `IMGPROXY_SIGNATURE_SIZE`; below 8 with keys set, a warning at start (a short signature can be found by trying: 2^(8 x size) values at most)", flagenv.Int(&c.Imgproxy.SignatureSize)},
 		{"THUMBD_IMGPROXY_PRESETS", "imgproxy-presets", "", "none", "imgproxy's `IMGPROXY_PRESETS`, in its syntax: `NAME=OPTION/OPTION` entries separated by `,`, such as `default=q:70,thumb=rs:fill:128:128`; `default` applies to every imgproxy URL first", flagenv.String(&c.Imgproxy.Presets)},
 		{"THUMBD_IMGPROXY_AUTO_FORMAT", "imgproxy-auto-format", "false", "", "`true`: an imgproxy URL that names no format is answered in the best format its `Accept` allows (thumbd's `format=auto`, with `Vary: Accept`), as imgproxy's `IMGPROXY_AUTO_WEBP`/`IMGPROXY_AUTO_AVIF`; `false`: in the source's format", flagenv.Bool(&c.Imgproxy.AutoFormat)},
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", flagenv.Bool(&c.PresetsOnly)},
@@ -225,6 +228,7 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	if err != nil {
 		return config{}, err
 	}
+	errs = append(errs, c.Imgproxy.takePlurals()...)
 	// A budget of 0 means "derive it", as its default says.
 	explicit["THUMBD_SOURCE_BUDGET"] = explicit["THUMBD_SOURCE_BUDGET"] && c.SourceBudget != 0
 	explicit["THUMBD_MEMORY_BUDGET"] = explicit["THUMBD_MEMORY_BUDGET"] && c.MemoryBudget != 0

@@ -21,12 +21,65 @@ import (
 
 // imgproxySettings are THUMBD_IMGPROXY_*.
 type imgproxySettings struct {
-	On            bool
-	Prefix        string
-	Keys, Salts   [][]byte
+	On          bool
+	Prefix      string
+	Keys, Salts [][]byte
+	// PluralKeys and PluralSalts are THUMBD_IMGPROXY_KEYS and _SALTS,
+	// taken into Keys and Salts by takePlurals.
+	PluralKeys, PluralSalts [][]byte
+	// Unsigned is THUMBD_IMGPROXY_UNSIGNED: no imgproxy key beside
+	// THUMBD_SIGNING_KEYS, on purpose.
+	Unsigned      bool
 	SignatureSize int
 	Presets       string
 	AutoFormat    bool
+}
+
+// minSignatureSize is the imgproxy signature below which start-up warns:
+// 8 bytes leave 2^64 values to try per URL, 4 bytes 2^32, 1 byte 256.
+const minSignatureSize = 8
+
+// takePlurals reads THUMBD_IMGPROXY_KEYS and _SALTS as THUMBD_IMGPROXY_KEY
+// and _SALT. imgproxy itself has only the singular names (each a
+// comma-separated list: config.go up to v3, security/config.go in v4);
+// with both spellings set there is no rule of its to follow, and choosing
+// one silently could leave the keys an operator meant unused, so it is a
+// start-up error.
+func (s *imgproxySettings) takePlurals() []error {
+	var errs []error
+	take := func(singular string, one *[][]byte, plural string, many [][]byte) {
+		switch {
+		case len(many) == 0:
+		case len(*one) > 0:
+			errs = append(errs, fmt.Errorf("%s and %s are both set: set one of them (each takes a comma-separated list)", singular, plural))
+		default:
+			*one = many
+		}
+	}
+	take("THUMBD_IMGPROXY_KEY", &s.Keys, "THUMBD_IMGPROXY_KEYS", s.PluralKeys)
+	take("THUMBD_IMGPROXY_SALT", &s.Salts, "THUMBD_IMGPROXY_SALTS", s.PluralSalts)
+	return errs
+}
+
+// unsignedBesideSigning reports an imgproxy endpoint without a key while
+// thumbd's own URLs are signed: everything THUMBD_SIGNING_KEYS bounds on
+// GET /thumbnail would be open there.
+func (c config) unsignedBesideSigning() bool {
+	return c.Imgproxy.On && len(c.SigningKeys) > 0 && len(c.Imgproxy.Keys) == 0
+}
+
+// imgproxyWarnings are the sentences start-up logs as warnings about the
+// imgproxy endpoint.
+func (c config) imgproxyWarnings() []string {
+	var out []string
+	if c.unsignedBesideSigning() && c.Imgproxy.Unsigned {
+		out = append(out, "THUMBD_IMGPROXY_UNSIGNED is on: imgproxy's URLs are served without a signature (any size and option) beside signed /thumbnail URLs")
+	}
+	if c.Imgproxy.On && len(c.Imgproxy.Keys) > 0 && c.Imgproxy.SignatureSize < minSignatureSize {
+		out = append(out, fmt.Sprintf("THUMBD_IMGPROXY_SIGNATURE_SIZE=%d: a signature this short is found by trying at most 2^%d values per URL; use %d bytes or more (imgproxy's default is 32)",
+			c.Imgproxy.SignatureSize, 8*c.Imgproxy.SignatureSize, minSignatureSize))
+	}
+	return out
 }
 
 // hexList reads comma-separated hex values (imgproxy's keys and salts:
@@ -61,6 +114,9 @@ func (c config) imgproxyConfig() (imgproxy.Config, error) {
 	ic := imgproxy.Config{SignatureSize: s.SignatureSize, MaxSide: c.MaxSide}
 	if len(s.Keys) != len(s.Salts) {
 		return ic, fmt.Errorf("THUMBD_IMGPROXY_KEY has %d keys and THUMBD_IMGPROXY_SALT %d salts: give one salt per key", len(s.Keys), len(s.Salts))
+	}
+	if c.unsignedBesideSigning() && !s.Unsigned {
+		return ic, errors.New("THUMBD_IMGPROXY=true without THUMBD_IMGPROXY_KEY while THUMBD_SIGNING_KEYS is set: imgproxy's URLs would be served unsigned (any size and option) beside signed /thumbnail URLs; set THUMBD_IMGPROXY_KEY and THUMBD_IMGPROXY_SALT, or THUMBD_IMGPROXY_UNSIGNED=true to serve them unsigned on purpose")
 	}
 	for i := range s.Keys {
 		ic.Keys = append(ic.Keys, imgproxy.Key{Key: s.Keys[i], Salt: s.Salts[i]})

@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"image"
 	"io"
+	"maps"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -158,6 +163,17 @@ func TestImgproxyHeadersAndCorridor(t *testing.T) {
 	}
 }
 
+// imgproxySigner signs an imgproxy path as imgproxy does (the HMAC of the
+// salt and the path after the signature) and puts it under root.
+func imgproxySigner(root string) func(key, salt []byte, path string) string {
+	return func(key, salt []byte, path string) string {
+		h := hmac.New(sha256.New, key)
+		h.Write(salt)
+		h.Write([]byte(path))
+		return root + "/" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)) + path
+	}
+}
+
 func TestImgproxySigned(t *testing.T) {
 	key, salt := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 16)
 	old, oldSalt := []byte("old key"), []byte("old salt")
@@ -165,12 +181,7 @@ func TestImgproxySigned(t *testing.T) {
 		c.Imgproxy.Keys, c.Imgproxy.Salts = [][]byte{key, old}, [][]byte{salt, oldSalt}
 		c.Imgproxy.Prefix = "/img"
 	})
-	sign := func(k, s []byte, path string) string {
-		h := hmac.New(sha256.New, k)
-		h.Write(s)
-		h.Write([]byte(path))
-		return base + "/img/" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)) + path
-	}
+	sign := imgproxySigner(base + "/img")
 	path := "/rs:fit:100:100/plain/local:///photo.jpg"
 	for _, c := range []struct {
 		url    string
@@ -287,5 +298,127 @@ func TestImgproxyBounded(t *testing.T) {
 	h.Write([]byte(path))
 	if a := imgproxyGet(t, signed+"/"+base64.RawURLEncoding.EncodeToString(h.Sum(nil))+path); a.status != 200 {
 		t.Errorf("signed: %d %s", a.status, a.message)
+	}
+}
+
+// With THUMBD_SIGNING_KEYS set, an imgproxy endpoint without a key would
+// serve every size and option unsigned beside the signed /thumbnail: a
+// start-up error, unless THUMBD_IMGPROXY_UNSIGNED=true says so.
+func TestImgproxyUnsignedUnderSigningStopsStartUp(t *testing.T) {
+	signed := map[string]string{"THUMBD_SIGNING_KEYS": testKeyHex, "THUMBD_IMGPROXY": "true"}
+	// A run that gets past its configuration stops at its missing source
+	// directory, before it listens or starts libvips: that is this test
+	// failing, not serving.
+	args := []string{"thumbd", "-source-dir", filepath.Join(t.TempDir(), "missing")}
+	err := run(context.Background(), args, envOf(signed), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "THUMBD_IMGPROXY_KEY") || !strings.Contains(err.Error(), "THUMBD_IMGPROXY_UNSIGNED=true") {
+		t.Fatalf("signing keys and an unsigned imgproxy endpoint: %v", err)
+	}
+	if err := run(context.Background(), append(args, "-imgproxy-unsigned=false"), envOf(signed), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "THUMBD_IMGPROXY_UNSIGNED=true") {
+		t.Fatalf("-imgproxy-unsigned=false: %v", err)
+	}
+	with := func(kv ...string) map[string]string {
+		env := maps.Clone(signed)
+		for i := 0; i < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return env
+	}
+	for name, env := range map[string]map[string]string{
+		"said so":             with("THUMBD_IMGPROXY_UNSIGNED", "true"),
+		"imgproxy signed":     with("THUMBD_IMGPROXY_KEY", "aa", "THUMBD_IMGPROXY_SALT", "bb"),
+		"plural keys":         with("THUMBD_IMGPROXY_KEYS", "aa", "THUMBD_IMGPROXY_SALTS", "bb"),
+		"imgproxy off":        with("THUMBD_IMGPROXY", "false"),
+		"thumbd's URLs open":  {"THUMBD_IMGPROXY": "true"},
+		"off, nothing said":   {"THUMBD_SIGNING_KEYS": testKeyHex},
+		"said so, not needed": {"THUMBD_IMGPROXY": "true", "THUMBD_IMGPROXY_UNSIGNED": "true"},
+	} {
+		if _, err := loadConfig(nil, envOf(env), io.Discard); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// The two warnings start-up logs about the imgproxy endpoint, each from a
+// real process's log: THUMBD_IMGPROXY_UNSIGNED=true in effect, and a
+// signature size under 8 bytes.
+func TestImgproxyWarnsAtStartUp(t *testing.T) {
+	for name, c := range map[string]struct {
+		env  []string
+		want string
+	}{
+		"unsigned on purpose": {[]string{"THUMBD_SIGNING_KEYS=" + testKeyHex, "THUMBD_IMGPROXY=true", "THUMBD_IMGPROXY_UNSIGNED=true"},
+			`"level":"WARN","msg":"THUMBD_IMGPROXY_UNSIGNED is on: imgproxy's URLs are served without a signature`},
+		"1-byte signature": {[]string{"THUMBD_IMGPROXY=true", "THUMBD_IMGPROXY_KEY=aa", "THUMBD_IMGPROXY_SALT=bb", "THUMBD_IMGPROXY_SIGNATURE_SIZE=1"},
+			`"level":"WARN","msg":"THUMBD_IMGPROXY_SIGNATURE_SIZE=1: a signature this short is found by trying at most 2^8 values per URL`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			child := startChild(t, c.env...)
+			child.cmd.Process.Signal(syscall.SIGTERM)
+			child.wait(t)
+			if !strings.Contains(child.logs.String(), c.want) {
+				t.Fatalf("no warning %s:\n%s", c.want, child.logs)
+			}
+		})
+	}
+	// No warning where nothing is open: 8 bytes and more, a size without
+	// keys (nothing signed), the switch where thumbd's URLs are unsigned
+	// too, or imgproxy off.
+	for _, c := range []config{
+		{Imgproxy: imgproxySettings{On: true, Keys: [][]byte{{1}}, SignatureSize: 8}},
+		{Imgproxy: imgproxySettings{On: true, Keys: [][]byte{{1}}, SignatureSize: 32}},
+		{Imgproxy: imgproxySettings{On: true, SignatureSize: 1}},
+		{Imgproxy: imgproxySettings{On: true, Unsigned: true, SignatureSize: 32}},
+		{Imgproxy: imgproxySettings{Unsigned: true, SignatureSize: 1, Keys: [][]byte{{1}}}, SigningKeys: [][]byte{{1}}},
+	} {
+		if w := c.imgproxyWarnings(); len(w) != 0 {
+			t.Errorf("%+v: %q", c.Imgproxy, w)
+		}
+	}
+}
+
+// THUMBD_IMGPROXY_KEYS and _SALTS are read as the singular names are:
+// pairs by position, so a URL signed with the second pair verifies. Both
+// spellings of one set is a start-up error.
+func TestImgproxyPluralKeysAndSalts(t *testing.T) {
+	key1, salt1 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 16)
+	key2, salt2 := bytes.Repeat([]byte{3}, 32), bytes.Repeat([]byte{4}, 16)
+	loaded, err := loadConfig([]string{"-imgproxy-salts", hex.EncodeToString(salt1) + "," + hex.EncodeToString(salt2)}, envOf(map[string]string{
+		"THUMBD_IMGPROXY": "true", "THUMBD_IMGPROXY_KEYS": hex.EncodeToString(key1) + ", " + hex.EncodeToString(key2),
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := imgproxyServer(t, func(c *config) { c.Imgproxy = loaded.Imgproxy })
+	sign := imgproxySigner(base)
+	path := "/rs:fit:100:100/plain/local:///photo.jpg"
+	for _, c := range []struct {
+		url    string
+		status int
+	}{
+		{sign(key2, salt2, path), 200},
+		{sign(key1, salt1, path), 200},
+		{sign(key2, salt1, path), 403},
+		{base + "/_" + path, 403},
+	} {
+		if a := imgproxyGet(t, c.url); a.status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.url, a.status, a.message, c.status)
+		}
+	}
+	for _, env := range []map[string]string{
+		{"THUMBD_IMGPROXY_KEY": "aa", "THUMBD_IMGPROXY_KEYS": "aa", "THUMBD_IMGPROXY_SALT": "bb"},
+		{"THUMBD_IMGPROXY_KEY": "aa", "THUMBD_IMGPROXY_SALT": "bb", "THUMBD_IMGPROXY_SALTS": "cc"},
+	} {
+		if _, err := loadConfig(nil, envOf(env), io.Discard); err == nil || !strings.Contains(err.Error(), "are both set") {
+			t.Errorf("%v: %v", env, err)
+		}
+	}
+	// Mixed spellings pair as well; an empty plural (an empty Secret) is
+	// no key, never a quiet "unsigned".
+	if c, err := loadConfig(nil, envOf(map[string]string{"THUMBD_IMGPROXY_KEY": "aa", "THUMBD_IMGPROXY_SALTS": "bb"}), io.Discard); err != nil || len(c.Imgproxy.Salts) != 1 {
+		t.Errorf("KEY with SALTS: %v", err)
+	}
+	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_IMGPROXY_KEYS": "", "THUMBD_IMGPROXY_SALTS": ""}), io.Discard); err == nil || !strings.Contains(err.Error(), "THUMBD_IMGPROXY_KEYS") {
+		t.Errorf("empty plurals: %v", err)
 	}
 }

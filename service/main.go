@@ -143,6 +143,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		u, _ := url.Parse(cfg.S3.Endpoint)
 		logger.Warn("object storage: the endpoint is http:// on a host other than loopback: requests, objects and credentials' answers are not encrypted", "endpoint", u.Redacted())
 	}
+	for _, w := range cfg.imgproxyWarnings() {
+		logger.Warn(w)
+	}
 	if cfg.AllowLoopback {
 		logger.Warn("THUMBD_ORIGINS_ALLOW_LOOPBACK is on: origins on loopback addresses are fetched; for development and tests only")
 	}

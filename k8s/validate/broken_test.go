@@ -69,6 +69,15 @@ func TestBrokenKubernetesManifestsFail(t *testing.T) {
 		{"limit below the largest job", "base/deployment.yaml", "memory: 1280Mi", "memory: 900Mi", "memory limit 900Mi does not serve the largest job the settings allow; thumbd says at start: memory limit 900 MiB: the largest job"},
 		{"larger sources than the limit serves", "base/settings.env", "THUMBD_CONCURRENCY=2", "THUMBD_CONCURRENCY=2\nTHUMBD_MAX_PIXELS=200000000", "memory limit 1280Mi does not serve the largest job the settings allow"},
 		{"limit the service cannot start under", "base/deployment.yaml", "memory: 1280Mi", "memory: 32Mi", "did not start and log its memory plan"},
+		// Who may connect: the ingress controller to the serving port,
+		// the monitoring namespace to the admin port, nobody else.
+		{"no ingress policy", "base/kustomization.yaml", "  - networkpolicy.yaml\n", "", "no NetworkPolicy limits who may connect to the pods"},
+		{"ingress policy selects nothing", "base/networkpolicy.yaml", "      app.kubernetes.io/name: thumbd\n  policyTypes", "      app.kubernetes.io/name: other\n  policyTypes", "NetworkPolicy thumbd-ingress does not select"},
+		{"admin port reached by nobody", "base/networkpolicy.yaml", "          port: admin\n", "          port: http\n", "no NetworkPolicy ingress rule lets anyone reach the admin port (THUMBD_ADMIN_PORT) 8081"},
+		{"serving port reached by nobody", "base/networkpolicy.yaml", "          port: http\n", "          port: 9999\n", "no NetworkPolicy ingress rule lets anyone reach the serving port (PORT) 8080"},
+		{"the controller reaches the admin port", "base/networkpolicy.yaml", "      ports:\n        - protocol: TCP\n          port: http\n", "", "ingress rule 1 lets the same sources reach the serving port 8080 and the admin port 8081"},
+		{"ingress from anywhere", "base/networkpolicy.yaml", "    - from:\n        - namespaceSelector:\n            matchLabels:\n              kubernetes.io/metadata.name: ingress-nginx\n      ports:", "    - ports:", "ingress rule 1 lets any source in"},
+		{"ingress from every namespace", "base/networkpolicy.yaml", "            matchLabels:\n              kubernetes.io/metadata.name: monitoring\n", "            matchLabels: {}\n", "ingress rule 2 lets every pod of every namespace in"},
 	}
 	runBreakages(t, cases, "k8s/overlays/scratch", CheckKubernetes)
 }
@@ -126,8 +135,28 @@ func TestBrokenPublicOverlayFails(t *testing.T) {
 		{"store key in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_RESULT_STORE_KEY=000102030405060708090a0b0c0d0e0f", "THUMBD_RESULT_STORE_KEY must come from a Secret"},
 		{"OTLP headers in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nOTEL_EXPORTER_OTLP_HEADERS=api-key=abc", "OTEL_EXPORTER_OTLP_HEADERS must come from a Secret"},
 		{"loopback origins let through", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_ORIGINS_ALLOW_LOOPBACK=true", "development and tests only"},
+		// imgproxy's keys and salts are secrets, in either spelling, and
+		// its endpoint is signed where thumbd's URLs are.
+		{"imgproxy key in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_IMGPROXY_KEY=aa", "THUMBD_IMGPROXY_KEY must come from a Secret"},
+		{"imgproxy salt in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_IMGPROXY_SALT=bb", "THUMBD_IMGPROXY_SALT must come from a Secret"},
+		{"imgproxy keys in the ConfigMap", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_IMGPROXY_KEYS=aa", "THUMBD_IMGPROXY_KEYS must come from a Secret"},
+		{"imgproxy salts as a literal", "overlays/public/signing-keys.yaml", "          env:\n", "          env:\n            - name: THUMBD_IMGPROXY_SALTS\n              value: bb\n", "THUMBD_IMGPROXY_SALTS must come from a Secret"},
+		{"imgproxy unsigned beside signed URLs", "overlays/public/settings.env", "THUMBD_UPLOADS=false", "THUMBD_UPLOADS=false\nTHUMBD_IMGPROXY=true", "serves imgproxy's URLs unsigned (THUMBD_IMGPROXY=true without THUMBD_IMGPROXY_KEY) beside signed URLs"},
 	}
 	runBreakages(t, cases, "k8s/overlays/public", CheckKubernetes)
+}
+
+// An imgproxy endpoint beside signed URLs passes when it is signed (its key
+// and salt from a Secret) or unsigned on purpose (THUMBD_IMGPROXY_UNSIGNED).
+func TestPublicOverlayWithImgproxy(t *testing.T) {
+	for name, tc := range map[string]breakage{
+		"signed": {file: "overlays/public/signing-keys.yaml", old: "          env:\n", new: "          env:\n" +
+			"            - name: THUMBD_IMGPROXY_KEY\n              valueFrom:\n                secretKeyRef:\n                  name: thumbd-imgproxy\n                  key: key\n" +
+			"            - name: THUMBD_IMGPROXY_SALT\n              valueFrom:\n                secretKeyRef:\n                  name: thumbd-imgproxy\n                  key: salt\n"},
+		"unsigned on purpose": {file: "overlays/public/settings.env", old: "THUMBD_UPLOADS=false", new: "THUMBD_UPLOADS=false\nTHUMBD_IMGPROXY_UNSIGNED=true"},
+	} {
+		t.Run(name, func(t *testing.T) { publicOverlayPasses(t, tc, "THUMBD_IMGPROXY=true\n") })
+	}
 }
 
 // The storage overlay's credentials come from a Secret, and its settings
@@ -148,14 +177,21 @@ func TestBrokenStorageOverlayFails(t *testing.T) {
 // The public overlay's other way of limiting GETs, presets only without
 // signing (k8s/README.md), passes the checks.
 func TestPublicOverlayWithPresetsOnly(t *testing.T) {
-	tmp := brokenCopy(t, breakage{file: "overlays/public/kustomization.yaml", old: "  - path: signing-keys.yaml\n", new: ""})
+	publicOverlayPasses(t, breakage{file: "overlays/public/kustomization.yaml", old: "  - path: signing-keys.yaml\n", new: ""},
+		"THUMBD_PRESETS=small:w=128&h=128;hero:w=1200&format=webp\nTHUMBD_PRESETS_ONLY=true\n")
+}
+
+// publicOverlayPasses changes the public overlay in a copy as tc says, adds
+// settings to its settings.env, and requires the checks to pass.
+func publicOverlayPasses(t *testing.T, tc breakage, settings string) {
+	t.Helper()
+	tmp := brokenCopy(t, tc)
 	env := filepath.Join(tmp, "k8s/overlays/public/settings.env")
 	data, err := os.ReadFile(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = append(data, "THUMBD_PRESETS=small:w=128&h=128;hero:w=1200&format=webp\nTHUMBD_PRESETS_ONLY=true\n"...)
-	if err := os.WriteFile(env, data, 0o644); err != nil {
+	if err := os.WriteFile(env, append(data, settings...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ms, err := Render(filepath.Join(tmp, "k8s/overlays/public"))

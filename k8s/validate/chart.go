@@ -137,6 +137,13 @@ func viewOf(ms []Manifest) (*podView, error) {
 		spec.PodSelector = metav1.LabelSelector{}
 		v.NetworkPolicies = append(v.NetworkPolicies, spec)
 	}
+	// helm and kustomize order objects of one kind differently: compare
+	// the policies in an order of their own.
+	slices.SortFunc(v.NetworkPolicies, func(a, b networkingv1.NetworkPolicySpec) int {
+		ya, _ := yaml.Marshal(a)
+		yb, _ := yaml.Marshal(b)
+		return strings.Compare(string(ya), string(yb))
+	})
 	return v, nil
 }
 

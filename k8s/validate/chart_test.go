@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 const chartDir = "k8s/chart"
@@ -126,6 +128,8 @@ func TestChartDriftIsCaught(t *testing.T) {
 		{breakage{"the storage keys' Secret", "overlays/storage/credentials.yaml", "key: secret-access-key", "key: secret", "Env AWS_SECRET_ACCESS_KEY differs"}, "ci/s3-values.yaml", "k8s/overlays/storage"},
 		{breakage{"the egress policy", "chart/templates/networkpolicy.yaml", "port: 443", "port: 8443", "NetworkPolicies differs"}, "ci/public-values.yaml", "k8s/overlays/public"},
 		{breakage{"the scale-out target", "base/hpa.yaml", "averageUtilization: 70", "averageUtilization: 60", "HPA differs"}, "", "k8s/overlays/slim"},
+		{breakage{"the chart's ingress policy", "chart/templates/networkpolicy.yaml", "          port: http\n", "          port: 8080\n", "NetworkPolicies differs"}, "", "k8s/overlays/slim"},
+		{breakage{"the base's ingress policy", "base/networkpolicy.yaml", "kubernetes.io/metadata.name: monitoring", "kubernetes.io/metadata.name: prometheus", "NetworkPolicies differs"}, "ci/public-values.yaml", "k8s/overlays/public"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,14 +152,17 @@ func TestChartRefuses(t *testing.T) {
 		"relative directory":       {"source: {location: images, volume: {emptyDir: {}}}", `source.location "images"`},
 		"a key in settings":        {"settings: {AWS_SECRET_ACCESS_KEY: x}", "settings.AWS_SECRET_ACCESS_KEY: secrets come from an existing Secret"},
 		"keys without a bucket":    {"s3: {existingSecret: thumbd-storage}", "neither source.location nor resultStore.location"},
+		"imgproxy unsigned beside signing": {"signing: {existingSecret: thumbd-signing-keys}\nimgproxy: {enabled: true}",
+			"imgproxy.enabled with signing.existingSecret and no imgproxy.existingSecret"},
+		"imgproxy unsigned beside signing and settings false": {"signing: {existingSecret: thumbd-signing-keys}\nimgproxy: {enabled: true}\nsettings: {THUMBD_IMGPROXY_UNSIGNED: \"false\"}",
+			"imgproxy.enabled with signing.existingSecret and no imgproxy.existingSecret"},
+		"an imgproxy key in settings":  {"settings: {THUMBD_IMGPROXY_KEYS: aa}", "settings.THUMBD_IMGPROXY_KEYS: secrets come from an existing Secret"},
+		"an imgproxy salt in settings": {"settings: {THUMBD_IMGPROXY_SALT: aa}", "settings.THUMBD_IMGPROXY_SALT: secrets come from an existing Secret"},
+		"ingress from no one named":    {"networkPolicy: {ingress: {monitoring: {namespaceLabels: null}}}", "networkPolicy.ingress.monitoring: give namespaceLabels, podLabels or both"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "values.yaml")
-			if err := os.WriteFile(path, []byte(tc.values), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, err := RenderChart(helm, chart, "thumbd", path)
+			_, err := renderValues(t, helm, chart, tc.values)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error with %q", err, tc.want)
 			}
@@ -230,4 +237,93 @@ func TestChartInstallLine(t *testing.T) {
 	if v.Env["THUMBD_RESULT_STORE"] != "s3://my-bucket/thumbs" || v.Env["AWS_SECRET_ACCESS_KEY"] != "secret thumbd-storage/secret-access-key" {
 		t.Errorf("the install line's store: %v", v.Env)
 	}
+}
+
+// The ingress policy's sources are values, and an imgproxy endpoint beside
+// signed URLs renders when signed or unsigned on purpose; each rendering
+// passes the checks.
+func TestChartNetworkPolicyAndImgproxyValues(t *testing.T) {
+	helm, want := helmBinary(t), expect(t)
+	chart := filepath.Join(root, chartDir)
+	cases := map[string]struct {
+		values string
+		check  func(*testing.T, []Manifest)
+	}{
+		"controller's pods in its namespace": {
+			"networkPolicy: {ingress: {controller: {namespaceLabels: {kubernetes.io/metadata.name: traefik}, podLabels: {app.kubernetes.io/name: traefik}}}}",
+			func(t *testing.T, ms []Manifest) {
+				peer := ingressRules(t, ms)[0].From[0]
+				if peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "traefik" || peer.PodSelector == nil || peer.PodSelector.MatchLabels["app.kubernetes.io/name"] != "traefik" {
+					t.Errorf("controller peer %+v", peer)
+				}
+			}},
+		"monitoring pods in the release's namespace": {
+			"networkPolicy: {ingress: {monitoring: {namespaceLabels: null, podLabels: {app: prometheus}}}}",
+			func(t *testing.T, ms []Manifest) {
+				peer := ingressRules(t, ms)[1].From[0]
+				if peer.NamespaceSelector != nil || peer.PodSelector.MatchLabels["app"] != "prometheus" {
+					t.Errorf("monitoring peer %+v", peer)
+				}
+			}},
+		"one port: the scrape on the serving port": {
+			"adminPort: 0",
+			func(t *testing.T, ms []Manifest) {
+				if port := ingressRules(t, ms)[1].Ports[0].Port.String(); port != "http" {
+					t.Errorf("monitoring reaches port %s", port)
+				}
+			}},
+		"an extra rule": {
+			"networkPolicy: {ingress: {extraIngress: [{from: [{podSelector: {matchLabels: {app: shop}}}], ports: [{protocol: TCP, port: http}]}]}}",
+			func(t *testing.T, ms []Manifest) {
+				if rules := ingressRules(t, ms); len(rules) != 3 || rules[2].From[0].PodSelector.MatchLabels["app"] != "shop" {
+					t.Errorf("rules %+v", rules)
+				}
+			}},
+		"imgproxy unsigned on purpose": {
+			"signing: {existingSecret: thumbd-signing-keys}\nimgproxy: {enabled: true, unsigned: true}",
+			func(t *testing.T, ms []Manifest) {
+				if v, err := viewOf(ms); err != nil || v.Env["THUMBD_IMGPROXY_UNSIGNED"] != "true" {
+					t.Errorf("%v %v", err, v)
+				}
+			}},
+		"imgproxy signed beside signing": {"signing: {existingSecret: thumbd-signing-keys}\nimgproxy: {enabled: true, existingSecret: thumbd-imgproxy}", nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ms, err := renderValues(t, helm, chart, tc.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := want
+			want.Image = "thumbd:slim"
+			for _, err := range CheckKubernetes(ms, want) {
+				t.Error(err)
+			}
+			if tc.check != nil {
+				tc.check(t, ms)
+			}
+		})
+	}
+}
+
+// ingressRules are the rules of the rendering's one ingress policy.
+func ingressRules(t *testing.T, ms []Manifest) []networkingv1.NetworkPolicyIngressRule {
+	t.Helper()
+	for _, np := range all[*networkingv1.NetworkPolicy](ms) {
+		if isolatesIngress(np) {
+			return np.Spec.Ingress
+		}
+	}
+	t.Fatal("no ingress NetworkPolicy")
+	return nil
+}
+
+// renderValues renders the chart with values (YAML) over its defaults.
+func renderValues(t *testing.T, helm, chart, values string) ([]Manifest, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return RenderChart(helm, chart, "thumbd", path)
 }

@@ -133,6 +133,7 @@ func CheckKubernetes(ms []Manifest, want Expect) []error {
 	checkServiceMonitors(all[*monitoringv1.ServiceMonitor](ms), svc, want.Routes, &p)
 	fetches := setting(env, want.Settings, "THUMBD_ORIGINS") != ""
 	checkEgress(all[*networkingv1.NetworkPolicy](ms), pod.Labels, fetches, &p)
+	checkIngress(all[*networkingv1.NetworkPolicy](ms), pod.Labels, c, port, admin, adminOn, &p)
 	if fetches {
 		checkPublic(c, env, want.Settings, &p)
 	}
@@ -246,10 +247,11 @@ func keysFromSecret(c *corev1.Container) bool {
 }
 
 // secretSettings are read only from Secrets: the signing keys, the result
-// store's signing keys, the object store's secret key and session token
-// (THUMBD_RESULT_STORE, THUMBD_SOURCE), and the OTLP exporter's headers
-// (a collector's API key).
-var secretSettings = []string{"THUMBD_SIGNING_KEYS", "THUMBD_RESULT_STORE_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OTEL_EXPORTER_OTLP_HEADERS"}
+// store's signing keys, imgproxy's keys and salts (either spelling), the
+// object store's secret key and session token (THUMBD_RESULT_STORE,
+// THUMBD_SOURCE), and the OTLP exporter's headers (a collector's API key).
+var secretSettings = []string{"THUMBD_SIGNING_KEYS", "THUMBD_RESULT_STORE_KEY", "THUMBD_IMGPROXY_KEY", "THUMBD_IMGPROXY_SALT", "THUMBD_IMGPROXY_KEYS", "THUMBD_IMGPROXY_SALTS",
+	"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OTEL_EXPORTER_OTLP_HEADERS"}
 
 // checkSecrets: secrets come from a Secret, never from a ConfigMap or a
 // literal in a manifest; loopback origins (a switch for development and
@@ -274,6 +276,22 @@ func checkSecrets(c *corev1.Container, configMaps map[string]*corev1.ConfigMap, 
 	}
 	if on, _ := strconv.ParseBool(setting(env, settings, "THUMBD_ORIGINS_ALLOW_LOOPBACK")); on {
 		p.addf("container %s: THUMBD_ORIGINS_ALLOW_LOOPBACK is for development and tests only; a deployment never lets origins on loopback through", c.Name)
+	}
+	checkImgproxySigned(c, env, settings, p)
+}
+
+// checkImgproxySigned: with signing keys, the imgproxy endpoint has keys
+// of its own, or says it is unsigned on purpose (THUMBD_IMGPROXY_UNSIGNED),
+// as thumbd requires at start (the check is here too because the memory
+// check starts thumbd without the Secrets' values).
+func checkImgproxySigned(c *corev1.Container, env map[string]string, settings Settings, p *problems) {
+	_, signing := env["THUMBD_SIGNING_KEYS"]
+	on, _ := strconv.ParseBool(setting(env, settings, "THUMBD_IMGPROXY"))
+	unsigned, _ := strconv.ParseBool(setting(env, settings, "THUMBD_IMGPROXY_UNSIGNED"))
+	_, key := env["THUMBD_IMGPROXY_KEY"]
+	_, keys := env["THUMBD_IMGPROXY_KEYS"]
+	if signing && on && !key && !keys && !unsigned {
+		p.addf("container %s serves imgproxy's URLs unsigned (THUMBD_IMGPROXY=true without THUMBD_IMGPROXY_KEY) beside signed URLs (THUMBD_SIGNING_KEYS): give it THUMBD_IMGPROXY_KEY and THUMBD_IMGPROXY_SALT from a Secret, or THUMBD_IMGPROXY_UNSIGNED=true if that is meant (thumbd does not start otherwise)", c.Name)
 	}
 }
 
@@ -314,6 +332,88 @@ func checkEgress(policies []*networkingv1.NetworkPolicy, podLabels map[string]st
 	if fetches && !limited {
 		p.addf("the service fetches from origins (THUMBD_ORIGINS) but no NetworkPolicy limits the pods' egress")
 	}
+}
+
+// checkIngress: a NetworkPolicy limits who may connect to the pods and
+// lets someone reach the serving port and the admin port (k8s/base: the
+// ingress controller the one, the monitoring namespace the other);
+// without one, every pod in the cluster reaches both, /metrics included.
+// No rule lets in every source, and no rule opens both ports to the same
+// sources: the admin port is for probes (the node's, always let in) and
+// the scrape.
+func checkIngress(policies []*networkingv1.NetworkPolicy, podLabels map[string]string, c *corev1.Container, port, admin int, adminOn bool, p *problems) {
+	wanted := map[int]string{port: "the serving port (PORT)"}
+	if adminOn {
+		wanted[admin] = "the admin port (THUMBD_ADMIN_PORT)"
+	}
+	reached := map[int]bool{}
+	limited := false
+	for _, np := range policies {
+		if !selects(np.Spec.PodSelector.MatchLabels, podLabels) || !isolatesIngress(np) {
+			continue
+		}
+		limited = true
+		for i, rule := range np.Spec.Ingress {
+			if len(rule.From) == 0 {
+				p.addf("NetworkPolicy %s: ingress rule %d lets any source in (no from)", np.Name, i+1)
+			}
+			for _, peer := range rule.From {
+				if ns := peer.NamespaceSelector; ns != nil && len(ns.MatchLabels) == 0 && len(ns.MatchExpressions) == 0 && peer.PodSelector == nil {
+					p.addf("NetworkPolicy %s: ingress rule %d lets every pod of every namespace in (an empty namespaceSelector)", np.Name, i+1)
+				}
+			}
+			opened := 0
+			for n := range wanted {
+				if opens(rule.Ports, n, c) {
+					reached[n] = true
+					opened++
+				}
+			}
+			if adminOn && opened == 2 {
+				p.addf("NetworkPolicy %s: ingress rule %d lets the same sources reach the serving port %d and the admin port %d: the admin port (/metrics) is for the monitoring namespace, give each port a rule of its own", np.Name, i+1, port, admin)
+			}
+		}
+	}
+	if !limited {
+		p.addf("no NetworkPolicy limits who may connect to the pods (policyTypes Ingress): every pod in the cluster reaches the serving port and the admin port's /metrics")
+		return
+	}
+	for _, n := range slices.Sorted(maps.Keys(wanted)) {
+		if !reached[n] {
+			p.addf("no NetworkPolicy ingress rule lets anyone reach %s %d: the ingress controller must reach the serving port, the monitoring namespace the admin port (or the serving port without one)", wanted[n], n)
+		}
+	}
+}
+
+// isolatesIngress: the policy limits ingress (the API defaults an empty
+// policyTypes to Ingress).
+func isolatesIngress(np *networkingv1.NetworkPolicy) bool {
+	return len(np.Spec.PolicyTypes) == 0 || slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
+}
+
+// opens reports whether a rule's ports let TCP connections to port n in
+// (no ports: every port).
+func opens(ports []networkingv1.NetworkPolicyPort, n int, c *corev1.Container) bool {
+	if len(ports) == 0 {
+		return true
+	}
+	for _, pp := range ports {
+		if pp.Protocol != nil && *pp.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		if pp.Port == nil {
+			return true
+		}
+		first, ok := resolvePort(*pp.Port, c)
+		last := first
+		if pp.EndPort != nil && pp.Port.Type == intstr.Int {
+			last = int(*pp.EndPort)
+		}
+		if ok && first <= n && n <= last {
+			return true
+		}
+	}
+	return false
 }
 
 func allowsAddr(b *networkingv1.IPBlock, a netip.Addr) bool {

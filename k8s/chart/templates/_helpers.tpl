@@ -57,10 +57,14 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{- if not (has $v.engine (list "inprocess" "cells")) -}}
 {{- fail (printf "engine %q: want inprocess or cells" $v.engine) -}}
 {{- end -}}
-{{- range $name := list "THUMBD_SIGNING_KEYS" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" "AWS_ACCESS_KEY_ID" "THUMBD_IMGPROXY_KEY" "THUMBD_IMGPROXY_SALT" -}}
+{{- range $name := list "THUMBD_SIGNING_KEYS" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" "AWS_ACCESS_KEY_ID" "THUMBD_IMGPROXY_KEY" "THUMBD_IMGPROXY_SALT" "THUMBD_IMGPROXY_KEYS" "THUMBD_IMGPROXY_SALTS" -}}
 {{- if hasKey $v.settings $name -}}
-{{- fail (printf "settings.%s: secrets come from an existing Secret (signing.existingSecret, s3.existingSecret), never from values" $name) -}}
+{{- fail (printf "settings.%s: secrets come from an existing Secret (signing.existingSecret, s3.existingSecret, imgproxy.existingSecret), never from values" $name) -}}
 {{- end -}}
+{{- end -}}
+{{- $imgproxyUnsigned := or $v.imgproxy.unsigned (eq (toString (get $v.settings "THUMBD_IMGPROXY_UNSIGNED")) "true") -}}
+{{- if and $v.imgproxy.enabled $v.signing.existingSecret (not $v.imgproxy.existingSecret) (not $imgproxyUnsigned) -}}
+{{- fail "imgproxy.enabled with signing.existingSecret and no imgproxy.existingSecret: imgproxy's URLs would be served unsigned beside the signed ones, and thumbd does not start so; give imgproxy.existingSecret (its key and salt), or imgproxy.unsigned: true if that is meant" -}}
 {{- end -}}
 {{- $s := dict "THUMBD_CONCURRENCY" (toString $v.cpus) "THUMBD_SHUTDOWN_DELAY" "5s" "THUMBD_SANDBOX_REQUIRED" "true" -}}
 {{- if gt (int $v.adminPort) 0 -}}{{- $_ := set $s "THUMBD_ADMIN_PORT" (toString $v.adminPort) -}}{{- end -}}
@@ -81,6 +85,7 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{- with $v.imgproxy.prefix -}}{{- $_ := set $s "THUMBD_IMGPROXY_PREFIX" . -}}{{- end -}}
 {{- with $v.imgproxy.presets -}}{{- $_ := set $s "THUMBD_IMGPROXY_PRESETS" . -}}{{- end -}}
 {{- if $v.imgproxy.autoFormat -}}{{- $_ := set $s "THUMBD_IMGPROXY_AUTO_FORMAT" "true" -}}{{- end -}}
+{{- if $v.imgproxy.unsigned -}}{{- $_ := set $s "THUMBD_IMGPROXY_UNSIGNED" "true" -}}{{- end -}}
 {{- end -}}
 {{- if $v.presetsOnly -}}{{- $_ := set $s "THUMBD_PRESETS_ONLY" "true" -}}{{- end -}}
 {{- with $v.allowedWidths -}}{{- $_ := set $s "THUMBD_ALLOWED_WIDTHS" (join "," .) -}}{{- end -}}
@@ -102,4 +107,18 @@ values set. Secrets are never here (they come from Secrets, in env). */}}
 {{/* The ServiceMonitor's Service port: serviceMonitor.port, else admin or http. */}}
 {{- define "thumbd.metricsPort" -}}
 {{- .Values.serviceMonitor.port | default (ternary "admin" "http" (gt (int .Values.adminPort) 0)) -}}
+{{- end -}}
+
+{{/* A NetworkPolicy ingress peer, as a one-entry list, from
+networkPolicy.ingress.NAME's namespace and pod labels; neither is refused
+(an empty peer would let in every pod of the namespace, or none). */}}
+{{- define "thumbd.ingressPeer" -}}
+{{- $name := index . 0 -}}{{- $from := index . 1 -}}
+{{- if not (or $from.namespaceLabels $from.podLabels) -}}
+{{- fail (printf "networkPolicy.ingress.%s: give namespaceLabels, podLabels or both: the sources the policy lets in" $name) -}}
+{{- end -}}
+{{- $peer := dict -}}
+{{- with $from.namespaceLabels -}}{{- $_ := set $peer "namespaceSelector" (dict "matchLabels" .) -}}{{- end -}}
+{{- with $from.podLabels -}}{{- $_ := set $peer "podSelector" (dict "matchLabels" .) -}}{{- end -}}
+{{- toYaml (list $peer) -}}
 {{- end -}}
