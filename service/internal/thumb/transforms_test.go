@@ -10,12 +10,15 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/davidbyttow/govips/v2/vips"
 
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -520,8 +523,9 @@ func TestCropShrinksOnLoad(t *testing.T) {
 		{thumbjob.Options{Width: 100, Transforms: thumbjob.Transforms{Rotate: 90, Crop: &thumbjob.Region{X: 0, Y: 0, W: 400, H: 200}}}, 2, 100, 200, []spot{{50, 100, cRed}}},
 		// A box as large as the region: no shrink.
 		{thumbjob.Options{Width: 400, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 400, Y: 200, W: 400, H: 200}}}, 1, 400, 200, []spot{{200, 100, cWhite}}},
-		// A trim is not known before the pixels: no shrink.
-		{thumbjob.Options{Width: 50, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 400, W: 400, H: 200}, Trim: &thumbjob.Trim{Threshold: 5}}}, 1, 50, 25, []spot{{10, 10, cGreen}}},
+		// A trim runs on the shrunk decode: all border here (one green),
+		// so nothing is cut and the shrink stays.
+		{thumbjob.Options{Width: 50, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 400, W: 400, H: 200}, Trim: &thumbjob.Trim{Threshold: 5}}}, 8, 50, 25, []spot{{10, 10, cGreen}}},
 	} {
 		c.o.Fit = cmp.Or(c.o.Fit, thumbjob.FitInside)
 		c.o.Gravity, c.o.Format = thumbjob.GravityCentre, imagefmt.PNG
@@ -649,5 +653,62 @@ func TestTransformsMatchTheVipsCommand(t *testing.T) {
 		if d := imagediff.MeanAbs(got, want); d > 1 {
 			t.Errorf("%s: mean difference %.2f from the vips command's", c.name, d)
 		}
+	}
+}
+
+// TestFindTrimAgreesWithFindTrim: the coarse-then-strips search finds the
+// box libvips' find_trim finds on the whole image, on pictures with their
+// content anywhere (touching an edge or not), with JPEG's noise, a
+// gradient background and thin lines next to the content.
+func TestFindTrimAgreesWithFindTrim(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 7))
+	for i := range 40 {
+		w, h := 260+rng.IntN(900), 260+rng.IntN(700)
+		x0, y0 := rng.IntN(w/2), rng.IntN(h/2)
+		x1, y1 := x0+1+rng.IntN(w-x0), y0+1+rng.IntN(h-y0)
+		bg := color.NRGBA{uint8(200 + rng.IntN(56)), uint8(200 + rng.IntN(56)), uint8(200 + rng.IntN(56)), 255}
+		line := rng.IntN(3) == 0 // a one-pixel line beside the content
+		src := pngOf(t, w, h, func(x, y int) color.NRGBA {
+			switch {
+			case x >= x0 && x < x1 && y >= y0 && y < y1:
+				return color.NRGBA{uint8(x * 7), uint8(y * 3), uint8(x ^ y), 255}
+			case line && x == max(x0-5, 0) && y >= y0 && y < y1:
+				return color.NRGBA{0, 0, 0, 255}
+			}
+			return bg
+		})
+		if i%2 == 1 {
+			img, _, err := image.Decode(bytes.NewReader(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			jpeg.Encode(&buf, img, &jpeg.Options{Quality: 70})
+			src = buf.Bytes()
+		}
+		img, err := vips.NewImageFromBuffer(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := img.GetPoint(0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := vips.Color{R: uint8(p[0]), G: uint8(p[1]), B: uint8(p[2])}
+		for _, threshold := range []float64{10, 40} {
+			l, tp, bw, bh, err := img.FindTrim(threshold, &c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := image.Rect(l, tp, l+bw, tp+bh)
+			got, err := findTrim(img, threshold, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%d: %dx%d, content %v, line %v, threshold %g: %v, find_trim %v", i, w, h, image.Rect(x0, y0, x1, y1), line, threshold, got, want)
+			}
+		}
+		img.Close()
 	}
 }
