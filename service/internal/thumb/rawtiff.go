@@ -11,11 +11,16 @@ import (
 // goDecoded turns a source libvips has no loader for (BMP, ICO: libvips
 // 8.16 reads them only through ImageMagick, which thumbd does not link)
 // into bytes it does read, decoded in Go by service/internal/bmp under the
-// pixel limit, checked from the header before anything is allocated: an
-// ICO's PNG entry as it is, any other image as an uncompressed TIFF (a
-// header in front of the pixels: libvips' TIFF loader reads it with no
-// codec, strip by strip). Other formats pass through. It runs inside the
-// engine, so in cells mode in the sandboxed cell, like every decoder.
+// pixel limit, checked from the header before anything is allocated, and
+// wrapped as an uncompressed TIFF (a header in front of the pixels:
+// libvips' TIFF loader reads it with no codec, strip by strip). An ICO's
+// PNG entry is decoded in Go too: handed to libvips' PNG loader, a broken
+// entry was refused lazily, inside the output's encoder, so the answer
+// depended on the output format (issue 45), and with png left out of
+// THUMBD_INPUTS the entry still reached the PNG decoder. Now every ICO is
+// read or refused here, before libvips sees it. Other formats pass
+// through. It runs inside the engine, so in cells mode in the sandboxed
+// cell, like every decoder.
 func goDecoded(src []byte, f imagefmt.Format, maxPixels int64) ([]byte, error) {
 	if f != imagefmt.BMP && f != imagefmt.ICO {
 		return src, nil
@@ -23,9 +28,6 @@ func goDecoded(src []byte, f imagefmt.Format, maxPixels int64) ([]byte, error) {
 	img, err := bmp.Decode(src, maxPixels)
 	if err != nil {
 		return nil, err
-	}
-	if img.PNG != nil {
-		return img.PNG, nil
 	}
 	return rawTIFF(img.Pix, img.Width, img.Height, img.Bands)
 }
