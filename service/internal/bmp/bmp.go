@@ -443,26 +443,24 @@ func (d *dib) decodeRLE(px []byte, bands int) ([]byte, error) {
 	if d.compression != biRLE24 {
 		skipped = d.palette[0]
 	}
-	for i := 0; i < len(pix); i += bands {
-		copy(pix[i:], skipped[:])
-		if bands == 4 {
-			pix[i+3] = 255
-		}
+	copy(pix, skipped[:])
+	if bands == 4 {
+		pix[3] = 255
+	}
+	for filled := bands; filled < len(pix); filled *= 2 { // the first pixel, doubled
+		copy(pix[filled:], pix[:filled])
 	}
 	x, y := 0, 0 // y counts rows as stored
-	// put sets the row's next n pixels to colour(k), k counting them;
-	// those past the row's end are dropped.
-	put := func(n int, colour func(k int) [3]byte) {
+	// span is where pixel x of the row is in pix, and how many of n pixels
+	// from there fit in the row (those past its end are dropped).
+	span := func(n int) (int, int) {
 		row := y
 		if !d.topDown {
 			row = h - 1 - y
 		}
-		for k := range min(n, max(w-x, 0)) {
-			c := colour(k)
-			copy(pix[(row*w+x+k)*bands:], c[:])
-		}
-		x += n
+		return (row*w + x) * bands, min(n, max(w-x, 0))
 	}
+	set := func(at int, c [3]byte) { pix[at], pix[at+1], pix[at+2] = c[0], c[1], c[2] }
 	for p := 0; y < h; {
 		if p+2 > len(px) {
 			if y == h-1 && x >= w {
@@ -472,22 +470,30 @@ func (d *dib) decodeRLE(px []byte, bands int) ([]byte, error) {
 		}
 		n, v := int(px[p]), px[p+1]
 		p += 2
-		if n > 0 { // a run of n pixels
+		if n > 0 { // a run of n pixels: one colour, or RLE4's two in turn
+			var a, b [3]byte
 			switch d.compression {
 			case biRLE8:
-				c := d.palette[v]
-				put(n, func(int) [3]byte { return c })
+				a, b = d.palette[v], d.palette[v]
 			case biRLE4:
-				pair := [2][3]byte{d.palette[v>>4], d.palette[v&0x0F]}
-				put(n, func(k int) [3]byte { return pair[k%2] })
+				a, b = d.palette[v>>4], d.palette[v&0x0F]
 			case biRLE24:
 				if p+2 > len(px) {
 					return nil, malformed("BMP RLE data ends at row %d of %d", y, h)
 				}
-				c := [3]byte{px[p+1], px[p], v}
+				a = [3]byte{px[p+1], px[p], v}
+				b = a
 				p += 2
-				put(n, func(int) [3]byte { return c })
 			}
+			at, k := span(n)
+			for i := 0; i < k; i, at = i+1, at+bands {
+				if i%2 == 0 {
+					set(at, a)
+				} else {
+					set(at, b)
+				}
+			}
+			x += n
 			continue
 		}
 		switch v {
@@ -513,14 +519,18 @@ func (d *dib) decodeRLE(px []byte, bands int) ([]byte, error) {
 				return nil, malformed("BMP RLE absolute run cut short")
 			}
 			run := px[p : p+size]
-			switch d.compression {
-			case biRLE8:
-				put(count, func(k int) [3]byte { return d.palette[run[k]] })
-			case biRLE4:
-				put(count, func(k int) [3]byte { return d.palette[run[k/2]>>(4*(1-k%2))&0x0F] })
-			case biRLE24:
-				put(count, func(k int) [3]byte { return [3]byte{run[3*k+2], run[3*k+1], run[3*k]} })
+			at, k := span(count)
+			for i := 0; i < k; i, at = i+1, at+bands {
+				switch d.compression {
+				case biRLE8:
+					set(at, d.palette[run[i]])
+				case biRLE4:
+					set(at, d.palette[run[i/2]>>(4*(1-i%2))&0x0F])
+				case biRLE24:
+					set(at, [3]byte{run[3*i+2], run[3*i+1], run[3*i]})
+				}
 			}
+			x += count
 			p += size + size%2
 		}
 	}
