@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -308,20 +309,16 @@ func TestDecodeICO(t *testing.T) {
 		}
 	}
 
-	// A 256x256 PNG entry comes back as its bytes.
-	magick(t, dir, "srca.png", "-resize", "256x256!", "big.png")
+	// A 256x256 PNG entry is decoded here too.
+	magick(t, dir, "srca.png", "-resize", "256x256!", "-depth", "8", "big.png")
 	magick(t, dir, "big.png", "-define", "icon:format=png", "png.ico")
 	b = read(t, filepath.Join(dir, "png.ico"))
-	img, err = Decode(b, noLimit)
-	if err != nil || img.PNG == nil || img.Pix != nil || img.Width != 256 || img.Height != 256 || img.Bands != 4 {
-		t.Fatalf("%dx%d %d bands, PNG %d bytes, %v", img.Width, img.Height, img.Bands, len(img.PNG), err)
-	}
-	if !bytes.HasPrefix(img.PNG, []byte(pngSignature)) || !bytes.Contains(b, img.PNG) {
-		t.Error("the PNG entry's bytes are not the entry")
-	}
-	if c, err := DecodeConfig(b); err != nil || !c.PNG || c.Width != 256 {
+	if c, err := DecodeConfig(b); err != nil || !c.PNG || c.Width != 256 || c.Height != 256 || c.Bands != 4 {
 		t.Errorf("config %+v %v", c, err)
 	}
+	sameAsMagick(t, dir, "png.ico", b, 4)
+	magick(t, dir, "big.png", "-interlace", "PNG", "-define", "icon:format=png", "interlaced.ico")
+	sameAsMagick(t, dir, "interlaced.ico", read(t, filepath.Join(dir, "interlaced.ico")), 4)
 }
 
 // The pixel limit is checked from the header, before anything the size
@@ -387,6 +384,12 @@ func rle8(data ...byte) []byte {
 	return append(b, data...)
 }
 
+func set32(b []byte, at int, v uint32) []byte {
+	b = bytes.Clone(b)
+	binary.LittleEndian.PutUint32(b[at:], v)
+	return b
+}
+
 func TestDecodeRLEEdges(t *testing.T) {
 	red, green, black := []byte{255, 0, 0}, []byte{0, 255, 0}, []byte{0, 0, 0}
 	row := func(px ...[]byte) []byte { return bytes.Join(px, nil) }
@@ -402,6 +405,12 @@ func TestDecodeRLEEdges(t *testing.T) {
 		{"early end of bitmap", rle8(2, 1, 0, 1), row(black, black, black, black, red, red, black, black)},
 		{"last row done, no end marker", rle8(4, 1, 0, 0, 4, 2), row(green, green, green, green, red, red, red, red)},
 		{"index past the palette: black", rle8(4, 9, 0, 0, 4, 1, 0, 1), row(red, red, red, red, black, black, black, black)},
+		// Past the last row (a run, an absolute run, a delta), the rest is
+		// ignored, as image-rs' lenient mode reads it.
+		{"run past the last row: ignored", rle8(4, 1, 0, 0, 4, 1, 0, 0, 1, 1, 0, 1), row(red, red, red, red, red, red, red, red)},
+		{"absolute run past the last row: ignored", rle8(0, 0, 0, 0, 0, 3, 1, 1, 1, 0), row(black, black, black, black, black, black, black, black)},
+		{"delta past the image: the rest ignored", rle8(2, 2, 0, 2, 9, 0, 4, 1, 0, 1), row(black, black, black, black, green, green, black, black)},
+		{"top-down", set32(rle8(4, 1, 0, 0, 4, 2, 0, 1), 22, 0xFFFFFFFE), row(red, red, red, red, green, green, green, green)},
 	} {
 		img, err := Decode(c.src, noLimit)
 		if err != nil || !bytes.Equal(img.Pix, c.want) {
@@ -413,7 +422,6 @@ func TestDecodeRLEEdges(t *testing.T) {
 // Every malformed file is an error naming what is wrong, never a panic.
 func TestDecodeMalformed(t *testing.T) {
 	le := binary.LittleEndian
-	set32 := func(b []byte, at int, v uint32) []byte { b = bytes.Clone(b); le.PutUint32(b[at:], v); return b }
 	rgb := append(bmpHeader(40, 2, 2, 24, biRGB, nil), make([]byte, 16)...)
 	pal := append(bmpHeader(40, 2, 2, 8, biRGB, make([]byte, 8)), make([]byte, 8)...)
 	le.PutUint32(pal[14+32:], 2)
@@ -424,38 +432,38 @@ func TestDecodeMalformed(t *testing.T) {
 		{"empty", "cut short", nil},
 		{"just BM", "cut short", []byte("BM")},
 		{"info header of 0 bytes", "info header of 0", set32(rgb, 14, 0)},
-		{"info header of 100 bytes", "info header of 100", set32(rgb, 14, 100)},
+		{"info header of 13 bytes", "info header of 13", set32(rgb, 14, 13)},
 		{"info header past the end", "info header of 4000", set32(rgb, 14, 4000)},
 		{"zero width", "of 0x2 pixels", set32(rgb, 18, 0)},
 		{"negative width", "of -2x2 pixels", set32(rgb, 18, 0xFFFFFFFE)},
 		{"zero height", "of 2x0 pixels", set32(rgb, 22, 0)},
-		{"2 planes", "2 planes", func() []byte { b := bytes.Clone(rgb); b[26] = 2; return b }()},
-		{"2 bits a pixel", "2 bits a pixel", func() []byte { b := bytes.Clone(rgb); b[28] = 2; return b }()},
+		{"3 bits a pixel", "3 bits a pixel", func() []byte { b := bytes.Clone(rgb); b[28] = 3; return b }()},
 		{"0 bits a pixel", "0 bits a pixel", func() []byte { b := bytes.Clone(rgb); b[28] = 0; return b }()},
 		{"JPEG compression", "compression 4", set32(rgb, 30, 4)},
 		{"RLE8 on 24 bits", "RLE8 compression, 24 bits", set32(rgb, 30, biRLE8)},
-		{"RLE8 top-down", "top-down true", set32(rle8(0, 1), 22, 0xFFFFFFFE)},
+		{"RLE4 on 8 bits", "RLE4 compression, 8 bits", set32(rle8(0, 1), 30, biRLE4)},
 		{"bit fields on 24 bits", "bit fields and 24 bits", set32(rgb, 30, biBitfields)},
 		{"bit fields cut short", "bit fields cut short", append(bmpHeader(40, 2, 2, 32, biBitfields, nil)[:54], 0, 0)},
 		{"bit field not contiguous", "bit field 0x5", append(bmpHeader(40, 1, 1, 32, biBitfields, []byte{5, 0, 0, 0, 0, 0xFF, 0, 0, 0, 0, 0xFF, 0}), 0, 0, 0, 0)},
-		{"bit field of 0", "bit field 0x0", append(bmpHeader(40, 1, 1, 32, biBitfields, make([]byte, 12)), 0, 0, 0, 0)},
-		{"palette too large", "palette of 300 colours", set32(pal, 14+32, 300)},
-		{"palette past the end", "palette cut short", pal[:14+40+4]},
+		{"16-bit bit field past 16 bits", "bit field 0x10000", append(bmpHeader(40, 1, 1, 16, biBitfields, []byte{0, 0, 1, 0, 0xE0, 3, 0, 0, 0x1F, 0, 0, 0}), 0, 0, 0, 0)},
+		{"palette past the end", "palette cut short", set32(pal, 10, 0)[:14+40+4]},
 		{"pixel offset past the end", "outside the file", set32(rgb, 10, 1<<30)},
-		{"pixel offset inside the headers", "outside the file", set32(rgb, 10, 20)},
-		{"pixels cut short", "pixel data of 15 bytes", rgb[:len(rgb)-1]},
-		{"RLE run past the last row", "past the last row", rle8(4, 1, 0, 0, 4, 1, 0, 0, 1, 1, 0, 1)},
-		{"RLE absolute run past the last row", "past the last row", rle8(0, 0, 0, 0, 0, 3, 1, 1, 1, 0)},
-		{"RLE delta past the image", "delta past the image", rle8(0, 2, 9, 0, 0, 1)},
+		// One byte short is read (the last byte 0), two are not.
+		{"pixels cut short", "pixel data of 14 bytes", rgb[:len(rgb)-2]},
 		{"RLE delta cut short", "delta cut short", rle8(0, 2, 1)},
 		{"RLE absolute run cut short", "absolute run cut short", rle8(0, 4, 1, 1)},
 		{"RLE data ends", "RLE data ends at row 1", rle8(4, 1, 0, 0)},
 		{"OS/2 Huffman", "OS/2 BMP with compression 3", bmpHeader(64, 2, 2, 1, 3, make([]byte, 64))},
+		{"OS/2 RLE24 on 8 bits", "OS/2 BMP with compression 4", bmpHeader(64, 2, 2, 8, 4, make([]byte, 64))},
+		{"PNG compression", "compression 5", set32(rgb, 30, 5)},
 		{"ICO without entries", "directory of 0 entries", []byte{0, 0, 1, 0, 0, 0}},
 		{"ICO directory cut short", "directory of 2 entries", []byte{0, 0, 1, 0, 2, 0, 16, 16, 0, 0, 1, 0, 32, 0, 40, 0, 0, 0, 22, 0, 0, 0}},
 		{"ICO entry past the end", "outside the file", []byte{0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 40, 0, 0, 0, 22, 0, 0, 0}},
 		{"ICO entry inside the directory", "outside the file", append([]byte{0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 8, 0, 0, 0, 6, 0, 0, 0}, make([]byte, 8)...)},
 		{"ICO PNG entry without IHDR", "without an IHDR", append([]byte{0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 12, 0, 0, 0, 22, 0, 0, 0}, "\x89PNG\r\n\x1a\nabcd"...)},
+		{"ICO PNG entry with a bad checksum", "ICO's PNG entry: png: invalid format: invalid checksum", icoOfPNG(damagedPNG(t, "crc"))},
+		{"ICO PNG entry cut in its pixels", "ICO's PNG entry", icoOfPNG(damagedPNG(t, "cut"))},
+		{"ICO PNG entry with bad compressed data", "ICO's PNG entry", icoOfPNG(damagedPNG(t, "zlib"))},
 		{"ICO DIB entry cut short", "pixel data of 0 bytes", append([]byte{0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 40, 0, 0, 0, 22, 0, 0, 0}, bmpHeader(40, 16, 32, 32, 0, nil)[14:]...)},
 	} {
 		_, err := Decode(c.src, noLimit)
@@ -465,10 +473,28 @@ func TestDecodeMalformed(t *testing.T) {
 	}
 }
 
+// built is every file the tests build: the layouts, the RLE4 cases, the
+// ICO PNG entries.
+func built(t testing.TB) map[string][]byte {
+	out := map[string][]byte{}
+	for _, l := range layouts() {
+		out[l.name] = l.spec.file()
+	}
+	for _, c := range rle4Cases() {
+		out["rle4 "+c.name] = c.src
+	}
+	for _, kind := range []string{"rgba", "rgb with tRNS", "grey16", "palette", "no IEND"} {
+		p, _ := pngOf(t, kind)
+		out["ico png "+kind] = icoOfPNG(p)
+	}
+	return out
+}
+
 // Every prefix of every fixture, and the fixtures with bytes flipped, is
-// decoded or refused without a panic.
+// decoded or refused without a panic; so is every prefix of every built
+// file, and every built file with each of its bytes flipped.
 func TestDecodeCutAndFlipped(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*")
+	files, _ := filepath.Glob("testdata/*.*")
 	if len(files) < 5 {
 		t.Fatalf("%d fixtures", len(files))
 	}
@@ -488,25 +514,100 @@ func TestDecodeCutAndFlipped(t *testing.T) {
 			Decode(b, 1<<20)
 		}
 	}
+	for name, src := range built(t) {
+		for n := range len(src) {
+			if err := decodeWithinConfig(src[:n], 1<<20); err != nil {
+				t.Errorf("%s cut at %d: %v", name, n, err)
+			}
+		}
+		for i := range src {
+			for _, x := range []byte{0x01, 0x80, 0xA5, 0xFF} {
+				b := bytes.Clone(src)
+				b[i] ^= x
+				if err := decodeWithinConfig(b, 1<<20); err != nil {
+					t.Errorf("%s with byte %d ^ %#x: %v", name, i, x, err)
+				}
+			}
+		}
+	}
 }
 
+// decodeWithinConfig decodes b; when it decodes, the image must be what
+// DecodeConfig announced: its size, and at most its bands (memcost prices
+// DecodeConfig's). An error must be one of the two the engine knows.
+func decodeWithinConfig(b []byte, maxPixels int64) error {
+	img, err := Decode(b, maxPixels)
+	if err != nil {
+		if !errors.Is(err, thumbjob.ErrUndecodable) && !errors.Is(err, thumbjob.ErrTooManyPixels) {
+			return fmt.Errorf("untyped error %v", err)
+		}
+		return nil
+	}
+	c, err := DecodeConfig(b)
+	switch {
+	case err != nil:
+		return fmt.Errorf("decoded %dx%d, but DecodeConfig: %v", img.Width, img.Height, err)
+	case img.Width < 1 || img.Height < 1 || img.Bands < 3 || img.Bands > 4 || len(img.Pix) != img.Width*img.Height*img.Bands:
+		return fmt.Errorf("decoded %dx%d, %d bands, in %d bytes", img.Width, img.Height, img.Bands, len(img.Pix))
+	case img.Width != c.Width || img.Height != c.Height || img.Bands > c.Bands:
+		return fmt.Errorf("decoded %dx%d, %d bands; DecodeConfig said %dx%d, %d bands", img.Width, img.Height, img.Bands, c.Width, c.Height, c.Bands)
+	}
+	return nil
+}
+
+// fuzzCorpus is the fuzz target's kept corpus: each file's one []byte.
+func fuzzCorpus(t *testing.T) map[string][]byte {
+	files, _ := filepath.Glob("testdata/fuzz/FuzzDecode/*")
+	out := map[string][]byte{}
+	for _, f := range files {
+		lines := strings.SplitN(strings.TrimSpace(string(read(t, f))), "\n", 2)
+		lit, ok := strings.CutPrefix(lines[len(lines)-1], "[]byte(")
+		lit, ok2 := strings.CutSuffix(lit, ")")
+		b, err := strconv.Unquote(lit)
+		if len(lines) != 2 || lines[0] != "go test fuzz v1" || !ok || !ok2 || err != nil {
+			t.Fatalf("%s: not a corpus file of one []byte: %v", f, err)
+		}
+		out[f] = []byte(b)
+	}
+	return out
+}
+
+// What Decode makes is never more than DecodeConfig said (the memory
+// price is computed from DecodeConfig), over the fixtures, the built
+// files and the fuzz corpus.
+func TestDecodeWithinConfig(t *testing.T) {
+	all := fuzzCorpus(t)
+	files, _ := filepath.Glob("testdata/*.*")
+	for _, f := range files {
+		all[f] = read(t, f)
+	}
+	for name, b := range built(t) {
+		all[name] = b
+	}
+	for name, b := range all {
+		if err := decodeWithinConfig(b, 1<<20); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// FuzzDecode: no input panics, every error is typed, and an image
+// decoded is never larger than DecodeConfig announced. Seeds: the
+// fixtures and every file the tests build (every layout, RLE4 among
+// them); testdata/fuzz/FuzzDecode keeps what runs found.
 func FuzzDecode(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*")
+	files, _ := filepath.Glob("testdata/*.*")
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
 	}
+	for _, b := range built(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		img, err := Decode(b, 1<<20)
-		if err != nil {
-			if !errors.Is(err, thumbjob.ErrUndecodable) && !errors.Is(err, thumbjob.ErrTooManyPixels) {
-				t.Fatalf("untyped error %v", err)
-			}
-			return
-		}
-		if img.PNG == nil && (img.Width < 1 || img.Height < 1 || len(img.Pix) != img.Width*img.Height*img.Bands) {
-			t.Fatal(fmt.Sprintf("%dx%d %d bands, %d bytes", img.Width, img.Height, img.Bands, len(img.Pix)))
+		if err := decodeWithinConfig(b, 1<<20); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

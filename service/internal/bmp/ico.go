@@ -1,7 +1,13 @@
 package bmp
 
 import (
+	"bytes"
 	"encoding/binary"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"strings"
 )
 
 const (
@@ -56,35 +62,54 @@ func (e entry) config() (Config, error) {
 	if e.isPNG() {
 		return pngConfig(e.data)
 	}
-	d, err := parseDIB(e.data, true)
+	d, err := parseDIB(e.data, true, -1)
 	if err != nil {
 		return Config{}, err
 	}
 	return d.config(), nil
 }
 
-// pngConfig reads a PNG entry's IHDR.
+// pngConfig reads a PNG entry's IHDR, and whether a tRNS chunk before
+// its pixels gives it alpha: its bands are RGB(A), as Decode makes them.
 func pngConfig(b []byte) (Config, error) {
-	if len(b) < 29 || string(b[12:16]) != "IHDR" {
+	if len(b) < 33 || string(b[12:16]) != "IHDR" {
 		return Config{}, malformed("ICO's PNG entry without an IHDR")
 	}
 	w, h := binary.BigEndian.Uint32(b[16:]), binary.BigEndian.Uint32(b[20:])
 	if w == 0 || h == 0 || w > maxSide || h > maxSide {
 		return Config{}, malformed("ICO's PNG entry of %dx%d pixels", w, h)
 	}
-	c := Config{Width: int(w), Height: int(h), BitCount: int(b[24]), PNG: true}
+	c := Config{Width: int(w), Height: int(h), Bands: 3, BitCount: int(b[24]), PNG: true}
 	switch b[25] {
-	case 0:
-		c.Bands = 1
-	case 4:
-		c.Bands = 2
-	case 2:
-		c.Bands = 3
-	default: // palette (maybe with tRNS), RGBA
+	case 4, 6: // grey or RGB with alpha
 		c.Bands = 4
+	case 0, 2, 3: // grey, RGB, palette: alpha from a tRNS chunk
+		if hasChunkBeforePixels(b, "tRNS") {
+			c.Bands = 4
+		}
+	default:
+		return Config{}, malformed("ICO's PNG entry of colour type %d", b[25])
 	}
 	return c, nil
 }
+
+// hasChunkBeforePixels reports whether the PNG b has a chunk of type typ
+// between its IHDR and its first IDAT.
+func hasChunkBeforePixels(b []byte, typ string) bool {
+	for p := 33; p+8 <= len(b); {
+		switch string(b[p+4 : p+8]) {
+		case typ:
+			return true
+		case "IDAT", "IEND":
+			return false
+		}
+		p += 12 + int(binary.BigEndian.Uint32(b[p:])) // past the end: the walk ends
+	}
+	return false
+}
+
+// pngIEND is the chunk that ends a PNG.
+const pngIEND = "\x00\x00\x00\x00IEND\xae\x42\x60\x82"
 
 func (e entry) decode(maxPixels int64) (Image, error) {
 	c, err := e.config()
@@ -95,19 +120,101 @@ func (e entry) decode(maxPixels int64) (Image, error) {
 		return Image{}, err
 	}
 	if c.PNG {
-		return Image{Width: c.Width, Height: c.Height, Bands: c.Bands, PNG: e.data}, nil
+		return decodePNG(e.data, c)
 	}
-	d, _ := parseDIB(e.data, true) // config parsed it already
+	d, _ := parseDIB(e.data, true, -1) // config parsed it already
 	img, err := d.decode(e.data[d.pixelOffset:])
 	if err != nil {
 		return Image{}, err
 	}
 	xorBytes := 0
-	if d.compression == biRGB || d.compression >= biBitfields {
+	if !d.rle() {
 		xorBytes = stride(d.width, d.bitCount) * d.height
 	}
 	d.applyMask(img.Pix, e.data[d.pixelOffset:], xorBytes)
 	return img, nil
+}
+
+// decodePNG decodes a PNG entry (its IHDR read into c) to c's bands. An
+// IEND follows the entry's bytes, for a PNG that lacks its own: the
+// decoder stops at the first.
+func decodePNG(data []byte, c Config) (Image, error) {
+	m, err := png.Decode(io.MultiReader(bytes.NewReader(data), strings.NewReader(pngIEND)))
+	if err != nil {
+		return Image{}, malformed("ICO's PNG entry: %v", err)
+	}
+	if b := m.Bounds(); b.Dx() != c.Width || b.Dy() != c.Height {
+		return Image{}, malformed("ICO's PNG entry decoded to %dx%d, its IHDR says %dx%d", b.Dx(), b.Dy(), c.Width, c.Height)
+	}
+	return Image{Pix: samples(m, c.Bands), Width: c.Width, Height: c.Height, Bands: c.Bands}, nil
+}
+
+// samples is m's pixels as 8-bit RGB or RGBA (bands), rows from the top;
+// 16-bit samples keep their high byte, as libvips' cast to 8 bits does.
+// The image types are image/png's (RGBA and RGBA64 only for opaque
+// images: nothing to unpremultiply). Where m's own buffer holds as many
+// bytes a pixel or more (RGBA, 16-bit), the samples move down inside it
+// (pixel i's are read before they are written, never past pixel i's own
+// bytes), so that the decode holds the image once: memcost prices BMP and
+// ICO at their decoded pixels twice, with the TIFF hand-over.
+func samples(m image.Image, bands int) []byte {
+	b := m.Bounds()
+	w, n := b.Dx(), b.Dx()*b.Dy()
+	whole := func(stride, bpp int) bool { return b.Min == (image.Point{}) && stride == w*bpp }
+	var pix []byte // m's own buffer, when it is reused
+	at := func(i int) [4]byte {
+		c := color.NRGBAModel.Convert(m.At(b.Min.X+i%w, b.Min.Y+i/w)).(color.NRGBA)
+		return [4]byte{c.R, c.G, c.B, c.A}
+	}
+	switch m := m.(type) {
+	case *image.NRGBA:
+		if whole(m.Stride, 4) && bands == 4 {
+			return m.Pix[:4*n]
+		}
+		if whole(m.Stride, 4) {
+			pix, at = m.Pix, func(i int) [4]byte { return [4]byte(m.Pix[4*i:]) }
+		}
+	case *image.RGBA:
+		if whole(m.Stride, 4) {
+			pix, at = m.Pix, func(i int) [4]byte { return [4]byte(m.Pix[4*i:]) }
+		}
+	case *image.NRGBA64:
+		if whole(m.Stride, 8) {
+			pix, at = m.Pix, func(i int) [4]byte { s := m.Pix[8*i:]; return [4]byte{s[0], s[2], s[4], s[6]} }
+		}
+	case *image.RGBA64:
+		if whole(m.Stride, 8) {
+			pix, at = m.Pix, func(i int) [4]byte { s := m.Pix[8*i:]; return [4]byte{s[0], s[2], s[4], s[6]} }
+		}
+	case *image.Gray:
+		if whole(m.Stride, 1) {
+			at = func(i int) [4]byte { v := m.Pix[i]; return [4]byte{v, v, v, 255} }
+		}
+	case *image.Gray16:
+		if whole(m.Stride, 2) {
+			at = func(i int) [4]byte { v := m.Pix[2*i]; return [4]byte{v, v, v, 255} }
+		}
+	case *image.Paletted:
+		if whole(m.Stride, 1) {
+			pal := make([][4]byte, 256) // past the palette: opaque black
+			for i := range pal {
+				pal[i] = [4]byte{0, 0, 0, 255}
+				if i < len(m.Palette) {
+					c := color.NRGBAModel.Convert(m.Palette[i]).(color.NRGBA)
+					pal[i] = [4]byte{c.R, c.G, c.B, c.A}
+				}
+			}
+			at = func(i int) [4]byte { return pal[m.Pix[i]] }
+		}
+	}
+	if pix == nil {
+		pix = make([]byte, n*bands)
+	}
+	for i := range n {
+		s := at(i)
+		copy(pix[i*bands:][:bands], s[:])
+	}
+	return pix[:n*bands]
 }
 
 // applyMask makes transparent the pixels the AND mask (1 bit a pixel,

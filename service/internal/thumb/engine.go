@@ -45,9 +45,8 @@ type Engine struct {
 }
 
 // loaderClasses are the libvips loaders each input format needs. BMP and
-// ICO are decoded in Go (service/internal/bmp) and handed to libvips as an
-// uncompressed TIFF it reads without a codec (an ICO entry that is a PNG
-// goes to the PNG loader).
+// ICO (PNG entries too) are decoded in Go (service/internal/bmp) and
+// handed to libvips as an uncompressed TIFF it reads without a codec.
 var loaderClasses = map[imagefmt.Format][]string{
 	imagefmt.JPEG: {"VipsForeignLoadJpeg"},
 	imagefmt.PNG:  {"VipsForeignLoadPng", "VipsForeignLoadSpng"},
@@ -58,7 +57,7 @@ var loaderClasses = map[imagefmt.Format][]string{
 	imagefmt.TIFF: {"VipsForeignLoadTiff"},
 	imagefmt.JXL:  {"VipsForeignLoadJxl"},
 	imagefmt.BMP:  {"VipsForeignLoadTiff"},
-	imagefmt.ICO:  {"VipsForeignLoadTiff", "VipsForeignLoadPng", "VipsForeignLoadSpng"},
+	imagefmt.ICO:  {"VipsForeignLoadTiff"},
 }
 
 // New returns an engine; call Start before Thumbnail.

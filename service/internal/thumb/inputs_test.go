@@ -133,6 +133,8 @@ func inputCases() []inputCase {
 		{name: "bmp-rle8", format: imagefmt.BMP, make: convertTo("base.png", "-type", "palette", "-colors", "200", "-compress", "RLE", "BMP3:out.bmp")},
 		{name: "bmp-32bit-alpha", format: imagefmt.BMP, alpha: true, make: convertTo("alpha.png", "BMP:out.bmp")},
 		{name: "ico-bmp-entry", format: imagefmt.ICO, alpha: true, make: convertTo("alpha.png", "-resize", "128x85!", "out.ico")},
+		// ImageMagick writes a PNG entry for 256x256 alone.
+		{name: "ico-png-entry", format: imagefmt.ICO, alpha: true, make: convertTo("alpha.png", "-resize", "256x256!", "-define", "icon:format=png", "out.ico")},
 		{name: "jxl-lossy", format: imagefmt.JXL, make: func(t *testing.T, dir string) string {
 			run(t, dir, "cjxl", "base.png", "out.jxl", "-d", "1", "--quiet")
 			return filepath.Join(dir, "out.jxl")

@@ -14,9 +14,14 @@ import (
 // read, in Go, checked from the header before anything is allocated:
 //   - BMP, ICO (libvips 8.16 reads them only through ImageMagick, which
 //     thumbd does not link): decoded by service/internal/bmp under the
-//     pixel limit, an ICO's PNG entry as it is, any other image as an
-//     uncompressed TIFF (a header in front of the pixels: libvips' TIFF
-//     loader reads it with no codec, strip by strip);
+//     pixel limit and wrapped as an uncompressed TIFF (a header in front
+//     of the pixels: libvips' TIFF loader reads it with no codec, strip by
+//     strip). An ICO's PNG entry is decoded in Go too: handed to libvips'
+//     PNG loader, a broken entry was refused lazily, inside the output's
+//     encoder, so the answer depended on the output format (issue 45), and
+//     with png left out of THUMBD_INPUTS the entry still reached the PNG
+//     decoder. Now every ICO is read or refused here, before libvips sees
+//     it;
 //   - an AVIF image sequence with no still image: a still AVIF of its
 //     first frame's coded samples (memcost.SequenceStill: nothing decoded).
 //
@@ -36,9 +41,6 @@ func goDecoded(in thumbjob.Source, maxPixels int64) ([]byte, error) {
 	img, err := bmp.Decode(in.Bytes, maxPixels)
 	if err != nil {
 		return nil, err
-	}
-	if img.PNG != nil {
-		return img.PNG, nil
 	}
 	return rawTIFF(img.Pix, img.Width, img.Height, img.Bands)
 }
