@@ -109,6 +109,13 @@ type config struct {
 	CellSpares        int
 	CellIdleRecycle   time.Duration
 	SandboxRequired   bool
+
+	// The connection cap's other rules: one client address's share (0:
+	// none), and how slow a request's body or answer may be at the cap.
+	MaxConnectionsPerAddress int
+	ClientStallTimeout       time.Duration // 0: off
+	ClientMinRate            int64         // bytes a second; 0: only the stall
+
 	// Tracing: the sampler and the resource, given to the SDK explicitly.
 	Tracing tracing.Config
 	// getenv is run's: tracing reads the exporter's OTEL_EXPORTER_OTLP_*
@@ -135,8 +142,11 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 	rows := []setting{
 		{"PORT", "port", "8080", "", "TCP port (all interfaces)", flagenv.Int(&c.Port)},
 		{"THUMBD_ADMIN_PORT", "admin-port", "", "off: `/health`, `/ready` and `/metrics` on `PORT`", "TCP port (all interfaces) of the admin listener: `/health`, `/ready` and `/metrics` on a server of their own, with tight timeouts, so that probes and scrapes never wait behind `PORT`'s connections; `/metrics` then leaves `PORT` (`/health` and `/ready` stay there too); `0`: a free port, logged ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", adminPortValue(&c.AdminPort)},
-		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE`", "connections open at once on `PORT`; past it new connections wait in the kernel's backlog until one closes, and connections without a request in the works for over 1 s (keep-alive ones between requests, new ones still sending their head) are closed first ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
+		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE`", "connections open at once on `PORT`; past it new connections wait in the kernel's backlog until one closes, and connections without a request in the works for over 1 s (keep-alive ones between requests, new ones still sending their head) are closed first, then those too slow with a body or an answer (`THUMBD_CLIENT_STALL_TIMEOUT`) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
 		{"THUMBD_PAST_CONNECTION_CAP", "past-connection-cap", "backlog", "", "what a connection past `THUMBD_MAX_CONNECTIONS` meets: `backlog` waits unaccepted in the kernel's listen backlog until a place frees; `refuse` is accepted, sent a 503 `queue_full` with `Retry-After: 1` and closed unread (a client still sending its body may see the connection reset instead) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Enum(&c.PastConnectionCap, "backlog", "refuse")},
+		{"THUMBD_MAX_CONNECTIONS_PER_ADDRESS", "max-connections-per-address", "0", "off", "connections one client address (an IPv6 address's /64) may have open on `PORT`; past it a new one is sent a 503 `queue_full` with `Retry-After: 1` and closed, unless one of the address's own has been without a request in the works for over 1 s: that one is closed instead. Behind a load balancer or an ingress that does not keep the client's address, thumbd sees only the proxies' few addresses: leave it off there and cap per client at the proxy ([hardening.md](hardening.md#slow-clients-and-the-per-address-cap))", flagenv.Int(&c.MaxConnectionsPerAddress)},
+		{"THUMBD_CLIENT_STALL_TIMEOUT", "client-stall-timeout", "5s", "", "at the connection cap, a connection whose client has sent no byte of its request's body, or taken no byte of the answer, for this long is closed to let a waiting one in (nginx's `client_body_timeout` and `send_timeout`, applied only at the cap); `0s`: off, and `THUMBD_CLIENT_MIN_RATE` with it ([hardening.md](hardening.md#slow-clients-and-the-per-address-cap))", flagenv.Duration(&c.ClientStallTimeout)},
+		{"THUMBD_CLIENT_MIN_RATE", "client-min-rate", "8192", "8 KiB/s", "at the connection cap, a client slower than this many bytes a second with its request's body or in taking the answer is closed too: each byte earns 1/rate s of waiting, at most `THUMBD_CLIENT_STALL_TIMEOUT` of it in hand; an answer's progress is seen 16 KiB at a time, so keep rate x stall timeout at 16 KiB or more; `0`: only the stall timeout", flagenv.Int64(&c.ClientMinRate)},
 		{"THUMBD_MAX_BODY_BYTES", "max-body-bytes", "20971520", "20 MiB", "largest request body (`POST /thumbnail`, `POST /hash`), source file and origin image", flagenv.Int64(&c.MaxBodyBytes)},
 		{"THUMBD_MAX_PIXELS", "max-pixels", "40000000", "", "largest source width x height (first frame)", flagenv.Int64(&c.MaxPixels)},
 		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", flagenv.Int(&c.MaxFrames)},
@@ -456,6 +466,9 @@ func (c config) validate() []error {
 	check(c.Port >= 0 && c.Port <= 65535, "port %d: want 0..65535", c.Port)
 	check(!c.AdminPort.On || c.AdminPort.Port == 0 || c.AdminPort.Port != c.Port, "admin port %d: the same as PORT; want another port, or unset for one listener", c.AdminPort.Port)
 	check(c.MaxConnections >= 1 && c.MaxConnections <= 1000000, "max connections %d: want 1..1000000, or 0 (derived)", c.MaxConnections)
+	check(c.MaxConnectionsPerAddress >= 0 && c.MaxConnectionsPerAddress <= 1000000, "max connections per address %d: want 0 (off) to 1000000", c.MaxConnectionsPerAddress)
+	check(c.ClientStallTimeout >= 0, "client stall timeout %s: want 0 (off) or more", c.ClientStallTimeout)
+	check(c.ClientMinRate >= 0 && c.ClientMinRate <= 1<<30, "client min rate %d: want 0 (off) to 1073741824 bytes a second", c.ClientMinRate)
 	check(c.MaxBodyBytes >= 1, "max body bytes %d: want at least 1", c.MaxBodyBytes)
 	check(c.MaxPixels >= 1, "max pixels %d: want at least 1", c.MaxPixels)
 	check(c.MaxFrames >= 1, "max frames %d: want at least 1", c.MaxFrames)

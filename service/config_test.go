@@ -338,6 +338,37 @@ func TestConfigMaxConnections(t *testing.T) {
 	}
 }
 
+// The cap's other rules: no cap per address, a 5 s stall and 8 KiB/s by
+// default; each can be set, 0 turns it off, a negative value (or a rate
+// past 1 GiB/s) is refused.
+func TestConfigSlowClientsAndAddresses(t *testing.T) {
+	c, err := loadConfig(nil, envOf(nil), io.Discard)
+	if err != nil || c.MaxConnectionsPerAddress != 0 || c.ClientStallTimeout != 5*time.Second || c.ClientMinRate != 8192 {
+		t.Fatalf("defaults: %d, %s, %d, %v", c.MaxConnectionsPerAddress, c.ClientStallTimeout, c.ClientMinRate, err)
+	}
+	c, err = loadConfig([]string{"-client-min-rate", "0"}, envOf(map[string]string{
+		"THUMBD_MAX_CONNECTIONS_PER_ADDRESS": "16", "THUMBD_CLIENT_STALL_TIMEOUT": "0s", "THUMBD_CLIENT_MIN_RATE": "100"}), io.Discard)
+	if err != nil || c.MaxConnectionsPerAddress != 16 || c.ClientStallTimeout != 0 || c.ClientMinRate != 0 {
+		t.Fatalf("set: %d, %s, %d, %v", c.MaxConnectionsPerAddress, c.ClientStallTimeout, c.ClientMinRate, err)
+	}
+	for env, want := range map[string]string{
+		"THUMBD_MAX_CONNECTIONS_PER_ADDRESS": "max connections per address -1",
+		"THUMBD_CLIENT_STALL_TIMEOUT":        "client stall timeout -1s",
+		"THUMBD_CLIENT_MIN_RATE":             "client min rate -1",
+	} {
+		v := "-1"
+		if env == "THUMBD_CLIENT_STALL_TIMEOUT" {
+			v = "-1s"
+		}
+		if _, err := loadConfig(nil, envOf(map[string]string{env: v}), io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=%s: %v, want %q", env, v, err, want)
+		}
+	}
+	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_CLIENT_MIN_RATE": "1073741825"}), io.Discard); err == nil || !strings.Contains(err.Error(), "client min rate 1073741825") {
+		t.Errorf("a rate past 1 GiB/s: %v", err)
+	}
+}
+
 // `thumbd health` asks the admin port when one is set.
 func TestHealthSubcommandAsksTheAdminPort(t *testing.T) {
 	ok := httptest.NewServer((&pipeline.Responder{}).Handle(handleHealth))

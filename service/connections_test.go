@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"image"
+	"image/png"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -201,4 +206,177 @@ func metricValue(t *testing.T, client *http.Client, base, name string) float64 {
 func firstLines(b []byte, n int) string {
 	lines := bytes.SplitN(b, []byte("\n"), n+1)
 	return string(bytes.Join(lines[:min(n, len(lines))], []byte("\n")))
+}
+
+// startCapped starts thumbd as a process with an admin port and env, and
+// returns it with the admin port's base URL. The ready check's keep-alive
+// connection is closed first, so that only the test's own connections
+// hold the serving port's places.
+func startCapped(t *testing.T, env ...string) (*child, string) {
+	t.Helper()
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, append([]string{"THUMBD_ADMIN_PORT=" + strconv.Itoa(port)}, env...)...)
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	admin := "http://127.0.0.1:" + strconv.Itoa(port)
+	probe := &http.Client{Timeout: 5 * time.Second}
+	defer probe.CloseIdleConnections()
+	waitConnections(t, probe, admin, 0)
+	return c, admin
+}
+
+// waitCap waits until the serving port has reached its cap (it may have
+// closed a connection since to make room).
+func waitCap(t *testing.T, probe *http.Client, admin string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); metricValue(t, probe, admin, "thumbd_connections_at_cap_seconds_total") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the cap never reached: %v connections open", metricValue(t, probe, admin, "thumbd_connections_open"))
+		}
+	}
+}
+
+// waitConnections waits until the serving port has n connections open.
+func waitConnections(t *testing.T, probe *http.Client, admin string, n float64) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); metricValue(t, probe, admin, "thumbd_connections_open") != n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("thumbd_connections_open %v, want %v", metricValue(t, probe, admin, "thumbd_connections_open"), n)
+		}
+	}
+}
+
+// freshHealth asks /health on base over a new connection from the
+// loopback address from, and returns the answer's status and how long it
+// took (within 5 s).
+func freshHealth(t *testing.T, base, from string) (int, []byte, time.Duration) {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	start := time.Now()
+	status, body, err := fetch(client, base+"/health")
+	if err != nil {
+		t.Fatalf("/health from %s after %s: %v", from, time.Since(start), err)
+	}
+	return status, body, time.Since(start)
+}
+
+// TestSlowBodiesDoNotHoldTheCap: thumbd as a process with a cap of 8
+// connections and a client stall timeout of 300 ms. 8 uploads send their
+// head (a Content-Length of 1 MiB), then a byte every 2 s: they hold
+// every place. A fresh client's /health on the serving port is answered
+// within a second all the same (the health and cache-hit case): at the
+// cap, the uploads whose body stalled are closed to let it in, and
+// counted as body_stalled. Before, they held the places for the 30 s
+// read timeout, and could renew them.
+func TestSlowBodiesDoNotHoldTheCap(t *testing.T) {
+	const limit = 8
+	c, admin := startCapped(t, "THUMBD_MAX_CONNECTIONS="+strconv.Itoa(limit), "THUMBD_CLIENT_STALL_TIMEOUT=300ms")
+	probe := &http.Client{Timeout: 5 * time.Second}
+	defer probe.CloseIdleConnections()
+	for _, u := range stallUploads(t, c.addr, limit, 0) {
+		// A byte every 2 s, until thumbd or the test's end closes it.
+		var next func()
+		next = func() {
+			if _, err := u.Write([]byte{0xff}); err == nil {
+				time.AfterFunc(2*time.Second, next)
+			}
+		}
+		time.AfterFunc(2*time.Second, next)
+	}
+	waitCap(t, probe, admin)
+	freshServedPast(t, c, probe, admin, "body_stalled")
+	if open := metricValue(t, probe, admin, "thumbd_connections_open"); open > limit {
+		t.Fatalf("%v connections open past the cap of %d", open, limit)
+	}
+}
+
+// freshServedPast checks that a fresh client's /health on the serving
+// port, held by slow clients, is answered 200 within a second, and that
+// slow connections were closed for reason.
+func freshServedPast(t *testing.T, c *child, probe *http.Client, admin, reason string) {
+	t.Helper()
+	status, _, took := freshHealth(t, c.addr, "127.0.0.1")
+	if status != 200 || took > time.Second {
+		t.Fatalf("/health with the cap held by slow clients: %d after %s; want 200 within 1 s", status, took)
+	}
+	series := `thumbd_connections_slow_closed_total{reason="` + reason + `"}`
+	if n := metricValue(t, probe, admin, series); n < 1 {
+		t.Fatalf("%s %v, want 1 at least", series, n)
+	}
+	t.Logf("/health answered after %s", took)
+}
+
+// TestSlowReadersDoNotHoldTheCap: the same with 8 clients that ask for a
+// large answer (a cache hit of a 2048x2048 noise thumbnail, about 10 MB)
+// and never read it, with a receive buffer of a few KiB: once thumbd's
+// writes wait on them, a fresh client's /health is answered within a
+// second, and they are counted as answer_stalled. Before, they held the
+// places for the 60 s write timeout.
+func TestSlowReadersDoNotHoldTheCap(t *testing.T) {
+	const limit = 8
+	dir := t.TempDir()
+	noise := image.NewNRGBA(image.Rect(0, 0, 2048, 2048))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range noise.Pix {
+		noise.Pix[i] = byte(rng.Uint32())
+		if i%4 == 3 {
+			noise.Pix[i] = 255 // opaque
+		}
+	}
+	var src bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&src, noise); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "noise.png"), src.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, admin := startCapped(t, "THUMBD_MAX_CONNECTIONS="+strconv.Itoa(limit), "THUMBD_CLIENT_STALL_TIMEOUT=300ms",
+		"THUMBD_SOURCE_DIR="+dir, "THUMBD_CACHE_SIZE=67108864")
+	probe := &http.Client{Timeout: 5 * time.Second}
+	defer probe.CloseIdleConnections()
+	const path = "/thumbnail?src=noise.png&w=2048&h=2048&fit=fill&format=jpeg&q=100"
+	warm := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if status, b, err := fetch(warm, c.addr+path); err != nil || status != 200 || len(b) < 8<<20 {
+		t.Fatalf("the answer: %d, %d bytes, %v; want 200 and more than the buffers hold (8 MiB)", status, len(b), err)
+	}
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	for range limit {
+		s, err := d.Dial("tcp", strings.TrimPrefix(c.addr, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if _, err := io.WriteString(s, "GET "+path+" HTTP/1.1\r\nHost: thumbd\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		} // and never reads
+	}
+	waitCap(t, probe, admin)
+	freshServedPast(t, c, probe, admin, "answer_stalled")
+}
+
+// TestPerAddressCapServesOthers: with THUMBD_MAX_CONNECTIONS_PER_ADDRESS=2
+// (and a cap of 8), two stalled uploads from 127.0.0.1 hold its share: a
+// third connection from 127.0.0.1 is answered 503 queue_full with
+// Retry-After and counted, while one from 127.0.0.2 is served.
+func TestPerAddressCapServesOthers(t *testing.T) {
+	c, admin := startCapped(t, "THUMBD_MAX_CONNECTIONS=8", "THUMBD_MAX_CONNECTIONS_PER_ADDRESS=2")
+	probe := &http.Client{Timeout: 5 * time.Second}
+	defer probe.CloseIdleConnections()
+	stallUploads(t, c.addr, 2, 1)
+	waitConnections(t, probe, admin, 2)
+	status, body, _ := freshHealth(t, c.addr, "127.0.0.1")
+	if status != 503 || !strings.Contains(string(body), `"code":"queue_full"`) {
+		t.Fatalf("a third connection from 127.0.0.1: %d %s; want 503 queue_full", status, body)
+	}
+	if status, _, _ := freshHealth(t, c.addr, "127.0.0.2"); status != 200 {
+		t.Fatalf("a connection from 127.0.0.2: %d; want 200", status)
+	}
+	if n := metricValue(t, probe, admin, "thumbd_connections_address_refused_total"); n != 1 {
+		t.Fatalf("thumbd_connections_address_refused_total %v, want 1", n)
+	}
 }

@@ -226,9 +226,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		// The cap learns which connections are idle, to close them first.
-		ConnState: d.conns.ConnState,
 	}
+	// The cap learns which connections are idle and which wait for a
+	// request's body, to close them first when it is reached.
+	d.conns.Attach(srv)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(d.conns.Listen(ln)) }()
 	logger.Info("listening", "addr", ln.Addr().String(), "concurrency", cfg.Concurrency, "queue", cfg.Queue, "max_connections", cfg.MaxConnections)

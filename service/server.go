@@ -76,11 +76,10 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 		MaxBytes: cfg.MaxBodyBytes, Keys: cfg.ResultStoreKeys, Namespace: cfg.storeNamespace(thumb.Version()), Budget: limits.Budget, Metrics: buckets, Tracer: tr.Tracer, Logger: logger,
 	})
 	reg.MustRegister(store.Collectors()...)
-	var refusal []byte // nil: past the cap, connections wait in the backlog
-	if cfg.PastConnectionCap == "refuse" {
-		refusal = pipeline.ConnectionRefusal()
-	}
-	conns := connlimit.New(cfg.MaxConnections, connlimit.DefaultIdleBound, refusal)
+	conns := connlimit.New(connlimit.Config{
+		Max: cfg.MaxConnections, Refusal: pipeline.ConnectionRefusal(), RefusePastCap: cfg.PastConnectionCap == "refuse",
+		PerAddress: cfg.MaxConnectionsPerAddress, Stall: cfg.ClientStallTimeout, MinRate: cfg.ClientMinRate,
+	})
 	reg.MustRegister(conns.Collectors()...)
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store, conns: conns,

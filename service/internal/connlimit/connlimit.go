@@ -4,9 +4,12 @@
 // costing a goroutine, its stack and its buffers; connections without a
 // request in the works past a short bound (keep-alive ones between
 // requests, new ones still sending their head) are closed first to make
-// room. Or, given a
-// refusal, each connection past the cap is accepted, sent the refusal and
-// closed at once (THUMBD_PAST_CONNECTION_CAP=refuse).
+// room, then those whose request makes too little progress (a body or an
+// answer that moved no byte for a while, or too slowly: progress.go). Or,
+// told to, each connection past the cap is accepted, sent the refusal and
+// closed at once (THUMBD_PAST_CONNECTION_CAP=refuse). One client address
+// may also be held to its own cap (THUMBD_MAX_CONNECTIONS_PER_ADDRESS):
+// past it, its connections are refused.
 package connlimit
 
 import (
@@ -14,7 +17,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,44 +32,87 @@ import (
 // that would otherwise hold the place.
 const DefaultIdleBound = time.Second
 
-// Limiter holds the count of one listener's connections and its metrics;
-// Listen wraps the socket. Tell it the server's connection states
-// (http.Server.ConnState = l.ConnState) so that it knows which ones are
-// idle.
-type Limiter struct {
-	max       int
-	idleBound time.Duration
-	refusal   []byte        // written to a connection past the cap; nil: it waits in the backlog
-	refusing  chan struct{} // a place per refused connection being answered
-	lingerFor time.Duration // lingerFor; a test holds refusals open longer
-	now       func() time.Time
-
-	mu       sync.Mutex
-	open     int // accepted and not yet closed
-	reserved int // places held by Accept calls waiting in the socket's Accept
-	conns    map[*conn]struct{}
-	changed  chan struct{} // closed and replaced when a place frees or a connection turns idle
-	closed   bool
-	done     chan struct{}
-	capSince time.Time     // when open reached max; zero below it
-	atCap    time.Duration // time at the cap, finished stretches
-	idleShut uint64        // idle connections closed to make room
-	refused  uint64        // connections past the cap sent the refusal
+// Config is a limiter's settings.
+type Config struct {
+	// Max is the cap on open connections (at least 1).
+	Max int
+	// IdleBound is how long a connection must have been without a
+	// request in the works before the cap closes it (0: DefaultIdleBound).
+	IdleBound time.Duration
+	// Refusal is the whole HTTP answer a refused connection is sent
+	// before it is closed, unread; nil: it is closed unanswered.
+	Refusal []byte
+	// RefusePastCap: a connection past the cap is accepted and refused;
+	// false: it waits in the kernel's backlog until a place frees.
+	RefusePastCap bool
+	// PerAddress is the most connections one client address (an IPv6
+	// address's /64) may have open; past it the next is refused. 0: no
+	// such cap.
+	PerAddress int
+	// Stall and MinRate judge a request the server is waiting on the
+	// client for (its body, or the answer's bytes the client has not
+	// taken yet): at the cap, a connection that has moved no byte for
+	// Stall, or that moves them slower than MinRate bytes a second, is
+	// closed to make room (progress.go). Stall 0: never; MinRate 0: only
+	// the stall counts.
+	Stall   time.Duration
+	MinRate int64
 }
 
-// New caps inner at limit (at least 1) open connections; idleBound is how
-// long a connection must have been idle before the cap closes it (0:
-// DefaultIdleBound). refusal nil: connections past the cap wait in the
-// kernel's backlog; otherwise each is accepted, sent refusal (a whole
-// HTTP answer) and closed, unread.
-func New(limit int, idleBound time.Duration, refusal []byte) *Limiter {
+// Limiter holds the count of one listener's connections and its metrics;
+// Listen wraps the socket. Attach it to the server (or set ConnState,
+// ConnContext and Handler's wrapping yourself) so that it knows which
+// connections are idle and which wait for a request's body.
+type Limiter struct {
+	max        int
+	idleBound  time.Duration
+	refusal    []byte        // written to a refused connection; nil: closed unanswered
+	refuseCap  bool          // refuse past the cap rather than wait in the backlog
+	perAddress int           // 0: no cap per address
+	refusing   chan struct{} // a place per refused connection being answered
+	lingerFor  time.Duration // lingerFor; a test holds refusals open longer
+	now        func() time.Time
+	epoch      time.Time // clock()'s zero
+	stall      int64     // Config.Stall in ns; 0: progress not judged
+	perByte    int64     // ns of waiting a byte moved earns
+
+	mu        sync.Mutex
+	open      int // accepted and not yet closed
+	reserved  int // places held by Accept calls waiting in the socket's Accept
+	conns     map[*conn]struct{}
+	byAddress map[netip.Addr]int // open connections per client address, with PerAddress
+	changed   chan struct{}      // closed and replaced when a place frees or a connection turns idle
+	closed    bool
+	done      chan struct{}
+	capSince  time.Time       // when open reached max; zero below it
+	atCap     time.Duration   // time at the cap, finished stretches
+	idleShut  uint64          // idle connections closed to make room
+	slowShut  [reasons]uint64 // connections closed at the cap for their request's progress, by reason
+	refused   uint64          // connections past the cap sent the refusal
+	addrShut  uint64          // connections past their address's cap refused
+}
+
+// New makes a limiter of cfg.
+func New(cfg Config) *Limiter {
+	idleBound := cfg.IdleBound
 	if idleBound <= 0 {
 		idleBound = DefaultIdleBound
 	}
-	return &Limiter{
-		max: max(limit, 1), idleBound: idleBound, refusal: refusal, refusing: make(chan struct{}, maxRefusing), lingerFor: lingerFor, now: time.Now,
-		conns: map[*conn]struct{}{}, changed: make(chan struct{}), done: make(chan struct{}),
+	l := &Limiter{
+		max: max(cfg.Max, 1), idleBound: idleBound, refusal: cfg.Refusal, refuseCap: cfg.RefusePastCap, perAddress: max(cfg.PerAddress, 0),
+		refusing: make(chan struct{}, maxRefusing), lingerFor: lingerFor, now: time.Now,
+		conns: map[*conn]struct{}{}, byAddress: map[netip.Addr]int{}, changed: make(chan struct{}), done: make(chan struct{}),
 	}
+	l.epoch = time.Now()
+	if cfg.Stall > 0 {
+		l.stall = int64(cfg.Stall)
+		// Without a rate, any byte earns the whole allowance back.
+		l.perByte = l.stall
+		if cfg.MinRate > 0 {
+			l.perByte = max(int64(time.Second)/cfg.MinRate, 1)
+		}
+	}
+	return l
 }
 
 // Listen caps inner's connections. A Limiter serves one listener: its
@@ -106,13 +154,53 @@ func (ln *listener) Accept() (net.Conn, error) {
 			l.refuse(c)
 			continue
 		}
+		addr := addressOf(c.RemoteAddr())
+		var victim *conn // the address's idle connection that makes room
+		if l.perAddress > 0 && addr.IsValid() {
+			if l.byAddress[addr] >= l.perAddress {
+				// Its own idle connection gives way to it, as at the
+				// cap; else it is refused.
+				if victim, _ = l.idlest(addr); victim == nil {
+					l.addrShut++
+					l.update() // its place, if it had one, is free again
+					l.mu.Unlock()
+					l.refuse(c)
+					continue
+				}
+				victim.closing = true
+				l.idleShut++
+			}
+			l.byAddress[addr]++ // the victim's count goes in its Close
+		}
 		l.open++
-		tc := &conn{Conn: c, l: l}
+		tc := &conn{Conn: c, l: l, addr: addr}
+		tc.read.balance.Store(l.stall)
+		tc.write.balance.Store(l.stall)
 		l.conns[tc] = struct{}{}
 		l.update()
 		l.mu.Unlock()
+		if victim != nil {
+			victim.Close()
+		}
 		return tc, nil
 	}
+}
+
+// addressOf is the client address a per-address cap counts: the IP
+// address, or an IPv6 address's /64 (the least one client is given, so
+// a client cannot pass the cap by changing the low bits); invalid when
+// a is not TCP.
+func addressOf(a net.Addr) netip.Addr {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}
+	}
+	ip := ta.AddrPort().Addr().Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.Addr()
+	}
+	return ip
 }
 
 // A refused connection is served by a goroutine of its own, at most
@@ -134,6 +222,10 @@ const (
 
 // refuse answers c with the refusal and closes it, without serving it.
 func (l *Limiter) refuse(c net.Conn) {
+	if l.refusal == nil {
+		_ = c.Close()
+		return
+	}
 	select {
 	case l.refusing <- struct{}{}:
 	default:
@@ -176,7 +268,9 @@ func readHead(c net.Conn) bool {
 }
 
 // reserve takes a place for one Accept, waiting while the cap is reached;
-// with a refusal it does not wait, and says there is no place (false).
+// refusing past the cap it does not wait, and says there is no place
+// (false). At the cap it closes, to make room, a connection idle past
+// its bound, else the one whose request is most overdue (progress.go).
 func (l *Limiter) reserve() (bool, error) {
 	var timer *time.Timer
 	defer func() {
@@ -196,10 +290,19 @@ func (l *Limiter) reserve() (bool, error) {
 			l.mu.Unlock()
 			return true, nil
 		}
-		victim, wait := l.idlest()
+		victim, wait := l.idlest(netip.Addr{})
+		if victim != nil {
+			l.idleShut++
+		} else {
+			var why int
+			var slowWait time.Duration
+			if victim, why, slowWait = l.slowest(); victim != nil {
+				l.slowShut[why]++
+			}
+			wait = sooner(wait, slowWait)
+		}
 		if victim != nil {
 			victim.closing = true
-			l.idleShut++
 		}
 		changed := l.changed
 		l.mu.Unlock()
@@ -207,7 +310,7 @@ func (l *Limiter) reserve() (bool, error) {
 			victim.Close() // its place frees in Close
 			continue
 		}
-		if l.refusal != nil {
+		if l.refuseCap {
 			return false, nil
 		}
 		var tick <-chan time.Time
@@ -227,12 +330,15 @@ func (l *Limiter) reserve() (bool, error) {
 	}
 }
 
-// idlest is the connection idle longest when it is past the bound; else
-// nil, and how long until the idlest one passes it (0: none is idle).
-// Called with mu held.
-func (l *Limiter) idlest() (*conn, time.Duration) {
+// idlest is the connection idle longest when it is past the bound, of
+// client address addr when it is valid; else nil, and how long until the
+// idlest one passes it (0: none is idle). Called with mu held.
+func (l *Limiter) idlest(addr netip.Addr) (*conn, time.Duration) {
 	var oldest *conn
 	for c := range l.conns {
+		if addr.IsValid() && c.addr != addr {
+			continue
+		}
 		if c.idle && !c.closing && (oldest == nil || c.idleSince.Before(oldest.idleSince)) {
 			oldest = c
 		}
@@ -285,8 +391,16 @@ func (l *Limiter) ConnState(nc net.Conn, state http.ConnState) {
 	// one that waited in the backlog is already in the socket's buffer.
 	c.idle = state == http.StateIdle || state == http.StateNew
 	if c.idle {
+		c.body.Store(false)
 		c.idleSince = l.now()
 		l.wake() // a waiting Accept may now have a connection to close later
+	}
+	if state == http.StateActive {
+		// A new request: its body and answer start with the whole
+		// allowance. Nothing reads or writes c now (net/http reports
+		// the state between reading the head and calling the handler).
+		c.read.balance.Store(l.stall)
+		c.write.balance.Store(l.stall)
 	}
 }
 
@@ -340,11 +454,32 @@ func (l *Limiter) IdleClosed() uint64 {
 	return l.idleShut
 }
 
+// SlowClosed is how many connections the cap has closed for their
+// request's progress, for one reason (reasonName names it).
+func (l *Limiter) SlowClosed(reason int) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.slowShut[reason]
+}
+
+// AddressRefused is how many connections were refused because their
+// client address had its cap of connections open.
+func (l *Limiter) AddressRefused() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addrShut
+}
+
 // conn gives its place back when closed, once.
 type conn struct {
 	net.Conn
 	l    *Limiter
+	addr netip.Addr // the client address counted (invalid: none)
 	once sync.Once
+	// What the cap judges a request's progress by, updated by the
+	// connection's own reads and writes without a lock (progress.go).
+	read, write progress
+	body        atomic.Bool // the request's body is wanted: reads wait on the client
 	// Guarded by l.mu.
 	idle      bool
 	idleSince time.Time
@@ -358,6 +493,11 @@ func (c *conn) Close() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		delete(l.conns, c)
+		if l.perAddress > 0 && c.addr.IsValid() {
+			if l.byAddress[c.addr]--; l.byAddress[c.addr] <= 0 {
+				delete(l.byAddress, c.addr)
+			}
+		}
 		l.open--
 		l.update()
 	})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,16 +21,29 @@ type capped struct {
 
 func listen(t *testing.T, limit int, idleBound time.Duration) capped {
 	t.Helper()
-	return listenRefusing(t, limit, idleBound, nil)
+	return listenWith(t, Config{Max: limit, IdleBound: idleBound})
 }
 
 func listenRefusing(t *testing.T, limit int, idleBound time.Duration, refusal []byte) capped {
 	t.Helper()
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	return listenWith(t, Config{Max: limit, IdleBound: idleBound, Refusal: refusal, RefusePastCap: true})
+}
+
+// listenWith is a limiter of cfg on a socket of every address
+// (127.0.0.2 reaches it too).
+func listenWith(t *testing.T, cfg Config) capped {
+	t.Helper()
+	return listenOn(t, net.ListenConfig{}, cfg)
+}
+
+// listenOn is listenWith with the socket made by lc.
+func listenOn(t *testing.T, lc net.ListenConfig, cfg Config) capped {
+	t.Helper()
+	inner, err := lc.Listen(t.Context(), "tcp", ":0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := New(limit, idleBound, refusal)
+	l := New(cfg)
 	ln := l.Listen(inner)
 	t.Cleanup(func() { ln.Close() })
 	return capped{ln, l}
@@ -37,7 +51,14 @@ func listenRefusing(t *testing.T, limit int, idleBound time.Duration, refusal []
 
 func dial(t *testing.T, l capped) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", l.Addr().String())
+	return dialFrom(t, l, "127.0.0.1")
+}
+
+// dialFrom connects to l from the loopback address from.
+func dialFrom(t *testing.T, l capped, from string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,10 +233,11 @@ func TestCloseEndsAWaitingAccept(t *testing.T) {
 	}
 }
 
-// serveHTTP serves l with the listener told the connections' states.
+// serveHTTP serves l with the limiter attached to the server.
 func serveHTTP(t *testing.T, l capped, h http.Handler) {
 	t.Helper()
-	srv := &http.Server{Handler: h, ConnState: l.ConnState, IdleTimeout: time.Minute}
+	srv := &http.Server{Handler: h, IdleTimeout: time.Minute}
+	l.Attach(srv)
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 }
@@ -320,11 +342,13 @@ func TestCollectors(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	want := map[string]func(float64) bool{
-		"thumbd_connections_max":                  func(v float64) bool { return v == 1 },
-		"thumbd_connections_open":                 func(v float64) bool { return v == 1 },
-		"thumbd_connections_at_cap_seconds_total": func(v float64) bool { return v >= 0.01 },
-		"thumbd_connections_idle_closed_total":    func(v float64) bool { return v == 0 },
-		"thumbd_connections_refused_total":        func(v float64) bool { return v == 0 },
+		"thumbd_connections_max":                   func(v float64) bool { return v == 1 },
+		"thumbd_connections_open":                  func(v float64) bool { return v == 1 },
+		"thumbd_connections_at_cap_seconds_total":  func(v float64) bool { return v >= 0.01 },
+		"thumbd_connections_idle_closed_total":     func(v float64) bool { return v == 0 },
+		"thumbd_connections_refused_total":         func(v float64) bool { return v == 0 },
+		"thumbd_connections_address_refused_total": func(v float64) bool { return v == 0 },
+		"thumbd_connections_slow_closed_total":     func(v float64) bool { return v == 0 },
 	}
 	families, err := reg.Gather()
 	if err != nil {
