@@ -43,6 +43,7 @@ type config struct {
 	MaxFrames          int
 	MaxAnimationPixels int64
 	MaxSide            int
+	FilterSpan         int
 	Concurrency        int
 	Queue              int
 	SourceBudget       int64 // 0 until loadConfig computes its default
@@ -152,6 +153,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_MAX_FRAMES", "max-frames", "256", "", "most frames of an animated source", flagenv.Int(&c.MaxFrames)},
 		{"THUMBD_MAX_ANIMATION_PIXELS", "max-animation-pixels", "16777216", "256 frames of 256x256", "largest animated thumbnail (`animated=true`): frames x output width x height; 422 above", flagenv.Int64(&c.MaxAnimationPixels)},
 		{"THUMBD_MAX_SIDE", "max-side", "4096", "", "largest `w`/`h`", flagenv.Int(&c.MaxSide)},
+		{"THUMBD_MAX_FILTER_SPAN", "max-filter-span", strconv.Itoa(params.DefaultFilterSpan), "", "largest `blur` or `sharpen` sigma times the answer's longest side that an unsigned query may choose (a Gaussian's CPU grows with both: `blur=100` on a 4096-pixel answer took 5.3 times the plain thumbnail's); 0: no bound. Signed URLs and presets are not bound", flagenv.Int(&c.FilterSpan)},
 		{"THUMBD_CONCURRENCY", "concurrency", "", "CPUs usable (GOMAXPROCS, which reads the cgroup limit)", "thumbnails processed at once, one libvips thread each", flagenv.Computed(&c.Concurrency, defaultConcurrency)},
 		{"THUMBD_QUEUE", "queue", "", "1 per MiB of the memory limit, at most 128 per slot (`THUMBD_CONCURRENCY`), 8..1024", "admitted thumbnails that may wait for memory and a slot, their sources within `source-budget`; beyond: 503 at once. The deadline bounds the wait, the budgets the memory: lower it for a service that sheds load early rather than queueing it", flagenv.Computed(&c.Queue, 0)},
 		{"THUMBD_MEMORY_LIMIT", "memory-limit", "0", "the container's: cgroup v2 `memory.max` (`memory.high` when lower), cgroup v1 `memory.limit_in_bytes`; else the machine's MemTotal", "bytes of memory the process may use; every memory default below is derived from it ([hardening.md](hardening.md#memory-safe-by-default-under-a-limit))", flagenv.Int64(&c.MemoryLimit)},
@@ -474,6 +476,7 @@ func (c config) validate() []error {
 	check(c.MaxFrames >= 1, "max frames %d: want at least 1", c.MaxFrames)
 	check(c.MaxAnimationPixels >= 1, "max animation pixels %d: want at least 1", c.MaxAnimationPixels)
 	check(c.MaxSide >= 1 && c.MaxSide <= 16384, "max side %d: want 1..16384", c.MaxSide)
+	check(c.FilterSpan >= 0, "THUMBD_MAX_FILTER_SPAN %d: want 0 (no bound) or more", c.FilterSpan)
 	if _, err := c.imgproxyConfig(); err != nil { // checked even when off: set is meant
 		errs = append(errs, err)
 	}
@@ -561,7 +564,8 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 
 // rules are the settings a thumbnail query is read with.
 func (c config) rules() params.Rules {
-	r := params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, Allowed: c.Allowed, HintsSigned: len(c.SigningKeys) > 0}
+	r := params.Rules{MaxSide: c.MaxSide, Presets: c.Presets, PresetsOnly: c.PresetsOnly, Allowed: c.Allowed, HintsSigned: len(c.SigningKeys) > 0,
+		FilterSpan: float64(c.FilterSpan)}
 	r.Watermark.Configured = len(c.WatermarkBytes) > 0
 	if r.Watermark.Configured {
 		sum := sha256.Sum256(c.WatermarkBytes)

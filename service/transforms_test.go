@@ -307,3 +307,26 @@ func encodePNGOf(t *testing.T, w, h int) []byte {
 	}
 	return buf.Bytes()
 }
+
+// THUMBD_MAX_FILTER_SPAN: by default an unsigned blur whose sigma times
+// the answer's side passes 16384 is a 400 naming the setting's remedy;
+// 0 lifts the bound; a negative value stops start-up.
+func TestMaxFilterSpanSetting(t *testing.T) {
+	jpeg := encodeJPEG(t, scene(400, 300), 85)
+	bounded, _ := newTestServer(t, testConfig(t))
+	if code, _, body := postThumb(t, bounded.URL, "?w=400&blur=50", jpeg); code != 400 || !strings.Contains(string(body), "signed URL") {
+		t.Errorf("blur=50 at 400 px by default: %d %s", code, body)
+	}
+	if code, _, body := postThumb(t, bounded.URL, "?w=400&blur=40", jpeg); code != 200 {
+		t.Errorf("blur=40 at 400 px by default: %d %s", code, body)
+	}
+	cfg := testConfig(t)
+	cfg.FilterSpan = 0
+	free, _ := newTestServer(t, cfg)
+	if code, _, body := postThumb(t, free.URL, "?w=400&blur=50", jpeg); code != 200 {
+		t.Errorf("blur=50 at 400 px with no bound: %d %s", code, body)
+	}
+	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_MAX_FILTER_SPAN": "-1"}), io.Discard); err == nil || !strings.Contains(err.Error(), "THUMBD_MAX_FILTER_SPAN") {
+		t.Errorf("a negative span: %v", err)
+	}
+}

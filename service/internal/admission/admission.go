@@ -60,9 +60,10 @@ func New(slots, queue int, memory int64) *Gate {
 // Ticket is an admitted job. Release it exactly once.
 type Ticket struct {
 	g                 *Gate
-	cost              int64 // bytes of the memory budget the job needs
-	held              bool  // cost is taken
-	queued            bool  // cost counts in the gate's queued memory
+	cost              int64   // bytes of the memory budget the job needs
+	work              float64 // its CPU against a plain thumbnail's (1)
+	held              bool    // cost is taken
+	queued            bool    // cost counts in the gate's queued memory
 	running, finished bool
 	service           time.Duration // estimated at admission
 	inWork            bool          // service counts in the gate's work
@@ -82,7 +83,10 @@ const memoryTurns = 8
 // the memory budget: ErrTooLarge when cost is more than the whole budget,
 // ErrFull when every place is taken or the jobs waiting already need
 // memoryTurns budgets.
-func (g *Gate) Admit(cost int64) (*Ticket, error) {
+func (g *Gate) Admit(cost int64) (*Ticket, error) { return g.admit(cost, 1) }
+
+// admit is Admit for a job of work times a plain thumbnail's CPU.
+func (g *Gate) admit(cost int64, work float64) (*Ticket, error) {
 	cost = max(cost, 0)
 	if cost > g.memSize {
 		return nil, ErrTooLarge
@@ -94,7 +98,7 @@ func (g *Gate) Admit(cost int64) (*Ticket, error) {
 	select {
 	case g.tickets <- struct{}{}:
 		g.admitted.Add(1)
-		t := &Ticket{g: g, cost: cost, queued: true}
+		t := &Ticket{g: g, cost: cost, work: max(work, 1), queued: true}
 		t.counted()
 		return t, nil
 	default:
@@ -127,21 +131,23 @@ func (g *Gate) changed() <-chan struct{} {
 	return g.freed
 }
 
-// AdmitWithin is Admit, waiting up to wait (or ctx's end) for room when
-// the gate is full: ErrFull once the wait has passed.
-func (g *Gate) AdmitWithin(ctx context.Context, cost int64, wait time.Duration) (*Ticket, error) {
+// AdmitWithin is Admit for a job of work times a plain thumbnail's CPU
+// (memcost.Work; the deadline door estimates its service time from it),
+// waiting up to wait (or ctx's end) for room when the gate is full:
+// ErrFull once the wait has passed.
+func (g *Gate) AdmitWithin(ctx context.Context, cost int64, work float64, wait time.Duration) (*Ticket, error) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		changed := g.changed()
-		t, err := g.Admit(cost)
+		t, err := g.admit(cost, work)
 		if !errors.Is(err, ErrFull) {
 			return t, err
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return g.Admit(cost)
+			return g.admit(cost, work)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -206,7 +212,7 @@ func (t *Ticket) Finish() {
 		// A job cut off by its deadline (a cell killed, an engine that
 		// noticed) did not show how long it takes: not a service time.
 		if now := time.Now(); t.deadline.IsZero() || now.Before(t.deadline) {
-			t.g.times.record(t.cost, now.Sub(t.began))
+			t.g.times.record(t.cost, t.work, now.Sub(t.began))
 		}
 		t.uncounted()
 		t.finished = true

@@ -216,16 +216,16 @@ func TestQueuedMemoryIsBounded(t *testing.T) {
 func TestAdmitWithin(t *testing.T) {
 	g := New(1, 0, 100)
 	held, _ := g.Admit(0)
-	if _, err := g.AdmitWithin(context.Background(), 0, 20*time.Millisecond); !errors.Is(err, ErrFull) {
+	if _, err := g.AdmitWithin(context.Background(), 0, 1, 20*time.Millisecond); !errors.Is(err, ErrFull) {
 		t.Fatalf("full gate after the wait: %v", err)
 	}
 	go func() { time.Sleep(20 * time.Millisecond); held.Release() }()
-	tk, err := g.AdmitWithin(context.Background(), 0, time.Minute)
+	tk, err := g.AdmitWithin(context.Background(), 0, 1, time.Minute)
 	if err != nil {
 		t.Fatalf("a place released during the wait: %v", err)
 	}
 	tk.Release()
-	if _, err := g.AdmitWithin(context.Background(), 101, time.Minute); !errors.Is(err, ErrTooLarge) {
+	if _, err := g.AdmitWithin(context.Background(), 101, 1, time.Minute); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("a job over the budget: %v, want ErrTooLarge at once", err)
 	}
 }

@@ -76,18 +76,24 @@ type serviceTimes struct {
 	all     ring
 }
 
-func costClass(cost int64) int { return bits.Len64(uint64(max(cost, 0)) >> 20) }
+// costClass is a job's class: its memory's power of two in MiB, and its
+// work's (memcost.Work: 1 for a plain thumbnail, more for a filter or a
+// trim, whose CPU the memory does not show).
+func costClass(cost int64, work float64) int {
+	return bits.Len64(uint64(max(cost, 0))>>20) | bits.Len64(uint64(max(work, 1)))<<8
+}
 
-func (s *serviceTimes) record(cost int64, d time.Duration) {
+func (s *serviceTimes) record(cost int64, work float64, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byClass == nil {
 		s.byClass = map[int]*ring{}
 	}
-	r := s.byClass[costClass(cost)]
+	class := costClass(cost, work)
+	r := s.byClass[class]
 	if r == nil {
 		r = &ring{}
-		s.byClass[costClass(cost)] = r
+		s.byClass[class] = r
 	}
 	r.add(d)
 	s.all.add(d)
@@ -95,30 +101,33 @@ func (s *serviceTimes) record(cost int64, d time.Duration) {
 
 // estimate is a job's service time: its class's median, else (a class
 // with fewer than measured jobs, or cost < 0: not known yet) the median of
-// every recent job; 0 before measured jobs have run, when nothing is
-// refused.
-func (s *serviceTimes) estimate(cost int64) time.Duration {
+// every recent job times the job's work; 0 before measured jobs have run,
+// when nothing is refused.
+func (s *serviceTimes) estimate(cost int64, work float64) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ring(cost).median()
+	r, scale := s.ring(cost, work)
+	return time.Duration(float64(r.median()) * scale)
 }
 
 // startBudget is the time a job of cost must have left when it starts:
 // the slowest recent service time of its class (or of every job, as in
 // estimate); 0 before measured jobs, when every job may start.
-func (s *serviceTimes) startBudget(cost int64) time.Duration {
+func (s *serviceTimes) startBudget(cost int64, work float64) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ring(cost).slowest()
+	r, scale := s.ring(cost, work)
+	return time.Duration(float64(r.slowest()) * scale)
 }
 
-// ring is the service times an estimate for cost reads: its class's once
-// measured jobs ran in it, else every job's. s.mu is held.
-func (s *serviceTimes) ring(cost int64) *ring {
-	if r := s.byClass[costClass(cost)]; cost >= 0 && r != nil && r.n >= measured {
-		return r
+// ring is the service times an estimate for cost and work reads, and the
+// factor to scale them by: its class's once measured jobs ran in it, else
+// every job's times the work. s.mu is held.
+func (s *serviceTimes) ring(cost int64, work float64) (*ring, float64) {
+	if r := s.byClass[costClass(cost, work)]; cost >= 0 && r != nil && r.n >= measured {
+		return r, 1
 	}
-	return &s.all
+	return &s.all, max(work, 1)
 }
 
 // latestStart is the last moment a job holding budget of service time may
@@ -146,7 +155,7 @@ func startsLate(now, latest time.Time, ok bool) bool { return ok && now.After(la
 // sending the same photo (measured: 2,464 refusals and 17.7 thumbnails/s
 // against none and 86.3/s).
 func (g *Gate) Late(deadline time.Time, cost int64) (late bool, wait time.Duration) {
-	service := g.times.estimate(cost)
+	service := g.times.estimate(cost, 1)
 	if service == 0 {
 		return false, 0
 	}
@@ -167,7 +176,7 @@ func (t *Ticket) Service() time.Duration { return t.service }
 // ctx's deadline by its class's slowest recent service time, as known now.
 func (t *Ticket) latestStart(ctx context.Context) (time.Time, bool) {
 	deadline, ok := ctx.Deadline()
-	return latestStart(deadline, ok, t.g.times.startBudget(t.cost))
+	return latestStart(deadline, ok, t.g.times.startBudget(t.cost, t.work))
 }
 
 // late reports whether the job, about to start, would not be done before
@@ -181,7 +190,7 @@ func (t *Ticket) late(ctx context.Context) bool {
 // counted adds the ticket's estimated service time to the gate's work
 // ahead; uncounted takes it off, once.
 func (t *Ticket) counted() {
-	t.service = t.g.times.estimate(t.cost)
+	t.service = t.g.times.estimate(t.cost, t.work)
 	t.g.work.Add(int64(t.service))
 	t.inWork = true
 }

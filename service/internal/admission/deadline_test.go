@@ -11,41 +11,41 @@ const mib = 1 << 20
 
 func TestServiceTimeIsTheClassMedian(t *testing.T) {
 	var s serviceTimes
-	if got := s.estimate(5 * mib); got != 0 {
+	if got := s.estimate(5*mib, 1); got != 0 {
 		t.Fatalf("no history: %v, want 0 (nothing refused)", got)
 	}
-	s.record(5*mib, 3*time.Second)
-	s.record(5*mib, 3*time.Second)
-	if got := s.estimate(5 * mib); got != 0 {
+	s.record(5*mib, 1, 3*time.Second)
+	s.record(5*mib, 1, 3*time.Second)
+	if got := s.estimate(5*mib, 1); got != 0 {
 		t.Fatalf("two jobs measured: %v, want 0 (nothing refused yet)", got)
 	}
 	s = serviceTimes{}
 	// A burst of slow jobs (as while a wave of uploads is read) does not
 	// move the median of a class that has seen more fast ones.
 	for _, ms := range []int{70, 70, 400, 70, 400, 70, 70, 70, 70} {
-		s.record(5*mib, time.Duration(ms)*time.Millisecond)
+		s.record(5*mib, 1, time.Duration(ms)*time.Millisecond)
 	}
 	for range measured {
-		s.record(300*mib, 2*time.Second)
+		s.record(300*mib, 1, 2*time.Second)
 	}
-	s.record(40*mib, time.Hour) // one job: its class has no estimate of its own
-	if got := s.estimate(6 * mib); got != 70*time.Millisecond {
+	s.record(40*mib, 1, time.Hour) // one job: its class has no estimate of its own
+	if got := s.estimate(6*mib, 1); got != 70*time.Millisecond {
 		t.Fatalf("a 6 MiB job (the 5 MiB one's class): %v, want 70ms", got)
 	}
-	if got := s.estimate(260 * mib); got != 2*time.Second {
+	if got := s.estimate(260*mib, 1); got != 2*time.Second {
 		t.Fatalf("a 260 MiB job: %v, want its class's 2s", got)
 	}
-	if got := s.estimate(40 * mib); got != 70*time.Millisecond {
+	if got := s.estimate(40*mib, 1); got != 70*time.Millisecond {
 		t.Fatalf("a class not seen: %v, want every job's median, 70ms", got)
 	}
-	if got := s.estimate(-1); got != 70*time.Millisecond {
+	if got := s.estimate(-1, 1); got != 70*time.Millisecond {
 		t.Fatalf("a cost not known: %v, want every job's median", got)
 	}
 	// A lasting change takes over within half the window.
 	for range recent/2 + 1 {
-		s.record(5*mib, time.Second)
+		s.record(5*mib, 1, time.Second)
 	}
-	if got := s.estimate(5 * mib); got != time.Second {
+	if got := s.estimate(5*mib, 1); got != time.Second {
 		t.Fatalf("after a lasting change: %v, want 1s", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestJobPastItsDeadlineIsNotMeasured(t *testing.T) {
 		tk.began = tk.began.Add(-time.Minute)
 		tk.Release()
 	}
-	if got := g.times.estimate(mib); got < 100*time.Millisecond || got > time.Second {
+	if got := g.times.estimate(mib, 1); got < 100*time.Millisecond || got > time.Second {
 		t.Fatalf("after jobs cut off by their deadline: %v, want the finished jobs' 100ms", got)
 	}
 }
@@ -178,22 +178,22 @@ func TestStartDecision(t *testing.T) {
 	var s serviceTimes
 	t0 := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 	deadline := t0.Add(10 * time.Second)
-	if _, ok := latestStart(deadline, true, s.startBudget(mib)); ok {
+	if _, ok := latestStart(deadline, true, s.startBudget(mib, 1)); ok {
 		t.Fatal("a latest start before any job was measured")
 	}
 	for _, ms := range []int{100, 100, 900, 100, 100} {
-		s.record(mib, time.Duration(ms)*time.Millisecond)
+		s.record(mib, 1, time.Duration(ms)*time.Millisecond)
 	}
 	for range measured {
-		s.record(300*mib, 3*time.Second)
+		s.record(300*mib, 1, 3*time.Second)
 	}
-	if got := s.estimate(mib); got != 100*time.Millisecond {
+	if got := s.estimate(mib, 1); got != 100*time.Millisecond {
 		t.Fatalf("the class's median: %v, want 100ms", got)
 	}
-	if got := s.startBudget(mib); got != 900*time.Millisecond {
+	if got := s.startBudget(mib, 1); got != 900*time.Millisecond {
 		t.Fatalf("the class's start budget: %v, want its slowest, 900ms", got)
 	}
-	if got := s.startBudget(20 * mib); got != 3*time.Second {
+	if got := s.startBudget(20*mib, 1); got != 3*time.Second {
 		t.Fatalf("a class not seen: %v, want every job's slowest, 3s", got)
 	}
 	for _, c := range []struct {
@@ -206,7 +206,7 @@ func TestStartDecision(t *testing.T) {
 		{"plenty of time", t0, true, 900 * time.Millisecond, false},
 		{"exactly the budget left", deadline.Add(-900 * time.Millisecond), true, 900 * time.Millisecond, false},
 		{"a millisecond short", deadline.Add(-899 * time.Millisecond), true, 900 * time.Millisecond, true},
-		{"the median left, not the slowest", deadline.Add(-100 * time.Millisecond), true, s.startBudget(mib), true},
+		{"the median left, not the slowest", deadline.Add(-100 * time.Millisecond), true, s.startBudget(mib, 1), true},
 		{"past the deadline", deadline.Add(time.Second), true, 900 * time.Millisecond, true},
 		{"no deadline", deadline.Add(time.Hour), false, 900 * time.Millisecond, false},
 		{"nothing measured", deadline.Add(-time.Millisecond), true, 0, false},
@@ -273,5 +273,33 @@ func TestRunStopsWaitingAtTheLatestStart(t *testing.T) {
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 	if err := tk.Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the client left while waiting: %v, want context.Canceled", err)
+	}
+}
+
+// A job's work (a filter's or a trim's CPU, which its memory does not
+// show) is a class of its own: before its class is measured, its estimate
+// is every job's median times its work; once measured, its own.
+func TestServiceTimesByWork(t *testing.T) {
+	var s serviceTimes
+	for range 5 {
+		s.record(5*mib, 1, 100*time.Millisecond)
+	}
+	if got := s.estimate(5*mib, 1); got != 100*time.Millisecond {
+		t.Errorf("plain: %v", got)
+	}
+	if got := s.estimate(5*mib, 5.3); got != 530*time.Millisecond {
+		t.Errorf("blur, its class unmeasured: %v, want the median times 5.3", got)
+	}
+	if got := s.startBudget(5*mib, 5.3); got != 530*time.Millisecond {
+		t.Errorf("blur's start budget, unmeasured: %v", got)
+	}
+	for range 3 {
+		s.record(5*mib, 5.3, 900*time.Millisecond)
+	}
+	if got := s.estimate(5*mib, 5.3); got != 900*time.Millisecond {
+		t.Errorf("blur, measured: %v, want its own 900ms", got)
+	}
+	if got := s.estimate(5*mib, 1); got != 100*time.Millisecond {
+		t.Errorf("plain after blurs: %v, want 100ms", got)
 	}
 }

@@ -158,9 +158,9 @@ func held(name string, o thumbjob.Options) string {
 }
 
 // Signed are the rules for a signed request: its signer chose its
-// options, so the allow-lists do not bind it.
+// options, so neither the allow-lists nor the filter span bind it.
 func (r Rules) Signed() Rules {
-	r.Allowed = Allowed{}
+	r.Allowed, r.FilterSpan = Allowed{}, 0
 	return r
 }
 

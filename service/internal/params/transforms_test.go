@@ -1,6 +1,7 @@
 package params
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -221,4 +222,38 @@ func FuzzTransforms(f *testing.F) {
 			t.Fatalf("%q: crop %+v", raw, *c)
 		}
 	})
+}
+
+// TestFilterSpan: unsigned, a blur's or a sharpen's sigma times the
+// answer's longest side (dpr included) is bounded; a signed query and a
+// preset's filter are not.
+func TestFilterSpan(t *testing.T) {
+	r := Rules{MaxSide: 4096, FilterSpan: DefaultFilterSpan, Presets: Presets{"soft": query(t, "w=4096&blur=50")}}
+	for _, c := range []struct {
+		raw string
+		ok  bool
+	}{
+		{"w=4096&blur=4", true},
+		{"w=4096&blur=100", false},
+		{"w=4096&h=10&sharpen=5", false},
+		{"w=100&blur=100", true},
+		{"blur=64", true}, // the default 256
+		{"blur=65", false},
+		{"w=2048&dpr=2&blur=5", false},
+		{"w=2048&blur=5", true},
+		{"preset=soft", true},
+		{"preset=soft&blur=50", false}, // given over the preset: the client's
+	} {
+		_, err := r.Upload(query(t, c.raw))
+		var e *apierr.Error
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s: %v", c.raw, err)
+		case !c.ok && (!errors.As(err, &e) || e.Code != apierr.BadParameter || !strings.Contains(e.Message, "sign")):
+			t.Errorf("%s: %v, want a 400 naming a signed URL", c.raw, err)
+		}
+		if _, err := r.Signed().Upload(query(t, c.raw)); err != nil {
+			t.Errorf("%s signed: %v", c.raw, err)
+		}
+	}
 }

@@ -129,12 +129,7 @@ func (p *Pipeline) Cost(src thumbjob.Source, job thumbjob.Job) int64 {
 			return p.withSource(memcost.Estimate(h, j), src)
 		}
 	}
-	mj := memcost.JobOf(o)
-	mj.QualityShrink, mj.MaxSide, mj.MaxPixels = p.cfg.QualityShrink, p.cfg.MaxSide, p.cfg.MaxPixels
-	h := src.Header
-	if h.Width == 0 || h.Pixels() > p.cfg.MaxPixels || h.Frames > p.cfg.MaxFrames && o.Animated {
-		h, mj = smallestJob(mj)
-	}
+	h, mj := p.sized(src, o)
 	if o.AlphaFormat != "" {
 		// format=auto: the costlier of the two formats it may write.
 		alpha := mj
@@ -142,6 +137,28 @@ func (p *Pipeline) Cost(src thumbjob.Source, job thumbjob.Job) int64 {
 		mj.Output = costlier(mj, alpha, h)
 	}
 	return p.withSource(memcost.Estimate(h, mj), src)
+}
+
+// Work is a thumbnail job's CPU against a plain thumbnail's (memcost.Work),
+// which the deadline door counts; 1 for a description.
+func (p *Pipeline) Work(src thumbjob.Source, job thumbjob.Job) float64 {
+	if job.Info != nil {
+		return 1
+	}
+	return memcost.Work(p.sized(src, job.Options))
+}
+
+// sized is the header and job the estimates price a thumbnail by: the
+// look's, or the smallest job for a source the engine refuses before
+// decoding (Cost).
+func (p *Pipeline) sized(src thumbjob.Source, o thumbjob.Options) (memcost.Header, memcost.Job) {
+	mj := memcost.JobOf(o)
+	mj.QualityShrink, mj.MaxSide, mj.MaxPixels = p.cfg.QualityShrink, p.cfg.MaxSide, p.cfg.MaxPixels
+	h := src.Header
+	if h.Width == 0 || h.Pixels() > p.cfg.MaxPixels || h.Frames > p.cfg.MaxFrames && o.Animated {
+		h, mj = smallestJob(mj)
+	}
+	return h, mj
 }
 
 // smallestJob is the smallest job and source there are: a 1x1 PNG.

@@ -343,7 +343,7 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	if c := job.Options.Crop; job.Info == nil && c != nil && c.Outside(look.Header) {
 		return nil, apierr.New(apierr.BadParameter, "Parameter \"crop\" is outside the %dx%d source.", look.Header.Width, look.Header.Height)
 	}
-	ticket, err := p.admit(ctx, p.Cost(look, job), job, len(blob.Bytes))
+	ticket, err := p.admit(ctx, p.Cost(look, job), p.Work(look, job), job, len(blob.Bytes))
 	if err != nil {
 		return nil, err
 	}
@@ -442,13 +442,14 @@ func (p *Pipeline) door(ctx context.Context) error {
 }
 
 // admit is the admission stage: a place for a job of the given estimated
-// peak memory (its source of sourceBytes), then, once the engine is up, a processing slot; or why
+// peak memory and CPU against a plain thumbnail's (work; its source of
+// sourceBytes), then, once the engine is up, a processing slot; or why
 // not: more than the whole budget, a full queue, or the deadline. The
 // ticket returned holds its slot.
-func (p *Pipeline) admit(ctx context.Context, bytes int64, job thumbjob.Job, sourceBytes int) (ticket *admission.Ticket, err error) {
+func (p *Pipeline) admit(ctx context.Context, bytes int64, work float64, job thumbjob.Job, sourceBytes int) (ticket *admission.Ticket, err error) {
 	err = stage(ctx, p.Tracer, "admit", func(ctx context.Context, span trace.Span) error {
-		span.SetAttributes(attribute.Int64("thumbd.cost_bytes", bytes))
-		ticket, err = p.Gate.AdmitWithin(ctx, bytes, p.cfg.Deadline/doorWaitFraction)
+		span.SetAttributes(attribute.Int64("thumbd.cost_bytes", bytes), attribute.Float64("thumbd.cost_work", work))
+		ticket, err = p.Gate.AdmitWithin(ctx, bytes, work, p.cfg.Deadline/doorWaitFraction)
 		switch {
 		case errors.Is(err, admission.ErrTooLarge):
 			return apierr.New(apierr.NeedsMoreMemory, "This image needs about %s of memory to thumbnail, more than the %s this instance has for thumbnails (memory limit %s); a smaller w and h, another format, or an instance with more memory would serve it.",
