@@ -154,3 +154,47 @@ func TestEngineRefusesWhatTheLookCannotPrice(t *testing.T) {
 		t.Errorf("a look past the pixel limit: %v, want %v", err, thumbjob.ErrTooManyPixels)
 	}
 }
+
+// TestMalformedSameAnswerForEveryOutput: every damaged copy of every seed
+// (cut at each point hostile.Truncations picks, bits flipped) and every
+// hostile malformed file gets one answer whatever the output format: a
+// thumbnail in each, or the same engine error in each, never an error
+// outside the engine's own (a 5xx).
+func TestMalformedSameAnswerForEveryOutput(t *testing.T) {
+	names, seeds := readSeeds(t)
+	var srcs [][]byte
+	for i, name := range names {
+		if strings.HasPrefix(name, "ok-") {
+			for _, b := range hostile.Truncations(seeds[name]) {
+				srcs = append(srcs, b)
+			}
+			srcs = append(srcs, hostile.BitFlips(seeds[name], uint64(i), 2, 3)...)
+		}
+	}
+	for _, b := range hostile.Malformed() {
+		srcs = append(srcs, b)
+	}
+	outputs := []imagefmt.Format{imagefmt.PNG, imagefmt.JPEG, imagefmt.WebP, imagefmt.AVIF}
+	for i, src := range srcs {
+		var first *thumbjob.Error
+		for j, f := range outputs {
+			_, err := fuzzEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 24, Height: 24, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: f, Quality: 50})
+			var e *thumbjob.Error
+			if err != nil && !errors.As(err, &e) {
+				t.Fatalf("source %d, %s: %v: not an engine error (a 500)", i, f, err)
+			}
+			if j == 0 {
+				first = e
+			} else if e != first {
+				t.Errorf("source %d (%s...): %s gives %v, %s gave %v", i, look(src), f, e, outputs[0], first)
+			}
+		}
+	}
+	t.Logf("%d damaged files, %d outputs each", len(srcs), len(outputs))
+}
+
+// look names a source for a failure: its sniffed format and header.
+func look(src []byte) string {
+	s, err := memcost.Look(src)
+	return fmt.Sprintf("%s %dx%d %v", s.Format, s.Header.Width, s.Header.Height, err)
+}
