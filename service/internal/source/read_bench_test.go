@@ -76,10 +76,11 @@ func BenchmarkSourceRead(b *testing.B) {
 }
 
 // benchLimits are the service's limits for the benchmark: room for the
-// largest source, the hashing tokens one per processor.
+// largest source, the hashing tokens one per processor, the uploads' keyed
+// hash.
 func benchLimits() Limits {
 	return Limits{MaxBytes: 64 << 20, Budget: admission.NewBytes(1 << 30), Wait: time.Second,
-		Hashers: NewHashers(runtime.GOMAXPROCS(0))}
+		Hashers: NewHashers(runtime.GOMAXPROCS(0)), IDs: NewIDHash(nil)}
 }
 
 // cpuTime starts counting the process's CPU time; the function it returns
