@@ -9,6 +9,7 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/maypok86/otter/v2 v2.4.0
+	github.com/minio/highwayhash v1.0.4
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

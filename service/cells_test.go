@@ -175,6 +175,15 @@ func cellsConfig(t *testing.T) config {
 	return cfg
 }
 
+// alike gives cfg the secret that keys uploads' identity in every
+// instance a test compares (THUMBD_RESULT_STORE_KEY's, as replicas
+// sharing a store hold it): their answers to one upload then carry one
+// ETag, which instances with keys of their own would not.
+func alike(cfg config) config {
+	cfg.ResultStoreKeys = [][]byte{[]byte("the compared instances' secret")}
+	return cfg
+}
+
 // Both engine modes answer every request alike: the same image bytes, or
 // the same status, code and message. Each engine error has a row, so a new
 // one cannot answer differently (a 500, say) in cells mode.
@@ -184,8 +193,8 @@ func TestCellsAnswerLikeInProcess(t *testing.T) {
 		cfg.MaxFrames, cfg.MaxAnimationPixels = 4, 10000
 		return cfg
 	}
-	inproc, _ := newTestServer(t, limits(testConfig(t)))
-	cells := newCellsServer(t, limits(cellsConfig(t)), "")
+	inproc, _ := newTestServer(t, alike(limits(testConfig(t))))
+	cells := newCellsServer(t, alike(limits(cellsConfig(t))), "")
 	jpeg := encodeJPEG(t, scene(400, 300), 85)
 	cases := []struct {
 		query string

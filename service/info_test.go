@@ -214,8 +214,8 @@ func TestInfoInCellsAnswersLikeInProcess(t *testing.T) {
 		cfg.MaxFrames = 4
 		return cfg
 	}
-	inproc, _ := newTestServer(t, limits(testConfig(t)))
-	cells := newCellsServer(t, limits(cellsConfig(t)), "")
+	inproc, _ := newTestServer(t, alike(limits(testConfig(t))))
+	cells := newCellsServer(t, alike(limits(cellsConfig(t))), "")
 	jpeg := encodeJPEG(t, scene(400, 300), 85)
 	for _, c := range []struct {
 		query string

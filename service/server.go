@@ -61,8 +61,16 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	// written: the budget bounds them all, whatever the queue's depth.
 	// A source of known length waits for the budget up to half the
 	// deadline, unread (backpressure), before it is refused.
+	// Uploads are identified by a keyed hash: under the result store's
+	// signing key when there is one, which every replica sharing the store
+	// holds, so that they find each other's thumbnails of uploads (and
+	// their own after a restart); else under a key of this process's own.
+	var idSecret []byte
+	if len(cfg.ResultStoreKeys) > 0 {
+		idSecret = cfg.ResultStoreKeys[0]
+	}
 	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget), Wait: cfg.Deadline / 2,
-		Hashers: source.NewHashers(runtime.GOMAXPROCS(0))}
+		Hashers: source.NewHashers(runtime.GOMAXPROCS(0)), IDs: source.NewIDHash(idSecret)}
 	memplan.Register(reg, cfg.memory, gate, limits.Budget)
 	var dir *source.Dir
 	if sources != nil {

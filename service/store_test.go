@@ -3,11 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,7 +21,6 @@ import (
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
-	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
 
@@ -197,10 +195,13 @@ func TestResultStoreNamesTheSource(t *testing.T) {
 		t.Errorf("after the purge: %d engine jobs, want 1", jobs)
 	}
 	// Uploads and origins are named too; errors of a named source as well.
+	// An upload's name is its keyed hash's: the same for the same bytes,
+	// another for other bytes.
 	_, h, _ := postThumb(t, base, "?w=32", photo)
-	sum := sha256.Sum256(photo)
-	if want := resultstore.Tag(source.UploadIdentity(&source.Blob{ID: hex.EncodeToString(sum[:])})); h.Get("Surrogate-Key") != want {
-		t.Errorf("upload: Surrogate-Key %q, want %s", h.Get("Surrogate-Key"), want)
+	_, again, _ := postThumb(t, base, "?w=64", photo)
+	_, others, _ := postThumb(t, base, "?w=32", encodeJPEG(t, scene(400, 300), 80))
+	if tag := h.Get("Surrogate-Key"); tag == "" || again.Get("Surrogate-Key") != tag || others.Get("Surrogate-Key") == tag || h.Get("Cache-Tag") != tag {
+		t.Errorf("uploads: Surrogate-Key %q, the same bytes %q, others %q", tag, again.Get("Surrogate-Key"), others.Get("Surrogate-Key"))
 	}
 	if a := get(t, base+"/thumbnail?src=missing.jpg"); a.status != 404 || a.header.Get("Cache-Tag") != resultstore.Tag("src\x00missing.jpg") {
 		t.Errorf("a missing source: %d, Cache-Tag %q", a.status, a.header.Get("Cache-Tag"))
@@ -228,7 +229,10 @@ func TestResultStoreFollowsCacheRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := newCachingOrigin(t, photo, c.header...)
 			store := t.TempDir()
-			env := map[string]string{"THUMBD_ORIGINS": "http://" + o.hostPort(), "THUMBD_ORIGINS_ALLOW_LOOPBACK": "true"}
+			// Replicas sharing a store share its key, which keys the
+			// identity of an origin's image without validators: the same
+			// ETag from either.
+			env := map[string]string{"THUMBD_ORIGINS": "http://" + o.hostPort(), "THUMBD_ORIGINS_ALLOW_LOOPBACK": "true", "THUMBD_RESULT_STORE_KEY": strings.Repeat("ab", 16)}
 			a, da := storeServer(t, storeConfig(t, store, env))
 			u := o.URL + "/a.jpg"
 			first := get(t, thumbURL(a, u, "w=100&format=webp"))
@@ -267,12 +271,14 @@ func TestResultStoreFollowsCacheRules(t *testing.T) {
 }
 
 // TestResultStoreUploadsOnlyWhenAllowed: an upload's thumbnail is stored
-// only with THUMBD_CACHE_UPLOADS, and without it no lookup is made.
+// only with THUMBD_CACHE_UPLOADS, and without it no lookup is made. Two
+// instances with the store's key agree on an upload's identity (a hash
+// keyed by it), so the second finds the first's thumbnail.
 func TestResultStoreUploadsOnlyWhenAllowed(t *testing.T) {
 	photo := encodeJPEG(t, scene(400, 300), 90)
 	for _, uploads := range []string{"false", "true"} {
 		store := t.TempDir()
-		env := map[string]string{"THUMBD_CACHE_UPLOADS": uploads}
+		env := map[string]string{"THUMBD_CACHE_UPLOADS": uploads, "THUMBD_RESULT_STORE_KEY": strings.Repeat("ab", 16)}
 		a, da := storeServer(t, storeConfig(t, store, env))
 		s1, h1, b1 := postThumb(t, a, "?w=64", photo)
 		if uploads == "true" {
@@ -294,6 +300,53 @@ func TestResultStoreUploadsOnlyWhenAllowed(t *testing.T) {
 		if used := db.thumbs.Limits.Budget.Used(); used != 0 {
 			t.Errorf("%d source bytes still held", used)
 		}
+	}
+}
+
+// An upload's identity, and that of an origin's image without validators,
+// is a hash under a key of the process's own unless the result store's
+// key keys it: two instances without it name the same upload apart, and
+// give an image without validators another ETag (so THUMBD_CACHE_UPLOADS
+// with a store and no key does not start: no instance would find
+// another's, nor its own after a restart); two with the same key alike.
+// An image with a validator has the same ETag from any instance.
+func TestUploadIdentityAcrossInstances(t *testing.T) {
+	photo := encodeJPEG(t, scene(200, 150), 90)
+	bare := newCachingOrigin(t, photo)
+	validated := newCachingOrigin(t, photo, "Last-Modified", "Mon, 02 Jan 2026 15:04:05 GMT")
+	type names struct{ upload, uploadETag, bareETag, validatedETag string }
+	instance := func(env map[string]string) names {
+		t.Helper()
+		all := map[string]string{"THUMBD_ORIGINS": "http://" + bare.hostPort() + ",http://" + validated.hostPort(), "THUMBD_ORIGINS_ALLOW_LOOPBACK": "true"}
+		maps.Copy(all, env)
+		cfg, err := loadConfig(nil, envOf(all), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, _ := newTestServer(t, cfg)
+		status, h, body := postThumb(t, srv.URL, "?w=32", photo)
+		if status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+		return names{h.Get("Surrogate-Key"), h.Get("ETag"),
+			get(t, thumbURL(srv.URL, bare.URL+"/a.jpg", "w=32")).header.Get("ETag"),
+			get(t, thumbURL(srv.URL, validated.URL+"/a.jpg", "w=32")).header.Get("ETag")}
+	}
+	a, b := instance(nil), instance(nil)
+	if a.upload == b.upload || a.uploadETag == b.uploadETag || a.bareETag == b.bareETag {
+		t.Errorf("two instances without a shared key: the same names %+v", a)
+	}
+	if a.validatedETag == "" || a.validatedETag != b.validatedETag {
+		t.Errorf("an image with a validator: ETags %q and %q", a.validatedETag, b.validatedETag)
+	}
+	keyed := map[string]string{"THUMBD_RESULT_STORE": t.TempDir(), "THUMBD_RESULT_STORE_KEY": strings.Repeat("cd", 16)}
+	if a, b := instance(keyed), instance(keyed); a != b || a.upload == "" || a.bareETag == "" {
+		t.Errorf("two instances with the store's key: %+v and %+v", a, b)
+	}
+	delete(keyed, "THUMBD_RESULT_STORE_KEY")
+	keyed["THUMBD_CACHE_UPLOADS"] = "true"
+	if _, err := loadConfig(nil, envOf(keyed), io.Discard); err == nil || !strings.Contains(err.Error(), "THUMBD_CACHE_UPLOADS=true with THUMBD_RESULT_STORE: set THUMBD_RESULT_STORE_KEY") {
+		t.Errorf("uploads stored without the store's key: %v", err)
 	}
 }
 

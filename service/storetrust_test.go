@@ -368,7 +368,7 @@ func TestResultStoreHitsWithinTheBudget(t *testing.T) {
 // and is never the store's failure.
 func TestResultStoreLateUploadsAreNotStoreFailures(t *testing.T) {
 	photo := encodeJPEG(t, scene(200, 150), 90)
-	env := map[string]string{"THUMBD_CACHE_UPLOADS": "true", "THUMBD_DEADLINE": "1s", "THUMBD_READ_TIMEOUT": "10s"}
+	env := map[string]string{"THUMBD_CACHE_UPLOADS": "true", "THUMBD_RESULT_STORE_KEY": strings.Repeat("ab", 16), "THUMBD_DEADLINE": "1s", "THUMBD_READ_TIMEOUT": "10s"}
 	base, d := storeServer(t, storeConfig(t, t.TempDir(), env))
 	var wg sync.WaitGroup
 	for i := range 6 {

@@ -23,8 +23,8 @@ import (
 // them, and a signed URL covers them.
 
 func TestCellsCarryTransforms(t *testing.T) {
-	inproc, _ := newTestServer(t, testConfig(t))
-	cells := newCellsServer(t, cellsConfig(t), "")
+	inproc, _ := newTestServer(t, alike(testConfig(t)))
+	cells := newCellsServer(t, alike(cellsConfig(t)), "")
 	jpeg := encodeJPEG(t, scene(400, 300), 85)
 	for _, c := range []struct {
 		query string

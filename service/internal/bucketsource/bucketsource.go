@@ -206,7 +206,7 @@ func (o *object) Read(ctx context.Context) (*source.Blob, error) {
 	if r.Size > o.b.limits.MaxBytes {
 		return nil, o.tooLarge() // closed unread: the rest is not downloaded
 	}
-	blob, err := o.b.limits.ReadSized(ctx, r, r.Size, o.tooLarge)
+	blob, err := o.b.limits.ReadSized(ctx, r, r.Size, o.identity(r.Object), o.tooLarge)
 	if err != nil {
 		return nil, o.named(err)
 	}
@@ -214,6 +214,17 @@ func (o *object) Read(ctx context.Context) (*source.Blob, error) {
 		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // the key holds the version: never stale
 	}
 	return blob, nil
+}
+
+// identity is the identity of obj's bytes (source.Blob.ID), the version
+// read, as the key's is: an object replaced gets another ETag, so its
+// bytes need no hash. An answer with neither an ETag nor a
+// Last-Modified names no version: its bytes are hashed.
+func (o *object) identity(obj bucket.Object) string {
+	if obj.ETag == "" && obj.LastModified.IsZero() {
+		return source.Hashed
+	}
+	return o.Identity() + "\x00" + version(obj)
 }
 
 func (o *object) tooLarge() error {

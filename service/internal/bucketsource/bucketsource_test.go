@@ -2,8 +2,11 @@ package bucketsource
 
 import (
 	"context"
+	"hash"
 	"log/slog"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ type fixture struct {
 	budget  *admission.Bytes
 	reg     *prometheus.Registry
 	metrics *bucket.Metrics
+	hashes  atomic.Int64 // sources hashed: none, an object's identity is its version
 }
 
 // setup serves bucket "images" with orig/a.jpg ("abc"), orig/big.jpg (11
@@ -50,7 +54,9 @@ func setup(t *testing.T, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.b = New(client, source.Limits{MaxBytes: 10, Budget: f.budget, Wait: time.Second}, cfg)
+	ids := source.NewIDHash(nil)
+	f.b = New(client, source.Limits{MaxBytes: 10, Budget: f.budget, Wait: time.Second,
+		IDs: func() hash.Hash { f.hashes.Add(1); return ids() }}, cfg)
 	return f
 }
 
@@ -104,6 +110,11 @@ func TestSources(t *testing.T) {
 	if err != nil || string(blob.Bytes) != "abc" || keyed.Key() == "" || !blob.Fresh.Store {
 		t.Fatalf("found: %v %+v", err, blob)
 	}
+	// Its identity is the version read, as its key's: its bytes are not
+	// hashed.
+	if blob.ID != keyed.Key() || f.hashes.Load() != 0 {
+		t.Errorf("identity %q, want the key %q; %d hashes", blob.ID, keyed.Key(), f.hashes.Load())
+	}
 	blob.Release()
 	if _, _, err := f.read(t, "nope.jpg"); code(err) != apierr.SourceNotFound || !strings.Contains(err.Error(), `"nope.jpg"`) {
 		t.Errorf("missing: %v", err)
@@ -156,7 +167,7 @@ func TestReplacedObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	placed, blob, err := f.read(t, "placed.jpg")
-	if err != nil || string(blob.Bytes) != "one" || !strings.Contains(placed.Key(), "size:3") || !blob.Fresh.Store {
+	if err != nil || string(blob.Bytes) != "one" || !strings.Contains(placed.Key(), "size:3") || !blob.Fresh.Store || blob.ID != placed.Key() {
 		t.Fatalf("placed by hand: %v %+v %q", err, blob, placed.Key())
 	}
 	blob.Release()
@@ -167,10 +178,13 @@ func TestReplacedObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, blob, err := f.read(t, "placed.jpg")
-	if err != nil || string(blob.Bytes) != "two" || again.Key() == placed.Key() {
+	if err != nil || string(blob.Bytes) != "two" || again.Key() == placed.Key() || blob.ID != again.Key() {
 		t.Fatalf("placed again: %v %q", err, blob.Bytes)
 	}
 	blob.Release()
+	if f.hashes.Load() != 0 {
+		t.Errorf("%d objects hashed", f.hashes.Load())
+	}
 }
 
 // With a MaxAge the identity is asked once within it: a replaced object
@@ -192,6 +206,11 @@ func TestMaxAge(t *testing.T) {
 	}
 	if string(blob.Bytes) != "xyz" || blob.Fresh.Store {
 		t.Errorf("read under the old identity: %q, kept %v", blob.Bytes, blob.Fresh.Store)
+	}
+	// Its bytes' identity (the ETag's) is the version read, not the one
+	// the key names.
+	if blob.ID == first.Key() || !strings.HasPrefix(blob.ID, "s3\x00images\x00orig/a.jpg\x00etag:") {
+		t.Errorf("read under the old identity: ID %q (the key's %q)", blob.ID, first.Key())
 	}
 	blob.Release()
 	// The changed read forgot the identity: the next request asks again.
@@ -260,4 +279,28 @@ func TestCheckAtStart(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	waitFor(t, log, "source bucket: not reachable at start-up")
+}
+
+// An object's bytes are identified by the version the GET answered with
+// (its ETag, else its size and Last-Modified), as its key is; an answer
+// naming no version (neither an ETag nor a Last-Modified) is hashed.
+func TestObjectIdentity(t *testing.T) {
+	client, err := bucket.New(bucket.Location{Bucket: "images", Prefix: "orig/"}, bucket.Conn{Endpoint: "http://127.0.0.1:9"}, bucket.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &object{b: New(client, source.Limits{}, Config{}), name: "a.jpg"}
+	when := time.Unix(1700000000, 0)
+	for _, c := range []struct {
+		obj  bucket.Object
+		want string
+	}{
+		{bucket.Object{Size: 3, ETag: "abc"}, "s3\x00images\x00orig/a.jpg\x00etag:abc"},
+		{bucket.Object{Size: 3, LastModified: when}, "s3\x00images\x00orig/a.jpg\x00size:3\x00" + strconv.FormatInt(when.UnixNano(), 10)},
+		{bucket.Object{Size: 3}, source.Hashed},
+	} {
+		if got := o.identity(c.obj); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.obj, got, c.want)
+		}
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -216,14 +218,35 @@ func (s remote) fetch(ctx context.Context, prior *source.Freshness) (*source.Blo
 	if resp.ContentLength > s.f.limits.MaxBytes {
 		return nil, tooLarge()
 	}
-	blob, err := s.f.limits.Read(resp.Body, tooLarge)
+	id, sized := s.identity(resp.Header)
+	blob, err := s.f.limits.Read(resp.Body, id, tooLarge)
 	if err != nil && apierr.From(err).Code == apierr.Internal {
 		return nil, s.fetchError(ctx, fetchCtx, err)
 	}
 	if err == nil {
 		blob.Fresh = Freshness(resp.Header, now)
+		if sized {
+			blob.ID += "\x00size:" + strconv.Itoa(len(blob.Bytes))
+		}
 	}
 	return blob, err
+}
+
+// identity is the identity of the image an answer with header h carries
+// (source.Blob.ID), from its validators, as a bucket object's is: its URL
+// and ETag when the ETag is strong, which the origin changes whenever the
+// bytes do (RFC 9110 8.8.3); else its URL and Last-Modified, with its
+// length once read (sized: a same-length replacement within
+// Last-Modified's second keeps it). An answer with neither is hashed: its
+// bytes are their only identity.
+func (s remote) identity(h http.Header) (id string, sized bool) {
+	if etag := h.Get("ETag"); etag != "" && !strings.HasPrefix(etag, "W/") {
+		return s.Key() + "\x00etag:" + etag, false
+	}
+	if lm := h.Get("Last-Modified"); lm != "" {
+		return s.Key() + "\x00modified:" + lm, true
+	}
+	return source.Hashed, false
 }
 
 // fetchError names a failed fetch: the guard's or the redirect checks'

@@ -2,9 +2,12 @@ package origin
 
 import (
 	"context"
+	"hash"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,7 +38,7 @@ func TestFetchReadsThroughTheBudget(t *testing.T) {
 	var codes []apierr.Code
 	f := New(Config{Patterns: patterns, AllowLoopback: true, FetchTimeout: 5 * time.Second, UserAgent: "thumbd/test", Accept: "image/png",
 		Observe: func(_ time.Duration, _ int, code apierr.Code) { codes = append(codes, code) }},
-		source.Limits{MaxBytes: 100, Budget: budget})
+		source.Limits{MaxBytes: 100, Budget: budget, IDs: source.NewIDHash(nil)})
 	src, err := f.Source(srv.URL + "/a")
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +65,72 @@ func TestFetchReadsThroughTheBudget(t *testing.T) {
 	}
 	if codes[len(codes)-1] != apierr.ClientGone {
 		t.Errorf("observed %q", codes)
+	}
+}
+
+// An origin's image is identified by its validators, not hashed: its URL
+// and strong ETag, which the origin changes whenever the bytes change;
+// else its URL, Last-Modified and length (said or not). With a weak ETag
+// (the same for bytes that differ) alone, or no validator, its bytes'
+// keyed hash is its identity.
+func TestOriginImageIdentity(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if etag := q.Get("etag"); etag != "" {
+			w.Header().Set("ETag", etag)
+		}
+		if lm := q.Get("lm"); lm != "" {
+			w.Header().Set("Last-Modified", lm)
+		}
+		body := []byte("image " + r.URL.RawQuery)
+		if q.Get("chunked") == "" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		w.Write(body)
+		if q.Get("chunked") != "" {
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer srv.Close()
+	patterns, err := ParsePatterns("http://" + strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hashes atomic.Int32
+	ids := source.NewIDHash(nil)
+	limits := source.Limits{MaxBytes: 100, Budget: admission.NewBytes(100), IDs: func() hash.Hash { hashes.Add(1); return ids() }}
+	f := New(Config{Patterns: patterns, AllowLoopback: true, FetchTimeout: 5 * time.Second}, limits)
+	const lm = "Mon, 02 Jan 2026 15:04:05 GMT"
+	for _, c := range []struct {
+		query, want string // want: after the URL; "" hashed
+	}{
+		{"etag=%22v1%22", "etag:\"v1\""},
+		{"etag=%22v1%22&lm=" + url.QueryEscape(lm), "etag:\"v1\""},
+		{"etag=W/%22v1%22&lm=" + url.QueryEscape(lm), "modified:" + lm + "\x00size:SIZE"},
+		{"lm=" + url.QueryEscape(lm), "modified:" + lm + "\x00size:SIZE"},
+		{"chunked=1&lm=" + url.QueryEscape(lm), "modified:" + lm + "\x00size:SIZE"},
+		{"etag=W/%22v1%22", ""},
+		{"", ""},
+		{"chunked=1", ""},
+	} {
+		src, err := f.Source(srv.URL + "/a?" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := hashes.Load()
+		blob, err := src.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashed := hashes.Load() > before
+		want := src.Key() + "\x00" + strings.Replace(c.want, "SIZE", strconv.Itoa(len(blob.Bytes)), 1)
+		if c.want == "" {
+			want = limits.Sum(blob.Bytes)
+		}
+		blob.Release()
+		if blob.ID != want || hashed != (c.want == "") {
+			t.Errorf("%s: identity %q, want %q; hashed %v", c.query, blob.ID, want, hashed)
+		}
 	}
 }
 
@@ -122,7 +191,7 @@ func TestConnectionsPerHostAreCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := New(Config{Patterns: patterns, AllowLoopback: true, FetchTimeout: 10 * time.Second, IdleConns: fetches, MaxConnsPerHost: limit},
-		source.Limits{MaxBytes: 100, Budget: admission.NewBytes(1000)})
+		source.Limits{MaxBytes: 100, Budget: admission.NewBytes(1000), IDs: source.NewIDHash(nil)})
 	errs := make(chan error, fetches)
 	for range fetches {
 		go func() {

@@ -257,8 +257,8 @@ func (p *Pipeline) rules(r *http.Request, signed bool) params.Rules {
 // ETag, asked by a HEAD (source.Identifiable); GET url=: the origin URL)
 // is answered from the result cache, or joins the identical
 // job in flight, or starts it; an upload does the same once its body is
-// read, keyed by the body's hash. The job's normalised text, in the key
-// and the ETag, is computed once here.
+// read, keyed by the body's keyed hash (source.UploadIdentity). The job's
+// normalised text, in the key and the ETag, is computed once here.
 func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, job thumbjob.Job, src source.Source) error {
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(p.cfg.Deadline))
 	defer cancel()
@@ -285,10 +285,11 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 	if _, upload := src.(source.Upload); upload && p.cfg.CacheUploads {
 		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // keyed by its bytes: never stale
 	}
+	id := source.UploadIdentity(blob)
 	if tag == "" {
-		tag = nameSource(w, source.UploadIdentity(blob))
+		tag = nameSource(w, id)
 	}
-	return p.shared(ctx, w, r, start, "sha256\x00"+blob.ID+"\x00"+norm, tag, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
+	return p.shared(ctx, w, r, start, id+"\x00"+norm, tag, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
 		return p.make(ctx, nil, blob, job, norm, nil, inm)
 	})
 }
@@ -535,8 +536,10 @@ func (p *Pipeline) deadlineOrGone(err error) error {
 	return err
 }
 
-// etag is strong and derived from the source bytes and the normalised
-// job: the same source with the same job always gives the same bytes.
+// etag is strong and derived from the source's identity (source.Blob.ID:
+// the version its kind read, or its bytes' keyed hash) and the normalised
+// job: the same source with the same job always gives the same bytes, and
+// a source that changes has another identity.
 func etag(sourceID, normalised string) string {
 	sum := sha256.Sum256([]byte(sourceID + "\x00" + normalised))
 	return `"` + hex.EncodeToString(sum[:16]) + `"`

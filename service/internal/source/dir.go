@@ -100,16 +100,26 @@ func (f file) Read(ctx context.Context) (*Blob, error) {
 	if info.Size() > f.dir.MaxBytes {
 		return nil, tooLarge()
 	}
-	blob, err := f.dir.Limits.ReadSized(ctx, fh, info.Size(), tooLarge)
-	if err != nil && apierr.From(err).Code == apierr.Internal {
-		return nil, &apierr.Error{Code: apierr.Internal, Message: "The source could not be read.", Cause: err}
-	}
-	if err == nil && f.version != "" && versionOf(info) == f.version {
-		// The bytes read are the version the key names, unless the file
-		// was written while being read: then nothing is kept.
-		if after, err := fh.Stat(); err == nil && versionOf(after) == f.version {
-			blob.Fresh = Freshness{Store: true, Until: time.Unix(1<<62, 0)} // the key holds the version: never stale
+	// The bytes' identity is the version opened, as the key's is: not
+	// their hash (a same-size rewrite within the file system's timestamp
+	// granularity aside, the same version is the same bytes).
+	version := versionOf(info)
+	blob, err := f.dir.Limits.ReadSized(ctx, fh, info.Size(), f.Identity()+"\x00"+version, tooLarge)
+	if err != nil {
+		if apierr.From(err).Code == apierr.Internal {
+			return nil, &apierr.Error{Code: apierr.Internal, Message: "The source could not be read.", Cause: err}
 		}
+		return nil, err
 	}
-	return blob, err
+	if after, err := fh.Stat(); err != nil || versionOf(after) != version {
+		// Written while being read: the bytes are of no version a stat
+		// names, so their hash is their identity, and nothing is kept.
+		blob.ID = f.dir.Limits.Sum(blob.Bytes)
+		return blob, nil
+	}
+	if version == f.version {
+		// The bytes read are the version the key names.
+		blob.Fresh = Freshness{Store: true, Until: time.Unix(1<<62, 0)} // the key holds the version: never stale
+	}
+	return blob, nil
 }

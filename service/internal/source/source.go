@@ -3,11 +3,21 @@
 // body, a file of the source directory, an HTTP origin) reads
 // through the same byte budget and the same size limit, so memory held by
 // sources is bounded whatever they come from.
+//
+// Only bytes without an identity of their own are hashed: an upload, and
+// an origin's image without validators. A file's identity is its name,
+// size and modification time, and a bucket object's its ETag: what keys
+// their thumbnails already (Keyed), known before the read. An origin's
+// image's is its URL and validators (a strong ETag, else Last-Modified),
+// which its answer carries. Their bytes need no hash (docs/storage.md,
+// "Source identity").
 package source
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,6 +26,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/minio/highwayhash"
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
@@ -30,8 +42,13 @@ type Source interface {
 // Blob is a source's bytes, held against the byte budget until Release.
 type Blob struct {
 	Bytes []byte
-	// ID is the hex SHA-256 of Bytes: the same bytes always have the same
-	// identity, whatever kind of source they came from.
+	// ID is the identity of Bytes, which the ETag is made from: the
+	// version its kind read (a file's name, size and modification time;
+	// an object's key and ETag; an origin's URL and validators), or, for
+	// bytes without one (an upload, an origin's image without
+	// validators), their keyed hash (IDHash) in hex. Two sources never
+	// share one, and a source that changes gets another (a file rewritten
+	// with its size within its modification time's granularity aside).
 	ID string
 	// Fresh says how a thumbnail of these bytes may be reused (the
 	// result cache): set by the source kind that knows (a file's identity,
@@ -62,8 +79,8 @@ type Freshness struct {
 }
 
 // MaxAge is the answer's lifetime where the source sets none of its own
-// (files, uploads): the ETag is of the bytes, so a CDN revalidating after
-// a day gets a 304 when nothing changed. No origin's rule gives longer.
+// (files, uploads): the ETag is of the source's identity, so a CDN
+// revalidating after a day gets a 304 when nothing changed. No origin's rule gives longer.
 const MaxAge = 24 * time.Hour
 
 // DefaultCacheControl is the Cache-Control of an answer whose source sets
@@ -117,9 +134,11 @@ type Named interface {
 	Identity() string
 }
 
-// UploadIdentity is the identity of uploaded bytes: their hash (an upload
-// has no name; the same bytes are the same source).
-func UploadIdentity(b *Blob) string { return "sha256\x00" + b.ID }
+// UploadIdentity is the identity of uploaded bytes: their keyed hash (an
+// upload has no name; the same bytes are the same source). It keys the
+// upload's thumbnails (the result cache, merging, the result store) and
+// names them (resultstore.Tag).
+func UploadIdentity(b *Blob) string { return "upload\x00" + b.ID }
 
 // Identifiable is a source whose identity must be asked for before it is
 // known (a bucket's object: its ETag, by a HEAD). The pipeline calls
@@ -156,7 +175,46 @@ type Limits struct {
 	Wait time.Duration
 	// Hashers bounds the turns of sources hashed at once (nil: no bound).
 	Hashers Hashers
+	// IDs is the hash of bytes read without an identity of their own
+	// (Hashed); nil hashes nothing (a read that asks is a programming
+	// error).
+	IDs IDHash
 }
+
+// IDHash makes the hash that identifies bytes without an identity of their
+// own: HighwayHash-256 under a secret key. Two uploads that share an ID
+// share their answer, so collisions must be out of an attacker's reach:
+// HighwayHash resists them only while its key is secret, which it is
+// here; SHA-256, which needs no key, is 4 to 5 times slower here
+// (docs/storage.md, "Source identity").
+type IDHash func() hash.Hash
+
+// NewIDHash is the IDHash under a key derived from secret: the same in
+// every process given the same secret (the replicas sharing a result
+// store, which keys uploads by their ID, hold THUMBD_RESULT_STORE_KEY).
+// Without a secret, the key is drawn now: this process's own, so its IDs
+// are its own (an upload's ETag differs between replicas and restarts).
+func NewIDHash(secret []byte) IDHash {
+	key := make([]byte, 32)
+	if len(secret) > 0 {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte("thumbd source identity"))
+		key = m.Sum(nil)
+	} else {
+		rand.Read(key)
+	}
+	return func() hash.Hash {
+		h, err := highwayhash.New(key)
+		if err != nil {
+			panic(err) // the key is 32 bytes: never
+		}
+		return h
+	}
+}
+
+// Hashed, as a read's id, asks for the bytes' keyed hash (IDs) as their
+// identity: the source has none of its own.
+const Hashed = ""
 
 // Hashers is a bound on the sources hashed at once: a token per turn of
 // at most turn bytes, taken once the turn's bytes are read, so an upload
@@ -166,12 +224,14 @@ type Hashers chan struct{}
 // NewHashers bounds hashing to n turns at once (at least one).
 func NewHashers(n int) Hashers { return make(Hashers, max(n, 1)) }
 
-// Read reads r whole through the budget, hashing as it goes: every source
-// kind reads through it, so the budget and the limit hold for all. tooLarge
-// is the error for a source over the limit; the budget being spent is a
-// 503; any other error of r is returned as it is, for the kind to name.
-func (l Limits) Read(r io.Reader, tooLarge func() error) (*Blob, error) {
-	return l.read(l.Budget.Reader(io.LimitReader(r, l.MaxBytes+1)), -1, tooLarge)
+// Read reads r whole through the budget: every source kind reads through
+// it, so the budget and the limit hold for all. id is the bytes' identity
+// (Blob.ID) when the source knows it; Hashed hashes them as they are read.
+// tooLarge is the error for a source over the limit; the budget being
+// spent is a 503; any other error of r is returned as it is, for the kind
+// to name.
+func (l Limits) Read(r io.Reader, id string, tooLarge func() error) (*Blob, error) {
+	return l.read(l.Budget.Reader(io.LimitReader(r, l.MaxBytes+1)), -1, id, tooLarge)
 }
 
 // ReadSized is Read for a source that says its length n (at most MaxBytes):
@@ -179,24 +239,27 @@ func (l Limits) Read(r io.Reader, tooLarge func() error) (*Blob, error) {
 // arrival order while the budget is spent, so that under load an upload
 // waits unread instead of being refused partway. A negative n is a length
 // not said (a bucket's chunked answer): read as Read reads.
-func (l Limits) ReadSized(ctx context.Context, r io.Reader, n int64, tooLarge func() error) (*Blob, error) {
+func (l Limits) ReadSized(ctx context.Context, r io.Reader, n int64, id string, tooLarge func() error) (*Blob, error) {
 	if n < 0 {
-		return l.Read(r, tooLarge)
+		return l.Read(r, id, tooLarge)
 	}
 	wait, cancel := context.WithTimeout(ctx, l.Wait)
 	defer cancel()
 	budget, err := l.Budget.Reserve(wait, io.LimitReader(r, l.MaxBytes+1), n)
 	switch {
 	case err == nil:
-		return l.read(budget, n, tooLarge)
+		return l.read(budget, n, id, tooLarge)
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
 	return nil, noRoom()
 }
 
-func (l Limits) read(budget *admission.BytesReader, size int64, tooLarge func() error) (*Blob, error) {
-	h := sha256.New()
+func (l Limits) read(budget *admission.BytesReader, size int64, id string, tooLarge func() error) (*Blob, error) {
+	var h hash.Hash
+	if id == Hashed {
+		h = l.IDs()
+	}
 	space := make([]byte, 0, max(size, 0)+bytes.MinRead)
 	// The source's pages are mapped in one call, not faulted in one by
 	// one as the bytes are copied in: the bytes are reserved already, and
@@ -215,26 +278,45 @@ func (l Limits) read(budget *admission.BytesReader, size int64, tooLarge func() 
 		}
 		return nil, err
 	}
-	return &Blob{Bytes: b, ID: hexSum(h), release: budget.Close}, nil
+	if h != nil {
+		id = hex.EncodeToString(h.Sum(nil))
+	}
+	return &Blob{Bytes: b, ID: id, release: budget.Close}, nil
+}
+
+// Sum is the keyed hash of bytes already read, by turns as a read hashes
+// them: the identity of bytes whose version could not be told (a file
+// written while it was read).
+func (l Limits) Sum(b []byte) string {
+	h := l.IDs()
+	for len(b) > 0 {
+		n := min(len(b), turn)
+		l.Hashers.hash(h, b[:n])
+		b = b[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // turn is the most of a source read and hashed in one go before the
 // goroutine yields its processor.
 const turn = 64 << 10
 
-// turns reads at most turn bytes a call, hashes them holding a token of
-// hashers, and yields the processor before each hash. A source's bytes
-// are usually in the socket's buffer already, so its reader never blocks
-// and, without the yield, keeps its processor until Go preempts it after
-// 10 ms: with uploads read and hashed at once, a /health probe waited
-// behind them 0.1-0.7 s in Go's run queue (the runtime's /sched/latencies
-// p99 537-671 ms, 500 clients posting the 12 MP photo). With the yield
+// turns reads at most turn bytes a call, hashes them (h, when the source
+// has no identity of its own) holding a token of hashers, and yields the
+// processor before each hash. A source's bytes are usually in the socket's
+// buffer already, so its reader never blocks and, without the yield,
+// keeps its processor until Go preempts it after 10 ms: with uploads read
+// and hashed at once, a /health probe waited behind them 0.1-0.7 s in
+// Go's run queue (the runtime's /sched/latencies p99 537-671 ms, 500
+// clients posting the 12 MP photo). With the yield
 // alone a goroutine still waited behind every upload's turn (p99 8-42 ms
 // with 64 KiB turns and 500 uploads); with the tokens the uploads waiting
 // for one are parked, out of the run queue, so a probe waits behind at
 // most a turn per token (docs/hardening.md, "Probes under load"). The
 // token is taken after the read, not before: a slow upload waits for its
-// bytes holding none.
+// bytes holding none. A source not hashed (h nil) still yields after each
+// turn, as a long file read would keep its processor too, but takes no
+// token: the token guards the hashing, and its turn's copy is done.
 type turns struct {
 	r       io.Reader
 	h       hash.Hash
@@ -243,22 +325,30 @@ type turns struct {
 
 func (t turns) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p[:min(len(p), turn)])
-	if n > 0 {
-		if t.hashers != nil {
-			t.hashers <- struct{}{}
-			defer func() { <-t.hashers }()
-		}
-		// The goroutine just given a token runs next on this processor
-		// (Go's runnext), ahead of the run queue; yielding here lets what
-		// waits there (a probe) go first.
+	switch {
+	case n == 0:
+	case t.h != nil:
+		t.hashers.hash(t.h, p[:n])
+	default:
 		runtime.Gosched()
-		t.h.Write(p[:n])
 	}
 	return n, err
+}
+
+// hash writes p, a turn's bytes, to h holding a token (when hs bounds the
+// hashing), after yielding the processor.
+func (hs Hashers) hash(h hash.Hash, p []byte) {
+	if hs != nil {
+		hs <- struct{}{}
+		defer func() { <-hs }()
+	}
+	// The goroutine just given a token runs next on this processor (Go's
+	// runnext), ahead of the run queue; yielding here lets what waits
+	// there (a probe) go first.
+	runtime.Gosched()
+	h.Write(p)
 }
 
 func noRoom() error {
 	return &apierr.Error{Code: apierr.QueueFull, Message: "Too many sources are being held; retry shortly.", CloseConnection: true}
 }
-
-func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }

@@ -2,8 +2,6 @@ package source
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -32,12 +30,11 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connectio
 
 func TestUpload(t *testing.T) {
 	budget := admission.NewBytes(25)
-	limits := Limits{MaxBytes: 10, Budget: budget}
+	limits := Limits{MaxBytes: 10, Budget: budget, IDs: NewIDHash(nil)}
 	ctx := context.Background()
 
 	blob, err := Upload{Limits: limits, Body: strings.NewReader("0123456789"), Length: 10}.Read(ctx)
-	sum := sha256.Sum256([]byte("0123456789"))
-	if err != nil || string(blob.Bytes) != "0123456789" || blob.ID != hex.EncodeToString(sum[:]) || budget.Used() != 10 {
+	if err != nil || string(blob.Bytes) != "0123456789" || blob.ID != limits.Sum([]byte("0123456789")) || budget.Used() != 10 {
 		t.Fatalf("exactly the limit: %v %+v used %d", err, blob, budget.Used())
 	}
 	for name, u := range map[string]Upload{
@@ -112,7 +109,7 @@ func TestDirFile(t *testing.T) {
 // 503, having read nothing.
 func TestUploadWaitsForTheBudget(t *testing.T) {
 	budget := admission.NewBytes(10)
-	limits := Limits{MaxBytes: 10, Budget: budget, Wait: 5 * time.Second}
+	limits := Limits{MaxBytes: 10, Budget: budget, Wait: 5 * time.Second, IDs: NewIDHash(nil)}
 	ctx := context.Background()
 	first, err := Upload{Limits: limits, Body: strings.NewReader("0123456789"), Length: 10}.Read(ctx)
 	if err != nil {
@@ -171,28 +168,31 @@ func (s *sizes) Read(p []byte) (int, error) {
 	return s.r.Read(p)
 }
 
-// A source is read and hashed a turn at a time, so that a goroutine reading
-// one whose bytes are all in the socket's buffer yields its processor (to
-// a probe) at least every turn bytes instead of every 10 ms.
+// A source is read (and hashed, when it is) a turn at a time, so that a
+// goroutine reading one whose bytes are all in the socket's buffer (or the
+// page cache) yields its processor (to a probe) at least every turn bytes
+// instead of every 10 ms.
 func TestSourceReadATurnAtATime(t *testing.T) {
 	const size = 3 << 20
-	body := &sizes{r: strings.NewReader(strings.Repeat("x", size))}
-	limits := Limits{MaxBytes: size, Budget: admission.NewBytes(size), Wait: time.Second}
-	blob, err := limits.ReadSized(context.Background(), body, size, func() error { return errors.New("too large") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blob.Release()
-	if len(blob.Bytes) != size {
-		t.Fatalf("read %d bytes", len(blob.Bytes))
-	}
-	for _, n := range body.seen {
-		if n > turn {
-			t.Fatalf("a read of up to %d bytes in one go (reads: %v); want at most %d", n, body.seen, turn)
+	for _, id := range []string{Hashed, "src\x00a.tif\x00v1"} {
+		body := &sizes{r: strings.NewReader(strings.Repeat("x", size))}
+		limits := Limits{MaxBytes: size, Budget: admission.NewBytes(size), Wait: time.Second, IDs: NewIDHash(nil)}
+		blob, err := limits.ReadSized(context.Background(), body, size, id, func() error { return errors.New("too large") })
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(body.seen) < size/turn {
-		t.Fatalf("%d reads for %d bytes", len(body.seen), size)
+		blob.Release()
+		if len(blob.Bytes) != size {
+			t.Fatalf("%q: read %d bytes", id, len(blob.Bytes))
+		}
+		for _, n := range body.seen {
+			if n > turn {
+				t.Fatalf("%q: a read of up to %d bytes in one go (reads: %v); want at most %d", id, n, body.seen, turn)
+			}
+		}
+		if len(body.seen) < size/turn {
+			t.Fatalf("%q: %d reads for %d bytes", id, len(body.seen), size)
+		}
 	}
 }
 
@@ -201,21 +201,20 @@ func TestSourceReadATurnAtATime(t *testing.T) {
 // and a token is held while a turn is hashed, no more at once than given.
 func TestHashersAreNotHeldWhileWaitingForBytes(t *testing.T) {
 	const size = 1 << 20
-	limits := Limits{MaxBytes: size, Budget: admission.NewBytes(2 * size), Wait: time.Second, Hashers: NewHashers(1)}
+	limits := Limits{MaxBytes: size, Budget: admission.NewBytes(2 * size), Wait: time.Second, Hashers: NewHashers(1), IDs: NewIDHash(nil)}
 	stalled, w := io.Pipe()
 	defer w.Close()
 	go func() {
 		w.Write([]byte("first bytes")) // then nothing: a stalled client
 	}()
-	go limits.Read(stalled, func() error { return errors.New("too large") })
+	go limits.Read(stalled, Hashed, func() error { return errors.New("too large") })
 	time.Sleep(50 * time.Millisecond) // the stalled upload is waiting for bytes
 	done := make(chan error, 1)
 	data := strings.Repeat("y", size)
 	go func() {
-		blob, err := limits.ReadSized(context.Background(), strings.NewReader(data), size, func() error { return errors.New("too large") })
+		blob, err := limits.ReadSized(context.Background(), strings.NewReader(data), size, Hashed, func() error { return errors.New("too large") })
 		if err == nil {
-			sum := sha256.Sum256([]byte(data))
-			if blob.ID != hex.EncodeToString(sum[:]) {
+			if blob.ID != limits.Sum([]byte(data)) {
 				err = errors.New("wrong hash " + blob.ID)
 			}
 			blob.Release()

@@ -20,6 +20,7 @@ type Upload struct {
 // the limit, and in both cases the connection is closed rather than
 // drained. The body is read before the request takes an admission place:
 // a client that sends slowly holds only the bytes it sent, never a place.
+// Its identity is its keyed hash: an upload has no other.
 func (u Upload) Read(ctx context.Context) (*Blob, error) {
 	if u.Length > u.MaxBytes {
 		return nil, u.tooLarge()
@@ -27,9 +28,9 @@ func (u Upload) Read(ctx context.Context) (*Blob, error) {
 	var blob *Blob
 	var err error
 	if u.Length >= 0 {
-		blob, err = u.Limits.ReadSized(ctx, u.Body, u.Length, u.tooLarge)
+		blob, err = u.Limits.ReadSized(ctx, u.Body, u.Length, Hashed, u.tooLarge)
 	} else {
-		blob, err = u.Limits.Read(u.Body, u.tooLarge)
+		blob, err = u.Limits.Read(u.Body, Hashed, u.tooLarge)
 	}
 	if ctx.Err() != nil && err == ctx.Err() {
 		return nil, err // the deadline or the client's leaving: the pipeline answers
