@@ -75,6 +75,14 @@ main() {
   export THUMBD_VERSITYGW
   step "go test -race"
   go test -race -count=1 ./...
+  # The differential fuzz target (the Go header reader against libvips'
+  # header read, docs/hardening.md "Two readers of one header") and the BMP
+  # decoder's, for a bounded time each beyond their corpora (which go test
+  # ran above): a failing input is written under testdata/fuzz/ and fails
+  # the step.
+  step "fuzzing, bounded (FuzzLookAgainstLibvips, FuzzDecode)"
+  go test -run '^$' -fuzz '^FuzzLookAgainstLibvips$' -fuzztime 60s -parallel 1 ./service/internal/thumb
+  go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 30s -parallel 1 ./service/internal/bmp
   step "promtool"
   go build -o bin/thumbd ./service
   go build -o bin/thumbd-bench ./bench   # its serve starts what the next steps talk to
