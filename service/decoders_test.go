@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
+	"image/png"
 	"io"
 	"testing"
 
@@ -170,6 +171,48 @@ func TestInputsByCodecInBothModes(t *testing.T) {
 			if status, _, body := postThumb(t, url, "?w=32", heic); status != c.status {
 				t.Errorf("THUMBD_INPUTS=%s, %s: %d %.200s, want %d", c.inputs, name, status, body, c.status)
 			}
+		}
+	}
+}
+
+// TestHiddenHEIFThumbnail: a HEIC's thmb reference hidden behind the
+// declared size of the reference before it (libheif reads both) is seen
+// by the look, so a thumbnail thumbd does not use (a red 320x256 of a
+// green 4:3 photo: libvips' aspect rule takes it, thumbd's 1 % does not)
+// is renamed away before libvips sees it: the answer is the primary's, at
+// its aspect ratio, in both engine modes. Hidden, it was libvips' to
+// find: 256x205 and red.
+func TestHiddenHEIFThumbnail(t *testing.T) {
+	src := heifPair(t, 320, 256, false, false)
+	src, err := heiftest.Transform(src, heiftest.Options{Orientation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// iref: thmb, then cdsc (the Exif item's), 14 bytes each. Put cdsc
+	// first, its size swallowing thmb.
+	at := bytes.Index(src, []byte("iref")) - 4
+	refs := src[at+12 : at+int(binary.BigEndian.Uint32(src[at:]))]
+	if len(refs) != 28 || string(refs[4:8]) != "thmb" || string(refs[18:22]) != "cdsc" {
+		t.Fatalf("iref: %q", refs)
+	}
+	thmb := bytes.Clone(refs[:14])
+	copy(refs, refs[14:])
+	copy(refs[14:], thmb)
+	binary.BigEndian.PutUint32(refs, 28)
+	inproc, _ := newTestServer(t, testConfig(t))
+	cells := newCellsServer(t, cellsConfig(t), "")
+	for mode, url := range map[string]string{"in process": inproc.URL, "cells": cells.URL} {
+		status, _, body := postThumb(t, url, "?w=256&h=256&fit=inside&format=png", src)
+		if status != 200 {
+			t.Errorf("%s: %d %.300s", mode, status, body)
+			continue
+		}
+		img, err := png.Decode(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, g, _, _ := img.At(128, 96).RGBA(); img.Bounds().Size() != image.Pt(256, 192) || r > g {
+			t.Errorf("%s: %v, red %v: want the 256x192 green primary", mode, img.Bounds().Size(), r > g)
 		}
 	}
 }
