@@ -2,10 +2,12 @@ package thumb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/thumbd/thumbd/internal/heiftest"
@@ -134,6 +136,48 @@ func TestAVIFSequenceFirstFrame(t *testing.T) {
 					t.Fatalf("mean difference %.1f per channel from ffmpeg's first frame (tolerance 6)", d)
 				}
 			})
+		}
+	}
+}
+
+// TestLinkUTransforms: link-u's AVIF samples, written by another encoder
+// (cavif, which lists irot before ispe), each stored turned or mirrored
+// and marked to display as the original: every one comes out as the
+// original. Debian's libheif 1.15 (under its libvips 8.14, the dev build)
+// cannot decode the turned ones ("bad image dimensions on decode"): a 422
+// there, never a wrong picture.
+func TestLinkUTransforms(t *testing.T) {
+	ref, err := os.ReadFile(filepath.Join("testdata", "linku", "kimono-127x180.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decodePNG(t, ref)
+	files, _ := filepath.Glob(filepath.Join("testdata", "linku", "*.avif"))
+	if len(files) != 6 {
+		t.Fatalf("%d link-u files", len(files))
+	}
+	have, _ := versionNumber(Version())
+	need, _ := versionNumber("8.16.0")
+	old := have < need
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 127, Height: 180, Fit: thumbjob.FitFill, Format: imagefmt.PNG})
+		turned := strings.Contains(f, "rotate")
+		if old && turned {
+			if !errors.Is(err, thumbjob.ErrUndecodable) {
+				t.Errorf("%s on libvips %s: %v, want undecodable", f, Version(), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if d := imagediff.MeanAbs(decodePNG(t, img.Bytes), want); d > 3 {
+			t.Errorf("%s: mean difference %.1f from the original (tolerance 3)", f, d)
 		}
 	}
 }
