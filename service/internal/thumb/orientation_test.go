@@ -181,3 +181,48 @@ func TestLinkUTransforms(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkUSequences: link-u's AVIF image sequences (their meta names an
+// alpha item it does not hold, which libheif refuses; libvips does not
+// open the avis brand) give their first frame: the ones with alpha as
+// star.png, the ones without as ffmpeg's own decode of that frame (they
+// flag full range over limited-range samples: both decoders follow the
+// flag).
+func TestLinkUSequences(t *testing.T) {
+	needTools(t, "ffmpeg")
+	ref, err := os.ReadFile(filepath.Join("testdata", "linku", "star.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	star := decodePNG(t, ref)
+	files, _ := filepath.Glob(filepath.Join("testdata", "linku", "star-*.avifs"))
+	if len(files) != 6 {
+		t.Fatalf("%d star sequences", len(files))
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 159, Height: 159, Fit: thumbjob.FitFill, Format: imagefmt.PNG})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		got, want := decodePNG(t, img.Bytes), star
+		if !strings.Contains(f, "alpha") {
+			out := filepath.Join(dir, filepath.Base(f)+".png")
+			abs, _ := filepath.Abs(f)
+			run(t, dir, "ffmpeg", "-hide_banner", "-loglevel", "error", "-i", abs, "-frames:v", "1", "-pix_fmt", "rgb24", "-y", out)
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = decodePNG(t, b)
+		}
+		if d := imagediff.MeanAbs(got, want); d > 4 {
+			t.Errorf("%s: mean difference %.1f from its first frame (tolerance 4)", f, d)
+		}
+	}
+}
