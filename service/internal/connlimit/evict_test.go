@@ -170,3 +170,49 @@ func peekWaiting(l capped) int {
 	}
 	return n
 }
+
+// Refused past the cap, a connection that sent part of a head and no more
+// within refuseWithin is answered all the same (a request begun); one
+// that sent nothing is closed without an answer (no request).
+func TestRefusalOfAHeadBegun(t *testing.T) {
+	refusal := "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+	l := listenRefusing(t, 1, time.Hour, []byte(refusal))
+	accepted := acceptAll(l)
+	dial(t, l)
+	<-accepted
+	begun := dial(t, l)
+	io.WriteString(begun, "GET / HTTP/1.1\r\nHost: x")
+	silent := dial(t, l)
+	for _, tc := range []struct {
+		c    net.Conn
+		want string
+	}{{begun, refusal}, {silent, ""}} {
+		tc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if got, err := io.ReadAll(tc.c); err != nil || string(got) != tc.want {
+			t.Fatalf("read %q, %v; want %q and the end", got, err, tc.want)
+		}
+	}
+}
+
+// A connection's half-close (the FIN after an answer, as the pipeline
+// sends it before closing a connection with an upload unread) reaches the
+// socket through the cap's wrapper: the client reads the end at once.
+func TestCloseWriteReachesTheSocket(t *testing.T) {
+	l := listen(t, 2, time.Hour)
+	accepted := acceptAll(l)
+	c := dial(t, l)
+	s := <-accepted
+	cw, ok := s.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("the cap's connection cannot half-close")
+	}
+	io.WriteString(s, "answer")
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || string(got) != "answer" {
+		t.Fatalf("read %q, %v; want the answer and its end", got, err)
+	}
+	s.Close()
+}
