@@ -39,8 +39,8 @@ func TestAdminPortAnswersWhileUploadsStall(t *testing.T) {
 	defer probe.CloseIdleConnections()
 
 	// Each client sends its headers and the first 64 KiB of a 1 MiB body,
-	// then nothing: those past the cap wait in the backlog, their bytes in
-	// the kernel's buffers.
+	// then nothing: those past the cap wait for a place, unread, their
+	// bytes in the kernel's buffers.
 	stalled := stallUploads(t, c.addr, clients, 64<<10)
 
 	// Throughout: /health on the admin port answers, the serving port's

@@ -83,8 +83,9 @@ func acceptAll(l capped) <-chan net.Conn {
 	return out
 }
 
-// At the cap, a further connection is not accepted (it waits in the
-// backlog) until one closes; the time at the cap is counted.
+// At the cap, a further connection is not handed to the server (it
+// waits, held by the listener) until one closes; the time at the cap is
+// counted.
 func TestAcceptWaitsAtTheCap(t *testing.T) {
 	l := listen(t, 2, time.Hour)
 	accepted := acceptAll(l)
