@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -166,8 +167,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	}
 
 	// Listen first: /health answers within milliseconds of exec, while
-	// libvips starts concurrently (its start-up maps many libraries).
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	// libvips starts concurrently (its start-up maps many libraries). A
+	// connection is accepted once its first bytes have come, so that the
+	// cap can tell a probe's at once (connlimit.DeferAccept).
+	ln, err := (&net.ListenConfig{Control: connlimit.DeferAccept}).Listen(ctx, "tcp", ":"+strconv.Itoa(cfg.Port))
 	if err != nil {
 		tr.Shutdown(context.Background()) // nothing traced yet: its exporter stops
 		return err

@@ -87,6 +87,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	conns := connlimit.New(connlimit.Config{
 		Max: cfg.MaxConnections, Refusal: pipeline.ConnectionRefusal(), RefusePastCap: cfg.PastConnectionCap == "refuse",
 		PerAddress: cfg.MaxConnectionsPerAddress, Stall: cfg.ClientStallTimeout, MinRate: cfg.ClientMinRate,
+		Probes: cfg.probePaths(), Evicted: pipeline.Evicted(),
 	})
 	reg.MustRegister(conns.Collectors()...)
 	return deps{
@@ -98,6 +99,16 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 			Cache:   cache, Store: store, Tracer: tr.Tracer, Metrics: m.Metrics, Respond: rs,
 		}),
 	}
+}
+
+// probePaths are the serving port's routes served past its cap, in the
+// probes' reserve (connlimit): the probes, and the scrape while it is
+// served there.
+func (c config) probePaths() []string {
+	if c.AdminPort.On {
+		return []string{"/health", "/ready"}
+	}
+	return []string{"/health", "/ready", "/metrics"}
 }
 
 // pipeline is what the engine routes' pipeline reads of the settings.
