@@ -149,7 +149,11 @@ type fileBox struct {
 // readFileBox reads the box header at off; a size of 0 runs to the end
 // of the file.
 func readFileBox(src *source, off int64) (fileBox, error) {
-	b, err := src.read(off, min(16, src.size-off))
+	ahead := int64(headerAhead)
+	if src.size-off <= readAhead {
+		ahead = readAhead // the file's tail, a moov at the end most often: at once
+	}
+	b, err := src.read(off, min(16, src.size-off), ahead)
 	if err != nil {
 		return fileBox{}, err
 	}
@@ -168,7 +172,7 @@ func readFileBox(src *source, off int64) (fileBox, error) {
 
 // readBody reads a file box's body whole (under the budget).
 func readBody(src *source, fb fileBox) (box, error) {
-	b, err := src.read(fb.at+fb.headLength, fb.size-fb.headLength)
+	b, err := src.read(fb.at+fb.headLength, fb.size-fb.headLength, exact)
 	if err != nil {
 		return box{}, fmt.Errorf("the %s box: %w", fb.typ, err)
 	}

@@ -265,7 +265,7 @@ func fileHead(src *source, off, end int64) (ehead, error) {
 	if off >= end {
 		return ehead{}, errors.New("an element header past its parent's end")
 	}
-	b, err := src.read(off, min(maxHead, end-off))
+	b, err := src.read(off, min(maxHead, end-off), headerAhead)
 	if err != nil {
 		return ehead{}, err
 	}
@@ -285,7 +285,7 @@ func readElement(src *source, h ehead) ([]element, error) {
 	if h.size < 0 {
 		return nil, fmt.Errorf("element 0x%X of unknown size", h.id)
 	}
-	b, err := src.read(h.dataAt, h.size)
+	b, err := src.read(h.dataAt, h.size, exact)
 	if err != nil {
 		return nil, err
 	}

@@ -423,3 +423,88 @@ func checkRead(t *testing.T, v *Reader, path string, fr Frame) {
 		t.Fatal("Bytes is not the ranges' sum")
 	}
 }
+
+// countingReader counts the ReadAt calls a Reader makes and their bytes,
+// as a bucket would see its range requests.
+type countingReader struct {
+	r            *os.File
+	reads, bytes int64
+}
+
+func (c *countingReader) ReadAt(b []byte, off int64) (int, error) {
+	c.reads++
+	c.bytes += int64(len(b))
+	return c.r.ReadAt(b, off)
+}
+
+// What a poster frame costs in reads of a 30-second video with a
+// keyframe every 2 s: the header (moov wherever it is, or the EBML
+// header, Tracks and Cues) in a few reads, then the frame's ranges: for
+// MP4 exactly the packets from the keyframe to the frame; for Matroska
+// the cluster from its start to the frame and the frames after it that
+// could still be presented before it.
+func TestBytesRead(t *testing.T) {
+	needTools(t, "ffmpeg")
+	dir := t.TempDir()
+	long := []string{"-c:v", "libx264", "-preset", "veryfast", "-b:v", "400k", "-g", "50"}
+	for _, r := range []recipe{
+		{name: "moov-last.mp4", args: long},
+		{name: "faststart.mp4", args: append(slices.Clone(long), "-movflags", "+faststart")},
+		{name: "fragmented.mp4", args: append(slices.Clone(long), "-movflags", "frag_keyframe+empty_moov+default_base_moof")},
+		{name: "cues.mkv", args: long},
+	} {
+		path := r.make(t, dir, 30)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		c := &countingReader{r: f}
+		v, err := Open(c, st.Size(), DefaultLimits())
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		headReads, headBytes := c.reads, c.bytes
+		fr, err := v.FrameAt(17.3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.ReadFrame(&fr); err != nil {
+			t.Fatal(err)
+		}
+		frameReads, frameBytes := c.reads-headReads, c.bytes-headBytes
+		t.Logf("%s (%d bytes): header %d reads, %d bytes; the frame at %.2f s from the keyframe at %.2f s: %d packets, %d ranges, %d bytes; read in %d reads, %d bytes",
+			r.name, st.Size(), headReads, headBytes, fr.Time, float64(fr.Packets[0].PTS)*float64(v.Info().TimeBase.Num)/float64(v.Info().TimeBase.Den), len(fr.Packets), len(fr.Ranges), fr.Bytes(), frameReads, frameBytes)
+		if s := v.Stats(); s.Reads != int(c.reads) || s.Bytes != c.bytes {
+			t.Errorf("%s: Stats %+v, the reader saw %d reads of %d bytes", r.name, s, c.reads, c.bytes)
+		}
+		switch r.name {
+		case "moov-last.mp4", "faststart.mp4":
+			if headReads > 4 || headBytes > moovSize(t, path)+2*readAhead {
+				t.Errorf("%s: the header in %d reads, %d bytes", r.name, headReads, headBytes)
+			}
+			if frameReads != int64(len(fr.Ranges)) || frameBytes != fr.Bytes() {
+				t.Errorf("%s: the frame in %d reads, %d bytes", r.name, frameReads, frameBytes)
+			}
+		case "cues.mkv":
+			if headReads > 3 {
+				t.Errorf("%s: the header in %d reads", r.name, headReads)
+			}
+		}
+		f.Close()
+	}
+}
+
+// moovSize is the size of an MP4's moov box.
+func moovSize(t *testing.T, path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids, err := children(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := first(kids, "moov")
+	return int64(len(m.body)) + m.head
+}

@@ -82,7 +82,7 @@ func (w *walker) next() (p Packet, ok bool, err error) {
 		w.pos = h.end()
 		switch h.id {
 		case idTimestamp:
-			b, err := w.src.read(h.dataAt, h.size)
+			b, err := w.src.read(h.dataAt, h.size, headerAhead)
 			if err != nil {
 				return p, false, err
 			}
@@ -109,7 +109,7 @@ func (w *walker) next() (p Packet, ok bool, err error) {
 func (w *walker) block(h ehead) (Packet, bool, error) {
 	var p Packet
 	if h.id == idSimpleBlock {
-		head, err := w.src.read(h.dataAt, min(h.size, maxHead))
+		head, err := w.src.read(h.dataAt, min(h.size, maxHead), readAhead)
 		if err != nil {
 			return p, false, err
 		}
@@ -117,14 +117,14 @@ func (w *walker) block(h ehead) (Packet, bool, error) {
 		if err != nil || track != w.m.track {
 			return p, false, err
 		}
-		b, err := w.src.read(h.dataAt, h.size)
+		b, err := w.src.read(h.dataAt, h.size, readAhead)
 		if err != nil {
 			return p, false, err
 		}
 		_, rel, flags, n, _ := blockHeader(b)
 		return w.packet(b[n:], h.dataAt+int64(n), rel, flags, flags&0x80 != 0)
 	}
-	b, err := w.src.read(h.dataAt, h.size)
+	b, err := w.src.read(h.dataAt, h.size, readAhead)
 	if err != nil {
 		return p, false, err
 	}
@@ -276,7 +276,7 @@ func clusterTime(src *source, cluster ehead) (int64, error) {
 			break
 		}
 		if h.id == idTimestamp {
-			b, err := src.read(h.dataAt, h.size)
+			b, err := src.read(h.dataAt, h.size, headerAhead)
 			if err != nil {
 				return 0, err
 			}

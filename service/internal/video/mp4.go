@@ -458,6 +458,21 @@ func sampleEntry(stbl []box, info *Info) error {
 			info.SampleAspect = ratio(h, v)
 		}
 	}
+	if b, ok := first(props, "clap"); ok {
+		// A clean aperture smaller than the frame: ffmpeg 7.1 crops the
+		// decoded frame to it, a reader of the sizes alone would not.
+		f := &fields{b: b.body}
+		var v [8]int64
+		for i := range v {
+			v[i] = int64(int32(f.n(4)))
+		}
+		if f.err != nil || v[1] == 0 || v[3] == 0 || v[5] == 0 || v[7] == 0 {
+			return errors.Join(errors.New("clap: malformed"), f.err)
+		}
+		if v[0] != int64(info.Width)*v[1] || v[2] != int64(info.Height)*v[3] || v[4] != 0 || v[6] != 0 {
+			return fmt.Errorf("%w: a clean aperture of %d/%dx%d/%d in a %dx%d frame", ErrNotServed, v[0], v[1], v[2], v[3], info.Width, info.Height)
+		}
+	}
 	info.HDR = hdr(info.Colour.Transfer)
 	return nil
 }

@@ -210,6 +210,7 @@ func TestMP4Refusals(t *testing.T) {
 		"encrypted":                      {entry: bx("encv", make([]byte, 78))},
 		"a display matrix of 45 degrees": {tkhdM: withABCD([4]int32{46341, 46341, -46341, 46341})},
 		"compressed moov":                {top: [][]byte{bx("cmov", make([]byte, 20))}},
+		"a clean aperture that crops":    {entry: avc1(320, 240, bx("avcC", []byte{1, 66, 0, 30, 0xFF, 0xE0, 0}), bx("clap", u32(300), u32(1), u32(240), u32(1), u32(0), u32(1), u32(0), u32(1)))},
 	}
 	for name, s := range notServed {
 		s.n, s.sync = 10, []uint32{1}
@@ -232,6 +233,7 @@ func TestMP4Refusals(t *testing.T) {
 		"a broken avcC":           {entry: avc1(320, 240, bx("avcC", []byte{1, 66, 0, 30, 0xFF, 0xE1, 0, 9}))},
 		"an avcC of version 2":    {entry: avc1(320, 240, bx("avcC", []byte{2, 66, 0, 30, 0xFF, 0xE0, 0}))},
 		"avc1 without avcC":       {entry: avc1(320, 240, bx("free"))},
+		"a clap of zeros":         {entry: avc1(320, 240, bx("avcC", []byte{1, 66, 0, 30, 0xFF, 0xE0, 0}), bx("clap", make([]byte, 32)))},
 	}
 	for name, s := range malformed {
 		s.n = 10
@@ -243,6 +245,11 @@ func TestMP4Refusals(t *testing.T) {
 		}
 	}
 	// A moof before moov, or in a file without mvex.
+	// A clean aperture of the whole frame is no crop.
+	whole := synth{n: 10, sync: []uint32{1}, entry: avc1(320, 240, bx("avcC", []byte{1, 66, 0, 30, 0xFF, 0xE0, 0}), bx("clap", u32(320), u32(1), u32(240), u32(1), u32(0), u32(1), u32(0), u32(1)))}
+	if _, err := openBytes(whole.build(), DefaultLimits()); err != nil {
+		t.Errorf("a whole clean aperture: %v", err)
+	}
 	b := append(bx("ftyp", []byte("isom"), u32(0), []byte("isom")), bx("moof", fullBx("mfhd", 0, 0, u32(1)))...)
 	if _, err := openBytes(b, DefaultLimits()); err == nil || !strings.Contains(err.Error(), "before the moov") {
 		t.Errorf("moof first: %v", err)

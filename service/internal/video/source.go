@@ -12,10 +12,20 @@ import (
 // and, usually, the boxes or elements after it.
 const sniffBytes = 4096
 
-// readAhead is the least a read asks for when a reader walks headers
-// (a box's, an element's): the next ones are often in the same bytes,
-// and a round trip to a bucket costs far more than 64 KiB.
-const readAhead = 64 << 10
+// How much a read asks for beyond the bytes wanted, when they are not in
+// the last window: a round trip to a bucket costs far more than a few
+// KiB, but a walk that hops over mdat boxes or clusters pays the window
+// at every hop.
+const (
+	// headerAhead is for a box's or an element's header: the next
+	// headers, and a small moof, are often in the same bytes.
+	headerAhead = 4 << 10
+	// readAhead is for reading on through data: the start of a file, a
+	// cluster's blocks one after the other.
+	readAhead = 64 << 10
+	// exact reads no more than asked: a box or an element read whole.
+	exact = 0
+)
 
 // source is the file under a byte budget: every ReadAt counted, none
 // past the file's size or the budget, and the last window kept so that
@@ -29,16 +39,16 @@ type source struct {
 	winAt  int64
 }
 
-// read returns n bytes at off, reading at least readAhead bytes (as far
-// as the file goes) when they are not in the last window.
-func (s *source) read(off, n int64) ([]byte, error) {
+// read returns n bytes at off, reading at least ahead bytes (as far as
+// the file goes) when they are not in the last window.
+func (s *source) read(off, n, ahead int64) ([]byte, error) {
 	if off < 0 || n < 0 || off > s.size || n > s.size-off {
 		return nil, fmt.Errorf("%d bytes at %d, past the file's %d", n, off, s.size)
 	}
 	if off >= s.winAt && off+n <= s.winAt+int64(len(s.win)) {
 		return s.win[off-s.winAt : off-s.winAt+n], nil
 	}
-	want := min(max(n, readAhead), s.size-off)
+	want := min(max(n, ahead), s.size-off)
 	if remaining := s.budget - s.stats.Bytes; want > remaining && n <= remaining {
 		want = remaining // the window shrinks before the budget is exceeded
 	}

@@ -251,7 +251,7 @@ type Reader struct {
 // Content-Length). The container is sniffed from the first bytes.
 func Open(r io.ReaderAt, size int64, lim Limits) (*Reader, error) {
 	src := &source{r: r, size: size, budget: lim.Bytes}
-	head, err := src.read(0, min(size, sniffBytes))
+	head, err := src.read(0, min(size, sniffBytes), readAhead)
 	if err != nil {
 		return nil, err
 	}
