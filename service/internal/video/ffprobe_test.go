@@ -43,6 +43,8 @@ type recipe struct {
 	codec Codec
 	// fragmented: ffprobe counts only moov's samples in nb_frames.
 	fragmented bool
+	// patch rewrites the made file.
+	patch func(t *testing.T, b []byte) []byte
 }
 
 var x264 = []string{"-c:v", "libx264", "-b:v", "60k", "-g", "12"}
@@ -67,6 +69,7 @@ var recipes = []recipe{
 	{name: "h264-frag.mp4", args: append(slices.Clone(x264), "-movflags", "frag_keyframe+empty_moov+default_base_moof"), codec: H264, fragmented: true},
 	{name: "h264-frag-hybrid.mp4", args: append(slices.Clone(x264), "-movflags", "frag_keyframe"), codec: H264, fragmented: true},
 	{name: "h264-frag-sidx.mp4", args: append(slices.Clone(x264), "-movflags", "+dash+frag_keyframe"), codec: H264, fragmented: true},
+	{name: "h264-frag-edit.mp4", args: append(slices.Clone(x264), "-movflags", "frag_keyframe+empty_moov+default_base_moof"), codec: H264, fragmented: true, patch: withEdit},
 	{name: "h264-vfr.mp4", args: append(slices.Clone(x264), "-vf", "setpts='if(lt(N,25),N*2,N+25)/25/TB'", "-fps_mode", "vfr"), codec: H264},
 	{name: "vp9.mp4", args: vp9, codec: VP9},
 	{name: "av1.mp4", args: []string{"-c:v", "libsvtav1", "-b:v", "60k", "-g", "12", "-preset", "12", "-svtav1-params", "verbosity=0"}, codec: AV1},
@@ -113,6 +116,55 @@ func (r recipe) make(t *testing.T, dir string, seconds float64) string {
 		args := append(append([]string{"-v", "error", "-y", "-i", made, "-c", "copy"}, r.copy...), out)
 		if b, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
 			t.Fatalf("ffmpeg %v: %v\n%s", args, err, b)
+		}
+	}
+	if r.patch != nil {
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, r.patch(t, b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// withEdit gives a fragmented file's track an edit list that starts its
+// media 1024 ticks in (ffmpeg writes none with empty_moov), and drops
+// mfra, whose offsets the longer moov would move.
+func withEdit(t *testing.T, b []byte) []byte {
+	t.Helper()
+	top, err := children(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, box := range top {
+		switch box.typ {
+		case "mfra":
+			continue
+		case "moov":
+			kids, _ := children(box.body, 0)
+			var moov [][]byte
+			for _, k := range kids {
+				if k.typ != "trak" {
+					moov = append(moov, bx(k.typ, k.body))
+					continue
+				}
+				trak, _ := children(k.body, 0)
+				var parts [][]byte
+				for _, c := range trak {
+					parts = append(parts, bx(c.typ, c.body))
+					if c.typ == "tkhd" {
+						parts = append(parts, bx("edts", fullBx("elst", 0, 0, u32(1), u32(1000), u32(1024), u32(1<<16))))
+					}
+				}
+				moov = append(moov, bx("trak", parts...))
+			}
+			out = append(out, bx("moov", moov...)...)
+		default:
+			out = append(out, bx(box.typ, box.body)...)
 		}
 	}
 	return out

@@ -161,7 +161,9 @@ func readMoov(src *source, moov box, c Container, lim Limits) (*mp4Track, Info, 
 		return nil, info, hdr, errors.New("no video track")
 	}
 	if hdr.fragmented {
-		picked.frag, picked.defaults = true, defaults
+		// ffmpeg shifts a fragmented track by its edit, as any other,
+		// but shows its fragments past the edit's end: so does thumbd.
+		picked.frag, picked.defaults, picked.end = true, defaults, -1
 		if _, ok := defaults[picked.id]; !ok {
 			return nil, info, hdr, fmt.Errorf("no trex for track %d", picked.id)
 		}
