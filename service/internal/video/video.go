@@ -132,7 +132,8 @@ type Info struct {
 
 // Keyframe is a keyframe's presentation time and where its packet is
 // (MP4); in Matroska, from its cue point, the position of the cluster
-// that holds it, and a Size of 0.
+// that holds it, and a Size of 0 (a Matroska file without Cues lists
+// none).
 type Keyframe struct {
 	Time   float64
 	Offset int64
@@ -154,9 +155,11 @@ func (i Info) Orientation() int {
 	}
 }
 
-// Packet is one coded frame: where it is in the file, its timestamps in
-// the track's TimeBase (PTS as presented, after the edit list) and
-// whether it is a keyframe. Data is filled by ReadFrame.
+// Packet is one coded frame: where its data is in the file, its
+// timestamps in the track's TimeBase (PTS as presented, after the edit
+// list; Matroska stores no decode time, its DTS is its PTS) and whether
+// it is a keyframe. Data is the frame's bytes: read on the way for
+// Matroska, by ReadFrame for MP4.
 type Packet struct {
 	Offset, Size int64
 	PTS, DTS     int64
