@@ -81,6 +81,7 @@ type flags struct {
 	duration                       time.Duration
 	cases                          string
 	cpus                           affinity.Split
+	serverLog                      io.Writer // the servers' output
 }
 
 // Run is `bench peer`.
@@ -126,11 +127,23 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := f.cpus.PinDriver(); err != nil {
 		return err
 	}
+	serverLog, err := os.CreateTemp("", "bench-peer-*.log")
+	if err != nil {
+		return err
+	}
+	defer serverLog.Close()
+	f.serverLog = serverLog
+	fmt.Fprintf(stderr, "peer: the servers' output goes to %s\n", serverLog.Name())
 	servers := []server{
+		// Both measured for throughput, not overload: sources up to
+		// 64 MiB (the 25 MB TIFF, the 31 MB PNG) and a minute's deadline,
+		// so that 10 clients queued behind one slot are served, not
+		// refused.
 		{name: "thumbd", bin: f.thumbd, env: []string{"THUMBD_SOURCE=" + f.sources, "THUMBD_IMGPROXY=true",
-			"THUMBD_MERGE=false", "THUMBD_CONCURRENCY=1", "THUMBD_LOG_LEVEL=warn"}, health: "/ready", prefix: "/insecure"},
+			"THUMBD_MERGE=false", "THUMBD_CONCURRENCY=1", "THUMBD_MAX_BODY_BYTES=67108864", "THUMBD_DEADLINE=60s", "THUMBD_WRITE_TIMEOUT=90s",
+			"THUMBD_LOG_LEVEL=warn"}, health: "/ready", prefix: "/insecure"},
 		{name: "imgproxy", bin: f.imgproxy, env: []string{"IMGPROXY_LOCAL_FILESYSTEM_ROOT=" + f.sources, "IMGPROXY_WORKERS=1",
-			"IMGPROXY_CONCURRENCY=1", "IMGPROXY_LOG_LEVEL=warn"}, health: "/health", prefix: "/insecure", bind: true},
+			"IMGPROXY_MAX_SRC_FILE_SIZE=67108864", "IMGPROXY_TIMEOUT=60", "IMGPROXY_LOG_LEVEL=warn"}, health: "/health", prefix: "/insecure", bind: true},
 	}
 	var rows []Row
 	for round := 1; round <= f.rounds; round++ {
@@ -189,7 +202,7 @@ func (s server) measure(ctx context.Context, c Case, f flags, log io.Writer) (fl
 		env = append(env, "IMGPROXY_BIND=127.0.0.1:"+strconv.Itoa(port))
 	}
 	cpus := f.cpus.Server
-	srv, err := launch.Start(ctx, launch.Spec{Command: []string{s.bin}, Env: env, Port: port, Stderr: log,
+	srv, err := launch.Start(ctx, launch.Spec{Command: []string{s.bin}, Env: env, Port: port, Stdout: f.serverLog, Stderr: f.serverLog,
 		StartProcess: func(cmd *exec.Cmd) error { return affinity.Start(cmd, cpus) }})
 	if err != nil {
 		return 0, 0, err
