@@ -14,7 +14,10 @@
 #        scripts/build.sh vips-version FLAVOUR  (the libvips version FLAVOUR links)
 # Env: VIPS_PREFIX (default: whatever scripts/build-libvips.sh prints),
 #      THUMBD_CACHE (default /var/cache/thumbd; holds the Go caches),
-#      OUT (default bin).
+#      OUT (default bin),
+#      THUMBD_VERSION, THUMBD_REVISION: the release and the commit that
+#      `thumbd version` prints (default: git describe's v* tag, else dev;
+#      git's HEAD, -dirty when the tree differs from it, else unknown).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,21 +29,41 @@ vips_prefix() {
   echo "$VIPS_PREFIX"
 }
 
+# stamp FLAVOUR [PREFIX]: the -X flags of what `thumbd version` and
+# thumbd_build_info say (service/internal/buildinfo): the release, the
+# commit, the flavour and, for slim and static, the recipe hash of the
+# libvips prefix linked.
+stamp() {
+  local pkg=github.com/thumbd/thumbd/service/internal/buildinfo version revision recipe=
+  version=${THUMBD_VERSION:-$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo dev)}
+  revision=${THUMBD_REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+  if [ -z "${THUMBD_REVISION:-}" ] && [ "$revision" != unknown ] && ! git diff --quiet HEAD 2>/dev/null; then
+    revision+=-dirty
+  fi
+  if [ -n "${2:-}" ]; then
+    recipe=$(cat "$2/.thumbd-recipe" 2>/dev/null) || { echo "build.sh: $2 is no finished recipe build (no .thumbd-recipe)" >&2; return 1; }
+  fi
+  echo "-X $pkg.version=$version -X $pkg.revision=$revision -X $pkg.flavour=$1 -X $pkg.recipe=$recipe"
+}
+
 # flavour_go FLAVOUR GOCMD ARGS...: runs `go GOCMD` (build, test, ...) with the
 # flavour's cgo environment, build cache, tags and link flags, then ARGS.
 # `scripts/build.sh go FLAVOUR GOCMD ARGS...` runs it from outside.
 flavour_go() {
-  local flavour=$1 cmd=$2 prefix; shift 2
+  local flavour=$1 cmd=$2 prefix stamped; shift 2
   local env=(GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=1)
   local flags=(-trimpath)
   case "$flavour" in
     dynamic)
-      env+=(GOCACHE="$CACHE/gocache-dynamic-$(pkg-config --modversion vips)") ;;
+      env+=(GOCACHE="$CACHE/gocache-dynamic-$(pkg-config --modversion vips)")
+      stamped=$(stamp dynamic) || return 1
+      flags+=(-ldflags "$stamped") ;;
     slim)
       prefix=$(vips_prefix)
       env+=(GOCACHE="$CACHE/gocache-slim-${prefix##*/}"
             PKG_CONFIG_PATH="$prefix/lib/pkgconfig" CGO_LDFLAGS="-Wl,-rpath,$prefix/lib")
-      flags+=(-ldflags '-s -w') ;;
+      stamped=$(stamp slim "$prefix") || return 1
+      flags+=(-ldflags "-s -w $stamped") ;;
     static)
       prefix=$(vips_prefix)
       env+=(GOCACHE="$CACHE/gocache-static-${prefix##*/}")
@@ -50,7 +73,9 @@ flavour_go() {
       # --gc-sections: drops the unreferenced functions of the libraries
       # built with a section each (aom, libheif: 1.8 MB; build-libvips.sh).
       # thumbd_static: GLib's regex stubs (service/internal/thumb/noregex_static.go).
-      flags+=(-tags netgo,osusergo,thumbd_static -ldflags '-s -w -linkmode external -extldflags "-static -Wl,--gc-sections"') ;;
+      stamped=$(stamp static "$prefix") || return 1
+      flags+=(-tags netgo,osusergo,thumbd_static
+              -ldflags "-s -w $stamped -linkmode external -extldflags \"-static -Wl,--gc-sections\"") ;;
     *) echo "build.sh: unknown flavour: $flavour" >&2; return 2 ;;
   esac
   env "${env[@]}" go "$cmd" "${flags[@]}" "$@"
