@@ -12,12 +12,17 @@
 #        scripts/build.sh go FLAVOUR GOCMD ARGS...  (`go GOCMD ARGS` as FLAVOUR builds:
 #        how `bench engine` and `bench cells` build their test binaries)
 #        scripts/build.sh vips-version FLAVOUR  (the libvips version FLAVOUR links)
+#        scripts/build.sh vips-prefix  (the libvips prefix slim and static link)
 # Env: VIPS_PREFIX (default: whatever scripts/build-libvips.sh prints),
 #      THUMBD_CACHE (default /var/cache/thumbd; holds the Go caches),
 #      OUT (default bin),
 #      THUMBD_VERSION, THUMBD_REVISION: the release and the commit that
 #      `thumbd version` prints (default: git describe's v* tag, else dev;
-#      git's HEAD, -dirty when the tree differs from it, else unknown).
+#      git's HEAD, -dirty when the tree differs from it, else unknown),
+#      THUMBD_TARGET: the GOARCH to build for, default the machine's; arm64
+#      on an amd64 machine cross-builds the static flavour with Debian's
+#      cross toolchain against `THUMBD_TARGET=arm64 scripts/build-libvips.sh`'s
+#      prefix (docs/images.md, "arm64").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -27,6 +32,15 @@ readonly OUT="${OUT:-bin}"
 vips_prefix() {
   [ -n "${VIPS_PREFIX:-}" ] || VIPS_PREFIX=$(scripts/build-libvips.sh | tail -1)
   echo "$VIPS_PREFIX"
+}
+
+# cross: true when THUMBD_TARGET names another architecture than the
+# machine's (and only arm64 on amd64 is set up).
+cross() {
+  local target=${THUMBD_TARGET:-} host
+  host=$(go env GOHOSTARCH)
+  [ -n "$target" ] && [ "$target" != "$host" ] || return 1
+  [ "$target/$host" = arm64/amd64 ] || { echo "build.sh: THUMBD_TARGET=$target on $host: only arm64 on amd64 cross-builds" >&2; exit 2; }
 }
 
 # stamp FLAVOUR [PREFIX]: the -X flags of what `thumbd version` and
@@ -67,6 +81,12 @@ flavour_go() {
     static)
       prefix=$(vips_prefix)
       env+=(GOCACHE="$CACHE/gocache-static-${prefix##*/}")
+      # Cross: Go for arm64, cgo through Debian's aarch64 gcc, the arm64
+      # -dev packages' pkg-config files (GLib, libexif, zlib, expat).
+      if cross; then
+        env+=(GOARCH=arm64 CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++
+              PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
+      fi
       printf '#!/bin/sh\nexec pkg-config --static "$@"\n' >"$prefix/bin/pkg-config-static"
       chmod +x "$prefix/bin/pkg-config-static"
       env+=(PKG_CONFIG="$prefix/bin/pkg-config-static" PKG_CONFIG_PATH="$prefix/lib/pkgconfig")
@@ -78,6 +98,9 @@ flavour_go() {
               -ldflags "-s -w $stamped -linkmode external -extldflags \"-static -Wl,--gc-sections\"") ;;
     *) echo "build.sh: unknown flavour: $flavour" >&2; return 2 ;;
   esac
+  if [ "$flavour" != static ] && cross; then
+    echo "build.sh: THUMBD_TARGET=$THUMBD_TARGET: only the static flavour cross-builds" >&2; return 2
+  fi
   env "${env[@]}" go "$cmd" "${flags[@]}" "$@"
 }
 
@@ -108,7 +131,7 @@ build_static() {
   echo "  ($(grep -c 'statically linked applications' "$log") glibc NSS link warnings, expected)" >&2
   rm -f "$log"
   if [[ "$(file "$OUT/thumbd-static")" != *'statically linked'* ]] \
-     || ldd "$OUT/thumbd-static" >/dev/null 2>&1; then
+     || { ! cross && ldd "$OUT/thumbd-static" >/dev/null 2>&1; }; then
     echo "build.sh: $OUT/thumbd-static is not static: $(file -b "$OUT/thumbd-static")" >&2; return 1
   fi
   echo "$OUT/thumbd-static: static, libvips from $prefix" >&2
@@ -118,6 +141,7 @@ main() {
   [ $# -eq 0 ] && set -- dynamic
   case "$1" in
     go) shift; flavour_go "$@"; return ;;
+    vips-prefix) vips_prefix; return ;;
     vips-version)
       case "${2:-}" in
         dynamic) pkg-config --modversion vips ;;
