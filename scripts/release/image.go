@@ -27,10 +27,13 @@ import (
 // (the static binary at /thumbd, the notices, the CA set), laid out by
 // scripts/release.sh, and the SBOM that describes it.
 type platformImage struct {
-	Arch   string
-	Root   string
-	SBOM   []byte
-	Digest v1.Hash // set by buildIndex
+	Arch string
+	Root string
+	SBOM []byte
+	// Set by buildIndex: the image's digest, and its layer's size
+	// gzip'ed (what a pull downloads) and unpacked.
+	Digest               v1.Hash
+	Compressed, Unpacked int64
 }
 
 // imageMeta is what every image and the index say of the release.
@@ -101,11 +104,12 @@ func layerTar(root string, created time.Time) ([]byte, error) {
 
 // scratchImage is Dockerfile.scratch's final stage, made without a daemon:
 // the same entrypoint, user, environment, port, health check and labels.
-func scratchImage(p platformImage, meta imageMeta) (v1.Image, error) {
+func scratchImage(p *platformImage, meta imageMeta) (v1.Image, error) {
 	raw, err := layerTar(p.Root, meta.Created)
 	if err != nil {
 		return nil, err
 	}
+	p.Unpacked = int64(len(raw))
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil },
 		tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression))
 	if err != nil {
@@ -140,6 +144,9 @@ func scratchImage(p platformImage, meta imageMeta) (v1.Image, error) {
 		return nil, err
 	}
 	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON)
+	if p.Compressed, err = layer.Size(); err != nil {
+		return nil, err
+	}
 	return mutate.Append(img, mutate.Addendum{Layer: layer, MediaType: types.OCILayer,
 		History: v1.History{Created: created, CreatedBy: "scripts/release image (no Docker daemon)", Comment: "the static thumbd, its notices, the Mozilla CA set"}})
 }
@@ -155,12 +162,13 @@ func variant(arch string) string {
 // the order given. It fills each platform's Digest.
 func buildIndex(platforms []platformImage, meta imageMeta) (v1.ImageIndex, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for i, p := range platforms {
+	for i := range platforms {
+		p := &platforms[i]
 		img, err := scratchImage(p, meta)
 		if err != nil {
 			return nil, fmt.Errorf("linux/%s: %w", p.Arch, err)
 		}
-		if platforms[i].Digest, err = img.Digest(); err != nil {
+		if p.Digest, err = img.Digest(); err != nil {
 			return nil, err
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{

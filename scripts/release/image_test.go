@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 // tree lays out a root file system like scripts/release.sh's: the binary,
@@ -111,6 +112,11 @@ func TestLayoutHoldsIndexAndSBOMs(t *testing.T) {
 	}
 	idx, err := root.ImageIndex(m.Manifests[0].Digest)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Every digest, size and diff ID what its bytes give, as a
+	// registry or a runtime will check them.
+	if err := validate.Index(idx); err != nil {
 		t.Fatal(err)
 	}
 	im, err := idx.IndexManifest()

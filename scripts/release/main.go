@@ -156,7 +156,7 @@ func writeLayout(dir string, platforms []platformImage, meta imageMeta, stdout i
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "linux/%s %s sbom %s\n", pl.Arch, pl.Digest, ad)
+		fmt.Fprintf(stdout, "linux/%s %s sbom %s layer %d bytes (gzip), %d unpacked\n", pl.Arch, pl.Digest, ad, pl.Compressed, pl.Unpacked)
 	}
 	return nil
 }
