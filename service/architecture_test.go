@@ -44,6 +44,7 @@ func TestPackageImports(t *testing.T) {
 		"celltest":      {"cell", "imagefmt", "sandbox", "thumbjob"},
 		"imagefmt":      {},
 		"apierr":        {},
+		"buildinfo":     {},
 		"otlphttp":      {},
 		"tracing":       {"flagenv", "otlphttp"},
 		"requestlog":    {"pipeline", "statuswriter"},

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
+	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
@@ -123,6 +124,9 @@ type config struct {
 	// variables (the SDK's standard ones, no flag twins) through it, not
 	// from the process.
 	getenv func(string) string
+	// build is the binary's own build (`thumbd version`), for the
+	// metrics, the origin client's User-Agent and the traces' resource.
+	build buildinfo.Info
 }
 
 // Engine modes (THUMBD_ENGINE); the names are fixed.
@@ -266,6 +270,9 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validate()...)
+	if c.build, err = buildinfo.Read(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 
+	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
@@ -62,6 +63,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return printSettings(args[2:], stdout, stderr)
 		case "formats":
 			return printFormats(args[2:], stdout, stderr)
+		case "version":
+			info, err := buildinfo.Read()
+			if err != nil {
+				return err
+			}
+			return printVersion(args[2:], info, stdout, stderr)
 		case "sign":
 			return signCommand(args[2:], lookupEnv, time.Now(), stdout, stderr)
 		case "cell":
@@ -157,7 +164,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	cfg.Tracing.Version = version
+	cfg.Tracing.Version = cfg.build.Version
 	tr, err := tracing.New(ctx, cfg.Tracing, getenv)
 	if err != nil {
 		return err

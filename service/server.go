@@ -55,7 +55,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	}
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
-	m := newMetrics(reg, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
+	m := newMetrics(reg, cfg.build, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
 	rs := pipeline.NewResponder(m.Rejections)
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.
@@ -153,7 +153,7 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 		Patterns: cfg.Origins, AllowLoopback: cfg.AllowLoopback, FetchTimeout: cfg.FetchTimeout,
 		// Every connection the cap allows can be kept.
 		IdleConns: cfg.OriginMaxConns, MaxConnsPerHost: cfg.OriginMaxConns,
-		Resolver: resolver, UserAgent: "thumbd/" + version, Accept: strings.Join(accept, ", "),
+		Resolver: resolver, UserAgent: "thumbd/" + cfg.build.Version, Accept: strings.Join(accept, ", "),
 		Observe: m.observeFetch, Transport: tr.Transport,
 	}, limits)
 }
