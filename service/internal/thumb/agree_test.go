@@ -198,3 +198,33 @@ func look(src []byte) string {
 	s, err := memcost.Look(src)
 	return fmt.Sprintf("%s %dx%d %v", s.Format, s.Header.Width, s.Header.Height, err)
 }
+
+// BenchmarkCrossCheck is what the decoders issue added to every job before
+// its decode: the look's header checked (checkLooked) and held to
+// libvips' (agrees). libvips' header read itself (BenchmarkProbe) and the
+// look (memcost's BenchmarkLook) were there before; the engine's whole job
+// is BenchmarkEngine, the denominator of the issue's 2 % budget.
+//
+//	go test -run '^$' -bench 'CrossCheck|Engine/large/png' -benchtime 2000x ./service/internal/thumb
+func BenchmarkCrossCheck(b *testing.B) {
+	for _, s := range engineSources(b) {
+		look, err := memcost.Look(s.src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, err := probe(s.src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(s.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := checkLooked(look); err != nil {
+					b.Fatal(err)
+				}
+				if err := agrees(h, look.Header, look.Format); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
