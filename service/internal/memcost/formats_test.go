@@ -513,6 +513,24 @@ func TestLookReadsAsTheDecodersDo(t *testing.T) {
 			}
 		}
 	})
+	t.Run("JPEG: markers found as libjpeg's next_marker finds them", func(t *testing.T) {
+		// Bytes before a marker, fill bytes and a stuffed FF 00 are
+		// skipped by libjpeg (a warning, "extraneous bytes before
+		// marker"): its header is the SOF after them, 12336x12336 here
+		// (FuzzLookAgainstLibvips' 74ee0f5ffd250248, refused by the look
+		// before, opened by libvips). The sniff wants FF D8 FF, so the
+		// junk starts with an FF.
+		sof := "\xff\xc0\x00\x11\x08\x30\x30\x30\x30\x03\x01\x11\x00\x02\x11\x00\x03\x11\x00\xff\xda"
+		for _, junk := range []string{"\xff\x00\x30", "\xff\x00garbage", "\xff\xff\xff", "\xff\x00\x00\xff\x00\xff\x00"} {
+			h, err := ReadHeader([]byte("\xff\xd8" + junk + sof))
+			if err != nil || h.Width != 12336 || h.Height != 12336 || h.Bands != 3 {
+				t.Errorf("%q before the SOF: %+v, %v", junk, h, err)
+			}
+		}
+		if h, err := ReadHeader([]byte("\xff\xd8\xff\x00" + "\x30\x30")); err == nil {
+			t.Errorf("no marker after the junk: %+v, want an error", h)
+		}
+	})
 	t.Run("TIFF: a repeated tag is its first", func(t *testing.T) {
 		b := tiffFileOf(0, [4]uint32{256, 3, 1, 64}, [4]uint32{256, 4, 1, 60000}, [4]uint32{257, 3, 1, 48})
 		if h, err := ReadHeader(b); err != nil || h.Width != 64 {

@@ -92,32 +92,36 @@ func Look(src []byte) (thumbjob.Source, error) {
 // jpegHeader walks the markers to the frame header (SOFn), skipping each
 // segment by its length: every SOF type (baseline, progressive, lossless,
 // arithmetic), which image/jpeg's DecodeConfig does not all accept while
-// libjpeg-turbo decodes them.
+// libjpeg-turbo decodes them. Markers are found as libjpeg's next_marker
+// finds them: bytes before a marker, fill bytes (FF) and stuffed zeros
+// (FF 00) are skipped, so a file libjpeg reads with "extraneous bytes
+// before marker" is read here too (FuzzLookAgainstLibvips found one).
 func jpegHeader(src []byte) (Header, error) {
-	for p := 2; p+4 <= len(src); {
-		if src[p] != 0xFF {
-			return Header{}, errors.New("JPEG marker expected")
+	p := 2
+	for {
+		m, at, ok := nextJPEGMarker(src, p)
+		if !ok {
+			return Header{}, errors.New("JPEG without a frame header")
 		}
-		m := src[p+1]
+		p = at
 		switch {
-		case m == 0xFF: // fill byte
-			p++
-			continue
 		case m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7): // no length
-			p += 2
 			continue
 		case m == 0xD9 || m == 0xDA: // end, or scan data before any frame header
 			return Header{}, errors.New("JPEG without a frame header")
 		}
-		n := int(binary.BigEndian.Uint16(src[p+2:]))
-		if n < 2 || p+2+n > len(src) {
+		if p+2 > len(src) {
+			return Header{}, errors.New("JPEG segment past the end")
+		}
+		n := int(binary.BigEndian.Uint16(src[p:]))
+		if n < 2 || p+n > len(src) {
 			return Header{}, errors.New("JPEG segment past the end")
 		}
 		if m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC {
 			if n < 8 {
 				return Header{}, errors.New("JPEG frame header too short")
 			}
-			seg := src[p+4:]
+			seg := src[p+2:]
 			h := Header{Format: imagefmt.JPEG, Height: int(binary.BigEndian.Uint16(seg[1:])), Width: int(binary.BigEndian.Uint16(seg[3:])),
 				Bands: int(seg[5]), BytesPerSample: 1, Frames: 1}
 			if seg[0] > 8 {
@@ -129,9 +133,30 @@ func jpegHeader(src []byte) (Header, error) {
 			}
 			return h, nil
 		}
-		p += 2 + n
+		p += n
 	}
-	return Header{}, errors.New("JPEG without a frame header")
+}
+
+// nextJPEGMarker is the marker at or after p and the offset just past it,
+// as libjpeg's next_marker reads: anything up to an FF is discarded, then
+// the FFs, and an FF 00 (a stuffed zero) is discarded whole.
+func nextJPEGMarker(src []byte, p int) (marker byte, after int, ok bool) {
+	for p < len(src) {
+		for p < len(src) && src[p] != 0xFF {
+			p++
+		}
+		for p < len(src) && src[p] == 0xFF {
+			p++
+		}
+		if p >= len(src) {
+			break
+		}
+		if m := src[p]; m != 0 {
+			return m, p + 1, true
+		}
+		p++
+	}
+	return 0, 0, false
 }
 
 func pngHeader(src []byte) (Header, error) {
