@@ -527,6 +527,19 @@ func TestLookReadsAsTheDecodersDo(t *testing.T) {
 				t.Errorf("%q before the SOF: %+v, %v", junk, h, err)
 			}
 		}
+		// An APPn, COM or DNL whose length is under 2: libjpeg reads on
+		// after the length (042a6458ecf84ed0: APP14 of length 0).
+		for _, m := range []string{"\xee", "\xe1", "\xfe", "\xdc"} {
+			for _, n := range []string{"\x00\x00", "\x00\x01"} {
+				h, err := ReadHeader([]byte("\xff\xd8\xff" + m + n + sof))
+				if err != nil || h.Width != 12336 {
+					t.Errorf("marker %q of length %q: %+v, %v", m, n, h, err)
+				}
+			}
+		}
+		if h, err := ReadHeader([]byte("\xff\xd8\xff\xdb\x00\x00" + sof)); err == nil {
+			t.Errorf("a DQT of length 0 (libjpeg's error): %+v, want an error", h)
+		}
 		if h, err := ReadHeader([]byte("\xff\xd8\xff\x00" + "\x30\x30")); err == nil {
 			t.Errorf("no marker after the junk: %+v, want an error", h)
 		}

@@ -114,6 +114,13 @@ func jpegHeader(src []byte) (Header, error) {
 			return Header{}, errors.New("JPEG segment past the end")
 		}
 		n := int(binary.BigEndian.Uint16(src[p:]))
+		if n < 2 && (m >= 0xE0 && m <= 0xEF || m == 0xFE || m == 0xDC) {
+			// libjpeg skips an APPn's, a COM's or a DNL's length less
+			// 2 bytes, nothing when that is negative (skip_variable,
+			// save_marker, get_interesting_appn): it reads on after the
+			// length. Other markers with such a length are its errors.
+			n = 2
+		}
 		if n < 2 || p+n > len(src) {
 			return Header{}, errors.New("JPEG segment past the end")
 		}
