@@ -544,6 +544,27 @@ func TestLookReadsAsTheDecodersDo(t *testing.T) {
 			t.Errorf("no marker after the junk: %+v, want an error", h)
 		}
 	})
+	t.Run("GIF: extensions skipped as libnsgif skips them", func(t *testing.T) {
+		// An extension's first sub-block is skipped by its size even when
+		// that is 0: the 0 after it ends the extension, and the frame
+		// after that is the first (FuzzLookAgainstLibvips' d33acbd5d2d5c58c,
+		// which libvips opens at 24672x24672; the look read a 1x1 image
+		// before). A comment's sub-blocks start after its label.
+		// Each file as vipsheader (libvips 8.14) reads it: 24672x24672,
+		// or "no frames in GIF" for the last.
+		frame := ",00000000\x30\x0000"
+		for ext, want := range map[string]int{
+			"\x21\x30\x00\x00":                 24672, // an unknown label, a first block of 0, the terminator
+			"\x21\xf9\x04\x00\x00\x00\x00\x00": 24672, // a graphic control
+			"\x21\xfe\x01\x41\x00":             24672, // a comment
+			"\x21\x30\x00":                     1,     // the frame's separator is the terminator's place: garbage after
+		} {
+			h, err := ReadHeader([]byte("GIF87a\x30\x30\x30\x30\x30\x00\x00" + ext + frame))
+			if err != nil || h.Width != want || h.Height != want {
+				t.Errorf("%q: %dx%d, %v; want %d a side", ext, h.Width, h.Height, err, want)
+			}
+		}
+	})
 	t.Run("TIFF: a repeated tag is its first", func(t *testing.T) {
 		b := tiffFileOf(0, [4]uint32{256, 3, 1, 64}, [4]uint32{256, 4, 1, 60000}, [4]uint32{257, 3, 1, 48})
 		if h, err := ReadHeader(b); err != nil || h.Width != 64 {

@@ -220,7 +220,19 @@ func gifHeader(src []byte) (Header, error) {
 	for p < len(src) {
 		switch src[p] {
 		case 0x21: // extension: label, then sub-blocks
-			p += 2
+			// As libnsgif skips it: a comment's sub-blocks from after its
+			// label; any other extension's first sub-block skipped by its
+			// size even when that is 0 (so a 0 there ends no extension),
+			// then sub-blocks to a terminator.
+			if p+2 >= len(src) {
+				p = len(src)
+				continue
+			}
+			if src[p+1] == 0xFE {
+				p += 2
+			} else {
+				p += 3 + int(src[p+2])
+			}
 			if !subBlocks() {
 				p = len(src)
 			}
