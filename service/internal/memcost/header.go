@@ -300,16 +300,67 @@ func webpHeader(src []byte) (Header, error) {
 	if c.ColorModel == color.NYCbCrAModel {
 		h.Bands, h.Alpha = 4, true
 	}
+	h.Frames = max(webpFramesBySize(src), webpFramesAsDemuxed(src), 1)
+	return h, nil
+}
+
+// webpFramesBySize counts the ANMF chunks, each skipped by its size.
+func webpFramesBySize(src []byte) int {
+	n := 0
 	for p := 12; p+8 <= len(src); {
 		size := int(binary.LittleEndian.Uint32(src[p+4:]))
 		if string(src[p:p+4]) == "ANMF" {
-			h.Frames++
+			n++
 		}
 		if size < 0 || size > len(src) {
 			break
 		}
 		p += 8 + size + size&1
 	}
-	h.Frames = max(h.Frames, 1)
-	return h, nil
+	return n
+}
+
+// webpFramesAsDemuxed counts the frames as libwebp's demuxer (which
+// libvips reads a WebP through) finds them: after an ANMF's 16-byte
+// header, its first ALPH and first VP8 or VP8L sub-chunks, and the next
+// chunk read from where those end, not from the end the ANMF's size
+// declares (StoreFrame, ParseAnimationFrame). FuzzLookAgainstLibvips
+// found a file whose second frame only that reading sees.
+func webpFramesAsDemuxed(src []byte) int {
+	n := 0
+	for p := 12; p+8 <= len(src); {
+		size := int(binary.LittleEndian.Uint32(src[p+4:]))
+		padded := size + size&1
+		if size < 0 || string(src[p:p+4]) != "ANMF" {
+			if size < 0 || padded > len(src)-p-8 {
+				break
+			}
+			p += 8 + padded
+			continue
+		}
+		if padded < 16 {
+			break
+		}
+		q, alpha, image := p+8+16, false, false
+		for q+8 <= len(src) {
+			sub, subSize := string(src[q:q+4]), int(binary.LittleEndian.Uint32(src[q+4:]))
+			switch {
+			case sub == "ALPH" && !alpha:
+				alpha = true
+			case (sub == "VP8 " || sub == "VP8L") && !image:
+				image = true
+			default:
+				subSize = -1
+			}
+			if subSize < 0 {
+				break
+			}
+			q += 8 + min(subSize+subSize&1, len(src)-q-8)
+		}
+		if alpha || image {
+			n++
+		}
+		p = q
+	}
+	return n
 }
