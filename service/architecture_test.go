@@ -30,8 +30,9 @@ func TestPackageImports(t *testing.T) {
 		"signing":       {"apierr"},
 		"admission":     {},
 		"memlimit":      {},
-		"memcost":       {"bmp", "imagefmt", "thumbjob"},
-		"thumb":         {"bmp", "exifthumb", "imagefmt", "memcost", "thumbhash", "thumbjob"},
+		"memcost":       {"bmp", "imagefmt", "plan", "thumbjob"},
+		"plan":          {"imagefmt", "thumbjob"},
+		"thumb":         {"bmp", "exifthumb", "imagefmt", "memcost", "plan", "thumbhash", "thumbjob"},
 		"exifthumb":     {},
 		"bmp":           {"thumbjob"},
 		"thumbhashtest": {},
@@ -78,7 +79,7 @@ func TestPackageImports(t *testing.T) {
 // package that uses cgo and libvips, and nothing they import, their tests
 // included, leads to it.
 func TestParseAndCellProtocolNeedNoCgo(t *testing.T) {
-	withoutCgo := []string{"params", "cell", "thumbjob"}
+	withoutCgo := []string{"params", "cell", "plan", "thumbjob"}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -301,7 +302,7 @@ func cropShrink(h Header, j Job, w, ht int) int {
 }
 
 // heifThumbnailUsed says whether the engine decodes h's embedded
-// thumbnail rather than its primary image (thumbjob.HEIFThumbnail's use)
+// thumbnail rather than its primary image (plan.HEIFThumbnailUse)
 // into the w x ht box, in both of its orientations (a rotation turns the
 // box the engine asks libvips for). A crop or a trim decodes the primary
 // whole. A cover is judged, as a fill, on the scaled image it is cut from
@@ -322,7 +323,7 @@ func heifThumbnailUsed(h Header, j Job, w, ht int) bool {
 			scale := max(float64(bw)/float64(dw), float64(bh)/float64(dh))
 			bw, bh, fit = max(int(math.Ceil(float64(dw)*scale)), bw), max(int(math.Ceil(float64(dh)*scale)), bh), thumbjob.FitFill
 		}
-		if _, use := thumbjob.HEIFThumbnail(dw, dh, h.ThumbWidth, h.ThumbHeight, bw, bh, fit); !use {
+		if _, use := plan.HEIFThumbnailUse(dw, dh, h.ThumbWidth, h.ThumbHeight, bw, bh, fit); !use {
 			return false
 		}
 	}

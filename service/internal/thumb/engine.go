@@ -19,6 +19,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -485,7 +486,7 @@ func resize(img *vips.ImageRef, w, h int, crop vips.Interesting, size vips.Size)
 
 // heifSource is src, a HEIF file, for a thumbnail into o's box, and the
 // size of the embedded thumbnail thumbd decodes instead of the primary
-// image (thumbjob.HEIFThumbnail: libvips' rule, and the aspect ratio
+// image (plan.HEIFThumbnailUse: libvips' rule, and the aspect ratio
 // within 1 %; 0 x 0: none), as the look found it (h.look: the estimate
 // priced the same choice). When there is none, src comes without its
 // thumbnails (memcost.WithoutHEIFThumbnails), so that libvips' thumbnail
@@ -501,7 +502,7 @@ func heifSource(src []byte, o thumbjob.Options, h header) (out []byte, tw, th in
 	if read && t.ThumbWidth == 0 {
 		return src, 0, 0
 	}
-	if _, use := thumbjob.HEIFThumbnail(h.width, h.height, t.ThumbWidth, t.ThumbHeight, o.Width, o.Height, o.Fit); read && use {
+	if _, use := plan.HEIFThumbnailUse(h.width, h.height, t.ThumbWidth, t.ThumbHeight, o.Width, o.Height, o.Fit); read && use {
 		return src, t.ThumbWidth, t.ThumbHeight
 	}
 	return memcost.WithoutHEIFThumbnails(src), 0, 0

@@ -76,6 +76,9 @@ func (o Options) Point() (x, y float64, ok bool) {
 	return x, y, true
 }
 
+// DefaultSide is the box's side when neither width nor height is given.
+const DefaultSide = 256
+
 // Options describe one thumbnail. Width or Height may be 0, meaning "follow
 // the source's aspect ratio"; the engine resolves it once it knows the
 // source's size. Both 0 is never passed: the caller chooses a box.
