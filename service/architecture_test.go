@@ -26,7 +26,7 @@ func TestPackageImports(t *testing.T) {
 		"pipeline":      {"admission", "apierr", "bucketsource", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "resultstore", "signing", "source", "thumbjob"},
 		"flagenv":       {},
 		"benchroutes":   {"apierr", "params", "pipeline", "source"},
-		"memplan":       {"admission", "imagefmt", "memcost", "memlimit"},
+		"memplan":       {"admission", "imagefmt", "memcost", "memlimit", "thumbjob"},
 		"signing":       {"apierr"},
 		"admission":     {},
 		"memlimit":      {},

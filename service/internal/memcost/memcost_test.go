@@ -244,7 +244,15 @@ func TestEstimateTransforms(t *testing.T) {
 	}
 	more("rotate", thumbjob.Transforms{Rotate: 90})
 	more("flip", thumbjob.Transforms{Flip: thumbjob.FlipBoth})
-	more("extend", thumbjob.Transforms{Extend: true})
+	// extend holds a canvas only where it adds one: around a fit inside.
+	if Estimate(photo, with(base, thumbjob.Transforms{Extend: true})) != plain {
+		t.Error("extend priced on a cover, which fills its box")
+	}
+	inside := base
+	inside.Fit = thumbjob.FitInside
+	if Estimate(photo, with(inside, thumbjob.Transforms{Extend: true})) <= Estimate(photo, inside) {
+		t.Error("extend around a fit inside not priced")
+	}
 	more("pixelate", thumbjob.Transforms{Pixelate: thumbjob.MaxPixelate})
 	pad := more("pad at its bound", thumbjob.Transforms{Pad: thumbjob.Sides{Top: thumbjob.MaxPad, Right: thumbjob.MaxPad, Bottom: thumbjob.MaxPad, Left: thumbjob.MaxPad}})
 	padded := float64(2*thumbjob.MaxPad+256) * float64(2*thumbjob.MaxPad+256)

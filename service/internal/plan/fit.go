@@ -67,14 +67,15 @@ func cover(img, box image.Point) image.Point {
 }
 
 // fitted is the image scaled to fit inside the box: the side that limits
-// it is the box's, the other the image's scaled and rounded (at least 1),
-// as libvips' thumbnail operation rounds it.
+// it is the box's, the other the image's divided by the same shrink and
+// rounded (at least 1), as libvips' thumbnail operation computes it on
+// an image it did not shrink on load.
 func fitted(img, box image.Point) image.Point {
-	sx, sy := float64(box.X)/float64(img.X), float64(box.Y)/float64(img.Y)
-	if sx <= sy {
-		return image.Pt(box.X, max(roundHalfUp(float64(img.Y)*sx), 1))
+	hshrink, vshrink := float64(img.X)/float64(box.X), float64(img.Y)/float64(box.Y)
+	if hshrink >= vshrink {
+		return image.Pt(box.X, max(roundHalfUp(float64(img.Y)/hshrink), 1))
 	}
-	return image.Pt(max(roundHalfUp(float64(img.X)*sy), 1), box.Y)
+	return image.Pt(max(roundHalfUp(float64(img.X)/vshrink), 1), box.Y)
 }
 
 // roundHalfUp is libvips' VIPS_ROUND_UINT for a positive value.

@@ -114,6 +114,9 @@ type Plan struct {
 	// cut from: the source scaled to cover it); Resized what is left after
 	// the cut, before rotate and flip; Turned after them.
 	Scaled, Resized, Turned image.Point
+	// Contain is contain's box around the turned image, Extend extend's
+	// canvas around what contain left (each zero when it adds nothing).
+	Contain, Extend Embed
 	// Picture is where the picture is on the final canvas (contain's,
 	// extend's and pad's borders are not the picture).
 	Picture image.Rectangle
@@ -321,17 +324,30 @@ func (p *Plan) load(region, box image.Point, fit thumbjob.Fit) {
 	}
 }
 
+// Embed is an image placed on a canvas: where, and the canvas's size
+// (zero: no canvas).
+type Embed struct{ At, Size image.Point }
+
 // finish places the turned image on its canvases: contain's box, extend's
-// canvas at the gravity, the padding; then the watermark on the picture.
+// canvas (the box asked) at the gravity, the padding; then the watermark
+// on the picture.
 func (p *Plan) finish() {
 	o := p.opts
 	size := p.Turned
 	picture := image.Rectangle{Max: size}
+	p.Contain, p.Extend = Embed{}, Embed{}
 	if o.Fit == thumbjob.FitContain && size != p.Box {
-		at := image.Pt((p.Box.X-size.X)/2, (p.Box.Y-size.Y)/2)
-		picture, size = picture.Add(at), p.Box
+		p.Contain = Embed{At: image.Pt((p.Box.X-size.X)/2, (p.Box.Y-size.Y)/2), Size: p.Box}
+		picture, size = picture.Add(p.Contain.At), p.Box
 	}
-	if at, canvas, ok := p.extend(size); ok {
+	if o.Extend && (size.X < p.Canvas.X || size.Y < p.Canvas.Y) {
+		x, y, point := o.Point()
+		if !point {
+			x, y = 0.5, 0.5 // attention and entropy place it centred
+		}
+		canvas := image.Pt(max(size.X, p.Canvas.X), max(size.Y, p.Canvas.Y))
+		at := image.Pt(int(math.Round(x*float64(canvas.X-size.X))), int(math.Round(y*float64(canvas.Y-size.Y))))
+		p.Extend = Embed{At: at, Size: canvas}
 		picture, size = picture.Add(at), canvas
 	}
 	if pad := o.Pad; pad != (thumbjob.Sides{}) {
@@ -354,34 +370,6 @@ func (p *Plan) finish() {
 		}
 	}
 }
-
-// extend is where extend=true puts an image of size on its canvas (the
-// box asked), at the gravity; ok is false when there is nothing to add.
-func (p *Plan) extend(size image.Point) (at, canvas image.Point, ok bool) {
-	if !p.opts.Extend || size.X >= p.Canvas.X && size.Y >= p.Canvas.Y {
-		return at, size, false
-	}
-	x, y, point := p.opts.Point()
-	if !point {
-		x, y = 0.5, 0.5 // attention and entropy place it centred
-	}
-	canvas = image.Pt(max(size.X, p.Canvas.X), max(size.Y, p.Canvas.Y))
-	at = image.Pt(int(math.Round(x*float64(canvas.X-size.X))), int(math.Round(y*float64(canvas.Y-size.Y))))
-	return at, canvas, true
-}
-
-// Contain is where contain puts the picture on its box (ok false: it
-// fills the box).
-func (p Plan) Contain() (at image.Point, ok bool) {
-	if p.opts.Fit != thumbjob.FitContain || p.Turned == p.Box {
-		return at, false
-	}
-	return image.Pt((p.Box.X-p.Turned.X)/2, (p.Box.Y-p.Turned.Y)/2), true
-}
-
-// Extend is where extend=true puts the image of size (contain's box, or
-// the turned image) on its canvas; ok is false when it adds nothing.
-func (p Plan) Extend(size image.Point) (at, canvas image.Point, ok bool) { return p.extend(size) }
 
 // MarkScale is the factor the watermark is resized by: its width a
 // fraction (wm's scale) of the picture's; 1 for its own size.
@@ -504,15 +492,11 @@ func (p *Plan) steps() []Step {
 	if o.Rotate != 0 || o.Flip != thumbjob.FlipNone {
 		s = append(s, StepRotate)
 	}
-	if _, ok := p.Contain(); ok {
+	if p.Contain.Size != (image.Point{}) {
 		s = append(s, StepContain)
 	}
 	s = append(s, StepFilters)
-	size := p.Turned
-	if o.Fit == thumbjob.FitContain {
-		size = p.Box
-	}
-	if _, _, ok := p.extend(size); ok {
+	if p.Extend.Size != (image.Point{}) {
 		s = append(s, StepExtend)
 	}
 	if o.Pad != (thumbjob.Sides{}) {
