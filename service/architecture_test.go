@@ -15,7 +15,7 @@ import (
 func TestPackageImports(t *testing.T) {
 	allowed := map[string][]string{
 		"params":        {"apierr", "imagefmt", "thumbjob"},
-		"imgproxy":      {"apierr", "imagefmt", "thumbjob"},
+		"imgproxy":      {"apierr", "imagefmt", "params", "thumbjob"},
 		"source":        {"apierr", "admission", "prefault"},
 		"origin":        {"apierr", "source"},
 		"bucket":        {"apierr"},

@@ -268,14 +268,14 @@ func TestImgproxyBounded(t *testing.T) {
 	}{
 		{"/_/w:640/plain/local:///photo.jpg", ""},
 		{"/_/rs:fill:320:320/plain/local:///photo.jpg@jpg", ""},
-		{"/_/w:640/bl:5/plain/local:///photo.jpg", `"blur"`},
-		{"/_/w:640/pd:10/plain/local:///photo.jpg", `"pad"`},
+		{"/_/w:640/bl:5/plain/local:///photo.jpg", `imgproxy option "bl"`},
+		{"/_/w:640/pd:10/plain/local:///photo.jpg", `imgproxy option "pd"`},
 		{"/_/w:640/pr:soft/plain/local:///photo.jpg", ""},
 		{"/_/w:620/pr:framed/plain/local:///photo.jpg@png", ""}, // 620 + 2 x 10
 		{"/_/w:640/pr:framed/plain/local:///photo.jpg", "width 660"},
 		{"/_/w:640/pr:q70/plain/local:///photo.jpg", ""}, // the preset's quality, in the source's format
-		{"/_/w:640/q:70/plain/local:///photo.jpg", `"q"`},
-		{"/_/w:500/plain/local:///photo.jpg", `"w"`},
+		{"/_/w:640/q:70/plain/local:///photo.jpg", `imgproxy option "q"`},
+		{"/_/w:500/plain/local:///photo.jpg", `imgproxy option "w"`},
 	} {
 		a := imgproxyGet(t, base+c.path)
 		switch {

@@ -143,28 +143,29 @@ func (p *Pipeline) Handler(rt params.Route) HandlerFunc {
 	}
 }
 
-// Translated runs a GET whose query another grammar wrote (the imgproxy
-// endpoint) through the same corridor as GET /thumbnail: q is read by
-// params as that route's query (signed: its grammar checked a signature,
-// and the allow-lists do not bind it; operator: the values of q its
-// operator chose, which they bind no more than a preset's), adjust then
-// edits what params can not say (nil: nothing), and the source and the
-// rest are GET /thumbnail's.
-func (p *Pipeline) Translated(w http.ResponseWriter, r *http.Request, q map[string]string, signed bool, operator map[string]string, adjust func(*params.Request)) error {
+// Translated runs a GET that another grammar read (the imgproxy
+// endpoint) through the same corridor as GET /thumbnail: its values are
+// made into the job by params (Rules.Make: every bound checked there, the
+// allow-lists binding what a.Chooser says the client chose; signed: its
+// grammar checked a signature, and they bind nothing), and the source and
+// the rest are GET /thumbnail's.
+func (p *Pipeline) Translated(w http.ResponseWriter, r *http.Request, a params.Asked, signed bool) error {
 	start := time.Now()
-	rt, _ := params.RouteOf(http.MethodGet, "/thumbnail")
 	var req params.Request
 	var src source.Source
 	err := stage(r.Context(), p.Tracer, "parse", func(context.Context, trace.Span) (err error) {
-		rules := p.rules(r, signed)
-		rules.Operator = operator
-		if req, err = rt.Read(rules, q); err != nil {
+		rules := p.cfg.Rules
+		if rules.PresetsOnly {
+			// Its URL is a set of options, none a thumbd preset.
+			return apierr.New(apierr.BadParameter, "%s is not taken here: only presets are (THUMBD_PRESETS_ONLY).", a.Name("w"))
+		}
+		if signed {
+			rules = rules.Signed()
+		}
+		if req.Thumbnail, err = rules.Make(a); err != nil {
 			return err
 		}
-		if adjust != nil {
-			adjust(&req)
-		}
-		src, err = p.Sources.of(rt.Path, req)
+		src, err = p.Sources.of("/thumbnail", req)
 		return err
 	})
 	if err != nil {

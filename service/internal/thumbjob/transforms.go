@@ -47,10 +47,16 @@ type Transforms struct {
 // The transforms' bounds: params refuses values outside them, and the
 // memory estimate is checked at them.
 const (
-	MaxBlur     = 100.0
-	MaxSharpen  = 10.0
+	MaxBlur    = 100.0
+	MaxSharpen = 10.0
+	// MinSigma is the smallest Gaussian sigma taken (0 is none): below it
+	// libvips' mask is one sample, which changes nothing.
+	MinSigma    = 0.3
 	MaxPixelate = 256
 	MaxPad      = 1024 // each side, after dpr
+	// MaxMarkOffset bounds the watermark's offsets (and a tiled one's
+	// gaps), in pixels: the largest box's side.
+	MaxMarkOffset = 4096
 )
 
 // Flip mirrors the image: h across (left becomes right), v down, hv both.

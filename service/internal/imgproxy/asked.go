@@ -1,0 +1,184 @@
+package imgproxy
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// asked is the options in thumbd's values (params.Asked): what thumbd
+// cannot do with imgproxy's meaning is a 400 naming the imgproxy option,
+// and the bounds are checked where the job is made (params.Rules.Make),
+// each sentence naming the option as this URL wrote it. Client hints
+// are off: imgproxy's URL says it all.
+func (s *state) asked(c Config) (params.Asked, error) {
+	a := params.Asked{Name: s.name}
+	o := thumbjob.Options{Gravity: thumbjob.GravityCentre}
+	if s.minWidth > 0 {
+		return a, badOption("min-width", "is not done by thumbd; give it as 0 or leave it out")
+	}
+	if s.minHeight > 0 {
+		return a, badOption("min-height", "is not done by thumbd; give it as 0 or leave it out")
+	}
+	w, h := s.width, s.height
+	if s.zoomW != 1 || s.zoomH != 1 {
+		if w == 0 && h == 0 {
+			return a, badOption("zoom", "needs a width or height here: thumbd does not scale the source's own size")
+		}
+		w, h = int(math.Round(float64(w)*s.zoomW)), int(math.Round(float64(h)*s.zoomH))
+	}
+	fit := thumbjob.FitInside // fit and auto
+	switch s.rt {
+	case "fill", "fill-down":
+		fit = thumbjob.FitCover
+	case "force":
+		fit = thumbjob.FitFill
+	}
+	if s.rt == "auto" && w > 0 && h > 0 {
+		return a, badOption("resizing_type", "auto with both a width and a height is not done by thumbd (it picks fill or fit from the source's orientation, known only once it is read); give fit or fill")
+	}
+	enlarge := s.enlarge && s.rt != "fill-down" // fill-down never enlarges
+	noSize := w == 0 && h == 0
+	if noSize {
+		// imgproxy keeps the source's size: thumbd's largest box that does
+		// not enlarge gives it, within thumbd's max side.
+		if s.enlarge && s.dpr != 1 {
+			return a, badOption("dpr", "with enlarge and no size is not done by thumbd (it does not scale the source's own size)")
+		}
+		w, h, fit, enlarge = c.MaxSide, c.MaxSide, thumbjob.FitInside, false
+	}
+	o.Width, o.Height, o.Fit, o.NoEnlarge = w, h, fit, !enlarge
+	a.DPR = s.dpr
+	if err := s.gravityOptions(&o, noSize); err != nil {
+		return a, err
+	}
+	if err := s.cropRegion(&o); err != nil {
+		return a, err
+	}
+	s.transforms(&o)
+	o.Format, o.Quality = s.format, s.quality
+	if s.format == "" {
+		if len(s.formatQuality) > 0 {
+			return a, badOption("format_quality", "needs a format in the URL here: thumbd learns the source's format only once it reads it")
+		}
+		// imgproxy's default: the source's format (or, with its WebP and
+		// AVIF detection, thumbd's format=auto).
+		o.Format = imagefmt.Source
+		if c.AutoFormat {
+			o.Format = imagefmt.Auto
+		}
+	} else if o.Quality == 0 {
+		o.Quality = s.formatQuality[s.format]
+	}
+	a.Options = o
+	return a, nil
+}
+
+// gravityOptions sets thumbd's one gravity: imgproxy's for a fill, or the
+// extend's for a fit (a fit does not crop); a fill that extends at
+// another gravity than it crops is refused. Without a size there is
+// nothing to extend to (imgproxy's extend does nothing then).
+func (s *state) gravityOptions(o *thumbjob.Options, noSize bool) error {
+	g := s.gravity
+	if g.offset {
+		return badOption("gravity", "has offsets, and thumbd's gravities take none")
+	}
+	if s.extend && o.Fit != thumbjob.FitFill && !noSize {
+		eg := gravity{kind: "ce"}
+		if s.extendGravity != nil {
+			eg = *s.extendGravity
+		}
+		if eg.offset {
+			return badOption("extend", "has gravity offsets, and thumbd's extend takes none")
+		}
+		if o.Fit == thumbjob.FitInside {
+			g = eg
+		} else if eg.kind != g.kind {
+			return badOption("extend", "has gravity %s and the fill crops at %s: thumbd places both at one gravity", eg.kind, g.kind)
+		}
+		o.Extend = true
+	}
+	o.Gravity = compass[g.kind]
+	if g.kind == "fp" {
+		o.FocalX, o.FocalY = g.x, g.y
+	}
+	return nil
+}
+
+// cropRegion turns crop W:H at its gravity into thumbd's region: in
+// fractions of the source at any fixed gravity, in pixels only from the
+// top-left corner (elsewhere it needs the source's size).
+func (s *state) cropRegion(o *thumbjob.Options) error {
+	if !s.crop || s.cropW == 0 && s.cropH == 0 {
+		return nil
+	}
+	g := s.gravity
+	if s.cropGravity != nil {
+		g = *s.cropGravity
+	}
+	if g.offset {
+		return badOption("crop", "has gravity offsets, and thumbd's crop takes none")
+	}
+	frac := func(v float64) (float64, bool) {
+		if v == 0 {
+			return 1, true
+		}
+		return v, v < 1
+	}
+	fw, wFrac := frac(s.cropW)
+	fh, hFrac := frac(s.cropH)
+	switch {
+	case wFrac && hFrac:
+		px, py, ok := (thumbjob.Options{Gravity: compass[g.kind], FocalX: g.x, FocalY: g.y}).Point()
+		if !ok {
+			return badOption("crop", "has gravity sm, and thumbd's crop takes a fixed gravity")
+		}
+		o.Crop = &thumbjob.Region{X: (1 - fw) * px, Y: (1 - fh) * py, W: fw, H: fh, Fractions: true}
+	case !wFrac && !hFrac && g.kind == "nowe":
+		o.Crop = &thumbjob.Region{W: math.Round(fw), H: math.Round(fh)}
+	default:
+		return badOption("crop", "in pixels is placed by its gravity on the source's size, which thumbd knows only once it reads the source: give fractions (such as 0.5:0.5, or 0 for a whole side) or pixels at gravity nowe")
+	}
+	return nil
+}
+
+// transforms sets trim, padding, background, rotate, flip, the filters
+// and the watermark.
+func (s *state) transforms(o *thumbjob.Options) {
+	o.Trim, o.Background, o.Rotate = s.trim, s.bg, s.rotate
+	o.Pad = thumbjob.Sides{Top: s.pad[0], Right: s.pad[1], Bottom: s.pad[2], Left: s.pad[3]}
+	switch {
+	case s.flipH && s.flipV:
+		o.Flip = thumbjob.FlipBoth
+	case s.flipH:
+		o.Flip = thumbjob.FlipHorizontal
+	case s.flipV:
+		o.Flip = thumbjob.FlipVertical
+	}
+	o.Blur, o.Sharpen, o.Pixelate, o.Watermark = s.blur, s.sharpen, s.pixelate, s.wm
+}
+
+// name names a thumbd option as this URL wrote it: the imgproxy option
+// that last set it, else imgproxy's own name for it.
+func (s *state) name(option string) string {
+	n := imgproxyNames[option]
+	if i := field(option); i >= 0 && s.by[i].name != "" {
+		n = s.by[i].name
+	}
+	return fmt.Sprintf("imgproxy option %q", n)
+}
+
+// client reports whether the URL's own options last set option.
+func (s *state) client(option string) bool {
+	i := field(option)
+	return i >= 0 && s.by[i].client
+}
+
+// imgproxyNames are imgproxy's names of thumbd's options.
+var imgproxyNames = map[string]string{"w": "width", "h": "height", "q": "quality", "dpr": "dpr", "fit": "resizing_type",
+	"enlarge": "enlarge", "extend": "extend", "gravity": "gravity", "fx": "gravity", "fy": "gravity", "crop": "crop",
+	"trim": "trim", "pad": "padding", "bg": "background", "rotate": "rotate", "flip": "flip", "blur": "blur",
+	"sharpen": "sharpen", "pixelate": "pixelate", "wm": "watermark", "format": "format", "animated": "format"}
