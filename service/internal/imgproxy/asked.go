@@ -17,12 +17,6 @@ import (
 func (s *state) asked(c Config) (params.Asked, error) {
 	a := params.Asked{Name: s.name}
 	o := thumbjob.Options{Gravity: thumbjob.GravityCentre}
-	if s.minWidth > 0 {
-		return a, badOption("min-width", "is not done by thumbd; give it as 0 or leave it out")
-	}
-	if s.minHeight > 0 {
-		return a, badOption("min-height", "is not done by thumbd; give it as 0 or leave it out")
-	}
 	w, h := s.width, s.height
 	if s.zoomW != 1 || s.zoomH != 1 {
 		if w == 0 && h == 0 {
@@ -38,7 +32,7 @@ func (s *state) asked(c Config) (params.Asked, error) {
 		fit = thumbjob.FitFill
 	}
 	if s.rt == "auto" && w > 0 && h > 0 {
-		return a, badOption("resizing_type", "auto with both a width and a height is not done by thumbd (it picks fill or fit from the source's orientation, known only once it is read); give fit or fill")
+		fit = thumbjob.FitAuto // the plan picks fill or fit from the source's orientation
 	}
 	enlarge := s.enlarge && s.rt != "fill-down" // fill-down never enlarges
 	noSize := w == 0 && h == 0
@@ -51,6 +45,10 @@ func (s *state) asked(c Config) (params.Asked, error) {
 		w, h, fit, enlarge = c.MaxSide, c.MaxSide, thumbjob.FitInside, false
 	}
 	o.Width, o.Height, o.Fit, o.NoEnlarge = w, h, fit, !enlarge
+	o.MinWidth, o.MinHeight = s.minWidth, s.minHeight
+	if s.extendAspect && !noSize {
+		o.ExtendAspect = s.extendAspectGravity.anchor()
+	}
 	a.DPR = s.dpr
 	if err := s.gravityOptions(&o, noSize); err != nil {
 		return a, err
@@ -77,40 +75,47 @@ func (s *state) asked(c Config) (params.Asked, error) {
 	return a, nil
 }
 
-// gravityOptions sets thumbd's one gravity: imgproxy's for a fill, or the
-// extend's for a fit (a fit does not crop); a fill that extends at
-// another gravity than it crops is refused. Without a size there is
-// nothing to extend to (imgproxy's extend does nothing then).
+// gravityOptions sets thumbd's one gravity, with its offsets:
+// imgproxy's for a fill, or the extend's for a fit (a fit does not crop);
+// a fill that extends at another gravity than it crops is refused.
+// Without a size there is nothing to extend to (imgproxy's extend does
+// nothing then).
 func (s *state) gravityOptions(o *thumbjob.Options, noSize bool) error {
 	g := s.gravity
-	if g.offset {
-		return badOption("gravity", "has offsets, and thumbd's gravities take none")
-	}
 	if s.extend && o.Fit != thumbjob.FitFill && !noSize {
 		eg := gravity{kind: "ce"}
 		if s.extendGravity != nil {
 			eg = *s.extendGravity
 		}
-		if eg.offset {
-			return badOption("extend", "has gravity offsets, and thumbd's extend takes none")
-		}
 		if o.Fit == thumbjob.FitInside {
 			g = eg
-		} else if eg.kind != g.kind {
+		} else if eg != g {
 			return badOption("extend", "has gravity %s and the fill crops at %s: thumbd places both at one gravity", eg.kind, g.kind)
 		}
 		o.Extend = true
 	}
 	o.Gravity = compass[g.kind]
-	if g.kind == "fp" {
+	switch {
+	case g.kind == "fp":
 		o.FocalX, o.FocalY = g.x, g.y
+	case g.offset:
+		o.Offset = &thumbjob.Offset{X: g.x, Y: g.y}
 	}
 	return nil
 }
 
-// cropRegion turns crop W:H at its gravity into thumbd's region: in
-// fractions of the source at any fixed gravity, in pixels only from the
-// top-left corner (elsewhere it needs the source's size).
+// anchor is g as a crop or an extension is placed by it (nil g: the
+// centre).
+func (g *gravity) anchor() *thumbjob.Anchor {
+	if g == nil {
+		return &thumbjob.Anchor{Gravity: thumbjob.GravityCentre}
+	}
+	return &thumbjob.Anchor{Gravity: compass[g.kind], Offset: thumbjob.Offset{X: g.x, Y: g.y}}
+}
+
+// cropRegion is crop W:H at its gravity (the crop's, else the one
+// gravity): imgproxy's crop, sized as the box sees the image and placed
+// by the gravity with its offsets (thumbjob.Anchor).
 func (s *state) cropRegion(o *thumbjob.Options) error {
 	if !s.crop || s.cropW == 0 && s.cropH == 0 {
 		return nil
@@ -119,29 +124,10 @@ func (s *state) cropRegion(o *thumbjob.Options) error {
 	if s.cropGravity != nil {
 		g = *s.cropGravity
 	}
-	if g.offset {
-		return badOption("crop", "has gravity offsets, and thumbd's crop takes none")
+	if g.kind == "sm" {
+		return badOption("crop", "has gravity sm, and thumbd's crop takes a fixed gravity")
 	}
-	frac := func(v float64) (float64, bool) {
-		if v == 0 {
-			return 1, true
-		}
-		return v, v < 1
-	}
-	fw, wFrac := frac(s.cropW)
-	fh, hFrac := frac(s.cropH)
-	switch {
-	case wFrac && hFrac:
-		px, py, ok := (thumbjob.Options{Gravity: compass[g.kind], FocalX: g.x, FocalY: g.y}).Point()
-		if !ok {
-			return badOption("crop", "has gravity sm, and thumbd's crop takes a fixed gravity")
-		}
-		o.Crop = &thumbjob.Region{X: (1 - fw) * px, Y: (1 - fh) * py, W: fw, H: fh, Fractions: true}
-	case !wFrac && !hFrac && g.kind == "nowe":
-		o.Crop = &thumbjob.Region{W: math.Round(fw), H: math.Round(fh)}
-	default:
-		return badOption("crop", "in pixels is placed by its gravity on the source's size, which thumbd knows only once it reads the source: give fractions (such as 0.5:0.5, or 0 for a whole side) or pixels at gravity nowe")
-	}
+	o.Crop = &thumbjob.Region{W: s.cropW, H: s.cropH, Anchor: g.anchor()}
 	return nil
 }
 
@@ -179,6 +165,7 @@ func (s *state) client(option string) bool {
 
 // imgproxyNames are imgproxy's names of thumbd's options.
 var imgproxyNames = map[string]string{"w": "width", "h": "height", "q": "quality", "dpr": "dpr", "fit": "resizing_type",
+	"min": "min-width", "extend_ar": "extend_aspect_ratio", "offset": "gravity",
 	"enlarge": "enlarge", "extend": "extend", "gravity": "gravity", "fx": "gravity", "fy": "gravity", "crop": "crop",
 	"trim": "trim", "pad": "padding", "bg": "background", "rotate": "rotate", "flip": "flip", "blur": "blur",
 	"sharpen": "sharpen", "pixelate": "pixelate", "wm": "watermark", "format": "format", "animated": "format"}

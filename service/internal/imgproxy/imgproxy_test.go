@@ -159,7 +159,7 @@ func TestOptions(t *testing.T) {
 		{"rs:fill-down:30:40:1", base(map[string]string{"w": "30", "h": "40", "fit": "cover"}), ""}, // never enlarges
 		{"ex:1:so", base(map[string]string{"w": "4096", "h": "4096"}), ""},                          // no size: nothing to extend to
 		{"rs:auto:30", base(map[string]string{"w": "30"}), ""},
-		{"rs:auto:30:40", nil, apierr.BadParameter},
+		{"rs:auto:30:40", nil, ""}, // the plan decides (TestSourceSizedOptions)
 		{"rs:crop:30:40", nil, apierr.BadParameter},
 		{"rs:fit:30:40:1:1:1", nil, apierr.BadParameter}, // extend gravity "1"
 		{"rs:fit:1:2:3:4:5:6:7:8", nil, apierr.BadParameter},
@@ -173,8 +173,8 @@ func TestOptions(t *testing.T) {
 		{"h:1.5", nil, apierr.BadParameter},
 		{"w:10/h:0", base(map[string]string{"w": "10"}), ""},
 		{"mw:0/mh:0/min-width:0/min-height:0", base(map[string]string{"w": "4096", "h": "4096"}), ""},
-		{"mw:10", nil, apierr.BadParameter},
-		{"min-height:10", nil, apierr.BadParameter},
+		{"mw:10", nil, ""},
+		{"min-height:10", nil, ""},
 		{"w:100/z:1.5", base(map[string]string{"w": "150"}), ""},
 		{"w:100/h:100/zoom:2:0.5", base(map[string]string{"w": "200", "h": "50"}), ""},
 		{"z:2", nil, apierr.BadParameter},
@@ -188,17 +188,17 @@ func TestOptions(t *testing.T) {
 		{"w:10/enlarge:maybe", nil, apierr.BadParameter},
 		{"w:10/h:10/ex:1:nowe", base(map[string]string{"w": "10", "h": "10", "extend": "true", "gravity": "nw"}), ""},
 		{"w:10/h:10/extend:1", base(map[string]string{"w": "10", "h": "10", "extend": "true"}), ""},
-		{"w:10/h:10/ex:1:no:5:0", nil, apierr.BadParameter},
+		{"w:10/h:10/ex:1:no:5:0", nil, ""},
 		{"w:10/h:10/ex:1:sm", nil, apierr.BadParameter},
 		{"rs:fill:10:10/g:no/ex:1:so", nil, apierr.BadParameter},
 		{"rs:fill:10:10/g:no/ex:1:no", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "extend": "true", "gravity": "n"}), ""},
 		{"w:10/exar:0", base(map[string]string{"w": "10"}), ""},
-		{"w:10/extend_aspect_ratio:1", nil, apierr.BadParameter},
+		{"w:10/extend_aspect_ratio:1", nil, ""},
 		{"rs:fill:10:10/g:soea", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "gravity": "se"}), ""},
 		{"rs:fill:10:10/gravity:sm", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "gravity": "attention"}), ""},
 		{"rs:fill:10:10/g:fp:0.25:0.75", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "gravity": "focal", "fx": "0.25", "fy": "0.75"}), ""},
 		{"rs:fill:10:10/g:ce:0:0", base(map[string]string{"w": "10", "h": "10", "fit": "cover"}), ""},
-		{"g:ce:10:0", nil, apierr.BadParameter},
+		{"g:ce:10:0", nil, ""},
 		{"g:fp:2:0.5", nil, apierr.BadParameter},
 		{"g:fp:0.5", nil, apierr.BadParameter},
 		{"g:fp:nan:0.5", nil, apierr.BadParameter},
@@ -206,18 +206,19 @@ func TestOptions(t *testing.T) {
 		{"bl:inf", nil, apierr.BadParameter},
 		{"g:obj:face", nil, apierr.BadParameter},
 		{"g:sm:1", nil, apierr.BadParameter},
-		{"w:10/c:0.5:0.5", base(map[string]string{"w": "10", "crop": "0.25,0.25,0.5,0.5"}), ""},
-		{"w:10/crop:0.5:0:nowe", base(map[string]string{"w": "10", "crop": "0.0,0.0,0.5,1.0"}), ""},
-		{"w:10/c:0.5:0.5:fp:1:0", base(map[string]string{"w": "10", "crop": "0.5,0.0,0.5,0.5"}), ""},
-		{"w:10/c:100:50:nowe", base(map[string]string{"w": "10", "crop": "0,0,100,50"}), ""},
-		{"w:10/g:nowe/c:100:50", base(map[string]string{"w": "10", "crop": "0,0,100,50", "gravity": "nw"}), ""},
-		{"w:10/c:100:50", nil, apierr.BadParameter},
+		{"w:10/c:0.5:0.5", nil, ""}, // imgproxy's crop (TestSourceSizedOptions)
+		{"w:10/crop:0.5:0:nowe", nil, ""},
+		{"w:10/c:0.5:0.5:fp:1:0", nil, ""},
+		{"w:10/c:100:50:nowe", nil, ""},
+		{"w:10/g:nowe/c:100:50", nil, ""},
+		{"w:10/c:100:50", nil, ""},
 		{"w:10/c:0.5:0.5:sm", nil, apierr.BadParameter},
 		{"w:10/c:0:0", base(map[string]string{"w": "10"}), ""},
 		{"c:-1:5", nil, apierr.BadParameter},
 		{"w:10/t:10", base(map[string]string{"w": "10", "trim": "10"}), ""},
 		{"w:10/trim:10:FFFFFF:0:0", base(map[string]string{"w": "10", "trim": "10,ffffff"}), ""},
-		{"t:10::1", nil, apierr.BadParameter},
+		{"w:10/t:10::1", nil, ""},
+		{"t:10::x", nil, apierr.BadParameter},
 		{"w:10/t:10.5", base(map[string]string{"w": "10", "trim": "10.5"}), ""},
 		{"t:nan", nil, apierr.BadParameter},
 		{"t:300", nil, apierr.BadParameter},
@@ -334,6 +335,9 @@ func TestOptions(t *testing.T) {
 			if c.code == apierr.BadParameter && !strings.Contains(err.Error(), `"`+name+`"`) && !strings.Contains(err.Error(), `"`+aliases[name]+`"`) {
 				t.Errorf("%s: %q does not name %q", c.opts, err, name)
 			}
+			continue
+		}
+		if c.want == nil {
 			continue
 		}
 		got, want := made(t, r), job(t, c.want)
@@ -484,6 +488,60 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		_, _ = cfg.Parse(url)
 	}
+}
+
+// imgproxy's options that need the source's size are made into options
+// the plan reads (docs/imgproxy.md): rt:auto with both sides, crop at any
+// gravity (its size as the box sees the image, its offsets), gravity
+// offsets, min-width and min-height, extend_aspect_ratio, trim's
+// equal_hor and equal_ver.
+func TestSourceSizedOptions(t *testing.T) {
+	anchor := func(g thumbjob.Gravity, x, y float64) *thumbjob.Anchor {
+		return &thumbjob.Anchor{Gravity: g, Offset: thumbjob.Offset{X: x, Y: y}}
+	}
+	for _, c := range []struct {
+		opts string
+		want func(o thumbjob.Options) bool
+	}{
+		{"rs:auto:30:40", func(o thumbjob.Options) bool { return o.Fit == thumbjob.FitAuto && o.Width == 30 && o.Height == 40 }},
+		{"rs:auto:30", func(o thumbjob.Options) bool { return o.Fit == thumbjob.FitInside }},
+		{"w:10/c:100:50", func(o thumbjob.Options) bool {
+			return cropIs(o, 100, 50, anchor(thumbjob.GravityCentre, 0, 0))
+		}},
+		{"w:10/c:100:50:soea:3:4", func(o thumbjob.Options) bool {
+			return cropIs(o, 100, 50, anchor(thumbjob.GravitySouthEast, 3, 4))
+		}},
+		{"w:10/g:fp:0.2:0.7/c:0.5:0.5", func(o thumbjob.Options) bool {
+			return cropIs(o, 0.5, 0.5, anchor(thumbjob.GravityFocal, 0.2, 0.7))
+		}},
+		{"rs:fill:10:10/g:no:10:20", func(o thumbjob.Options) bool {
+			return o.Gravity == thumbjob.GravityNorth && o.Offset != nil && *o.Offset == thumbjob.Offset{X: 10, Y: 20}
+		}},
+		{"rs:fill:10:10/g:ce:0.1:0", func(o thumbjob.Options) bool { return *o.Offset == thumbjob.Offset{X: 0.1} }},
+		{"w:10/h:10/ex:1:no:5:0", func(o thumbjob.Options) bool {
+			return o.Extend && o.Gravity == thumbjob.GravityNorth && *o.Offset == thumbjob.Offset{X: 5}
+		}},
+		{"w:100/mw:200/mh:30", func(o thumbjob.Options) bool { return o.MinWidth == 200 && o.MinHeight == 30 }},
+		{"w:100/h:50/exar:1:so", func(o thumbjob.Options) bool { return *o.ExtendAspect == *anchor(thumbjob.GravitySouth, 0, 0) }},
+		{"w:100/h:50/exar:1", func(o thumbjob.Options) bool { return *o.ExtendAspect == *anchor(thumbjob.GravityCentre, 0, 0) }},
+		{"w:10/t:10::1:0", func(o thumbjob.Options) bool { return o.Trim.EqualHor && !o.Trim.EqualVer }},
+		{"w:10/t:10:ffffff:1:1", func(o thumbjob.Options) bool { return o.Trim.EqualHor && o.Trim.EqualVer && o.Trim.Colour != nil }},
+	} {
+		r, err := config().Parse("/_/" + c.opts + "/plain/local:///a.jpg")
+		if err != nil {
+			t.Errorf("%s: %v", c.opts, err)
+			continue
+		}
+		if !c.want(r.Asked.Options) {
+			t.Errorf("%s: %+v", c.opts, r.Asked.Options)
+		}
+	}
+}
+
+// cropIs says whether o crops w x h placed by a.
+func cropIs(o thumbjob.Options, w, h float64, a *thumbjob.Anchor) bool {
+	c := o.Crop
+	return c != nil && c.W == w && c.H == h && c.Anchor != nil && *c.Anchor == *a
 }
 
 // job is the job thumbd's own query q asks for (an answer in the source's

@@ -31,6 +31,8 @@ type state struct {
 	enlarge             bool
 	extend              bool
 	extendGravity       *gravity
+	extendAspect        bool
+	extendAspectGravity *gravity
 	gravity             gravity
 	zoomW, zoomH        float64
 	dpr                 float64
@@ -63,7 +65,7 @@ type state struct {
 
 // fields are thumbd's names of the options a URL sets (params.Asked's).
 var fields = [...]string{"w", "h", "q", "dpr", "fit", "enlarge", "extend", "gravity", "fx", "fy", "crop",
-	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format"}
+	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset"}
 
 // field is the index of thumbd's option name in fields (-1: none).
 func field(name string) int {
@@ -189,8 +191,8 @@ var setters = func() map[string]setter {
 	add([]string{"resizing_type", "rt"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error { return s.resizingType(n, a[0]) }, []string{"fit"}})
 	add([]string{"width", "w"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.width) }, []string{"w"}})
 	add([]string{"height", "h"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.height) }, []string{"h"}})
-	add([]string{"min-width", "mw"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.minWidth) }, nil})
-	add([]string{"min-height", "mh"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.minHeight) }, nil})
+	add([]string{"min-width", "mw"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.minWidth) }, []string{"min"}})
+	add([]string{"min-height", "mh"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.minHeight) }, []string{"min"}})
 	add([]string{"zoom", "z"}, setter{2, func(s *state, _ Config, n string, a, _ []string) (err error) {
 		if s.zoomW, err = positiveFloat(n, a[0], false); err == nil {
 			s.zoomH = s.zoomW
@@ -207,16 +209,14 @@ var setters = func() map[string]setter {
 	add([]string{"enlarge", "el"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneBool(n, a, &s.enlarge) }, []string{"enlarge"}})
 	add([]string{"extend", "ex"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return s.setExtend(n, a) }, []string{"extend"}})
 	add([]string{"extend_aspect_ratio", "extend_ar", "exar"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
-		var on bool
-		if err := oneBool(n, a[:1], &on); err != nil || !on {
-			return err
-		}
-		return badOption(n, "is not done by thumbd (extending to the aspect ratio); give it as false or leave it out")
-	}, nil})
+		on, g, err := extendArgs(n, a)
+		s.extendAspect, s.extendAspectGravity = on, g
+		return err
+	}, []string{"extend_ar"}})
 	add([]string{"gravity", "g"}, setter{0, func(s *state, _ Config, n string, a, _ []string) (err error) {
 		s.gravity, err = parseGravity(n, a)
 		return err
-	}, []string{"gravity", "fx", "fy"}})
+	}, []string{"gravity", "fx", "fy", "offset"}})
 	add([]string{"crop", "c"}, setter{5, func(s *state, _ Config, n string, a, _ []string) error { return s.setCrop(n, a) }, []string{"crop"}})
 	add([]string{"trim", "t"}, setter{4, func(s *state, _ Config, n string, a, _ []string) error { return s.setTrim(n, a) }, []string{"trim"}})
 	add([]string{"padding", "pd"}, setter{4, func(s *state, _ Config, n string, a, _ []string) error { return s.setPadding(n, a) }, []string{"pad"}})
@@ -342,25 +342,31 @@ func (s *state) size(n string, a []string) error {
 }
 
 // setExtend is extend's EXTEND[:GRAVITY[:X:Y]].
-func (s *state) setExtend(n string, a []string) error {
+func (s *state) setExtend(n string, a []string) (err error) {
+	s.extend, s.extendGravity, err = extendArgs(n, a)
+	return err
+}
+
+// extendArgs reads EXTEND[:GRAVITY[:X:Y]] (extend's and
+// extend_aspect_ratio's): a compass gravity or ce, with offsets.
+func extendArgs(n string, a []string) (on bool, g *gravity, err error) {
 	if len(a) > 4 {
-		return badOption(n, "takes at most 4 arguments for extend")
+		return false, nil, badOption(n, "takes at most 4 arguments for extend")
 	}
-	if err := oneBool(n, a[:1], &s.extend); err != nil {
-		return err
+	if err := oneBool(n, a[:1], &on); err != nil {
+		return false, nil, err
 	}
-	s.extendGravity = nil
 	if len(a) > 1 && a[1] != "" {
-		g, err := parseGravity(n, a[1:])
+		eg, err := parseGravity(n, a[1:])
 		if err != nil {
-			return err
+			return false, nil, err
 		}
-		if g.kind == "sm" || g.kind == "fp" {
-			return badOption(n, "has gravity %s: extend takes a compass gravity or ce", g.kind)
+		if eg.kind == "sm" || eg.kind == "fp" {
+			return false, nil, badOption(n, "has gravity %s: extend takes a compass gravity or ce", eg.kind)
 		}
-		s.extendGravity = &g
+		g = &eg
 	}
-	return nil
+	return on, g, nil
 }
 
 // compass maps imgproxy's gravities to thumbd's.
@@ -448,10 +454,11 @@ func (s *state) setTrim(n string, a []string) error {
 		}
 		s.trim.Colour = c
 	}
-	for _, eq := range a[min(len(a), 2):] {
-		var on bool
-		if err := oneBool(n, []string{eq}, &on); eq != "" && (err != nil || on) {
-			return badOption(n, "asks for equal trimming (equal_hor, equal_ver), which thumbd does not do")
+	for i, dst := range []*bool{&s.trim.EqualHor, &s.trim.EqualVer} {
+		if 2+i < len(a) && a[2+i] != "" {
+			if err := oneBool(n, a[2+i:3+i], dst); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

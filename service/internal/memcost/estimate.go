@@ -214,7 +214,7 @@ func peaks(h Header, j Job) stepPeaks {
 		k.outWidth = max(k.outWidth, float64(p.Out.X))
 		k.frames = max(k.frames, float64(p.Frames))
 		copies := 0
-		for _, on := range []bool{t.Rotate != 0, t.Flip != thumbjob.FlipNone, p.Has(plan.StepPad), p.Has(plan.StepExtend), t.Pixelate > 1, p.Has(plan.StepWatermark)} {
+		for _, on := range []bool{t.Rotate != 0, t.Flip != thumbjob.FlipNone, p.Has(plan.StepPad), p.Has(plan.StepExtend), p.Has(plan.StepAspect), t.Pixelate > 1, p.Has(plan.StepWatermark)} {
 			if on {
 				copies++
 			}

@@ -243,10 +243,20 @@ func (a Allowed) check(o thumbjob.Options, asked Asked) error {
 	return nil
 }
 
+// unlisted are options of another grammar (imgproxy's min-width and
+// min-height, extend_aspect_ratio, gravity offsets) that have no value
+// THUMBD_ALLOWED_TRANSFORMS can list: unsigned, a client takes none.
+var unlisted = []string{"min", "extend_ar", "offset"}
+
 // check refuses a transform or focal point the client chose that the
 // list does not hold. A value that changes nothing (blur=0, rotate=0,
 // enlarge=true) makes no job of its own and is taken.
 func (vs TransformValues) check(o thumbjob.Options, asked Asked) error {
+	for _, name := range unlisted {
+		if by := asked.chooser(name); by != "" && !Same(name, asked, Asked{}) {
+			return apierr.New(apierr.BadParameter, "%s is not taken unsigned here (THUMBD_ALLOWED_TRANSFORMS lists none of it): give it in a preset, or sign the URL.", by)
+		}
+	}
 	for _, name := range boundNames {
 		by := asked.chooser(name)
 		if by == "" {

@@ -119,7 +119,7 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 	if err != nil {
 		return o, err
 	}
-	if err := a.transformBounds(o.Transforms, dpr); err != nil {
+	if err := a.transformBounds(o, dpr, r.MaxSide); err != nil {
 		return o, err
 	}
 	o.Watermark = mark
@@ -133,6 +133,10 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 		return min(int(math.Round(float64(side)*dpr)), r.MaxSide)
 	}
 	o.Width, o.Height = times(o.Width), times(o.Height)
+	o.MinWidth, o.MinHeight = times(o.MinWidth), times(o.MinHeight)
+	if f := o.Offset; f != nil { // offsets in pixels are the box's: times dpr
+		o.Offset = &thumbjob.Offset{X: pixels(f.X, dpr), Y: pixels(f.Y, dpr)}
+	}
 	p := o.Pad
 	o.Pad = thumbjob.Sides{Top: scaled(p.Top, dpr), Right: scaled(p.Right, dpr), Bottom: scaled(p.Bottom, dpr), Left: scaled(p.Left, dpr)}
 	// q is checked whatever the format, so that a bad value is never
@@ -155,9 +159,37 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 // scaled is a side of pad times dpr.
 func scaled(side int, dpr float64) int { return int(math.Round(float64(side) * dpr)) }
 
+// pixels is an offset times dpr when it is in pixels (at least 1 in
+// size; below, a fraction of the side).
+func pixels(v, dpr float64) float64 {
+	if math.Abs(v) >= 1 {
+		return v * dpr
+	}
+	return v
+}
+
 // transformBounds checks each transform against its bounds; the pad's
 // after dpr.
-func (a Asked) transformBounds(t thumbjob.Transforms, dpr float64) error {
+func (a Asked) transformBounds(o thumbjob.Options, dpr float64, maxSide int) error {
+	t := o.Transforms
+	offset := func(name string, g thumbjob.Gravity, f thumbjob.Offset) error {
+		for _, v := range []float64{f.X, f.Y} {
+			if g == thumbjob.GravityFocal && !(v >= 0 && v <= 1) || !(math.Abs(v) <= float64(maxSide)) {
+				return a.bad(name, "has an offset beyond the image: at most %d pixels, or a fraction of its side", maxSide)
+			}
+		}
+		return nil
+	}
+	if f := o.Offset; f != nil {
+		if err := offset("offset", o.Gravity, *f); err != nil {
+			return err
+		}
+	}
+	if e := t.ExtendAspect; e != nil {
+		if err := offset("extend_ar", e.Gravity, e.Offset); err != nil {
+			return err
+		}
+	}
 	if !slices.Contains([]int{0, 90, 180, 270}, t.Rotate) {
 		return a.bad("rotate", "must be 0, 90, 180 or 270 (degrees clockwise, after EXIF orientation)")
 	}
@@ -166,7 +198,14 @@ func (a Asked) transformBounds(t thumbjob.Transforms, dpr float64) error {
 			return a.bad("pad", "must be one whole number of pixels, or four (top, right, bottom, left) separated by commas, each at most %d after dpr", thumbjob.MaxPad)
 		}
 	}
-	if c := t.Crop; c != nil {
+	if c := t.Crop; c != nil && c.Anchor != nil {
+		if !(c.W >= 0 && c.H >= 0 && c.W <= math.MaxInt32 && c.H <= math.MaxInt32) {
+			return a.bad("crop", "must be a size in pixels, or fractions below 1 of the image's sides")
+		}
+		if err := offset("crop", c.Anchor.Gravity, c.Anchor.Offset); err != nil {
+			return err
+		}
+	} else if c != nil {
 		const want = "must be X,Y,W,H: whole pixels, or fractions 0..1 written with a point (such as 0.25,0,0.5,1), W and H above 0"
 		for _, f := range []float64{c.X, c.Y, c.W, c.H} {
 			if !(f >= 0) || c.Fractions && f > 1 || !c.Fractions && f > math.MaxInt32 {
@@ -189,6 +228,11 @@ func (a Asked) transformBounds(t thumbjob.Transforms, dpr float64) error {
 	}{{"blur", t.Blur, thumbjob.MaxBlur}, {"sharpen", t.Sharpen, thumbjob.MaxSharpen}} {
 		if f.v != 0 && !(f.v >= thumbjob.MinSigma && f.v <= f.high) {
 			return a.bad(f.name, "must be a sigma from %g to %g, or 0 for none", thumbjob.MinSigma, f.high)
+		}
+	}
+	for _, side := range []int{t.MinWidth, t.MinHeight} {
+		if side < 0 || side > maxSide {
+			return a.bad("min", "must be an integer from 0 to %d", maxSide)
 		}
 	}
 	if t.Pixelate < 0 || t.Pixelate > thumbjob.MaxPixelate {
@@ -239,6 +283,12 @@ func Same(option string, a, b Asked) bool {
 		return x.Pixelate == y.Pixelate
 	case "wm":
 		return equal(x.Watermark, y.Watermark)
+	case "min":
+		return x.MinWidth == y.MinWidth && x.MinHeight == y.MinHeight
+	case "extend_ar":
+		return equal(x.ExtendAspect, y.ExtendAspect)
+	case "offset":
+		return equal(x.Offset, y.Offset)
 	case "fx":
 		return x.FocalX == y.FocalX
 	case "fy":

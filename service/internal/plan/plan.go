@@ -115,8 +115,9 @@ type Plan struct {
 	// the cut, before rotate and flip; Turned after them.
 	Scaled, Resized, Turned image.Point
 	// Contain is contain's box around the turned image, Extend extend's
-	// canvas around what contain left (each zero when it adds nothing).
-	Contain, Extend Embed
+	// canvas around what contain left, Aspect extend_aspect_ratio's around
+	// that (each zero when it adds nothing).
+	Contain, Extend, Aspect Embed
 	// Picture is where the picture is on the final canvas (contain's,
 	// extend's and pad's borders are not the picture).
 	Picture image.Rectangle
@@ -128,6 +129,7 @@ type Plan struct {
 	src  Source
 	opts thumbjob.Options
 	lim  Limits
+	fit  thumbjob.Fit // the fit the box is made with (FitAuto decided)
 }
 
 // Make plans a thumbnail of src with o into l. o.Format is the format
@@ -142,7 +144,9 @@ func Make(src Source, o thumbjob.Options, l Limits) (Plan, error) {
 		return p, fmt.Errorf("%w: the source's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, p.Frames, src.Width, src.Height, px, l.MaxPixels)
 	}
 	p.Region = image.Rectangle{Max: p.Source}
-	if c := o.Crop; c != nil {
+	if c := o.Crop; c != nil && c.Anchor != nil {
+		p.Region = anchored(p.Source, *c, o)
+	} else if c != nil {
 		x, y, w, h, ok := c.In(p.Source.X, p.Source.Y)
 		if !ok {
 			return p, fmt.Errorf("%w: crop=%g,%g,%g,%g is outside the %dx%d image (as displayed, after EXIF orientation)", thumbjob.ErrUndecodable, c.X, c.Y, c.W, c.H, p.Source.X, p.Source.Y)
@@ -168,8 +172,8 @@ func (p Plan) Trimmed(r image.Rectangle) (Plan, error) {
 // as the region, at the shrink that region needs. ok is false when that
 // shrink is no finer: the first decode serves.
 func (p Plan) Again(r image.Rectangle) (Plan, bool) {
-	if p.Load != LoadUpright || p.Shrink == 1 {
-		return p, false
+	if t := p.opts.Trim; p.Load != LoadUpright || p.Shrink == 1 || t != nil && (t.EqualHor || t.EqualVer) {
+		return p, false // an equal trim is judged on the first decode's whole region
 	}
 	q := p
 	q.Region = r.Inset(-p.Shrink).Intersect(image.Rectangle{Max: p.Source})
@@ -188,22 +192,30 @@ func (p *Plan) size() error {
 		turned = image.Pt(region.Y, region.X)
 	}
 	p.Canvas = resolve(image.Pt(o.Width, o.Height), turned, l.MaxSide)
+	p.fit = o.Fit
+	if o.Fit == thumbjob.FitAuto {
+		// cover when the region and the box lie the same way
+		p.fit = thumbjob.FitInside
+		if (turned.X >= turned.Y) == (p.Canvas.X >= p.Canvas.Y) {
+			p.fit = thumbjob.FitCover
+		}
+	}
 	p.Box = p.Canvas
 	if o.NoEnlarge {
-		p.Box = noEnlarge(p.Canvas, turned, o.Fit)
+		p.Box = noEnlarge(p.Canvas, turned, p.fit)
 	}
 	if px := int64(p.Frames) * int64(p.Box.X) * int64(p.Box.Y); p.Frames > 1 && l.MaxAnimationPixels > 0 && px > l.MaxAnimationPixels {
 		return fmt.Errorf("%w: %d frames of %dx%d are %d pixels, more than the %d allowed for an animation", thumbjob.ErrAnimationTooLarge, p.Frames, p.Box.X, p.Box.Y, px, l.MaxAnimationPixels)
 	}
-	if px := p.coverPixels(turned); l.MaxPixels > 0 && px > float64(l.MaxPixels) {
+	asked, fit := p.request(region)
+	if px := p.ScaledPixels(); l.MaxPixels > 0 && px > float64(l.MaxPixels) && (p.fit == thumbjob.FitCover || !p.Resize.Cut.Empty()) {
 		// libvips scales the whole source before cropping: a 1x40000 JPEG
 		// covered to 256x256 is a 256x10240000 image (minutes, gigabytes).
 		return fmt.Errorf("%w: covering %dx%d with this %dx%d source needs it scaled to %.0f pixels, more than the %d allowed", thumbjob.ErrTooManyPixels, p.Box.X, p.Box.Y, turned.X, turned.Y, px, l.MaxPixels)
 	}
-	asked, fit := p.request(region)
 	if p.Load == LoadUpright {
 		// The shrink the region allows for the box, before any cut.
-		asked, fit = p.Box, o.Fit
+		asked, fit = p.Box, p.fit
 		if o.Reorients() {
 			asked = image.Pt(asked.Y, asked.X)
 		}
@@ -222,17 +234,6 @@ func (p *Plan) size() error {
 	return nil
 }
 
-// coverPixels is the size of the image a cover is cut from, of a region
-// turned as the box sees it (0 for the other fits, which never scale a
-// side beyond the box).
-func (p *Plan) coverPixels(turned image.Point) float64 {
-	if p.opts.Fit != thumbjob.FitCover {
-		return 0
-	}
-	c := cover(turned, p.Box)
-	return float64(c.X) * float64(c.Y)
-}
-
 // ScaledPixels is the scaled image's pixels: for a cover, the source
 // scaled to cover the box.
 func (p Plan) ScaledPixels() float64 { return float64(p.Scaled.X) * float64(p.Scaled.Y) }
@@ -247,14 +248,34 @@ func (p *Plan) request(region image.Point) (image.Point, thumbjob.Fit) {
 	if o.Reorients() {
 		box = image.Pt(box.Y, box.X)
 	}
+	if size, ok := p.least(region); ok {
+		// imgproxy's min-width and min-height: scaled beyond the box, then
+		// cut to its sides that were asked, at the gravity as placed in
+		// the turned image.
+		cut := image.Pt(size.X, size.Y)
+		if o.Width > 0 {
+			cut.X = min(cut.X, p.Box.X)
+		}
+		if o.Height > 0 {
+			cut.Y = min(cut.Y, p.Box.Y)
+		}
+		p.cutAt(size, cut)
+		return p.Scaled, thumbjob.FitFill
+	}
 	g, fx, fy := unturned(o)
 	p.Resize = Resize{Width: box.X, Height: box.Y}
-	switch o.Fit {
+	switch p.fit {
 	case thumbjob.FitCover:
+		if o.Offset != nil || o.Fit == thumbjob.FitAuto {
+			// imgproxy's offsets (and its auto): placed in the turned
+			// image, as its crop to the box does after rotate and flip.
+			p.cutAt(cover(turnedSize(region, o), p.Box), p.Box)
+			return p.Scaled, thumbjob.FitFill
+		}
 		if p.Frames == 1 && g != thumbjob.GravityFocal {
 			p.Resize.Crop = crops(g)
 			p.Scaled = cover(region, box)
-			return box, o.Fit
+			return box, p.fit
 		}
 		// Cut from the image scaled to cover the box: libvips before 8.15
 		// crops an animation as one tall image, and its thumbnail
@@ -278,7 +299,51 @@ func (p *Plan) request(region image.Point) (image.Point, thumbjob.Fit) {
 		p.Resize = Resize{Width: f.X, Height: f.Y, Force: true}
 	}
 	p.Scaled = image.Pt(p.Resize.Width, p.Resize.Height)
-	return box, o.Fit
+	return box, p.fit
+}
+
+// turnedSize is a size before rotate as the box sees it after.
+func turnedSize(size image.Point, o thumbjob.Options) image.Point {
+	if o.Reorients() {
+		return image.Pt(size.Y, size.X)
+	}
+	return size
+}
+
+// cutAt has the resize make an image of size (turned, as the box sees
+// it) exactly, and cut the piece of size cut from it at the gravity
+// (imgproxy's placement, offsets included) as it lies once turned.
+func (p *Plan) cutAt(size, cut image.Point) {
+	o := p.opts
+	at := position(size, cut, anchorOf(o), 1)
+	flipX, flipY := o.Flip == thumbjob.FlipHorizontal || o.Flip == thumbjob.FlipBoth, o.Flip == thumbjob.FlipVertical || o.Flip == thumbjob.FlipBoth
+	r := unturn(image.Rectangle{at, at.Add(cut)}, size, o.Rotate, flipX, flipY)
+	scaled := turnedSize(size, o) // back before rotate
+	p.Resize = Resize{Width: scaled.X, Height: scaled.Y, Force: true, Cut: r}
+	if r == (image.Rectangle{Max: scaled}) {
+		p.Resize.Cut = image.Rectangle{}
+	}
+	p.Scaled = scaled
+}
+
+// least is the size (as the box sees it) of the region scaled by the
+// fit, raised to MinWidth and MinHeight as imgproxy's min-width and
+// min-height raise it; ok is false when they raise nothing.
+func (p *Plan) least(region image.Point) (image.Point, bool) {
+	o := p.opts
+	if o.MinWidth <= 0 && o.MinHeight <= 0 {
+		return image.Point{}, false
+	}
+	turned := turnedSize(region, o)
+	kx, ky := scales(p.fit, p.Box, turned)
+	raised := false
+	if k := float64(o.MinWidth) / float64(turned.X); o.MinWidth > 0 && k > kx {
+		ky, kx, raised = ky*k/kx, k, true
+	}
+	if k := float64(o.MinHeight) / float64(turned.Y); o.MinHeight > 0 && k > ky {
+		kx, ky, raised = kx*k/ky, k, true
+	}
+	return image.Pt(max(roundHalfUp(float64(turned.X)*kx), 1), max(roundHalfUp(float64(turned.Y)*ky), 1)), raised
 }
 
 // load chooses how the source is decoded for a resize asked as box and
@@ -336,7 +401,7 @@ func (p *Plan) finish() {
 	size := p.Turned
 	picture := image.Rectangle{Max: size}
 	p.Contain, p.Extend = Embed{}, Embed{}
-	if o.Fit == thumbjob.FitContain && size != p.Box {
+	if p.fit == thumbjob.FitContain && size != p.Box {
 		p.Contain = Embed{At: image.Pt((p.Box.X-size.X)/2, (p.Box.Y-size.Y)/2), Size: p.Box}
 		picture, size = picture.Add(p.Contain.At), p.Box
 	}
@@ -347,8 +412,29 @@ func (p *Plan) finish() {
 		}
 		canvas := image.Pt(max(size.X, p.Canvas.X), max(size.Y, p.Canvas.Y))
 		at := image.Pt(int(math.Round(x*float64(canvas.X-size.X))), int(math.Round(y*float64(canvas.Y-size.Y))))
+		if o.Offset != nil {
+			at = position(canvas, size, anchorOf(o), 1) // imgproxy's placement
+		}
 		p.Extend = Embed{At: at, Size: canvas}
 		picture, size = picture.Add(at), canvas
+	}
+	p.Aspect = Embed{}
+	if a := o.ExtendAspect; a != nil && o.Width > 0 && o.Height > 0 {
+		// imgproxy's extend_aspect_ratio: the image (before extend) grown
+		// on one side to the box's aspect ratio.
+		canvas, w, h := p.Turned, float64(p.Box.X), float64(p.Box.Y)
+		switch dw, dh := w/float64(canvas.X), h/float64(canvas.Y); {
+		case dh > dw:
+			canvas.Y = roundHalfUp(float64(canvas.X) * h / w)
+		case dw > dh:
+			canvas.X = roundHalfUp(float64(canvas.Y) * w / h)
+		}
+		if canvas.X > size.X || canvas.Y > size.Y {
+			canvas = image.Pt(max(canvas.X, size.X), max(canvas.Y, size.Y))
+			at := position(canvas, size, anchor{g: a.Gravity, x: a.Offset.X, y: a.Offset.Y}, 1)
+			p.Aspect = Embed{At: at, Size: canvas}
+			picture, size = picture.Add(at), canvas
+		}
 	}
 	if pad := o.Pad; pad != (thumbjob.Sides{}) {
 		picture = picture.Add(image.Pt(pad.Left, pad.Top))
@@ -464,6 +550,7 @@ const (
 	StepContain   Step = "contain"   // contain's padding to the box
 	StepFilters   Step = "filters"   // blur, sharpen, pixelate; then 8 bits a sample
 	StepExtend    Step = "extend"    // the canvas of the box asked, at the gravity
+	StepAspect    Step = "aspect"    // a canvas of the box's aspect ratio (extend_aspect_ratio)
 	StepPad       Step = "pad"       // pad=
 	StepWatermark Step = "watermark" // the mark on the picture
 	StepFlatten   Step = "flatten"   // alpha onto the background, for a format without it
@@ -498,6 +585,9 @@ func (p *Plan) steps() []Step {
 	s = append(s, StepFilters)
 	if p.Extend.Size != (image.Point{}) {
 		s = append(s, StepExtend)
+	}
+	if p.Aspect.Size != (image.Point{}) {
+		s = append(s, StepAspect)
 	}
 	if o.Pad != (thumbjob.Sides{}) {
 		s = append(s, StepPad)

@@ -180,7 +180,7 @@ func checkPlan(t *testing.T, p Plan) {
 		fail("tiles over %v, the picture is %v", p.Mark, p.Picture)
 	}
 	// The steps come in their order, each once.
-	order := []Step{StepDecode, StepCrop, StepTrim, StepResize, StepCut, StepColour, StepRotate, StepContain, StepFilters, StepExtend, StepPad, StepWatermark, StepFlatten, StepEncode}
+	order := []Step{StepDecode, StepCrop, StepTrim, StepResize, StepCut, StepColour, StepRotate, StepContain, StepFilters, StepExtend, StepAspect, StepPad, StepWatermark, StepFlatten, StepEncode}
 	last := -1
 	for _, s := range p.Steps {
 		i := slices.Index(order, s)
@@ -396,6 +396,83 @@ func TestHEIFThumbnailUse(t *testing.T) {
 		o.Width, o.Height = c.w, c.w
 		if p, _ := Make(s, o, limits); p.HEIF != c.want || p.Load != c.load {
 			t.Errorf("%s: %v, %v; want %v, %v", c.name, p.HEIF, p.Load, c.want, c.load)
+		}
+	}
+}
+
+// imgproxy's options that need the source's size, as imgproxy 4.0.12's
+// processing computes them (calc_position.go, prepare.go, crop.go).
+func TestImgproxyGeometry(t *testing.T) {
+	o := func(w, h int, fit thumbjob.Fit) thumbjob.Options {
+		return thumbjob.Options{Width: w, Height: h, Fit: fit, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
+	}
+	// rt:auto: fill when the source and the box lie the same way, else fit.
+	if p, _ := Make(jpeg(400, 300, 1), o(200, 100, thumbjob.FitAuto), limits); p.Turned != image.Pt(200, 100) {
+		t.Errorf("auto, both landscape: %v, want filled", p.Turned)
+	}
+	if p, _ := Make(jpeg(400, 300, 1), o(100, 200, thumbjob.FitAuto), limits); p.Turned != image.Pt(100, 75) {
+		t.Errorf("auto, a portrait box: %v, want fitted", p.Turned)
+	}
+	// Crop at a gravity, its size as the box sees the image.
+	crop := func(w, h float64, g thumbjob.Gravity, x, y float64) *thumbjob.Region {
+		return &thumbjob.Region{W: w, H: h, Anchor: &thumbjob.Anchor{Gravity: g, Offset: thumbjob.Offset{X: x, Y: y}}}
+	}
+	for _, c := range []struct {
+		name   string
+		region *thumbjob.Region
+		rotate int
+		want   image.Rectangle
+	}{
+		{"centre: (d+1)/2 rounded to even", crop(100, 50, thumbjob.GravityCentre, 0, 0), 0, image.Rect(150, 126, 250, 176)},
+		{"se with offsets", crop(100, 50, thumbjob.GravitySouthEast, 3, 4), 0, image.Rect(297, 246, 397, 296)},
+		{"ne, offsets as fractions", crop(100, 50, thumbjob.GravityNorthEast, 0.1, 0.1), 0, image.Rect(260, 30, 360, 80)},
+		{"a focal point", crop(0.5, 0.5, thumbjob.GravityFocal, 1, 0), 0, image.Rect(200, 0, 400, 150)},
+		{"kept inside", crop(100, 50, thumbjob.GravityWest, 500, 0), 0, image.Rect(300, 126, 400, 176)},
+		{"rotated: sizes and gravity turned back", crop(100, 50, thumbjob.GravityNorth, 0, 0), 90, image.Rect(0, 100, 50, 200)},
+	} {
+		oo := o(64, 64, thumbjob.FitInside)
+		oo.Crop, oo.Rotate = c.region, c.rotate
+		if p, err := Make(jpeg(400, 300, 1), oo, limits); err != nil || p.Region != c.want {
+			t.Errorf("%s: %v, %v; want %v", c.name, p.Region, err, c.want)
+		}
+	}
+	// Gravity offsets: the cover's cut as placed once turned.
+	cover := o(100, 100, thumbjob.FitCover)
+	cover.Gravity, cover.Offset = thumbjob.GravityEast, &thumbjob.Offset{X: 10}
+	if p, _ := Make(jpeg(400, 200, 1), cover, limits); p.Resize.Cut != image.Rect(90, 0, 190, 100) || p.Resized != image.Pt(100, 100) {
+		t.Errorf("east, 10 in: cut %v", p.Resize.Cut)
+	}
+	cover.Rotate = 180 // the east of the turned image is the source's west
+	if p, _ := Make(jpeg(400, 200, 1), cover, limits); p.Resize.Cut != image.Rect(10, 0, 110, 100) {
+		t.Errorf("east, 10 in, turned: cut %v", p.Resize.Cut)
+	}
+	// min-width: scaled up to it, cut to the sides asked.
+	least := o(100, 0, thumbjob.FitInside)
+	least.MinWidth = 200
+	if p, _ := Make(jpeg(400, 300, 1), least, limits); p.Scaled != image.Pt(200, 150) || p.Out != image.Pt(100, 150) {
+		t.Errorf("w 100, min-width 200: scaled %v out %v, want 200x150 cut to 100x150", p.Scaled, p.Out)
+	}
+	// extend_aspect_ratio: grown to the box's aspect, at its anchor.
+	exar := o(200, 200, thumbjob.FitInside)
+	exar.ExtendAspect = &thumbjob.Anchor{Gravity: thumbjob.GravitySouth}
+	if p, _ := Make(jpeg(400, 300, 1), exar, limits); p.Out != image.Pt(200, 200) || p.Aspect.At != image.Pt(0, 50) || !p.Has(StepAspect) {
+		t.Errorf("exar: out %v at %v", p.Out, p.Aspect.At)
+	}
+	// trim's equal_hor and equal_ver: the smaller border on both sides.
+	if got := TrimEqual(image.Rect(10, 5, 80, 90), image.Pt(100, 100), true, true); got != image.Rect(10, 5, 90, 95) {
+		t.Errorf("TrimEqual: %v", got)
+	}
+	// turn and unturn are each other's inverse.
+	r, size := image.Rect(3, 5, 20, 9), image.Pt(40, 30)
+	for _, rot := range []int{0, 90, 180, 270} {
+		for _, flip := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			turned := size
+			if rot%180 == 90 {
+				turned = image.Pt(size.Y, size.X)
+			}
+			if back := unturn(turn(r, size, rot, flip[0], flip[1]), turned, rot, flip[0], flip[1]); back != r {
+				t.Errorf("rotate %d flip %v: %v back as %v", rot, flip, r, back)
+			}
 		}
 	}
 }

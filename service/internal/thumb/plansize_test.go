@@ -3,17 +3,21 @@ package thumb
 import (
 	"context"
 	"image/color"
+	"strings"
 	"testing"
 
 	"github.com/davidbyttow/govips/v2/vips"
 
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/imgproxy"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // FuzzPlanSize: over the transform space params' FuzzTransforms explores
-// (its seeds, and any query params takes), the engine's answer is the
-// plan's size, on sources of each shape (landscape, portrait, a JPEG
+// (its seeds, and any query params takes) and imgproxy's options that
+// need the source's size (an input beginning with "/" is an imgproxy
+// path's options), the engine's answer is the plan's size, on sources of each shape (landscape, portrait, a JPEG
 // stored on its side with EXIF orientation 6, a thin strip with alpha),
 // in both JPEG shrink modes, with a watermark loaded: no step of the
 // engine sizes anything the plan did not.
@@ -41,14 +45,26 @@ func FuzzPlanSize(f *testing.F) {
 		}
 	}
 	rules := params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true}}
+	grammar := imgproxy.Config{MaxSide: 4096}
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := params.UploadQuery(raw)
-		if err != nil {
-			return
-		}
-		req, err := rules.Upload(q)
-		if err != nil {
-			return
+		var req params.Thumbnail
+		if strings.HasPrefix(raw, "/") { // an imgproxy path's options
+			r, err := grammar.Parse("/_" + raw + "/plain/local:///a.png")
+			if err != nil {
+				return
+			}
+			if req, err = rules.Make(r.Asked); err != nil {
+				return
+			}
+			req.Options = req.Options.FromSource(imagefmt.PNG)
+		} else {
+			q, err := params.UploadQuery(raw)
+			if err != nil {
+				return
+			}
+			if req, err = rules.Upload(q); err != nil {
+				return
+			}
 		}
 		o := req.Options
 		if o.Width*o.Height > 1<<20 || o.Blur > 10 {

@@ -121,6 +121,8 @@ func (r *making) step(s plan.Step) error {
 		return filter(r.img, r.o.Transforms)
 	case plan.StepExtend:
 		return embed(r.img, r.o, r.spec, r.p.Extend.At, r.p.Extend.Size)
+	case plan.StepAspect:
+		return embed(r.img, r.o, r.spec, r.p.Aspect.At, r.p.Aspect.Size)
 	case plan.StepPad:
 		pad := r.o.Pad
 		return embed(r.img, r.o, r.spec, image.Pt(pad.Left, pad.Top), image.Pt(r.img.Width()+pad.Left+pad.Right, r.img.Height()+pad.Top+pad.Bottom))

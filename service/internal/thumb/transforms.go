@@ -50,6 +50,7 @@ func trim(img *vips.ImageRef, t thumbjob.Trim) (image.Rectangle, vips.Color, err
 	if box.Empty() || box == image.Rect(0, 0, img.Width(), img.Height()) {
 		return image.Rectangle{}, bg, nil
 	}
+	box = plan.TrimEqual(box, image.Pt(img.Width(), img.Height()), t.EqualHor, t.EqualVer)
 	return box, bg, img.ExtractArea(box.Min.X, box.Min.Y, box.Dx(), box.Dy())
 }
 

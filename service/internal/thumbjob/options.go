@@ -16,6 +16,10 @@ const (
 	FitContain Fit = "contain" // fit inside, pad to the box
 	FitFill    Fit = "fill"    // stretch to the box
 	FitInside  Fit = "inside"  // fit inside, no padding
+	// FitAuto is imgproxy's resizing type auto: cover when the source
+	// (its crop) and the box lie the same way (both landscape or both
+	// portrait), else inside. The plan decides, knowing the source.
+	FitAuto Fit = "auto"
 )
 
 // Fits lists every fit, in the order the API documents them.
@@ -89,7 +93,11 @@ type Options struct {
 	// FocalX and FocalY are GravityFocal's point, as fractions (0..1) of
 	// the source's width and height after EXIF orientation.
 	FocalX, FocalY float64
-	Format         imagefmt.Format // an output format of the table
+	// Offset moves a compass gravity, as imgproxy's gravity offsets do
+	// (g:no:10:20): the cover's cut and extend's placement then follow
+	// imgproxy's rule (nil: thumbd's).
+	Offset *Offset         `json:",omitempty"`
+	Format imagefmt.Format // an output format of the table
 	// AlphaFormat, when set, replaces Format for a thumbnail that has
 	// transparency (format=auto: JPEG for opaque results, PNG for others).
 	AlphaFormat imagefmt.Format
@@ -102,6 +110,10 @@ type Options struct {
 	Transforms
 }
 
+// Offset is a gravity's offsets: each, when at least 1 in size, pixels
+// (times dpr); below, a fraction of the side.
+type Offset struct{ X, Y float64 }
+
 // Normalised is a canonical text of the options, for ETags: two requests
 // that must give the same bytes give the same text.
 func (o Options) Normalised() string {
@@ -113,8 +125,8 @@ func (o Options) Normalised() string {
 	}
 	g := string(o.Gravity)
 	switch {
-	case o.Fit != FitCover:
-		g = "" // only cover uses gravity
+	case o.Fit != FitCover && o.Fit != FitAuto && o.MinWidth == 0 && o.MinHeight == 0:
+		g = "" // only cover (and a crop to the box) uses gravity
 	case o.Gravity == GravityFocal:
 		g += fmt.Sprintf(":%g:%g", o.FocalX, o.FocalY)
 	}
@@ -128,6 +140,9 @@ func (o Options) Normalised() string {
 		if o.Gravity == GravityFocal {
 			g += fmt.Sprintf(":%g:%g", o.FocalX, o.FocalY)
 		}
+	}
+	if o.Offset != nil {
+		g += fmt.Sprintf("%+g%+g", o.Offset.X, o.Offset.Y)
 	}
 	// The transforms add to the text only when set, so that a plain
 	// resize keeps the key (and ETag) it had before they existed.
