@@ -27,6 +27,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
+	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
 )
@@ -69,6 +70,9 @@ type config struct {
 	Source         string
 	SourceBucket   *bucket.Location
 	SourceMaxAge   time.Duration
+	// TTL is THUMBD_TTL and THUMBD_STALE_WHILE_REVALIDATE: the answers'
+	// Cache-Control lifetimes.
+	TTL source.TTL
 	SourceTimeout  time.Duration
 	SourceMaxConns int
 	S3Addressing   string
@@ -171,6 +175,8 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
 		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [storage.md](storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", flagenv.String(&c.Source)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from (as `THUMBD_SOURCE`, which also takes a bucket)", flagenv.String(&c.SourceDir)},
+		{"THUMBD_TTL", "ttl", "24h", "", "the answers' `Cache-Control: max-age` where the source sets none of its own (files, uploads, buckets), and the longest an origin's rules may give; imgproxy's `IMGPROXY_TTL`", flagenv.Duration(&c.TTL.MaxAge)},
+		{"THUMBD_STALE_WHILE_REVALIDATE", "stale-while-revalidate", "0s", "not said", "`stale-while-revalidate` in the answers' `Cache-Control`: how much longer a CDN that honours it may serve an answer while it asks thumbd again", flagenv.Duration(&c.TTL.StaleWhileRevalidate)},
 		{"THUMBD_SOURCE_MAX_AGE", "source-max-age", "0s", "a HEAD per request", "bucket sources: how long an object's identity (ETag, else size and Last-Modified) is trusted without asking the bucket again; a replaced object's old thumbnails may be served from the caches that long", flagenv.Duration(&c.SourceMaxAge)},
 		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", flagenv.Duration(&c.SourceTimeout)},
 		{"THUMBD_SOURCE_MAX_CONNS", "source-max-conns", "32", "", "bucket sources: connections open at once to the bucket's endpoint (kept alive when idle); more calls wait for one, within their deadline", flagenv.Int(&c.SourceMaxConns)},
@@ -501,6 +507,8 @@ func (c config) validate() []error {
 	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
 	check(c.OriginMaxConns >= 1 && c.OriginMaxConns <= 10000, "origin max conns %d: want 1..10000", c.OriginMaxConns)
 	check(c.SourceMaxAge >= 0, "source max age %s: want 0 (ask every time) or more", c.SourceMaxAge)
+	check(c.TTL.MaxAge >= time.Second, "THUMBD_TTL %s: want a second or more", c.TTL.MaxAge)
+	check(c.TTL.StaleWhileRevalidate >= 0, "THUMBD_STALE_WHILE_REVALIDATE %s: want 0 (not said) or more", c.TTL.StaleWhileRevalidate)
 	check(c.SourceTimeout > 0, "source timeout %s: want more than 0", c.SourceTimeout)
 	check(c.SourceMaxConns >= 1 && c.SourceMaxConns <= 10000, "source max conns %d: want 1..10000", c.SourceMaxConns)
 	for _, o := range c.Origins {

@@ -56,7 +56,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
 	m := newMetrics(reg, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
-	rs := pipeline.NewResponder(m.Rejections)
+	rs := pipeline.NewResponder(m.Rejections, cfg.TTL)
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.
 	// A source of known length waits for the budget up to half the
