@@ -67,12 +67,12 @@ type config struct {
 	SourceDir           string
 	// Source is THUMBD_SOURCE: a directory (then SourceDir holds it) or a
 	// bucket (SourceBucket, reached through S3).
-	Source         string
-	SourceBucket   *bucket.Location
-	SourceMaxAge   time.Duration
+	Source       string
+	SourceBucket *bucket.Location
+	SourceMaxAge time.Duration
 	// TTL is THUMBD_TTL and THUMBD_STALE_WHILE_REVALIDATE: the answers'
 	// Cache-Control lifetimes.
-	TTL source.TTL
+	TTL            source.TTL
 	SourceTimeout  time.Duration
 	SourceMaxConns int
 	S3Addressing   string
