@@ -17,6 +17,9 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/hotkey"
 	"github.com/thumbd/thumbd/bench/internal/memory"
 	"github.com/thumbd/thumbd/bench/internal/originload"
+	"github.com/thumbd/thumbd/bench/internal/overload"
+	"github.com/thumbd/thumbd/bench/internal/peer"
+	"github.com/thumbd/thumbd/bench/internal/probe"
 	"github.com/thumbd/thumbd/bench/internal/sources"
 	"github.com/thumbd/thumbd/bench/internal/storage"
 )
@@ -39,6 +42,10 @@ func commands() []command {
 		{"cells", "[flags]", "the cell overhead study's arms: in process, native cell reused and fresh per job, containerised cell; time, faults, RSS", cellarms.Run},
 		{"coldstart", "[flags] IMAGE|exec:BINARY...", "scale from zero: hardened containers from docker run to the first thumbnail", coldstart.Run},
 		{"memory", "[flags] (-image IMAGE | -- CMD ARGS...)", "memory of one thumbd under thumbnail load: idle and peak RSS, cgroup peak, glibc arenas", memory.Run},
+		{"overload", "[flags] (-image IMAGE | -- CMD ARGS...)", "one thumbd under 500 clients against 10: goodput, answers, and probes' p50/p99/max from their own process and cgroup, beside their floor in the same run", overload.Run},
+		{"probe", "[flags] URL...", "liveness probes as a kubelet's, a line each (what overload runs in a cgroup of its own)", probe.RunProber},
+		{"hello", "[-addr ADDR]", "the floor's idle server: net/http answering GET /health", probe.RunHello},
+		{"peer", "[flags] -imgproxy BIN -sources DIR", "thumbd against imgproxy, side by side on one CPU each: the same imgproxy URLs of a 12 MP photo in every source format and of the transforms, answers/s and their ratio per round", peer.Run},
 		{"origin", "[flags] (-image IMAGE | -- CMD ARGS...)", "GET /thumbnail?url= from a loopback origin against POST of the same bytes, and signed against unsigned (200 and 304): requests/s at 10 clients", originload.Run},
 		{"hotkey", "[flags] -- CMD ARGS...", "the same thumbnail from many clients: a herd on one uncached 12 MP thumbnail (engine jobs, time), cache hit against miss, cache memory under distinct keys", hotkey.Run},
 		{"storage", "[flags] -- CMD ARGS...", "object storage against a real S3 server (versitygw): a bucket source against a directory and the identity check's cost, a result store hit on a fresh process, misses with the store on and off, the store killed under load", storage.Run},

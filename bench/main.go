@@ -10,7 +10,7 @@
 //	go run ./bench                 # the default suite (see -h)
 //	go run ./bench -quick          # a smoke test: 1 run, 1 s steps, 10 clients
 //	go run ./bench -render DIR/results.json   # redraw report and charts
-//	go run ./bench help            # the subcommands: engine, coldstart, memory, origin, sources, serve, lock
+//	go run ./bench help            # the subcommands: engine, coldstart, memory, overload, origin, sources, serve, lock, ...
 package main
 
 import (

@@ -31,9 +31,17 @@
 #
 # Usage: scripts/build-libvips.sh [PREFIX]
 #   PREFIX defaults to $THUMBD_CACHE/libvips-<recipe hash> (THUMBD_CACHE
-#   defaults to /var/cache/thumbd). A PREFIX holding a build of this exact
+#   defaults to /var/cache/thumbd).
+#   THUMBD_TARGET=arm64 on an amd64 machine cross-builds the same recipe for
+#   arm64 with Debian's cross toolchain (crossbuild-essential-arm64 and the
+#   arm64 -dev packages, multiarch) into $THUMBD_CACHE/libvips-arm64-<hash>:
+#   CMake through a toolchain file, meson through a cross file (its test
+#   programs run by qemu-user), autoconf with --host. A PREFIX holding a build of this exact
 #   recipe (this file, comments aside) is reused as it is. The last line on stdout is the prefix.
 #   THUMBD_NO_APT=1 skips installing build dependencies with apt-get.
+#       scripts/build-libvips.sh --cached
+#   prints the default PREFIX when it holds a build of this recipe (for
+#   THUMBD_TARGET's architecture), and fails when it does not: builds nothing.
 #   THUMBD_LIBVIPS_SEED=FILE: a seed of this exact recipe (below) gives every
 #   library but libvips, which is then the only one built (the Dockerfiles'
 #   builder stage, when scripts/images.sh found the host's build).
@@ -65,13 +73,70 @@ trixie vips=8.16.1-1+deb13u2 df960c3df02da8ae16ee19e79c9428e955d178242a8f06064e0
 readonly BUILD_DEPS="gcc g++ make pkg-config meson ninja-build cmake nasm dpkg-dev patch xz-utils file
   libglib2.0-dev libexpat1-dev libexif-dev zlib1g-dev libffi-dev libpcre2-dev libselinux1-dev
   libblkid-dev libmount-dev"
+# The cross build's: the toolchain, qemu-user for meson's test programs,
+# and the arm64 builds of the -dev packages above that the target links.
+readonly CROSS_DEPS="crossbuild-essential-arm64 qemu-user-static libglib2.0-dev:arm64
+  libexpat1-dev:arm64 libexif-dev:arm64 zlib1g-dev:arm64 libffi-dev:arm64 libpcre2-dev:arm64
+  libselinux1-dev:arm64 libblkid-dev:arm64 libmount-dev:arm64"
+# CROSS_CMAKE, CROSS_MESON, CROSS_HOST: the arguments that make CMake,
+# meson and configure build for the target (cross_setup); empty natively.
+CROSS_CMAKE=() CROSS_MESON=() CROSS_HOST=()
+STRIP=strip
+
+# cross: true when THUMBD_TARGET names another architecture than the
+# machine's; only arm64 on amd64 is set up.
+cross() {
+  local target=${THUMBD_TARGET:-} host
+  host=$(dpkg --print-architecture)
+  [ -n "$target" ] && [ "$target" != "$host" ] || return 1
+  [ "$target/$host" = arm64/amd64 ] || { log "THUMBD_TARGET=$target on $host: only arm64 on amd64 cross-builds"; exit 2; }
+}
+
+# cross_setup DIR: the toolchain and cross files in DIR, and the arguments
+# that name them. pkg-config finds the recipe's libraries in PREFIX and the
+# system's in the arm64 multiarch directory, never the machine's own.
+cross_setup() {
+  cat >"$1/toolchain.cmake" <<'CMAKE'
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+CMAKE
+  cat >"$1/cross.ini" <<INI
+[binaries]
+c = 'aarch64-linux-gnu-gcc'
+cpp = 'aarch64-linux-gnu-g++'
+ar = 'aarch64-linux-gnu-ar'
+strip = 'aarch64-linux-gnu-strip'
+pkgconfig = 'pkg-config'
+exe_wrapper = 'qemu-aarch64-static'
+[properties]
+pkg_config_libdir = ['$PREFIX/lib/pkgconfig', '/usr/lib/aarch64-linux-gnu/pkgconfig', '/usr/share/pkgconfig']
+[host_machine]
+system = 'linux'
+cpu_family = 'aarch64'
+cpu = 'aarch64'
+endian = 'little'
+INI
+  CROSS_CMAKE=("-DCMAKE_TOOLCHAIN_FILE=$1/toolchain.cmake")
+  CROSS_MESON=(--cross-file "$1/cross.ini")
+  CROSS_HOST=(--host=aarch64-linux-gnu)
+  STRIP=aarch64-linux-gnu-strip
+  export CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++
+  export PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+}
 
 log() { echo "build-libvips: $*" >&2; }
 
 install_deps() {
   [ "${THUMBD_NO_APT:-0}" = 1 ] && return 0
-  local missing=() pkg
-  for pkg in $BUILD_DEPS; do
+  local missing=() pkg deps=$BUILD_DEPS
+  if cross; then
+    deps+=" $CROSS_DEPS"
+    dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+  fi
+  for pkg in $deps; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -216,7 +281,7 @@ cmake_install() {
   local name=$1; shift
   cmake -S "${dirs[$name]}" -B "$WORK/$name-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF \
-    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_PREFIX_PATH="$PREFIX" "$@"
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_PREFIX_PATH="$PREFIX" "${CROSS_CMAKE[@]}" "$@"
   ninja -C "$WORK/$name-build" -j "$JOBS" install
 }
 
@@ -228,7 +293,7 @@ build_libjpeg_turbo() {
 }
 
 build_libspng() {
-  meson setup "$WORK/spng-build" "${dirs[libspng]}" --prefix="$PREFIX" --libdir=lib \
+  meson setup "$WORK/spng-build" "${dirs[libspng]}" "${CROSS_MESON[@]}" --prefix="$PREFIX" --libdir=lib \
     --buildtype=release -Ddefault_library=static -Db_staticpic=true \
     -Dbuild_examples=false -Denable_opt=true
   meson install -C "$WORK/spng-build" --quiet
@@ -287,7 +352,7 @@ pc_public() {
 
 build_dav1d() {
   # 8- and 16-bit (10- and 12-bit AVIF), with its assembly; no tools.
-  meson setup "$WORK/dav1d-build" "${dirs[dav1d]}" --prefix="$PREFIX" --libdir=lib \
+  meson setup "$WORK/dav1d-build" "${dirs[dav1d]}" "${CROSS_MESON[@]}" --prefix="$PREFIX" --libdir=lib \
     --buildtype=release -Ddefault_library=static -Db_staticpic=true \
     -Dbitdepths=8,16 -Denable_asm=true -Denable_tools=false -Denable_tests=false \
     -Denable_examples=false -Dlogging=false "-Dc_args=$SECTIONS"
@@ -364,13 +429,13 @@ build_libheif() {
 }
 
 build_lcms2() {
-  (cd "${dirs[lcms2]}" && ./configure -q --prefix="$PREFIX" --libdir="$PREFIX/lib" \
+  (cd "${dirs[lcms2]}" && ./configure -q "${CROSS_HOST[@]}" --prefix="$PREFIX" --libdir="$PREFIX/lib" \
      --disable-shared --enable-static --with-pic --without-jpeg --without-tiff \
    && make -s -j "$JOBS" && make -s install)
 }
 
 build_util_linux() {
-  (cd "${dirs[util-linux]}" && ./configure -q --prefix="$PREFIX" --libdir="$PREFIX/lib" \
+  (cd "${dirs[util-linux]}" && ./configure -q "${CROSS_HOST[@]}" --prefix="$PREFIX" --libdir="$PREFIX/lib" \
      --disable-all-programs --enable-libmount --enable-libblkid --disable-shared \
      --enable-static --disable-nls --without-python --without-systemd --without-udev \
      --without-selinux --disable-bash-completion --disable-asciidoc \
@@ -386,7 +451,7 @@ build_vips() {
   local private=libjpeg.a:libspng.a:libwebp.a:libsharpyuv.a:libwebpmux.a:libwebpdemux.a
   private+=:liblcms2.a:libhwy.a:libheif.a:libaom.a:libdav1d.a:libde265.a:libtiff.a
   private+=:libjxl.a:libjxl_cms.a:libjxl_threads.a:libbrotlienc.a:libbrotlidec.a:libbrotlicommon.a
-  meson setup "$WORK/vips-build" "${dirs[vips]}" --prefix="$PREFIX" --libdir=lib \
+  meson setup "$WORK/vips-build" "${dirs[vips]}" "${CROSS_MESON[@]}" --prefix="$PREFIX" --libdir=lib \
     --buildtype=release -Ddefault_library=both "-Dcpp_link_args=-Wl,--exclude-libs,$private -Wl,--gc-sections" \
     -Dauto_features=disabled -Dmodules=disabled \
     -Djpeg=enabled -Dspng=enabled -Dpng=disabled -Dwebp=enabled -Dexif=enabled -Dzlib=enabled \
@@ -398,7 +463,7 @@ build_vips() {
   meson install -C "$WORK/vips-build" --quiet
   # lcms2's and util-linux's default CFLAGS carry -g into libvips.so: 1.1 MB
   # of the slim image. (The static binary is stripped by its link.)
-  strip --strip-unneeded "$PREFIX"/lib/libvips.so.42.*
+  "$STRIP" --strip-unneeded "$PREFIX"/lib/libvips.so.42.*
 }
 
 # VIPS_OWN: libvips' own files (tar patterns), which a seed leaves out:
@@ -408,33 +473,35 @@ readonly VIPS_OWN=('./lib/libvips*' './lib/pkgconfig/vips*.pc' './include/vips' 
   './share/man/man1/vips*' './share/locale/*/LC_MESSAGES/vips*' './share/licenses/vips'
   './share/licenses/build-libvips.sh' './.thumbd-recipe')
 
-# write_seed HASH FILE: FILE from the host's build of recipe HASH, or no
-# FILE when there is none.
+# write_seed KEY FILE: FILE from the host's build of recipe KEY (the hash,
+# after the target's ARCH- when cross-building), or no FILE when there is
+# none. The seed's stamp names KEY, so that a seed never crosses
+# architectures.
 write_seed() {
-  local hash=$1 file=$2 prefix="$CACHE/libvips-$1" tmp exclude=() p
-  if [ "$(cat "$prefix/.thumbd-recipe" 2>/dev/null)" != "$hash" ]; then
-    rm -f "$file"; log "no host build of recipe $hash to seed from"; return 0
+  local key=$1 file=$2 prefix="$CACHE/libvips-$1" tmp exclude=() p
+  if [ "$(cat "$prefix/.thumbd-recipe" 2>/dev/null)" != "${key##*-}" ]; then
+    rm -f "$file"; log "no host build of recipe $key to seed from"; return 0
   fi
   for p in "${VIPS_OWN[@]}"; do exclude+=(--exclude="$p"); done
-  echo "$hash $prefix" >"$prefix/.thumbd-seed"
+  echo "$key $prefix" >"$prefix/.thumbd-seed"
   tmp=$(mktemp "$file.XXXXXX")
   # Reproducible: sorted, no times, no owners; the same build gives the
   # same bytes, and Docker's COPY its cached layer.
   tar -C "$prefix" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime "${exclude[@]}" -cf "$tmp" .
   mv "$tmp" "$file"
-  log "seed of recipe $hash: $file ($(du -h "$file" | cut -f1))"
+  log "seed of recipe $key: $file ($(du -h "$file" | cut -f1))"
 }
 
-# unseed HASH: PREFIX from $THUMBD_LIBVIPS_SEED when it holds recipe HASH,
+# unseed KEY: PREFIX from $THUMBD_LIBVIPS_SEED when it holds recipe KEY,
 # with the paths its text files name (pkg-config, libtool, CMake) moved
 # from the seed's prefix to PREFIX. Fails when there is no such seed.
 unseed() {
-  local hash=$1 seed=${THUMBD_LIBVIPS_SEED:-} stamp old
+  local key=$1 seed=${THUMBD_LIBVIPS_SEED:-} stamp old
   [ -n "$seed" ] && [ -f "$seed" ] || return 1
   stamp=$(tar -xOf "$seed" ./.thumbd-seed 2>/dev/null) || return 1
-  if [ "${stamp%% *}" != "$hash" ]; then
-    log "the seed $seed is of recipe ${stamp%% *}, not $hash: building every library"; return 1
+  if [ "${stamp%% *}" != "$key" ]; then
+    log "the seed $seed is of recipe ${stamp%% *}, not $key: building every library"; return 1
   fi
   old=${stamp#* }
   tar -xf "$seed" -C "$PREFIX"
@@ -445,21 +512,28 @@ unseed() {
 main() {
   local hash src sources=$SOURCES names
   hash=$(grep -v '^ *#' "$0" | sha256sum | cut -c1-12)  # comments do not count
-  if [ "${1:-}" = --seed ]; then write_seed "$hash" "${2:?usage: build-libvips.sh --seed FILE}"; return; fi
-  PREFIX=${1:-$CACHE/libvips-$hash}
+  local arch=
+  if cross; then arch=$THUMBD_TARGET-; fi
+  if [ "${1:-}" = --seed ]; then write_seed "$arch$hash" "${2:?usage: build-libvips.sh --seed FILE}"; return; fi
+  if [ "${1:-}" = --cached ]; then
+    [ "$(cat "$CACHE/libvips-$arch$hash/.thumbd-recipe" 2>/dev/null)" = "$hash" ] && echo "$CACHE/libvips-$arch$hash"
+    return
+  fi
+  PREFIX=${1:-$CACHE/libvips-$arch$hash}
   if [ "$(cat "$PREFIX/.thumbd-recipe" 2>/dev/null)" = "$hash" ]; then
     log "reusing $PREFIX (recipe $hash)"; echo "$PREFIX"; return 0
   fi
   install_deps
   src="$CACHE/src"; mkdir -p "$src" "$PREFIX"
   names="libjpeg-turbo highway lcms2 brotli jpeg-xl dav1d libde265 tiff libspng libwebp aom libheif util-linux vips"
-  if unseed "$hash"; then
+  if unseed "$arch$hash"; then
     sources=$(grep ' vips=' <<<"$SOURCES"); names=vips
   fi
   fetch_sources "$src" "$sources"
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-libvips.XXXXXX")
   trap 'rm -rf "$WORK"' EXIT
   JOBS=$(nproc)
+  if cross; then cross_setup "$WORK"; fi
   declare -gA dirs; local suite spec sum
   while read -r suite spec sum; do
     [ -n "$suite" ] || continue
@@ -484,7 +558,7 @@ main() {
   done
   [ -z "${dirs[util-linux]:-}" ] || cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$PREFIX/share/licenses/util-linux/"
   cp "$0" "$PREFIX/share/licenses/build-libvips.sh"
-  LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif|heif|tiff|jxl|jpeg-xl' >&2 || true
+  [ -n "$arch" ] || LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif|heif|tiff|jxl|jpeg-xl' >&2 || true
   echo "$hash" >"$PREFIX/.thumbd-recipe"
   log "done: $PREFIX"
   echo "$PREFIX"

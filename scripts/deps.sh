@@ -19,9 +19,10 @@ main() {
   [ $# -eq 0 ] && set -- dev
   for what in "$@"; do
     case "$what" in
-      # heif-enc, cjxl, tiffcp and convert make the new input formats' test files.
+      # heif-enc, cjxl, tiffcp and convert make the new input formats' test files;
+      # ffmpeg and ffprobe the videos service/internal/video is held to.
       dev) apt_install libvips-dev libvips-tools pkg-config gcc libimage-exiftool-perl \
-        libheif-examples libjxl-tools libtiff-tools imagemagick ;;
+        libheif-examples libjxl-tools libtiff-tools imagemagick ffmpeg ;;
       docker) apt_install docker.io ;;
       promtool) apt_install prometheus ;;
       node) (cd "$(dirname "$0")/../bench/twins/node" && npm ci --no-audit --no-fund --loglevel=error) ;;

@@ -13,10 +13,11 @@ cd "$(dirname "$0")/.."
 source scripts/lib/docker.sh
 
 build_image() {
-  local flavour=$1 revision
-  revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  local flavour=$1 version revision
+  version=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo dev)
+  revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
   local cmd=(docker build -q --force-rm -f "Dockerfile.$flavour" -t "thumbd:$flavour"
-             --build-arg "REVISION=$revision" .)
+             --build-arg "VERSION=$version" --build-arg "REVISION=$revision" .)
   echo "docker build -f Dockerfile.$flavour -t thumbd:$flavour" >&2
   local start=$SECONDS
   if [ "${THUMBD_LOCK:-1}" = 1 ]; then flock /tmp/thumbd-build.lock "${cmd[@]}"; else "${cmd[@]}"; fi >/dev/null

@@ -8,8 +8,11 @@
 #   the README's run command (builds the images' libvips on the host once),
 #   the Node twin's contract tests, the Next.js example in headless
 #   Chromium, the manifest validation (and the Helm chart's), both container
-#   images with smoke tests, and the bench driver end to end in --quick mode
-#   (processes and containers).
+#   images with smoke tests, the bench driver end to end in --quick mode
+#   (processes and containers), and the release: actionlint on the
+#   workflows, scripts/release's tests, and a dry run of every step of
+#   scripts/release.sh that needs no network (the scratch index built twice
+#   from the static binary: the same digest).
 # Usage: scripts/test.sh
 set -euo pipefail
 
@@ -47,6 +50,45 @@ run_command_check() {
   [ "$status" = 0 ] || { tail -20 "$log" >&2; rm -f "$log"; return 1; }
   rm -f "$log"
   echo "scripts/run.sh: libvips $(ldd bin/thumbd-slim | grep -o '/[^ ]*libvips.so[^ ]*'), a thumbnail answered, no warning"
+}
+
+# arm64_check runs scripts/test-arm64.sh (the arm64 static binary's
+# engine, hostile and contract tests under qemu-user, its thumbnails
+# against amd64's) when the arm64 libvips recipe is built: a cached step.
+# Its cold build (about 25 CPU-minutes, as the amd64 one) does not fit
+# beside the amd64 one in a cold run's 60 minutes; THUMBD_ARM64=1 builds it
+# here (=0 skips the step), `scripts/test-arm64.sh` anywhere, and the
+# release workflow on every tag. Warm, the step takes about 6 minutes
+# here. docs/images.md, "arm64", says what each run checks.
+arm64_check() {
+  if [ "${THUMBD_ARM64:-}" = 0 ]; then echo "arm64: THUMBD_ARM64=0, skipped"; return 0; fi
+  if [ "${THUMBD_ARM64:-}" != 1 ] && ! THUMBD_TARGET=arm64 scripts/build-libvips.sh --cached >/dev/null; then
+    echo "arm64: the arm64 libvips recipe is not built here; skipped (THUMBD_ARM64=1 builds it, scripts/test-arm64.sh runs the check)"
+    return 0
+  fi
+  scripts/test-arm64.sh
+}
+
+# release_check lints the workflows with actionlint (built once from the
+# module proxy) and runs the release's steps as the workflow does, but with
+# nothing pushed, signed or published (--dry-run): the notes, the static
+# binary, its SBOM, the scratch image's OCI index (twice, which must give
+# the same digest) and the chart. $THUMBD_RELEASE_ARCHES: the architectures
+# (default here amd64, and arm64 when its recipe is built: arm64_check).
+release_check() {
+  local actionlint first second arches=amd64
+  actionlint=$(scripts/build-actionlint.sh | tail -1)
+  "$actionlint" .github/workflows/*.yml
+  (cd scripts/release && go vet ./... && go test -count=1 ./...)
+  export THUMBD_IMAGE=registry.invalid/thumbd THUMBD_CHARTS=registry.invalid/charts
+  if THUMBD_TARGET=arm64 scripts/build-libvips.sh --cached >/dev/null; then arches+=" arm64"; fi
+  export THUMBD_RELEASE_ARCHES=${THUMBD_RELEASE_ARCHES:-$arches}
+  scripts/release.sh --dry-run notes binaries image chart push v0.0.0
+  first=$(awk '$1 == "index" { print $2 }' out/release/digests.txt)
+  scripts/release.sh --dry-run image v0.0.0 2>/dev/null
+  second=$(awk '$1 == "index" { print $2 }' out/release/digests.txt)
+  [ -n "$first" ] && [ "$first" = "$second" ] || { echo "release: the same tree gave the index $first, then $second" >&2; return 1; }
+  echo "release dry run: the scratch index ($THUMBD_RELEASE_ARCHES) is $first, twice"
 }
 
 main() {
@@ -117,6 +159,10 @@ main() {
   scripts/test-images.sh
   step "bench driver (quick)"
   scripts/test-bench.sh
+  step "release (actionlint, scripts/release.sh --dry-run)"
+  release_check
+  step "arm64 under qemu-user (cached: when the arm64 recipe is built)"
+  arm64_check
   step "all passed"
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
+	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
@@ -127,6 +128,9 @@ type config struct {
 	// variables (the SDK's standard ones, no flag twins) through it, not
 	// from the process.
 	getenv func(string) string
+	// build is the binary's own build (`thumbd version`), for the
+	// metrics, the origin client's User-Agent and the traces' resource.
+	build buildinfo.Info
 }
 
 // Engine modes (THUMBD_ENGINE); the names are fixed.
@@ -147,8 +151,8 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 	rows := []setting{
 		{"PORT", "port", "8080", "", "TCP port (all interfaces)", flagenv.Int(&c.Port)},
 		{"THUMBD_ADMIN_PORT", "admin-port", "", "off: `/health`, `/ready` and `/metrics` on `PORT`", "TCP port (all interfaces) of the admin listener: `/health`, `/ready` and `/metrics` on a server of their own, with tight timeouts, so that probes and scrapes never wait behind `PORT`'s connections; `/metrics` then leaves `PORT` (`/health` and `/ready` stay there too); `0`: a free port, logged ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", adminPortValue(&c.AdminPort)},
-		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE`", "connections open at once on `PORT`; past it new connections wait in the kernel's backlog until one closes, and connections without a request in the works for over 1 s (keep-alive ones between requests, new ones still sending their head) are closed first, then those too slow with a body or an answer (`THUMBD_CLIENT_STALL_TIMEOUT`) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
-		{"THUMBD_PAST_CONNECTION_CAP", "past-connection-cap", "backlog", "", "what a connection past `THUMBD_MAX_CONNECTIONS` meets: `backlog` waits unaccepted in the kernel's listen backlog until a place frees; `refuse` is accepted, sent a 503 `queue_full` with `Retry-After: 1` and closed unread (a client still sending its body may see the connection reset instead) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Enum(&c.PastConnectionCap, "backlog", "refuse")},
+		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE`", "connections open at once on `PORT`; past it new connections wait, unread, for one to close (held by thumbd, 4096 at most, then in the kernel's backlog), except probes (`GET /health`, `/ready`, and `/metrics` without `THUMBD_ADMIN_PORT`), served at once in a reserve of 8 places of their own; while connections wait, connections without a request in the works for over 1 s (keep-alive ones between requests, new ones still sending their head) are closed first, then those too slow with a body or an answer (`THUMBD_CLIENT_STALL_TIMEOUT`) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
+		{"THUMBD_PAST_CONNECTION_CAP", "past-connection-cap", "backlog", "", "what a connection past `THUMBD_MAX_CONNECTIONS` meets: `backlog` waits unread until a place frees (held by thumbd, then in the kernel's listen backlog); `refuse` is accepted, sent a 503 `queue_full` with `Retry-After: 1` and closed unread (a client still sending its body may see the connection reset instead) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Enum(&c.PastConnectionCap, "backlog", "refuse")},
 		{"THUMBD_MAX_CONNECTIONS_PER_ADDRESS", "max-connections-per-address", "0", "off", "connections one client address (an IPv6 address's /64) may have open on `PORT`; past it a new one is sent a 503 `queue_full` with `Retry-After: 1` and closed, unless one of the address's own has been without a request in the works for over 1 s: that one is closed instead. Behind a load balancer or an ingress that does not keep the client's address, thumbd sees only the proxies' few addresses: leave it off there and cap per client at the proxy ([hardening.md](hardening.md#slow-clients-and-the-per-address-cap))", flagenv.Int(&c.MaxConnectionsPerAddress)},
 		{"THUMBD_CLIENT_STALL_TIMEOUT", "client-stall-timeout", "5s", "", "at the connection cap, a connection whose client has sent no byte of its request's body, or taken no byte of the answer, for this long is closed to let a waiting one in (nginx's `client_body_timeout` and `send_timeout`, applied only at the cap); `0s`: off, and `THUMBD_CLIENT_MIN_RATE` with it ([hardening.md](hardening.md#slow-clients-and-the-per-address-cap))", flagenv.Duration(&c.ClientStallTimeout)},
 		{"THUMBD_CLIENT_MIN_RATE", "client-min-rate", "8192", "8 KiB/s", "at the connection cap, a client slower than this many bytes a second with its request's body or in taking the answer is closed too: each byte earns 1/rate s of waiting, at most `THUMBD_CLIENT_STALL_TIMEOUT` of it in hand; an answer's progress is seen 16 KiB at a time, so keep rate x stall timeout at 16 KiB or more; `0`: only the stall timeout", flagenv.Int64(&c.ClientMinRate)},
@@ -272,6 +276,9 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validate()...)
+	if c.build, err = buildinfo.Read(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}

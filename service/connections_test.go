@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"image"
 	"image/png"
 	"io"
@@ -38,8 +39,8 @@ func TestAdminPortAnswersWhileUploadsStall(t *testing.T) {
 	defer probe.CloseIdleConnections()
 
 	// Each client sends its headers and the first 64 KiB of a 1 MiB body,
-	// then nothing: those past the cap wait in the backlog, their bytes in
-	// the kernel's buffers.
+	// then nothing: those past the cap wait for a place, unread, their
+	// bytes in the kernel's buffers.
 	stalled := stallUploads(t, c.addr, clients, 64<<10)
 
 	// Throughout: /health on the admin port answers, the serving port's
@@ -99,7 +100,8 @@ func TestAdminPortAnswersWhileUploadsStall(t *testing.T) {
 // and a cap of 2, two stalled uploads hold the places; a further request
 // is answered at once with a 503 queue_full and Retry-After, counted in
 // thumbd_connections_refused_total, while /health on the admin port
-// still answers; once the uploads go, requests are served again.
+// still answers, and on the serving port too (the probes' reserve); once
+// the uploads go, requests are served again.
 func TestRefusalPastTheConnectionCap(t *testing.T) {
 	port, err := launch.FreePort()
 	if err != nil {
@@ -123,7 +125,7 @@ func TestRefusalPastTheConnectionCap(t *testing.T) {
 		t.Fatalf("thumbd_connections_refused_total %v before any request past the cap, want 0", n)
 	}
 	serving := &http.Client{Timeout: 5 * time.Second}
-	resp, err := serving.Get(c.addr + "/health")
+	resp, err := serving.Get(c.addr + "/nothing")
 	if err != nil {
 		t.Fatalf("a request past the cap: %v; want a 503", err)
 	}
@@ -138,11 +140,17 @@ func TestRefusalPastTheConnectionCap(t *testing.T) {
 	if status, _, err := fetch(probe, admin+"/health"); err != nil || status != 200 {
 		t.Fatalf("/health on the admin port at the cap: %d, %v", status, err)
 	}
+	if status, _, _ := freshGet(t, c.addr+"/health", "127.0.0.1"); status != 200 {
+		t.Fatalf("/health on the serving port at the cap: %d; want 200", status)
+	}
+	if n := metricValue(t, probe, admin, "thumbd_connections_refused_total"); n != 1 {
+		t.Fatalf("thumbd_connections_refused_total %v after a probe, want still 1", n)
+	}
 	for _, s := range stalled {
 		s.Close()
 	}
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if status, _, err := fetch(serving, c.addr+"/health"); err == nil && status == 200 {
+		if status, _, err := fetch(serving, c.addr+"/nothing"); err == nil && status == 404 {
 			break
 		}
 		if time.Now().After(end) {
@@ -248,17 +256,17 @@ func waitConnections(t *testing.T, probe *http.Client, admin string, n float64) 
 	}
 }
 
-// freshHealth asks /health on base over a new connection from the
-// loopback address from, and returns the answer's status and how long it
-// took (within 5 s).
-func freshHealth(t *testing.T, base, from string) (int, []byte, time.Duration) {
+// freshGet asks url over a new connection from the loopback address
+// from, and returns the answer's status, its body and how long it took
+// (within 5 s).
+func freshGet(t *testing.T, url, from string) (int, []byte, time.Duration) {
 	t.Helper()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
 	start := time.Now()
-	status, body, err := fetch(client, base+"/health")
+	status, body, err := fetch(client, url)
 	if err != nil {
-		t.Fatalf("/health from %s after %s: %v", from, time.Since(start), err)
+		t.Fatalf("%s from %s after %s: %v", url, from, time.Since(start), err)
 	}
 	return status, body, time.Since(start)
 }
@@ -266,17 +274,20 @@ func freshHealth(t *testing.T, base, from string) (int, []byte, time.Duration) {
 // TestSlowBodiesDoNotHoldTheCap: thumbd as a process with a cap of 8
 // connections and a client stall timeout of 300 ms. 8 uploads send their
 // head (a Content-Length of 1 MiB), then a byte every 2 s: they hold
-// every place. A fresh client's /health on the serving port is answered
-// within a second all the same (the health and cache-hit case): at the
-// cap, the uploads whose body stalled are closed to let it in, and
-// counted as body_stalled. Before, they held the places for the 30 s
-// read timeout, and could renew them.
+// every place. A fresh client's request on the serving port (an unknown
+// path: answered at once, as a cache hit is, and no probe, which the
+// probes' reserve would serve past the cap) is answered within a second
+// all the same: at the cap, the uploads whose body stalled are closed to
+// let it in, and counted as body_stalled. Before, they held the places
+// for the 30 s read timeout, and could renew them. Each upload closed is
+// answered first, a 503 queue_full with Retry-After, never cut silently.
 func TestSlowBodiesDoNotHoldTheCap(t *testing.T) {
 	const limit = 8
 	c, admin := startCapped(t, "THUMBD_MAX_CONNECTIONS="+strconv.Itoa(limit), "THUMBD_CLIENT_STALL_TIMEOUT=300ms")
 	probe := &http.Client{Timeout: 5 * time.Second}
 	defer probe.CloseIdleConnections()
-	for _, u := range stallUploads(t, c.addr, limit, 0) {
+	uploads := stallUploads(t, c.addr, limit, 0)
+	for _, u := range uploads {
 		// A byte every 2 s, until thumbd or the test's end closes it.
 		var next func()
 		next = func() {
@@ -291,22 +302,45 @@ func TestSlowBodiesDoNotHoldTheCap(t *testing.T) {
 	if open := metricValue(t, probe, admin, "thumbd_connections_open"); open > limit {
 		t.Fatalf("%v connections open past the cap of %d", open, limit)
 	}
+	// Every upload the cap closed read its 503 first; the others still
+	// wait.
+	answered := 0
+	for _, u := range uploads {
+		u.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		got, err := io.ReadAll(u)
+		switch {
+		case isTimeout(err) && len(got) == 0:
+		case bytes.HasPrefix(got, []byte("HTTP/1.1 503 ")) && bytes.Contains(got, []byte("\r\nRetry-After: 1\r\n")) && bytes.Contains(got, []byte(`"code":"queue_full"`)):
+			answered++
+		default:
+			t.Fatalf("a stalled upload read %q, %v; want a 503 queue_full with Retry-After, or still its place", got, err)
+		}
+	}
+	if answered == 0 {
+		t.Fatal("no stalled upload was answered a 503")
+	}
 }
 
-// freshServedPast checks that a fresh client's /health on the serving
-// port, held by slow clients, is answered 200 within a second, and that
-// slow connections were closed for reason.
+// isTimeout: err is a deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// freshServedPast checks that a fresh client's request on the serving
+// port, held by slow clients, is answered within a second, and that slow
+// connections were closed for reason.
 func freshServedPast(t *testing.T, c *child, probe *http.Client, admin, reason string) {
 	t.Helper()
-	status, _, took := freshHealth(t, c.addr, "127.0.0.1")
-	if status != 200 || took > time.Second {
-		t.Fatalf("/health with the cap held by slow clients: %d after %s; want 200 within 1 s", status, took)
+	status, _, took := freshGet(t, c.addr+"/nothing", "127.0.0.1")
+	if status != 404 || took > time.Second {
+		t.Fatalf("/nothing with the cap held by slow clients: %d after %s; want 404 within 1 s", status, took)
 	}
 	series := `thumbd_connections_slow_closed_total{reason="` + reason + `"}`
 	if n := metricValue(t, probe, admin, series); n < 1 {
 		t.Fatalf("%s %v, want 1 at least", series, n)
 	}
-	t.Logf("/health answered after %s", took)
+	t.Logf("/nothing answered after %s", took)
 }
 
 // TestSlowReadersDoNotHoldTheCap: the same with 8 clients that ask for a
@@ -362,21 +396,86 @@ func TestSlowReadersDoNotHoldTheCap(t *testing.T) {
 // TestPerAddressCapServesOthers: with THUMBD_MAX_CONNECTIONS_PER_ADDRESS=2
 // (and a cap of 8), two stalled uploads from 127.0.0.1 hold its share: a
 // third connection from 127.0.0.1 is answered 503 queue_full with
-// Retry-After and counted, while one from 127.0.0.2 is served.
+// Retry-After and counted, while one from 127.0.0.2 is served, and so is
+// a probe from 127.0.0.1 (in the probes' reserve).
 func TestPerAddressCapServesOthers(t *testing.T) {
 	c, admin := startCapped(t, "THUMBD_MAX_CONNECTIONS=8", "THUMBD_MAX_CONNECTIONS_PER_ADDRESS=2")
 	probe := &http.Client{Timeout: 5 * time.Second}
 	defer probe.CloseIdleConnections()
 	stallUploads(t, c.addr, 2, 1)
 	waitConnections(t, probe, admin, 2)
-	status, body, _ := freshHealth(t, c.addr, "127.0.0.1")
+	status, body, _ := freshGet(t, c.addr+"/nothing", "127.0.0.1")
 	if status != 503 || !strings.Contains(string(body), `"code":"queue_full"`) {
 		t.Fatalf("a third connection from 127.0.0.1: %d %s; want 503 queue_full", status, body)
 	}
-	if status, _, _ := freshHealth(t, c.addr, "127.0.0.2"); status != 200 {
-		t.Fatalf("a connection from 127.0.0.2: %d; want 200", status)
+	if status, _, _ := freshGet(t, c.addr+"/nothing", "127.0.0.2"); status != 404 {
+		t.Fatalf("a connection from 127.0.0.2: %d; want 404", status)
+	}
+	if status, _, _ := freshGet(t, c.addr+"/health", "127.0.0.1"); status != 200 {
+		t.Fatalf("a probe from 127.0.0.1: %d; want 200", status)
 	}
 	if n := metricValue(t, probe, admin, "thumbd_connections_address_refused_total"); n != 1 {
 		t.Fatalf("thumbd_connections_address_refused_total %v, want 1", n)
+	}
+}
+
+// TestHealthAnswersPastTheCapByDefault: thumbd as a process with no
+// settings (no admin port, the cap its default). Uploads that stall
+// mid-body hold every place of the cap, and 50 more wait for one; a
+// fresh /health on the serving port, each on a new connection as a
+// kubelet's probe, is answered 200 within 1 s (a bound for a noisy
+// machine, not a measure), 10 times in a row, and so are /ready and
+// /metrics; the uploads past the cap still wait, none answered or
+// closed. Before the probes' reserve the probe waited behind the 50
+// until the cap closed stalled bodies (5 s, THUMBD_CLIENT_STALL_TIMEOUT).
+func TestHealthAnswersPastTheCapByDefault(t *testing.T) {
+	c := startChild(t)
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	limit := int(metricValue(t, probe, c.addr, "thumbd_connections_max"))
+	if limit < 8 || limit > 2000 {
+		t.Fatalf("the default cap is %d", limit)
+	}
+	const past = 50
+	// A small declared length: the places are held, not the source budget.
+	head := "POST /thumbnail?w=64 HTTP/1.1\r\nHost: thumbd\r\nContent-Type: application/octet-stream\r\nContent-Length: 65536\r\n\r\n"
+	var uploads []net.Conn
+	for range limit + past {
+		u, err := net.Dial("tcp", strings.TrimPrefix(c.addr, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { u.Close() })
+		if _, err := io.WriteString(u, head+strings.Repeat("\xff", 1024)); err != nil {
+			t.Fatal(err)
+		}
+		uploads = append(uploads, u)
+	}
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		open := metricValue(t, probe, c.addr, "thumbd_connections_open")
+		waiting := metricValue(t, probe, c.addr, "thumbd_connections_waiting")
+		if int(open) == limit && waiting >= past {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%v connections open and %v waiting; want the cap of %d and %d waiting", open, waiting, limit, past)
+		}
+	}
+	for i := range 10 {
+		for _, path := range []string{"/health", "/ready", "/metrics"} {
+			status, _, took := freshGet(t, c.addr+path, "127.0.0.1")
+			if status != 200 || took > time.Second {
+				t.Fatalf("%s on the serving port past the cap, probe %d: %d after %s; want 200 within 1 s", path, i, status, took)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	last := uploads[len(uploads)-1]
+	last.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, err := last.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("an upload waiting past the cap read %d bytes, %v; want it still waiting", n, err)
+	}
+	if n := metricValue(t, probe, c.addr, "thumbd_connections_probes_total"); n < 30 {
+		t.Fatalf("thumbd_connections_probes_total %v after 30 probes past the cap", n)
 	}
 }

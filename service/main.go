@@ -21,7 +21,9 @@ import (
 
 	"go.opentelemetry.io/otel"
 
+	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/cell"
+	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -61,6 +63,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return printSettings(args[2:], stdout, stderr)
 		case "formats":
 			return printFormats(args[2:], stdout, stderr)
+		case "version":
+			info, err := buildinfo.Read()
+			if err != nil {
+				return err
+			}
+			return printVersion(args[2:], info, stdout, stderr)
 		case "sign":
 			return signCommand(args[2:], lookupEnv, time.Now(), stdout, stderr)
 		case "cell":
@@ -156,7 +164,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	cfg.Tracing.Version = version
+	cfg.Tracing.Version = cfg.build.Version
 	tr, err := tracing.New(ctx, cfg.Tracing, getenv)
 	if err != nil {
 		return err
@@ -166,8 +174,10 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	}
 
 	// Listen first: /health answers within milliseconds of exec, while
-	// libvips starts concurrently (its start-up maps many libraries).
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	// libvips starts concurrently (its start-up maps many libraries). A
+	// connection is accepted once its first bytes have come, so that the
+	// cap can tell a probe's at once (connlimit.DeferAccept).
+	ln, err := (&net.ListenConfig{Control: connlimit.DeferAccept}).Listen(ctx, "tcp", ":"+strconv.Itoa(cfg.Port))
 	if err != nil {
 		tr.Shutdown(context.Background()) // nothing traced yet: its exporter stops
 		return err

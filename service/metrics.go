@@ -12,14 +12,12 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
-
-// version is set at link time (-ldflags "-X main.version=...").
-var version = "dev"
 
 // metrics are the service's own instruments, registered on an explicit
 // registry that is passed in.
@@ -33,7 +31,7 @@ type metrics struct {
 
 // newMetrics registers the service's metrics; signingKeys is how many keys
 // verify signed URLs (0: signing is off).
-func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle, eng engines.Engine, mode string, signingKeys int) *metrics {
+func newMetrics(reg prometheus.Registerer, build buildinfo.Info, gate *admission.Gate, life *lifecycle, eng engines.Engine, mode string, signingKeys int) *metrics {
 	m := &metrics{
 		Metrics: pipeline.NewMetrics(reg, gate), http: httpmetrics.New(reg),
 		fetchTime: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -49,10 +47,19 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		}, []string{"code"}),
 	}
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "thumbd_build_info", Help: "Build of the running thumbd: always 1.",
-		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "libvips": thumb.Version()},
+		Name: "thumbd_build_info", Help: "Build of the running thumbd (thumbd version): always 1.",
+		ConstLabels: prometheus.Labels{"version": build.Version, "revision": build.Revision, "goversion": runtime.Version(),
+			"flavour": build.Flavour, "libvips": thumb.Version()},
 	})
 	buildInfo.Set(1)
+	// One series per C library of the recipe, none for the dynamic build
+	// (Debian's shared libraries): a fixed set of about 14, known at build.
+	libraryInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "thumbd_library_info", Help: "A C library of the libvips recipe linked into the running thumbd (thumbd version), with its upstream version and Debian revision: always 1.",
+	}, []string{"library", "version", "revision"})
+	for _, l := range build.Libraries {
+		libraryInfo.WithLabelValues(l.Package, l.Version, l.Revision).Set(1)
+	}
 	engineInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "thumbd_engine_info", Help: "The engine mode (THUMBD_ENGINE): always 1.", ConstLabels: prometheus.Labels{"mode": mode},
 	})
@@ -61,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, gate *admission.Gate, life *lifecycle
 		Name: "thumbd_signing_keys", Help: "Keys that verify signed URLs (THUMBD_SIGNING_KEYS); 0: signed URLs are off, thumbnail URLs are served unsigned.",
 	})
 	signing.Set(float64(signingKeys))
-	reg.MustRegister(buildInfo, engineInfo, signing, eng.Collector(),
+	reg.MustRegister(buildInfo, libraryInfo, engineInfo, signing, eng.Collector(),
 		m.fetchTime, m.fetchBytes, m.fetchErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_libvips_memory_bytes", Help: "Memory libvips tracks as allocated now (cells mode: summed over the cells, as of their last job).",

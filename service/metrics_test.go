@@ -42,13 +42,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	problems, err := testutil.GatherAndLint(d.registry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
+	lintClean(t, d.registry)
 	// The exposition itself, as a scraper sees it.
 	status, h, body := do(t, "GET", srv.URL+"/metrics", nil)
 	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
@@ -64,6 +58,18 @@ func TestMetrics(t *testing.T) {
 		if !bytes.Contains(body, []byte("\n"+name)) {
 			t.Errorf("exposition lacks %s", name)
 		}
+	}
+}
+
+// lintClean fails t on every problem Prometheus' linter finds in reg.
+func lintClean(t *testing.T, reg prometheus.Gatherer) {
+	t.Helper()
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
 

@@ -55,7 +55,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	}
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
-	m := newMetrics(reg, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
+	m := newMetrics(reg, cfg.build, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
 	rs := pipeline.NewResponder(m.Rejections, cfg.TTL)
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.
@@ -87,6 +87,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	conns := connlimit.New(connlimit.Config{
 		Max: cfg.MaxConnections, Refusal: pipeline.ConnectionRefusal(), RefusePastCap: cfg.PastConnectionCap == "refuse",
 		PerAddress: cfg.MaxConnectionsPerAddress, Stall: cfg.ClientStallTimeout, MinRate: cfg.ClientMinRate,
+		Probes: cfg.probePaths(), Evicted: pipeline.Evicted(),
 	})
 	reg.MustRegister(conns.Collectors()...)
 	return deps{
@@ -98,6 +99,16 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 			Cache:   cache, Store: store, Tracer: tr.Tracer, Metrics: m.Metrics, Respond: rs,
 		}),
 	}
+}
+
+// probePaths are the serving port's routes served past its cap, in the
+// probes' reserve (connlimit): the probes, and the scrape while it is
+// served there.
+func (c config) probePaths() []string {
+	if c.AdminPort.On {
+		return []string{"/health", "/ready"}
+	}
+	return []string{"/health", "/ready", "/metrics"}
 }
 
 // pipeline is what the engine routes' pipeline reads of the settings.
@@ -142,7 +153,7 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 		Patterns: cfg.Origins, AllowLoopback: cfg.AllowLoopback, FetchTimeout: cfg.FetchTimeout,
 		// Every connection the cap allows can be kept.
 		IdleConns: cfg.OriginMaxConns, MaxConnsPerHost: cfg.OriginMaxConns,
-		Resolver: resolver, UserAgent: "thumbd/" + version, Accept: strings.Join(accept, ", "),
+		Resolver: resolver, UserAgent: "thumbd/" + cfg.build.Version, Accept: strings.Join(accept, ", "),
 		Observe: m.observeFetch, Transport: tr.Transport,
 	}, limits)
 }

@@ -148,7 +148,7 @@ func tracingOf(t testing.TB, env map[string]string) *tracing.Tracing {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Tracing.Version = version
+	cfg.Tracing.Version = cfg.build.Version
 	tr, err := tracing.New(context.Background(), cfg.Tracing, cfg.getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestTracingReadsSettings(t *testing.T) {
 	for _, kv := range rec.Ended()[0].Resource().Attributes() {
 		res[string(kv.Key)] = kv.Value.Emit()
 	}
-	if res["service.name"] != "thumbd-eu" || res["deployment.environment"] != "test" || res["team"] != "img,thumbs" || res["service.version"] != version {
+	if res["service.name"] != "thumbd-eu" || res["deployment.environment"] != "test" || res["team"] != "img,thumbs" || res["service.version"] != "dev" {
 		t.Errorf("resource %v", res)
 	}
 	// Without OTEL_SERVICE_NAME, the attributes' service.name; without

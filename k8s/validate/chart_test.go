@@ -26,6 +26,7 @@ var chartRenderings = []struct {
 	{"public signed", "ci/public-values.yaml", "thumbd:scratch", "k8s/overlays/public"},
 	{"traced", "ci/traced-values.yaml", "thumbd:scratch", "k8s/overlays/traced"},
 	{"directories", "ci/directory-values.yaml", "registry.example.com/thumbd:1.4.0-slim", ""},
+	{"a released chart", "ci/release-values.yaml", "registry.example.com/thumbd@sha256:" + strings.Repeat("5c", 32), ""},
 }
 
 // helmBinary is $THUMBD_HELM (scripts/test-k8s.sh builds it), or else

@@ -21,9 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,30 +115,14 @@ type run struct {
 // measure starts the server, loads it with each source in turn while a
 // liveness probe runs, reports, and returns what a -check would fail on.
 func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodies [][]byte, stdout io.Writer) ([]string, error) {
-	var adminURL string
-	if r.admin {
-		port, err := launch.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		spec.Env = append(slices.Clip(spec.Env), "THUMBD_ADMIN_PORT="+strconv.Itoa(port))
-		adminURL = "http://127.0.0.1:" + strconv.Itoa(port)
-	}
-	srv, err := launch.Start(ctx, spec)
+	srv, adminURL, pid, err := target.StartReady(ctx, spec, r.admin)
 	if err != nil {
 		return nil, err
 	}
+	defer srv.Stop(5 * time.Second)
 	probeURL := srv.URL() + "/health"
 	if adminURL != "" {
 		probeURL = adminURL + "/health"
-	}
-	defer srv.Stop(5 * time.Second)
-	if err := srv.WaitReady(ctx, 30*time.Second); err != nil {
-		return nil, err
-	}
-	pid, err := srv.PID(ctx)
-	if err != nil {
-		return nil, err
 	}
 	idle, err := procfs.Read(pid)
 	if err != nil {
@@ -162,11 +144,11 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 		}
 		peakRSS = max(peakRSS, o.ServerPeakRSS)
 		fmt.Fprintf(stdout, "%s %s %s, %d clients: %.1f thumbnails/s; answers: %s\n",
-			r.name, filepath.Base(names[i]), bound(o, r.requests), r.clients, o.RPS, answers(o))
+			r.name, filepath.Base(names[i]), bound(o, r.requests), r.clients, o.RPS, Answers(o))
 		if o.OK == 0 {
 			fails = append(fails, filepath.Base(names[i])+": no thumbnail")
 		}
-		if lost, _ := transportErrors(o); lost > 0 {
+		if lost, _ := TransportErrors(o); lost > 0 {
 			fails = append(fails, fmt.Sprintf("%s: %d requests got no answer", filepath.Base(names[i]), lost))
 		}
 	}
@@ -210,7 +192,7 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 	return fails, nil
 }
 
-// transportErrors counts the requests that got no HTTP answer: lost ones,
+// TransportErrors counts the requests that got no HTTP answer: lost ones,
 // and those whose upload the server refused unread. thumbd closes a
 // connection without reading its body only after a refusal's 503 (every
 // admitted request is read whole and answered), and closing with unread
@@ -222,7 +204,7 @@ func (r run) measure(ctx context.Context, spec launch.Spec, names []string, bodi
 // request never read (as bench/cmd/soak classifies it). Those are
 // refusals, not requests the server accepted; a server that died instead
 // is caught apart (srv.Exited, OOMKilled).
-func transportErrors(o load.Outcome) (lost, refusedUnread int) {
+func TransportErrors(o load.Outcome) (lost, refusedUnread int) {
 	for msg, c := range o.Errors {
 		if strings.Contains(msg, "write: broken pipe") || strings.Contains(msg, "write: connection reset") ||
 			strings.HasSuffix(msg, ": EOF") || strings.HasSuffix(msg, "read: connection reset by peer") ||
@@ -354,8 +336,8 @@ func cgroupPeak(ctx context.Context, srv *launch.Server) string {
 	return "unknown (no cgroup memory peak file)"
 }
 
-// answers lists the answers by status, then the transport errors.
-func answers(o load.Outcome) string {
+// Answers lists the answers by status, then the transport errors.
+func Answers(o load.Outcome) string {
 	parts := []string{fmt.Sprintf("%d x 2xx", o.OK)}
 	var codes []string
 	for c := range o.Non2xx {
@@ -365,7 +347,7 @@ func answers(o load.Outcome) string {
 	for _, c := range codes {
 		parts = append(parts, fmt.Sprintf("%d x %s", o.Non2xx[c], c))
 	}
-	lost, unread := transportErrors(o)
+	lost, unread := TransportErrors(o)
 	if unread > 0 {
 		parts = append(parts, fmt.Sprintf("%d refused unread (the 503 reset away: a failed write, EOF or reset)", unread))
 	}

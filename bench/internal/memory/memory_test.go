@@ -138,7 +138,7 @@ func TestMemoryProbesTheAdminPort(t *testing.T) {
 	}
 }
 
-// transportErrors tells requests the server never read (a 503's reset, an
+// TransportErrors tells requests the server never read (a 503's reset, an
 // idle connection closed at the connection cap) from lost answers.
 func TestTransportErrors(t *testing.T) {
 	o := load.Outcome{Errors: map[string]int{
@@ -147,7 +147,7 @@ func TestTransportErrors(t *testing.T) {
 		`Post "http://x/thumbnail": EOF`:                                                    1,
 		`Post "http://x/thumbnail": context deadline exceeded (Client.Timeout exceeded)`:    4,
 	}}
-	if lost, refused := transportErrors(o); lost != 4 || refused != 6 {
+	if lost, refused := TransportErrors(o); lost != 4 || refused != 6 {
 		t.Errorf("lost %d, refused unread %d; want 4 and 6", lost, refused)
 	}
 }

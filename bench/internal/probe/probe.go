@@ -1,5 +1,7 @@
 // Package probe reads a running thumbd over HTTP for the bench's
-// subcommands: a GET's status and body, and one sample of /metrics.
+// subcommands: a GET's status and body, samples of /metrics, and
+// liveness probes from a process and a CPU cgroup of their own
+// (prober.go), with the floor's idle server.
 package probe
 
 import (
@@ -40,4 +42,25 @@ func Metric(ctx context.Context, base, name string) (float64, error) {
 		}
 	}
 	return math.NaN(), nil
+}
+
+// Series reads every sample of base's /metrics, keyed by the series as
+// written (name and labels); nil when /metrics does not answer 200 (the
+// twin, a fake).
+func Series(ctx context.Context, base string) map[string]float64 {
+	status, body, err := Get(ctx, http.DefaultClient, base+"/metrics")
+	if err != nil || status != http.StatusOK {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); i > 0 && err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
 }

@@ -1,9 +1,13 @@
 package target
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/thumbd/thumbd/internal/launch"
 )
@@ -50,4 +54,30 @@ func (f *Flags) Name() string {
 		return f.Image
 	}
 	return strings.Join(f.Command, " ")
+}
+
+// StartReady starts spec, with THUMBD_ADMIN_PORT on a free port when
+// admin, and waits until it is ready: the server, to be stopped by the
+// caller, the admin port's base URL ("" without one) and the server's
+// PID.
+func StartReady(ctx context.Context, spec launch.Spec, admin bool) (srv *launch.Server, adminURL string, pid int, err error) {
+	if admin {
+		port, err := launch.FreePort()
+		if err != nil {
+			return nil, "", 0, err
+		}
+		spec.Env = append(slices.Clip(spec.Env), "THUMBD_ADMIN_PORT="+strconv.Itoa(port))
+		adminURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	}
+	if srv, err = launch.Start(ctx, spec); err != nil {
+		return nil, "", 0, err
+	}
+	if err = srv.WaitReady(ctx, 30*time.Second); err == nil {
+		pid, err = srv.PID(ctx)
+	}
+	if err != nil {
+		srv.Stop(5 * time.Second)
+		return nil, "", 0, err
+	}
+	return srv, adminURL, pid, nil
 }

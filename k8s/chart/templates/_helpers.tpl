@@ -19,14 +19,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
-{{/* thumbd:FLAVOUR, REPO:VERSION-FLAVOUR, or REPO@DIGEST. */}}
+{{/* thumbd:FLAVOUR, REPO:VERSION-FLAVOUR, or REPO@DIGEST (image.digest, else the flavour's image.digests). */}}
 {{- define "thumbd.image" -}}
 {{- $i := .Values.image -}}
 {{- if not (has $i.flavour (list "slim" "scratch")) -}}
 {{- fail (printf "image.flavour %q: want slim or scratch" $i.flavour) -}}
 {{- end -}}
-{{- if $i.digest -}}
-{{- printf "%s@%s" $i.repository $i.digest -}}
+{{- $digest := $i.digest | default (get ($i.digests | default dict) $i.flavour) -}}
+{{- if $digest -}}
+{{- printf "%s@%s" $i.repository $digest -}}
 {{- else if eq $i.tag "latest" -}}
 {{- fail "image.tag latest: pin a version (VERSION gives VERSION-FLAVOUR) or a digest" -}}
 {{- else if $i.tag -}}

@@ -1,19 +1,28 @@
 // Package connlimit caps the connections a listener keeps open at once
-// (THUMBD_MAX_CONNECTIONS). At the cap Accept is not called on the socket,
-// so further connections wait in the kernel's backlog instead of each
-// costing a goroutine, its stack and its buffers; connections without a
-// request in the works past a short bound (keep-alive ones between
-// requests, new ones still sending their head) are closed first to make
-// room, then those whose request makes too little progress (a body or an
-// answer that moved no byte for a while, or too slowly: progress.go). Or,
-// told to, each connection past the cap is accepted, sent the refusal and
-// closed at once (THUMBD_PAST_CONNECTION_CAP=refuse). One client address
-// may also be held to its own cap (THUMBD_MAX_CONNECTIONS_PER_ADDRESS):
-// past it, its connections are refused.
+// (THUMBD_MAX_CONNECTIONS). Past the cap a connection waits, unread, for a
+// place: held in arrival order by the listener (an fd and a few hundred
+// bytes each, no goroutine and no buffers), and past that bound in the
+// kernel's backlog, instead of each costing a goroutine, its stack and its
+// buffers. Probes are the exception: a connection past the cap whose head,
+// already in the socket's buffer, is a probe's (GET /health, /ready,
+// /metrics) is served at once in a small reserve of places of its own
+// (probe.go), so that a liveness probe on the serving port is not queued
+// behind the clients waiting for a place. While connections wait, those
+// without a request in the works past a short bound (keep-alive ones
+// between requests, new ones still sending their head) are closed first to
+// make room, then those whose request makes too little progress (a body or
+// an answer that moved no byte for a while, or too slowly: progress.go); a
+// connection closed with a request begun is sent a 503 first (evict.go).
+// Or, told to, each connection past the cap is accepted, sent the refusal
+// and closed at once (THUMBD_PAST_CONNECTION_CAP=refuse). One client
+// address may also be held to its own cap
+// (THUMBD_MAX_CONNECTIONS_PER_ADDRESS): past it, its connections are
+// refused.
 package connlimit
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -40,10 +49,11 @@ type Config struct {
 	// request in the works before the cap closes it (0: DefaultIdleBound).
 	IdleBound time.Duration
 	// Refusal is the whole HTTP answer a refused connection is sent
-	// before it is closed, unread; nil: it is closed unanswered.
+	// before it is closed, unread, and the answer of a connection closed
+	// at the cap with a request head begun; nil: closed unanswered.
 	Refusal []byte
 	// RefusePastCap: a connection past the cap is accepted and refused;
-	// false: it waits in the kernel's backlog until a place frees.
+	// false: it waits until a place frees.
 	RefusePastCap bool
 	// PerAddress is the most connections one client address (an IPv6
 	// address's /64) may have open; past it the next is refused. 0: no
@@ -57,7 +67,19 @@ type Config struct {
 	// the stall counts.
 	Stall   time.Duration
 	MinRate int64
+	// Probes are the paths whose GET or HEAD, without a body, is served
+	// past the cap in a reserve of places of its own (probe.go); none:
+	// no reserve, a probe waits for a place as any connection does.
+	Probes []string
+	// Evicted is what a request's body read returns once the cap has
+	// taken its connection's place back (a body too slow at the cap), for
+	// the handler to answer; nil: ErrEvicted.
+	Evicted error
 }
+
+// ErrEvicted is a body's read error once the cap has taken its
+// connection's place back (Config.Evicted's default).
+var ErrEvicted = errors.New("connlimit: the connection's place was taken back at the cap")
 
 // Limiter holds the count of one listener's connections and its metrics;
 // Listen wraps the socket. Attach it to the server (or set ConnState,
@@ -67,7 +89,7 @@ type Limiter struct {
 	max        int
 	idleBound  time.Duration
 	refusal    []byte        // written to a refused connection; nil: closed unanswered
-	refuseCap  bool          // refuse past the cap rather than wait in the backlog
+	refuseCap  bool          // refuse past the cap rather than wait
 	perAddress int           // 0: no cap per address
 	refusing   chan struct{} // a place per refused connection being answered
 	lingerFor  time.Duration // lingerFor; a test holds refusals open longer
@@ -75,12 +97,18 @@ type Limiter struct {
 	epoch      time.Time // clock()'s zero
 	stall      int64     // Config.Stall in ns; 0: progress not judged
 	perByte    int64     // ns of waiting a byte moved earns
+	probePaths []string  // Config.Probes
+	evictedErr error     // Config.Evicted
+	waitMax    int       // connections held waiting at most; past it, the kernel's backlog
 
 	mu        sync.Mutex
 	open      int // accepted and not yet closed
-	reserved  int // places held by Accept calls waiting in the socket's Accept
 	conns     map[*conn]struct{}
-	byAddress map[netip.Addr]int // open connections per client address, with PerAddress
+	byAddress map[netip.Addr]int // open and waiting connections per client address, with PerAddress
+	waiting   []arrival          // accepted, not yet handed to the server, oldest first
+	probes    []arrival          // probes past the cap waiting for a place of the reserve
+	probeOpen int                // probe connections served past the cap, open
+	acceptErr error              // the socket's Accept failed: the next Accept returns it
 	changed   chan struct{}      // closed and replaced when a place frees or a connection turns idle
 	closed    bool
 	done      chan struct{}
@@ -90,6 +118,17 @@ type Limiter struct {
 	slowShut  [reasons]uint64 // connections closed at the cap for their request's progress, by reason
 	refused   uint64          // connections past the cap sent the refusal
 	addrShut  uint64          // connections past their address's cap refused
+	probed    uint64          // probe connections served past the cap
+
+	unanswered [unansweredReasons]atomic.Uint64 // requests begun and closed without an answer, by reason
+	unread     atomic.Uint64                    // connections closed with the client's bytes unread
+}
+
+// arrival is a connection accepted from the socket, not yet handed to the
+// server.
+type arrival struct {
+	c    net.Conn
+	addr netip.Addr // the client address counted (invalid: none)
 }
 
 // New makes a limiter of cfg.
@@ -98,9 +137,14 @@ func New(cfg Config) *Limiter {
 	if idleBound <= 0 {
 		idleBound = DefaultIdleBound
 	}
+	evicted := cfg.Evicted
+	if evicted == nil {
+		evicted = ErrEvicted
+	}
 	l := &Limiter{
 		max: max(cfg.Max, 1), idleBound: idleBound, refusal: cfg.Refusal, refuseCap: cfg.RefusePastCap, perAddress: max(cfg.PerAddress, 0),
 		refusing: make(chan struct{}, maxRefusing), lingerFor: lingerFor, now: time.Now,
+		probePaths: cfg.Probes, evictedErr: evicted, waitMax: waitingBound(),
 		conns: map[*conn]struct{}{}, byAddress: map[netip.Addr]int{}, changed: make(chan struct{}), done: make(chan struct{}),
 	}
 	l.epoch = time.Now()
@@ -115,10 +159,12 @@ func New(cfg Config) *Limiter {
 	return l
 }
 
-// Listen caps inner's connections. A Limiter serves one listener: its
-// Close ends the limiter's waits.
+// Listen caps inner's connections, and starts taking them from it. A
+// Limiter serves one listener: its Close ends the limiter's waits.
 func (l *Limiter) Listen(inner net.Listener) net.Listener {
-	return &listener{Listener: inner, l: l}
+	ln := &listener{Listener: inner, l: l}
+	go ln.take()
+	return ln
 }
 
 // listener is the socket under the limiter's cap.
@@ -127,63 +173,217 @@ type listener struct {
 	l *Limiter
 }
 
-// Accept waits for a place under the cap, closing a connection idle past
-// the bound when one is, then accepts from the socket. With a refusal it
-// does not wait: a connection accepted while the cap is still reached is
-// sent the refusal and closed, and Accept goes on to the next.
-func (ln *listener) Accept() (net.Conn, error) {
+// take accepts from the socket for as long as it is open, while fewer
+// than waitMax connections wait: each is handed to Accept, held until a
+// place frees, served in the reserve when it is a probe, or refused
+// (arrive).
+func (ln *listener) take() {
 	l := ln.l
+	buf := make([]byte, headBytes)
 	for {
-		placed, err := l.reserve()
-		if err != nil {
-			return nil, err
+		if !l.waitFor(func() bool { return len(l.waiting)+len(l.probes) < l.waitMax && l.acceptErr == nil }) {
+			return
 		}
 		c, err := ln.Listener.Accept()
-		l.mu.Lock()
-		if placed {
-			l.reserved--
-		}
 		if err != nil {
-			l.update()
+			l.mu.Lock()
+			if l.closed || errors.Is(err, net.ErrClosed) {
+				l.mu.Unlock()
+				return
+			}
+			// The server's Serve takes it, and backs off before it asks
+			// again (a temporary error: out of descriptors), or stops.
+			l.acceptErr = err
+			l.wake()
 			l.mu.Unlock()
-			return nil, err
+			continue
 		}
-		if !placed && l.open+l.reserved >= l.max {
+		l.arrive(c, buf)
+	}
+}
+
+// waitFor waits until ok (called with mu held) or the limiter closes:
+// false then.
+func (l *Limiter) waitFor(ok func() bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.closed && !ok() {
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-l.done:
+		}
+		l.mu.Lock()
+	}
+	return !l.closed
+}
+
+// arrive sorts a connection just accepted from the socket: a probe past
+// the cap (or past its address's) to the reserve; past its address's cap,
+// refused unless one of the address's own idle connections gives way;
+// past the cap with RefusePastCap, refused unless a connection gives way;
+// else it waits for a place, in arrival order. buf is the caller's, for
+// the probe's head.
+func (l *Limiter) arrive(c net.Conn, buf []byte) {
+	a := arrival{c: c, addr: addressOf(c.RemoteAddr())}
+	l.mu.Lock()
+	ownCap := func() bool { return l.perAddress > 0 && a.addr.IsValid() && l.byAddress[a.addr] >= l.perAddress }
+	if len(l.probePaths) > 0 && (l.full() || ownCap()) {
+		l.mu.Unlock()
+		probe := isProbe(c, buf, l.probePaths)
+		l.mu.Lock()
+		if probe {
+			l.probes = append(l.probes, arrival{c: c})
+			l.wake()
+			l.mu.Unlock()
+			return
+		}
+	}
+	var victim *conn // the connection that gives way to this one
+	var why int
+	switch {
+	case ownCap():
+		// Its own idle connection gives way to it, as at the cap;
+		// else it is refused.
+		if victim, _ = l.idlest(a.addr); victim == nil {
+			l.addrShut++
+			l.mu.Unlock()
+			l.refuse(c)
+			return
+		}
+		why = idleVictim
+		l.idleShut++
+		victim.closing = true
+	case l.refuseCap && l.full():
+		if victim, why, _ = l.victim(); victim == nil {
 			l.refused++
 			l.mu.Unlock()
 			l.refuse(c)
-			continue
+			return
 		}
-		addr := addressOf(c.RemoteAddr())
-		var victim *conn // the address's idle connection that makes room
-		if l.perAddress > 0 && addr.IsValid() {
-			if l.byAddress[addr] >= l.perAddress {
-				// Its own idle connection gives way to it, as at the
-				// cap; else it is refused.
-				if victim, _ = l.idlest(addr); victim == nil {
-					l.addrShut++
-					l.update() // its place, if it had one, is free again
-					l.mu.Unlock()
-					l.refuse(c)
-					continue
-				}
-				victim.closing = true
-				l.idleShut++
-			}
-			l.byAddress[addr]++ // the victim's count goes in its Close
-		}
-		l.open++
-		tc := &conn{Conn: c, l: l, addr: addr}
-		tc.read.balance.Store(l.stall)
-		tc.write.balance.Store(l.stall)
-		l.conns[tc] = struct{}{}
-		l.update()
-		l.mu.Unlock()
-		if victim != nil {
-			victim.Close()
-		}
-		return tc, nil
 	}
+	if l.perAddress > 0 && a.addr.IsValid() {
+		l.byAddress[a.addr]++ // the victim's count goes when it is closed
+	}
+	l.waiting = append(l.waiting, a)
+	l.wake()
+	l.mu.Unlock()
+	if victim != nil {
+		l.evict(victim, why)
+	}
+}
+
+// full: a connection arriving now would wait for a place. Called with mu
+// held.
+func (l *Limiter) full() bool {
+	return l.open+len(l.waiting) >= l.max
+}
+
+// Accept hands the server the next connection: a probe waiting for the
+// reserve, else the oldest waiting connection once a place is free. While
+// one waits at the cap it closes, to make room, a connection idle past
+// the bound, else the one whose request is most overdue (progress.go).
+func (ln *listener) Accept() (net.Conn, error) {
+	l := ln.l
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	l.mu.Lock()
+	for {
+		switch {
+		case l.closed:
+			l.mu.Unlock()
+			return nil, net.ErrClosed
+		case l.acceptErr != nil:
+			err := l.acceptErr
+			l.acceptErr = nil
+			l.wake() // the socket is asked again
+			l.mu.Unlock()
+			return nil, err
+		case len(l.probes) > 0 && l.probeOpen < probeReserve:
+			a := l.probes[0]
+			l.probes = l.probes[1:]
+			l.probeOpen++
+			l.probed++
+			tc := l.newConn(a, true)
+			l.wake()
+			l.mu.Unlock()
+			return tc, nil
+		case len(l.waiting) > 0 && l.open < l.max:
+			a := l.waiting[0]
+			l.waiting = l.waiting[1:]
+			l.open++
+			tc := l.newConn(a, false)
+			l.conns[tc] = struct{}{}
+			l.update()
+			l.mu.Unlock()
+			return tc, nil
+		}
+		var wait time.Duration
+		if len(l.waiting) > 0 && !l.refuseCap {
+			var victim *conn
+			var why int
+			if victim, why, wait = l.victim(); victim != nil {
+				l.mu.Unlock()
+				l.evict(victim, why) // its place frees at once
+				l.mu.Lock()
+				continue
+			}
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		var tick <-chan time.Time
+		if wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			tick = timer.C
+		}
+		select {
+		case <-changed:
+		case <-tick:
+		case <-l.done:
+		}
+		l.mu.Lock()
+	}
+}
+
+// newConn is a's connection as the server gets it; a probe's holds a
+// place of the reserve. Called with mu held.
+func (l *Limiter) newConn(a arrival, probe bool) *conn {
+	tc := &conn{Conn: a.c, l: l, addr: a.addr, probe: probe}
+	tc.inHead.Store(true)
+	tc.read.balance.Store(l.stall)
+	tc.write.balance.Store(l.stall)
+	return tc
+}
+
+// victim is the connection to close for one waiting at the cap, and why
+// (idleVictim or a progress reason): the idlest past the bound, else the
+// most overdue; else nil and how long until one may be. Called with mu
+// held; the victim is counted and marked closing.
+func (l *Limiter) victim() (*conn, int, time.Duration) {
+	victim, wait := l.idlest(netip.Addr{})
+	why := idleVictim
+	if victim != nil {
+		l.idleShut++
+	} else {
+		var slowWait time.Duration
+		if victim, why, slowWait = l.slowest(); victim != nil {
+			l.slowShut[why]++
+		}
+		wait = sooner(wait, slowWait)
+	}
+	if victim != nil {
+		victim.closing = true
+	}
+	return victim, why, wait
 }
 
 // addressOf is the client address a per-address cap counts: the IP
@@ -204,12 +404,12 @@ func addressOf(a net.Addr) netip.Addr {
 }
 
 // A refused connection is served by a goroutine of its own, at most
-// maxRefusing at once (past that it is closed at once, unanswered): it
-// waits up to refuseWithin for the request's head (at most headBytes;
-// an answer written before the request is one HTTP clients drop as
-// unsolicited, and retry), writes the refusal, then reads and discards
-// at most lingerBytes of the rest for at most lingerFor before it
-// closes: closing a socket with unread bytes resets it, and the reset
+// maxRefusing at once (past that the next waits, unaccepted, for one to
+// end): it waits up to refuseWithin for the request's head (at most
+// headBytes; an answer written before the request is one HTTP clients
+// drop as unsolicited, and retry), writes the refusal, then reads and
+// discards at most lingerBytes of the rest for at most lingerFor before
+// it closes: closing a socket with unread bytes resets it, and the reset
 // can reach the client before it has read the refusal (as net/http's own
 // rstAvoidanceDelay, for the same reason).
 const (
@@ -221,141 +421,107 @@ const (
 )
 
 // refuse answers c with the refusal and closes it, without serving it.
+// A connection that sent no byte of a request gets nothing: that is no
+// request.
 func (l *Limiter) refuse(c net.Conn) {
 	if l.refusal == nil {
-		_ = c.Close()
+		_ = l.closeRaw(c)
 		return
 	}
 	select {
 	case l.refusing <- struct{}{}:
-	default:
+	case <-l.done:
 		_ = c.Close()
 		return
 	}
 	go func() {
 		defer func() { <-l.refusing }()
-		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(refuseWithin))
-		if !readHead(c) {
+		if n := readHead(c); n == 0 {
+			_ = c.Close()
 			return
 		}
-		if _, err := c.Write(l.refusal); err != nil {
-			return
-		}
-		if cw, ok := c.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite() // the refusal is whole: FIN after it
-		}
-		_ = c.SetReadDeadline(time.Now().Add(l.lingerFor))
-		_, _ = io.CopyN(io.Discard, c, lingerBytes)
+		l.answer(c)
+		l.linger(c)
 	}()
 }
 
+// answer writes the refusal to c within refuseWithin, then its FIN: the
+// answer is whole. One that cannot be written is counted.
+func (l *Limiter) answer(c net.Conn) {
+	_ = c.SetWriteDeadline(time.Now().Add(refuseWithin))
+	if _, err := c.Write(l.refusal); err != nil {
+		l.unanswered[refusalFailed].Add(1)
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
+// linger reads and discards what c still sends, at most lingerBytes for
+// at most lingerFor, then closes it: see refuse.
+func (l *Limiter) linger(c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(l.lingerFor))
+	_, _ = io.CopyN(io.Discard, c, lingerBytes)
+	_ = l.closeRaw(c)
+}
+
+// closeRaw closes a socket, counting it when the client's bytes are left
+// unread (the kernel then resets it).
+func (l *Limiter) closeRaw(c net.Conn) error {
+	if peek(c, make([]byte, 1)) > 0 {
+		l.unread.Add(1)
+	}
+	return c.Close()
+}
+
 // readHead reads c up to the end of an HTTP request's head (a blank
-// line), at most headBytes; false if c ends, errs or sends more first.
-func readHead(c net.Conn) bool {
+// line), at most headBytes, until c ends, errs or sends more first: the
+// bytes read.
+func readHead(c net.Conn) int {
 	buf := make([]byte, 0, headBytes)
 	for len(buf) < cap(buf) {
 		n, err := c.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if bytes.Contains(buf, []byte("\r\n\r\n")) {
-			return true
-		}
-		if err != nil {
-			return false
+		if bytes.Contains(buf, []byte("\r\n\r\n")) || err != nil {
+			break
 		}
 	}
-	return false
-}
-
-// reserve takes a place for one Accept, waiting while the cap is reached;
-// refusing past the cap it does not wait, and says there is no place
-// (false). At the cap it closes, to make room, a connection idle past
-// its bound, else the one whose request is most overdue (progress.go).
-func (l *Limiter) reserve() (bool, error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			return false, net.ErrClosed
-		}
-		if l.open+l.reserved < l.max {
-			l.reserved++
-			l.update()
-			l.mu.Unlock()
-			return true, nil
-		}
-		victim, wait := l.idlest(netip.Addr{})
-		if victim != nil {
-			l.idleShut++
-		} else {
-			var why int
-			var slowWait time.Duration
-			if victim, why, slowWait = l.slowest(); victim != nil {
-				l.slowShut[why]++
-			}
-			wait = sooner(wait, slowWait)
-		}
-		if victim != nil {
-			victim.closing = true
-		}
-		changed := l.changed
-		l.mu.Unlock()
-		if victim != nil {
-			victim.Close() // its place frees in Close
-			continue
-		}
-		if l.refuseCap {
-			return false, nil
-		}
-		var tick <-chan time.Time
-		if wait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			tick = timer.C
-		}
-		select {
-		case <-changed:
-		case <-tick:
-		case <-l.done:
-		}
-	}
+	return len(buf)
 }
 
 // idlest is the connection idle longest when it is past the bound, of
 // client address addr when it is valid; else nil, and how long until the
-// idlest one passes it (0: none is idle). Called with mu held.
+// idlest one passes it (0: none is idle). A connection whose client's
+// bytes wait in its socket is about to have a request in the works, not
+// idle: it starts its bound again. Called with mu held.
 func (l *Limiter) idlest(addr netip.Addr) (*conn, time.Duration) {
-	var oldest *conn
-	for c := range l.conns {
-		if addr.IsValid() && c.addr != addr {
-			continue
+	for {
+		var oldest *conn
+		for c := range l.conns {
+			if addr.IsValid() && c.addr != addr {
+				continue
+			}
+			if c.idle && !c.closing && (oldest == nil || c.idleSince.Before(oldest.idleSince)) {
+				oldest = c
+			}
 		}
-		if c.idle && !c.closing && (oldest == nil || c.idleSince.Before(oldest.idleSince)) {
-			oldest = c
+		if oldest == nil {
+			return nil, 0
 		}
+		if left := l.idleBound - l.now().Sub(oldest.idleSince); left > 0 {
+			return nil, left
+		}
+		if peek(oldest.Conn, make([]byte, 1)) <= 0 {
+			return oldest, 0
+		}
+		oldest.idleSince = l.now()
 	}
-	if oldest == nil {
-		return nil, 0
-	}
-	if left := l.idleBound - l.now().Sub(oldest.idleSince); left > 0 {
-		return nil, left
-	}
-	return oldest, 0
 }
 
 // update starts or ends a stretch at the cap and wakes the waiters.
-// Called with mu held after every change of open or reserved. The cap is
-// reached when the open connections fill it: a place reserved by an Accept
-// still waiting for a connection would take the next one at once.
+// Called with mu held after every change of open.
 func (l *Limiter) update() {
 	full := l.open >= l.max
 	switch {
@@ -380,16 +546,25 @@ func (l *Limiter) ConnState(nc net.Conn, state http.ConnState) {
 	if !ok {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	// No request in the works: idle between two requests, or new, its
 	// first request's head not read whole yet (net/http reports
-	// StateActive only once readRequest has read a head). At the cap a
-	// connection trickling its head (slowloris) is closed past the bound
-	// as an idle one is, instead of holding its place for the read-header
-	// timeout; a client's head is one packet, read in microseconds, and
-	// one that waited in the backlog is already in the socket's buffer.
-	c.idle = state == http.StateIdle || state == http.StateNew
+	// StateActive only once readRequest has read a head).
+	waiting := state == http.StateIdle || state == http.StateNew
+	if waiting {
+		c.headBytes.Store(false)
+	}
+	c.inHead.Store(waiting)
+	if c.probe {
+		return // in the reserve, not among the places
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// At the cap a connection trickling its head (slowloris) is closed
+	// past the bound as an idle one is, instead of holding its place for
+	// the read-header timeout; a client's head is one packet, read in
+	// microseconds, and one that waited for a place is already in the
+	// socket's buffer.
+	c.idle = waiting
 	if c.idle {
 		c.body.Store(false)
 		c.idleSince = l.now()
@@ -404,17 +579,33 @@ func (l *Limiter) ConnState(nc net.Conn, state http.ConnState) {
 	}
 }
 
-// Close closes the socket; a waiting Accept returns net.ErrClosed. Open
-// connections are the server's to close.
+// Close closes the socket and the connections waiting for a place (they
+// never reached the server: one that sent a request is refused first); a
+// waiting Accept returns net.ErrClosed. Open connections are the server's
+// to close.
 func (ln *listener) Close() error {
 	l := ln.l
 	l.mu.Lock()
+	var left []arrival
 	if !l.closed {
 		l.closed = true
 		close(l.done)
+		left = append(l.waiting, l.probes...)
+		l.waiting, l.probes = nil, nil
 	}
 	l.mu.Unlock()
-	return ln.Listener.Close()
+	err := ln.Listener.Close()
+	for _, a := range left {
+		if l.refusal == nil || peek(a.c, make([]byte, 1)) <= 0 {
+			_ = a.c.Close()
+			continue
+		}
+		go func() {
+			l.answer(a.c)
+			l.linger(a.c)
+		}()
+	}
+	return err
 }
 
 // Max is the cap.
@@ -427,9 +618,17 @@ func (l *Limiter) Open() int {
 	return l.open
 }
 
+// Waiting is how many connections wait for a place, or probes for one
+// of the reserve, accepted and held.
+func (l *Limiter) Waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.waiting) + len(l.probes)
+}
+
 // AtCap is the time the listener has spent at its cap, the current
-// stretch included: time during which a new connection waited in the
-// backlog, or would have.
+// stretch included: time during which a new connection waited, or would
+// have.
 func (l *Limiter) AtCap() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -470,28 +669,67 @@ func (l *Limiter) AddressRefused() uint64 {
 	return l.addrShut
 }
 
+// Probed is how many probe connections were served past the cap, in
+// the reserve.
+func (l *Limiter) Probed() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.probed
+}
+
+// Unanswered is how many connections were closed with a request begun
+// and no answer, for one reason (unansweredName names it).
+func (l *Limiter) Unanswered(reason int) uint64 { return l.unanswered[reason].Load() }
+
+// ClosedUnread is how many connections were closed with bytes of the
+// client's unread, which the kernel answers with a reset.
+func (l *Limiter) ClosedUnread() uint64 { return l.unread.Load() }
+
 // conn gives its place back when closed, once.
 type conn struct {
 	net.Conn
-	l    *Limiter
-	addr netip.Addr // the client address counted (invalid: none)
-	once sync.Once
+	l     *Limiter
+	addr  netip.Addr // the client address counted (invalid: none)
+	probe bool       // a probe's, in the reserve: one request, no place
+	once  sync.Once
 	// What the cap judges a request's progress by, updated by the
 	// connection's own reads and writes without a lock (progress.go).
 	read, write progress
 	body        atomic.Bool // the request's body is wanted: reads wait on the client
+	// A request's head is awaited (new, or idle between requests), and
+	// bytes of it have come: a head begun (evict.go).
+	inHead, headBytes atomic.Bool
+	evicted           atomic.Bool // the cap took its place back; answered, or to be
 	// Guarded by l.mu.
 	idle      bool
 	idleSince time.Time
 	closing   bool
 }
 
+// Close closes the socket and gives the place back. A connection the cap
+// took back with a request begun lingers first, for its answer (evict.go).
 func (c *conn) Close() error {
-	err := c.Conn.Close()
+	if c.evicted.Load() {
+		c.release()
+		c.l.linger(c.Conn)
+		return nil
+	}
+	err := c.l.closeRaw(c.Conn)
+	c.release()
+	return err
+}
+
+// release gives c's place back, once.
+func (c *conn) release() {
 	c.once.Do(func() {
 		l := c.l
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		if c.probe {
+			l.probeOpen--
+			l.wake()
+			return
+		}
 		delete(l.conns, c)
 		if l.perAddress > 0 && c.addr.IsValid() {
 			if l.byAddress[c.addr]--; l.byAddress[c.addr] <= 0 {
@@ -501,5 +739,13 @@ func (c *conn) Close() error {
 		l.open--
 		l.update()
 	})
-	return err
+}
+
+// CloseWrite half-closes the socket (the FIN after an answer), when it
+// can.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }

@@ -83,8 +83,9 @@ func acceptAll(l capped) <-chan net.Conn {
 	return out
 }
 
-// At the cap, a further connection is not accepted (it waits in the
-// backlog) until one closes; the time at the cap is counted.
+// At the cap, a further connection is not handed to the server (it
+// waits, held by the listener) until one closes; the time at the cap is
+// counted.
 func TestAcceptWaitsAtTheCap(t *testing.T) {
 	l := listen(t, 2, time.Hour)
 	accepted := acceptAll(l)
@@ -172,8 +173,9 @@ func TestRefusalPastTheCap(t *testing.T) {
 }
 
 // Past maxRefusing refusals being answered at once, a further connection
-// past the cap is closed at once, unanswered and unread: the refusals'
-// goroutines stay bounded however many connections arrive.
+// past the cap waits, unanswered but not closed, until one of them ends;
+// then it gets its refusal too: the refusals' goroutines stay bounded
+// however many connections arrive, and none is closed without an answer.
 func TestRefusalsBoundedPastTheirLimit(t *testing.T) {
 	refusal := []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 	l := listenRefusing(t, 1, time.Hour, refusal)
@@ -193,16 +195,24 @@ func TestRefusalsBoundedPastTheirLimit(t *testing.T) {
 		}
 		return c
 	}
+	var answered []net.Conn
 	for i := range maxRefusing {
 		c := ask()
 		got := make([]byte, len(refusal))
 		if _, err := io.ReadFull(c, got); err != nil || string(got) != string(refusal) {
 			t.Fatalf("refusal %d: read %q, %v", i, got, err)
 		}
+		answered = append(answered, c)
 	}
 	c := ask()
-	if got, err := io.ReadAll(c); len(got) != 0 || isTimeout(err) {
-		t.Fatalf("past %d refusals at once: read %q, %v; want the connection closed unanswered", maxRefusing, got, err)
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if got, err := c.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("past %d refusals at once: read %d bytes, %v; want it still waiting", maxRefusing, got, err)
+	}
+	answered[0].Close() // that refusal ends: a goroutine is free
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || string(got) != string(refusal) {
+		t.Fatalf("once a refusal ended: read %q, %v; want the refusal", got, err)
 	}
 	if n := l.Refused(); n != maxRefusing+1 {
 		t.Fatalf("refused %d, want %d", n, maxRefusing+1)
@@ -262,23 +272,27 @@ func get(t *testing.T, c net.Conn) string {
 // bound is closed so that a waiting one is served: a keep-alive one idle
 // after its request, or a new one that has not sent a whole request head
 // (slowloris), which would otherwise hold its place for the read-header
-// timeout. A busy connection is not.
+// timeout. A busy connection is not. The slow head, a request begun, gets
+// the refusal first; the idle one, which sent no byte of a request, is
+// closed without one.
 func TestQuietConnectionClosedFirstAtTheCap(t *testing.T) {
+	refusal := "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 	for _, tc := range []struct {
 		name  string
 		quiet func(t *testing.T, c net.Conn)
+		told  string // what the quiet connection reads before its end
 	}{
 		{"idle keep-alive", func(t *testing.T, c net.Conn) {
 			if got := get(t, c); got != "ok" {
 				t.Fatalf("got %q", got)
 			}
-		}},
+		}, ""},
 		{"slow head", func(t *testing.T, c net.Conn) {
 			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: s") // and nothing more
-		}},
+		}, refusal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := listen(t, 2, 50*time.Millisecond)
+			l := listenWith(t, Config{Max: 2, IdleBound: 50 * time.Millisecond, Refusal: []byte(refusal)})
 			release := make(chan struct{})
 			serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Query().Has("hold") {
@@ -302,10 +316,16 @@ func TestQuietConnectionClosedFirstAtTheCap(t *testing.T) {
 			if n := l.IdleClosed(); n != 1 {
 				t.Fatalf("%d connections closed, want 1", n)
 			}
-			// The quiet one was closed by the server: its read ends.
+			// The quiet one was closed by the server, after the refusal
+			// when it had begun a request: its read ends.
 			quiet.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if _, err := quiet.Read(make([]byte, 1)); err == nil || isTimeout(err) {
-				t.Fatalf("the quiet connection is still open: %v", err)
+			if got, err := io.ReadAll(quiet); err != nil || string(got) != tc.told {
+				t.Fatalf("the quiet connection read %q, %v; want %q and its end", got, err, tc.told)
+			}
+			for r := range unansweredReasons {
+				if n := l.Unanswered(r); n != 0 {
+					t.Fatalf("%d closed unanswered: %s", n, unansweredName(r))
+				}
 			}
 			// The busy one still gets its answer.
 			busy.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
@@ -317,11 +337,6 @@ func TestQuietConnectionClosedFirstAtTheCap(t *testing.T) {
 			}
 		})
 	}
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func TestNewKeepsACapOfOneAtLeast(t *testing.T) {
@@ -349,6 +364,10 @@ func TestCollectors(t *testing.T) {
 		"thumbd_connections_refused_total":         func(v float64) bool { return v == 0 },
 		"thumbd_connections_address_refused_total": func(v float64) bool { return v == 0 },
 		"thumbd_connections_slow_closed_total":     func(v float64) bool { return v == 0 },
+		"thumbd_connections_waiting":               func(v float64) bool { return v == 0 },
+		"thumbd_connections_probes_total":          func(v float64) bool { return v == 0 },
+		"thumbd_connections_closed_unread_total":   func(v float64) bool { return v == 0 },
+		"thumbd_connections_unanswered_total":      func(v float64) bool { return v == 0 },
 	}
 	families, err := reg.Gather()
 	if err != nil {

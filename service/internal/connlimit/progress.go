@@ -191,7 +191,9 @@ const writeChunk = 16 << 10
 func (c *conn) Read(p []byte) (int, error) {
 	l := c.l
 	if l.stall == 0 || !c.body.Load() {
-		return c.Conn.Read(p)
+		n, err := c.Conn.Read(p)
+		c.sawRead(n, err)
+		return n, err
 	}
 	start := l.clock()
 	c.read.since.Store(start)
@@ -203,7 +205,9 @@ func (c *conn) Read(p []byte) (int, error) {
 func (c *conn) Write(p []byte) (int, error) {
 	l := c.l
 	if l.stall == 0 {
-		return c.Conn.Write(p)
+		n, err := c.Conn.Write(p)
+		c.sawWrite(err)
+		return n, err
 	}
 	written := 0
 	for {
@@ -214,6 +218,7 @@ func (c *conn) Write(p []byte) (int, error) {
 		c.write.done(start, l.clock(), n, l.stall, l.perByte)
 		written += n
 		if err != nil || written == len(p) {
+			c.sawWrite(err)
 			return written, err
 		}
 	}
@@ -225,38 +230,45 @@ type connKey struct{}
 // ConnContext is the http.Server's ConnContext hook: a request's context
 // carries its connection, for Handler.
 func (l *Limiter) ConnContext(ctx context.Context, nc net.Conn) context.Context {
-	if c, ok := nc.(*conn); ok && l.stall > 0 {
+	if c, ok := nc.(*conn); ok {
 		return context.WithValue(ctx, connKey{}, c)
 	}
 	return ctx
 }
 
-// Handler tells the cap when a request's body is wanted: from the
+// Handler serves a probe's connection in the reserve one request only,
+// serves nothing on a connection the cap has taken back (it was answered
+// already), and tells the cap when a request's body is wanted: from the
 // request's start until its body ends (net/http reads a body the handler
 // left unread, up to 256 KiB, before the answer; that counts too), or
 // the connection is idle again. Only then does a read wait on the client.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
-	if l.stall == 0 {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(*conn)
-		if c == nil || r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
+		switch {
+		case c == nil:
+		case c.evicted.Load():
+			// Its head was finished as the cap answered it.
+			panic(http.ErrAbortHandler)
+		case c.probe:
+			// A place of the reserve serves one probe: a client cannot
+			// keep it for other requests.
+			w.Header().Set("Connection", "close")
+		case l.stall > 0 && r.Body != nil && r.Body != http.NoBody:
+			c.body.Store(true)
+			// A copy with the wrapped body: net/http keeps its own
+			// request, whose Body's type tells it what to do with a body
+			// left unread.
+			r = r.WithContext(r.Context())
+			r.Body = &body{ReadCloser: r.Body, c: c}
 		}
-		c.body.Store(true)
-		// A copy with the wrapped body: net/http keeps its own request,
-		// whose Body's type tells it what to do with a body left unread.
-		r = r.WithContext(r.Context())
-		r.Body = &body{ReadCloser: r.Body, c: c}
 		next.ServeHTTP(w, r)
 	})
 }
 
 // Attach sets srv's hooks (ConnState, ConnContext) and wraps its Handler,
 // so that the limiter knows which connections are idle and which wait for
-// a body.
+// a body, and which serve a probe past the cap.
 func (l *Limiter) Attach(srv *http.Server) {
 	srv.ConnState = l.ConnState
 	srv.ConnContext = l.ConnContext
@@ -273,6 +285,9 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil {
 		b.c.body.Store(false) // its end, or an error: no more of it is wanted
+		if err != io.EOF && b.c.evicted.Load() {
+			err = b.c.l.evictedErr // cut short at the cap: the handler answers it
+		}
 	}
 	return n, err
 }

@@ -175,6 +175,11 @@ func TestSlowClientClosedAtTheCap(t *testing.T) {
 			if n := l.SlowClosed(tc.want); n < 1 {
 				t.Fatalf("closed for %s: %d, want 1 at least (%s)", reasonName(tc.want), n, closedBy(l))
 			}
+			// An answer the client does not take cannot be followed by
+			// another: counted as closed unanswered.
+			if n := l.Unanswered(answerNotTaken); (n > 0) != (tc.want == answerStalled) {
+				t.Fatalf("closed unanswered, the answer not taken: %d", n)
+			}
 			if n := l.Open(); n > limit {
 				t.Fatalf("open %d past a cap of %d", n, limit)
 			}

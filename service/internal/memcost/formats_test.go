@@ -3,7 +3,10 @@ package memcost
 import (
 	"bytes"
 	"encoding/binary"
+	"image"
+	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"golang.org/x/image/tiff"
 
+	"github.com/thumbd/thumbd/internal/heiftest"
 	"github.com/thumbd/thumbd/internal/hostile"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -625,4 +629,41 @@ func avifSequence(w, h int, alpha bool) []byte {
 	}
 	at := len(ftyp) + len(moov(0)) + 8
 	return append(append(ftyp, moov(at)...), bx("mdat", []byte("AV1a"), []byte("AV1b"))...)
+}
+
+// TestAV1SequenceColour: a sequence whose sample entry has no colr takes
+// its colour from the AV1 sequence header, as ffmpeg wrote it (libaom).
+func TestAV1SequenceColour(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Fatalf("ffmpeg (scripts/deps.sh dev installs it): %v", err)
+	}
+	frame := func() []byte {
+		var b bytes.Buffer
+		png.Encode(&b, image.NewNRGBA(image.Rect(0, 0, 64, 48)))
+		return b.Bytes()
+	}()
+	for _, c := range []struct {
+		args []string
+		want thumbjob.NCLX
+	}{
+		{[]string{"-color_range", "tv", "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709"}, thumbjob.NCLX{Primaries: 1, Transfer: 1, Matrix: 1}},
+		{[]string{"-color_range", "pc", "-color_primaries", "bt2020", "-color_trc", "smpte2084", "-colorspace", "bt2020nc"}, thumbjob.NCLX{Primaries: 9, Transfer: 16, Matrix: 9, FullRange: true}},
+	} {
+		seq, err := heiftest.EncodeSequence([][]byte{frame, frame}, "yuv420p10le", c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := heiftest.Sequence(seq, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := ReadHeader(s); err != nil || h.NCLX != c.want {
+			t.Errorf("%v, its colr: %+v, %v; want %+v", c.args, h.NCLX, err, c.want)
+		}
+		// the sample entry's colr made a free box: the sequence header's
+		s = bytes.ReplaceAll(s, []byte("colr"), []byte("free"))
+		if h, err := ReadHeader(s); err != nil || h.NCLX != c.want {
+			t.Errorf("%v: %+v, %v; want %+v", c.args, h.NCLX, err, c.want)
+		}
+	}
 }

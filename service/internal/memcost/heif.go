@@ -127,8 +127,10 @@ func heifHeader(src []byte, format imagefmt.Format) (Header, error) {
 	name := map[imagefmt.Format]string{imagefmt.AVIF: "AVIF", imagefmt.HEIC: "HEIF"}[format]
 	top, err := boxes(src)
 	meta, hasMeta := find(top, "meta")
-	if moov, ok := find(top, "moov"); ok && (!hasMeta || !hasPrimary(meta)) {
-		// An image sequence without a still image: its first frame.
+	if moov, ok := find(top, "moov"); ok && (!hasMeta || !hasPrimary(meta) || string(src[8:12]) == "avis") {
+		// An image sequence: its first frame (an avis file's still image
+		// is that frame, when it has one; link-u's sequences refer to an
+		// alpha item their meta does not hold, which libheif refuses).
 		h, err := sequenceHeader(src, moov)
 		if err != nil {
 			return Header{}, fmt.Errorf("%s sequence: %w", name, err)

@@ -1,11 +1,14 @@
 package memcost
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // An AVIF image sequence (brand avis) may have no still image at all: its
@@ -265,11 +268,30 @@ func sequenceHeader(src []byte, moov bmffBox) (Header, error) {
 	if h.BitDepth > 8 {
 		h.BytesPerSample = 2
 	}
-	h.NCLX = nclx(colour.props)
+	h.NCLX = sequenceNCLX(src, colour)
 	if alpha != nil {
 		h.Alpha, h.Bands = true, 4
 	}
 	return h, nil
+}
+
+// sequenceNCLX is a track's colour: its sample entry's colr of type nclx,
+// else its AV1 sequence header's (in av1C's configOBUs, else in its first
+// sample: libheif decodes the frame by it, and the engine converts its
+// primaries), else none.
+func sequenceNCLX(src []byte, t seqTrack) thumbjob.NCLX {
+	if c := nclx(t.props); c.Primaries != 0 {
+		return c
+	}
+	if av1C, ok := find(t.props, "av1C"); ok && len(av1C.body) > 4 {
+		if c, ok := av1Colour(av1C.body[4:]); ok {
+			return c
+		}
+	}
+	if c, ok := av1Colour(src[t.sample[0] : t.sample[0]+t.sample[1]]); ok {
+		return c
+	}
+	return thumbjob.NCLX{}
 }
 
 // alphaURN is the auxiliary type of an AVIF's alpha image (AVIF, 4.1).
@@ -386,3 +408,26 @@ func rawBox(typ string, parts ...[]byte) []byte {
 }
 
 func u32be(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+// libvipsBrands are the major brands libvips' heif loader opens a file by
+// (heifload.c, heif_magic): it looks at nothing else. An AVIF image
+// sequence's avis, or an isom file listing avif among its compatible
+// brands, is not one of them, though libheif reads its still image.
+var libvipsBrands = []string{"heic", "heix", "hevc", "heim", "heis", "hevm", "hevs", "mif1", "msf1", "avif"}
+
+// WithReadableBrand is src, a HEIF file of the given format, with its
+// ftyp's major brand one libvips' heif loader opens (avif or heic, as the
+// format is: the coding of its items), when it was not: a copy, with those
+// four bytes changed and nothing else. src itself when its brand is one.
+func WithReadableBrand(src []byte, format imagefmt.Format) []byte {
+	if len(src) < 12 || string(src[4:8]) != "ftyp" || slices.Contains(libvipsBrands, string(src[8:12])) {
+		return src
+	}
+	brand := "avif"
+	if format == imagefmt.HEIC {
+		brand = "heic"
+	}
+	out := bytes.Clone(src)
+	copy(out[8:12], brand)
+	return out
+}

@@ -105,8 +105,8 @@ const (
 	// thumbnails CPU: at 500 clients with no limit, a queue of 1024 (cap
 	// 1282) gave 0.74-0.89 of the 10-client rate and probe p99s of 41 ms,
 	// a cap of 322 0.93-0.97 and 5-10 ms (bench/results/2026-12-03-cap).
-	// Past the cap, connections wait in the kernel's backlog, which
-	// absorbs a burst of small jobs for free.
+	// Past the cap, connections wait unread for a place, which absorbs a
+	// burst of small jobs for next to nothing (package connlimit).
 	queuePerSlot = 128
 )
 
@@ -123,10 +123,10 @@ func DefaultQueue(concurrency int, limit int64) int {
 // 500 clients those come straight back, each with the start of an
 // upload: a quarter of the queue more (322 against 258 with 2 slots) cost
 // 5-12 % of the thumbnails (bench/results/2026-12-03-cap). Requests that
-// take no place (cache hits, 304s, errors, probes on the serving port)
-// share the same places; keep-alive connections between requests and new
-// ones without a whole request head give theirs up after a second at the
-// cap (connlimit), and the probes belong on the admin port. A connection
+// take no place (cache hits, 304s, errors) share the same places;
+// keep-alive connections between requests and new ones without a whole
+// request head give theirs up after a second at the cap (connlimit), and
+// probes past the cap are served in a reserve of their own. A connection
 // costs about 20 KB of Go heap (goroutine, buffers, request;
 // queueBytesPerEntry), so the cap follows the queue, which follows the
 // limit and the slots: 258 connections (about 5 MiB) with 2 slots from

@@ -137,6 +137,15 @@ func ConnectionRefusal() []byte {
 	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: %s\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", jsonType, len(body), body)
 }
 
+// Evicted is what a request's body read returns when the serving port's
+// cap takes its connection back for a client waiting for a place (the
+// body came too slowly: package connlimit): a 503 queue_full with
+// Retry-After, on a connection then closed, rather than silence.
+func Evicted() error {
+	return &apierr.Error{Code: apierr.QueueFull, CloseConnection: true, RetryAfter: time.Second,
+		Message: "The request's body came too slowly while other clients waited for a connection; retry shortly."}
+}
+
 // rstAvoidance is how long a connection closed with its upload unread
 // stays open after the answer, as net/http's own
 // rstAvoidanceDelay: closing at once would reset it, and a reset can

@@ -2,10 +2,12 @@ package thumb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/thumbd/thumbd/internal/heiftest"
@@ -134,6 +136,93 @@ func TestAVIFSequenceFirstFrame(t *testing.T) {
 					t.Fatalf("mean difference %.1f per channel from ffmpeg's first frame (tolerance 6)", d)
 				}
 			})
+		}
+	}
+}
+
+// TestLinkUTransforms: link-u's AVIF samples, written by another encoder
+// (cavif, which lists irot before ispe), each stored turned or mirrored
+// and marked to display as the original: every one comes out as the
+// original. Debian's libheif 1.15 (under its libvips 8.14, the dev build)
+// cannot decode the turned ones ("bad image dimensions on decode"): a 422
+// there, never a wrong picture.
+func TestLinkUTransforms(t *testing.T) {
+	ref, err := os.ReadFile(filepath.Join("testdata", "linku", "kimono-127x180.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decodePNG(t, ref)
+	files, _ := filepath.Glob(filepath.Join("testdata", "linku", "*.avif"))
+	if len(files) != 6 {
+		t.Fatalf("%d link-u files", len(files))
+	}
+	have, _ := versionNumber(Version())
+	need, _ := versionNumber("8.16.0")
+	old := have < need
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 127, Height: 180, Fit: thumbjob.FitFill, Format: imagefmt.PNG})
+		turned := strings.Contains(f, "rotate")
+		if old && turned {
+			if !errors.Is(err, thumbjob.ErrUndecodable) {
+				t.Errorf("%s on libvips %s: %v, want undecodable", f, Version(), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if d := imagediff.MeanAbs(decodePNG(t, img.Bytes), want); d > 3 {
+			t.Errorf("%s: mean difference %.1f from the original (tolerance 3)", f, d)
+		}
+	}
+}
+
+// TestLinkUSequences: link-u's AVIF image sequences (their meta names an
+// alpha item it does not hold, which libheif refuses; libvips does not
+// open the avis brand) give their first frame: the ones with alpha as
+// star.png, the ones without as ffmpeg's own decode of that frame (they
+// flag full range over limited-range samples: both decoders follow the
+// flag).
+func TestLinkUSequences(t *testing.T) {
+	needTools(t, "ffmpeg")
+	ref, err := os.ReadFile(filepath.Join("testdata", "linku", "star.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	star := decodePNG(t, ref)
+	files, _ := filepath.Glob(filepath.Join("testdata", "linku", "star-*.avifs"))
+	if len(files) != 6 {
+		t.Fatalf("%d star sequences", len(files))
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 159, Height: 159, Fit: thumbjob.FitFill, Format: imagefmt.PNG})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		got, want := decodePNG(t, img.Bytes), star
+		if !strings.Contains(f, "alpha") {
+			out := filepath.Join(dir, filepath.Base(f)+".png")
+			abs, _ := filepath.Abs(f)
+			run(t, dir, "ffmpeg", "-hide_banner", "-loglevel", "error", "-i", abs, "-frames:v", "1", "-pix_fmt", "rgb24", "-y", out)
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = decodePNG(t, b)
+		}
+		if d := imagediff.MeanAbs(got, want); d > 4 {
+			t.Errorf("%s: mean difference %.1f from its first frame (tolerance 4)", f, d)
 		}
 	}
 }

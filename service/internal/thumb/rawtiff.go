@@ -23,7 +23,10 @@ import (
 //     decoder. Now every ICO is read or refused here, before libvips sees
 //     it;
 //   - an AVIF image sequence with no still image: a still AVIF of its
-//     first frame's coded samples (memcost.SequenceStill: nothing decoded).
+//     first frame's coded samples (memcost.SequenceStill: nothing decoded);
+//   - a HEIF file whose ftyp's major brand libvips' loader does not know
+//     (avis: a sequence with a still image; isom listing avif): the same
+//     bytes with the brand its items' coding names (memcost.WithReadableBrand).
 //
 // Other formats pass through. It runs inside the engine, so in cells mode
 // in the sandboxed cell, like every decoder.
@@ -34,6 +37,9 @@ func goDecoded(in thumbjob.Source, maxPixels int64) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 		}
 		return still, nil
+	}
+	if in.Format == imagefmt.AVIF || in.Format == imagefmt.HEIC {
+		return memcost.WithReadableBrand(in.Bytes, in.Format), nil
 	}
 	if in.Format != imagefmt.BMP && in.Format != imagefmt.ICO {
 		return in.Bytes, nil
