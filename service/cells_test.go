@@ -153,7 +153,7 @@ func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing.T
 	})
 	life := newLifecycle()
 	life.engineStarted()
-	d := newDeps(cfg, logger, engines.Cells{Pool: pool}, life, nil, tr)
+	d := newDeps(cfg, logger, engines.Cells{Pool: pool}, life, sourceRoot(t, cfg), tr)
 	return &cellsServer{Server: newTestServerFrom(t, d), deps: d, pool: pool, logs: logs}
 }
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -87,7 +88,7 @@ func TestImgproxyUnsigned(t *testing.T) {
 		{"/_/rs:fit:100:100/plain/local:///../photo.jpg", 400, apierr.BadSourceName, "", 0, 0},
 		{"/_/rs:fit:100:100/plain/local:///nope.jpg", 404, apierr.SourceNotFound, "", 0, 0},
 		{"/_/widht:100/plain/local:///photo.jpg", 400, apierr.BadParameter, "", 0, 0},
-		{"/_/mb:1000/plain/local:///photo.jpg", 400, apierr.BadParameter, "", 0, 0},
+		{"/_/rs:fit:100:100/mb:3000/plain/local:///photo.jpg", 200, "", "image/jpeg", 100, 75},
 		{"/_/w:9000/plain/local:///photo.jpg", 400, apierr.BadParameter, "", 0, 0},
 		{"/_/exp:1000/plain/local:///photo.jpg", 403, apierr.SignatureExpired, "", 0, 0},
 		{"/_/plain/gs://bucket/photo.jpg", 400, apierr.URLSchemeNotAllowed, "", 0, 0},
@@ -420,5 +421,32 @@ func TestImgproxyPluralKeysAndSalts(t *testing.T) {
 	}
 	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_IMGPROXY_KEYS": "", "THUMBD_IMGPROXY_SALTS": ""}), io.Discard); err == nil || !strings.Contains(err.Error(), "THUMBD_IMGPROXY_KEYS") {
 		t.Errorf("empty plurals: %v", err)
+	}
+}
+
+// imgproxy's options that need the source's size, and max_bytes, answer
+// alike in both engine modes: their job crosses to a cell in its options.
+func TestImgproxySizedOptionsInCells(t *testing.T) {
+	files := map[string][]byte{"photo.jpg": encodeJPEG(t, scene(800, 600), 90), "logo.png": alphaPNG(t, 120, 90)}
+	inproc, _ := dirServer(t, files, func(c *config) { c.Imgproxy.On = true })
+	dir := t.TempDir()
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := cellsConfig(t)
+	cfg.SourceDir, cfg.Imgproxy.On = dir, true
+	cells := newCellsServer(t, cfg, "")
+	for _, opts := range []string{"rs:auto:300:200", "c:300:200:no:10:20/rs:fit:150:150", "rs:fill:200:200/g:soea:25:5",
+		"rs:fit:100:0/mw:200", "rs:fit:300:100/exar:1:ea", "rs:fit:300:300/ex:1:so:0:10", "rs:fit:200:200/mb:1500/f:webp"} {
+		path := "/_/" + opts + "/plain/local:///photo.jpg"
+		a, b := imgproxyGet(t, inproc+path), imgproxyGet(t, cells.URL+path)
+		if a.status != 200 || b.status != 200 || !bytes.Equal(a.body, b.body) {
+			t.Errorf("%s: in process %d (%d bytes), cells %d (%d bytes) %s", opts, a.status, len(a.body), b.status, len(b.body), b.message)
+		}
+		if strings.Contains(opts, "mb:") && len(a.body) > 1500 {
+			t.Errorf("%s: %d bytes", opts, len(a.body))
+		}
 	}
 }

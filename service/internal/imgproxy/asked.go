@@ -57,7 +57,7 @@ func (s *state) asked(c Config) (params.Asked, error) {
 		return a, err
 	}
 	s.transforms(&o)
-	o.Format, o.Quality = s.format, s.quality
+	o.Format, o.Quality, o.MaxBytes = s.format, s.quality, s.maxBytes
 	if s.format == "" {
 		if len(s.formatQuality) > 0 {
 			return a, badOption("format_quality", "needs a format in the URL here: thumbd learns the source's format only once it reads it")
@@ -165,7 +165,7 @@ func (s *state) client(option string) bool {
 
 // imgproxyNames are imgproxy's names of thumbd's options.
 var imgproxyNames = map[string]string{"w": "width", "h": "height", "q": "quality", "dpr": "dpr", "fit": "resizing_type",
-	"min": "min-width", "extend_ar": "extend_aspect_ratio", "offset": "gravity",
+	"min": "min-width", "extend_ar": "extend_aspect_ratio", "offset": "gravity", "max_bytes": "max_bytes",
 	"enlarge": "enlarge", "extend": "extend", "gravity": "gravity", "fx": "gravity", "fy": "gravity", "crop": "crop",
 	"trim": "trim", "pad": "padding", "bg": "background", "rotate": "rotate", "flip": "flip", "blur": "blur",
 	"sharpen": "sharpen", "pixelate": "pixelate", "wm": "watermark", "format": "format", "animated": "format"}

@@ -300,8 +300,8 @@ func TestOptions(t *testing.T) {
 		{"preset:thumb/w:64/f:webp", base(map[string]string{"w": "64", "h": "128", "fit": "cover", "q": "70", "format": "webp"}), ""},
 		{"pr:loop", base(map[string]string{"w": "7"}), ""},
 		{"pr:nope", nil, apierr.BadParameter},
-		{"max_bytes:1000", nil, apierr.BadParameter},
-		{"mb:1000", nil, apierr.BadParameter},
+		{"w:10/max_bytes:1000", nil, ""}, // TestSourceSizedOptions
+		{"mb:-1", nil, apierr.BadParameter},
 		{"wmt:hello", nil, apierr.BadParameter},
 		{"ph:1", nil, apierr.BadParameter},
 		{"eth:1", nil, apierr.BadParameter},
@@ -526,6 +526,7 @@ func TestSourceSizedOptions(t *testing.T) {
 		{"w:100/h:50/exar:1", func(o thumbjob.Options) bool { return *o.ExtendAspect == *anchor(thumbjob.GravityCentre, 0, 0) }},
 		{"w:10/t:10::1:0", func(o thumbjob.Options) bool { return o.Trim.EqualHor && !o.Trim.EqualVer }},
 		{"w:10/t:10:ffffff:1:1", func(o thumbjob.Options) bool { return o.Trim.EqualHor && o.Trim.EqualVer && o.Trim.Colour != nil }},
+		{"w:10/mb:5000", func(o thumbjob.Options) bool { return o.MaxBytes == 5000 }},
 	} {
 		r, err := config().Parse("/_/" + c.opts + "/plain/local:///a.jpg")
 		if err != nil {

@@ -48,6 +48,7 @@ type state struct {
 	pixelate            int
 	wm                  *thumbjob.Watermark
 	quality             int
+	maxBytes            int
 	formatQuality       map[imagefmt.Format]int
 	format              imagefmt.Format
 	raw                 bool
@@ -65,7 +66,7 @@ type state struct {
 
 // fields are thumbd's names of the options a URL sets (params.Asked's).
 var fields = [...]string{"w", "h", "q", "dpr", "fit", "enlarge", "extend", "gravity", "fx", "fy", "crop",
-	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset"}
+	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset", "max_bytes"}
 
 // field is the index of thumbd's option name in fields (-1: none).
 func field(name string) int {
@@ -93,7 +94,7 @@ type gravity struct {
 var refused = map[string]string{
 	"min-width": "", "mw": "min-width", "min-height": "", "mh": "min-height",
 	"preserve_hdr": "", "ph": "preserve_hdr", "enforce_thumbnail": "", "eth": "enforce_thumbnail",
-	"max_bytes": "", "mb": "max_bytes", "skip_processing": "", "skp": "skip_processing",
+	"skip_processing": "", "skp": "skip_processing",
 	"max_src_resolution": "", "msr": "max_src_resolution", "max_src_file_size": "", "msfs": "max_src_file_size",
 	"max_animation_frames": "", "maf": "max_animation_frames", "max_animation_frame_resolution": "", "mafr": "max_animation_frame_resolution",
 	"max_result_dimension": "", "mrd": "max_result_dimension",
@@ -282,6 +283,7 @@ var setters = func() map[string]setter {
 		return badOption(n, "is false, and thumbd always converts to sRGB and drops the profile")
 	}, nil})
 	add([]string{"quality", "q"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneQuality(n, a, &s.quality) }, []string{"q"}})
+	add([]string{"max_bytes", "mb"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.maxBytes) }, []string{"max_bytes"}})
 	add([]string{"format_quality", "fq"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return s.setFormatQuality(n, a) }, []string{"q"}})
 	add([]string{"format", "f", "ext"}, setter{1, func(s *state, _ Config, n string, a, _ []string) (err error) {
 		s.format, err = outputFormat(n, a[0])

@@ -19,6 +19,9 @@ type Job struct {
 	QualityShrink bool
 	MaxSide       int   // the engine's bound on a side it resolves
 	MaxPixels     int64 // the engine refuses more; sizing never counts more
+	// MaxBytes: the answer is made again at a lower quality until it is
+	// this long (thumbjob.Options.MaxBytes).
+	MaxBytes int
 	// Transforms are the job's transforms beyond the resize.
 	Transforms thumbjob.Transforms
 }
@@ -26,7 +29,7 @@ type Job struct {
 // JobOf is the part of a job that thumbnail options give; the engine's
 // settings (QualityShrink, MaxSide, MaxPixels) are the caller's to add.
 func JobOf(o thumbjob.Options) Job {
-	return Job{Width: o.Width, Height: o.Height, Fit: o.Fit, Output: o.Format, Animated: o.Animated, Transforms: o.Transforms}
+	return Job{Width: o.Width, Height: o.Height, Fit: o.Fit, Output: o.Format, Animated: o.Animated, MaxBytes: o.MaxBytes, Transforms: o.Transforms}
 }
 
 // The model's constants, calibrated against peaks measured one job at a
@@ -115,6 +118,9 @@ func Work(h Header, j Job) float64 {
 	if k.trim {
 		work += trimWork
 	}
+	if spec, _ := imagefmt.Lookup(j.Output); j.MaxBytes > 0 && spec.Quality != 0 {
+		work += fitWork
+	}
 	return work
 }
 
@@ -136,6 +142,10 @@ const (
 	// trimWork is what a trim adds: 0.31 measured on a 12 MP photo (one
 	// libvips thread, 256 px WebP), with a margin.
 	trimWork = 0.5
+	// fitWork is what max_bytes adds: the job once more, at a lower
+	// quality (each attempt runs its steps again). One retry is priced, the
+	// usual case; more, up to plan.FitEncodes, run within the deadline.
+	fitWork = 1.0
 )
 
 // The transforms' own costs, over the resize's (each a margin over the

@@ -342,3 +342,17 @@ func TestWork(t *testing.T) {
 		}
 	}
 }
+
+// max_bytes prices a second attempt for a format with a quality, none
+// for one without.
+func TestWorkMaxBytes(t *testing.T) {
+	jpeg := Header{Format: imagefmt.JPEG, Width: 4032, Height: 3024, Bands: 3, BytesPerSample: 1, Frames: 1}
+	j := Job{Width: 256, Height: 256, Fit: thumbjob.FitCover, Output: imagefmt.WebP, MaxBytes: 10000}
+	if w := Work(jpeg, j); w != 2 {
+		t.Errorf("WebP fit to 10 kB: work %.2f, want 2", w)
+	}
+	j.Output = imagefmt.PNG
+	if w := Work(jpeg, j); w != 1 {
+		t.Errorf("PNG: work %.2f, want 1", w)
+	}
+}

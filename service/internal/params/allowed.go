@@ -244,9 +244,9 @@ func (a Allowed) check(o thumbjob.Options, asked Asked) error {
 }
 
 // unlisted are options of another grammar (imgproxy's min-width and
-// min-height, extend_aspect_ratio, gravity offsets) that have no value
+// min-height, extend_aspect_ratio, gravity offsets, max_bytes) that have no value
 // THUMBD_ALLOWED_TRANSFORMS can list: unsigned, a client takes none.
-var unlisted = []string{"min", "extend_ar", "offset"}
+var unlisted = []string{"min", "extend_ar", "offset", "max_bytes"}
 
 // check refuses a transform or focal point the client chose that the
 // list does not hold. A value that changes nothing (blur=0, rotate=0,

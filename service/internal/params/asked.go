@@ -51,6 +51,9 @@ func (a Asked) bad(option, format string, args ...any) error {
 	return apierr.New(apierr.BadParameter, "%s %s.", a.Name(option), fmt.Sprintf(format, args...))
 }
 
+// MaxAnswerBytes bounds max_bytes: an answer no cell result may exceed.
+const MaxAnswerBytes = 1 << 30
+
 // Make is the job a grammar asked for: every bound of the options checked
 // (the sides against the max side, dpr, the quality, the focal point, each
 // transform's, the watermark's rules), the defaults filled in (the box,
@@ -91,6 +94,9 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 	}
 	if o.Quality < 0 || o.Quality > 100 {
 		return o, a.bad("q", "must be an integer from 1 to 100")
+	}
+	if o.MaxBytes < 0 || o.MaxBytes > MaxAnswerBytes {
+		return o, a.bad("max_bytes", "must be a number of bytes from 0 (none) to %d", MaxAnswerBytes)
 	}
 	if o.Gravity == thumbjob.GravityFocal {
 		for _, f := range []struct {
@@ -289,6 +295,8 @@ func Same(option string, a, b Asked) bool {
 		return equal(x.ExtendAspect, y.ExtendAspect)
 	case "offset":
 		return equal(x.Offset, y.Offset)
+	case "max_bytes":
+		return x.MaxBytes == y.MaxBytes
 	case "fx":
 		return x.FocalX == y.FocalX
 	case "fy":

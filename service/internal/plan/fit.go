@@ -179,3 +179,26 @@ func HEIFThumbnailUse(dw, dh, tw, th, w, h int, fit thumbjob.Fit) (libvips, use 
 	libvips = 1/max(kx, ky) > 1
 	return libvips, libvips && math.Abs(thumb-img) <= HEIFThumbnailAspectTolerance*img
 }
+
+// FitEncodes bounds the encodes of an answer asked to fit in a number of
+// bytes (imgproxy's max_bytes): from quality 100, FitQuality's steps reach
+// FitFloor within it.
+const FitEncodes = 10
+
+// FitFloor is the quality below which no further encode is tried.
+const FitFloor = 10
+
+// FitQuality is the next quality to try when an answer encoded at q is
+// size bytes against a target of target (imgproxy's saveImageToFitBytes):
+// a quarter of q when it is over 3 times too long, half over 1.5 times,
+// else three quarters; always lower, and at least 1.
+func FitQuality(q, size, target int) int {
+	k := 0.75
+	switch d := float64(size) / float64(target); {
+	case d > 3:
+		k = 0.25
+	case d > 1.5:
+		k = 0.5
+	}
+	return max(1, min(q-1, int(math.Round(float64(q)*k))))
+}

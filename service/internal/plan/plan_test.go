@@ -476,3 +476,20 @@ func TestImgproxyGeometry(t *testing.T) {
 		}
 	}
 }
+
+// max_bytes' quality steps, as imgproxy's, reach the floor within
+// FitEncodes encodes from any quality.
+func TestFitQuality(t *testing.T) {
+	if FitQuality(80, 1000, 100) != 20 || FitQuality(80, 200, 100) != 40 || FitQuality(80, 120, 100) != 60 || FitQuality(2, 120, 100) != 1 {
+		t.Error("FitQuality's steps")
+	}
+	for q0 := 1; q0 <= 100; q0++ {
+		n, q := 1, q0
+		for q > FitFloor {
+			q, n = FitQuality(q, 101, 100), n+1
+		}
+		if n > FitEncodes {
+			t.Errorf("from %d: %d encodes", q0, n)
+		}
+	}
+}

@@ -185,12 +185,38 @@ func looked(src []byte) thumbjob.Source {
 // thumbnail makes one thumbnail of src: its plan (the source's format
 // is the one its look found: the engine never sniffs; its header is
 // checked against the limits before any pixel is decoded), then the
-// plan's steps, the last the encoder's. libvips cannot be interrupted, so
-// ctx only stops a job that has not started.
+// plan's steps, the last the encoder's. With MaxBytes, an answer too long
+// is made again at a lower quality (plan.FitQuality), at most
+// plan.FitEncodes times in all: libvips evaluates lazily, so each attempt
+// runs the steps again (as the estimate prices it). libvips cannot be
+// interrupted, so ctx only stops a job that has not started.
 func (e *Engine) thumbnail(ctx context.Context, in thumbjob.Source, o thumbjob.Options) (thumbjob.Image, error) {
-	if err := ctx.Err(); err != nil {
-		return thumbjob.Image{}, err
+	var img thumbjob.Image
+	var trace []thumbjob.Stage
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return thumbjob.Image{}, err
+		}
+		var err error
+		if img, err = e.attempt(in, o); err != nil {
+			return thumbjob.Image{}, err
+		}
+		img.Trace.Stages = append(trace, img.Trace.Stages...)
+		trace = img.Trace.Stages
+		spec, _ := imagefmt.Lookup(img.Format)
+		q := o.Quality
+		if q == 0 {
+			q = spec.Quality
+		}
+		if o.MaxBytes <= 0 || len(img.Bytes) <= o.MaxBytes || spec.Quality == 0 || q <= plan.FitFloor || n >= plan.FitEncodes {
+			return img, nil
+		}
+		o.Quality = plan.FitQuality(q, len(img.Bytes), o.MaxBytes)
 	}
+}
+
+// attempt makes the thumbnail once.
+func (e *Engine) attempt(in thumbjob.Source, o thumbjob.Options) (thumbjob.Image, error) {
 	began := time.Now()
 	r, err := e.planned(in, o)
 	if err != nil {

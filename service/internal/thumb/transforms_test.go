@@ -22,6 +22,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -710,5 +711,39 @@ func TestFindTrimAgreesWithFindTrim(t *testing.T) {
 			}
 		}
 		img.Close()
+	}
+}
+
+// max_bytes: an answer too long is made again at a lower quality, within
+// plan.FitEncodes encodes, until it fits; a format without a quality
+// ignores it.
+func TestMaxBytes(t *testing.T) {
+	src := source(t, "large.jpg")
+	o := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 90}
+	whole, err := testEngine.Thumbnail(context.Background(), src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.MaxBytes = len(whole.Bytes) / 2
+	fit, err := testEngine.Thumbnail(context.Background(), src, o)
+	if err != nil || len(fit.Bytes) > o.MaxBytes || fit.Width != 256 || fit.Height != 256 {
+		t.Fatalf("fit to %d bytes: %d bytes %dx%d, %v", o.MaxBytes, len(fit.Bytes), fit.Width, fit.Height, err)
+	}
+	encodes := 0
+	for _, s := range fit.Trace.Stages {
+		if s.Name == thumbjob.StageEncode {
+			encodes++
+		}
+	}
+	if encodes < 2 || encodes > plan.FitEncodes {
+		t.Errorf("%d encodes", encodes)
+	}
+	o.MaxBytes = 1 // beyond reach: the floor's answer, not an error
+	if tiny, err := testEngine.Thumbnail(context.Background(), src, o); err != nil || len(tiny.Bytes) >= len(fit.Bytes) {
+		t.Errorf("fit to 1 byte: %d bytes, %v", len(tiny.Bytes), err)
+	}
+	o.Format, o.MaxBytes = imagefmt.PNG, 10
+	if png, err := testEngine.Thumbnail(context.Background(), src, o); err != nil || len(png.Trace.Stages) != 3 {
+		t.Errorf("PNG with max_bytes: %d stages, %v", len(png.Trace.Stages), err)
 	}
 }

@@ -107,6 +107,10 @@ type Options struct {
 	// Animated keeps every frame of an animated source, resized, when the
 	// output format can hold them; else the first frame is used.
 	Animated bool
+	// MaxBytes (imgproxy's max_bytes): the quality is lowered until the
+	// answer is at most this long, in at most plan.FitEncodes encodes; 0:
+	// none. Formats without a quality ignore it.
+	MaxBytes int `json:",omitempty"`
 	Transforms
 }
 
@@ -143,6 +147,9 @@ func (o Options) Normalised() string {
 	}
 	if o.Offset != nil {
 		g += fmt.Sprintf("%+g%+g", o.Offset.X, o.Offset.Y)
+	}
+	if o.MaxBytes > 0 && (spec.Quality != 0 || alpha.Quality != 0 || o.Format == imagefmt.Source) {
+		formats += fmt.Sprintf("<=%dB", o.MaxBytes)
 	}
 	// The transforms add to the text only when set, so that a plain
 	// resize keeps the key (and ETag) it had before they existed.
