@@ -220,6 +220,7 @@ func TestCellsAnswerLikeInProcess(t *testing.T) {
 		{"", hostile.GIFBomb(65535, 65535), apierr.TooManyPixels},
 		{"", animatedGIF(t, 20, 20, 5), apierr.TooManyFrames},
 		{"?w=100&h=100&format=webp&animated=true", animatedGIF(t, 60, 40, 3), apierr.AnimationTooLarge},
+		{"?crop=0,350,10,10", jpeg, apierr.BadParameter}, // outside once turned: the engine finds it
 	}
 	answered := map[apierr.Code]bool{}
 	for _, c := range cases {

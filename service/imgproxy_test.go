@@ -85,6 +85,9 @@ func TestImgproxyUnsigned(t *testing.T) {
 		{"/_/rs:fill:40:40/" + b64[:7] + "/" + b64[7:] + ".webp", 200, "", "image/webp", 40, 40},
 		{"/_/rs:fill:40:40/rot:90/fl:1:0/bl:1/pd:5/bg:255:0:0/f:jpg/plain/local:///logo.png", 200, "", "image/jpeg", 50, 50},
 		{"/_/rs:fit:100:100/c:0.5:0.5/plain/local:///photo.jpg", 200, "", "image/jpeg", 100, 75}, // as imgproxy: the crop's own aspect, whatever the shrink on load
+		// imgproxy's crop is never outside: its offsets are held inside the
+		// image (calcPosition), as in imgproxy, not a 400.
+		{"/_/c:400:300:nowe:3000:3000/rs:fit:100:100/plain/local:///photo.jpg", 200, "", "image/jpeg", 100, 75},
 		{"/_/rs:fit:100:100/plain/local:///../photo.jpg", 400, apierr.BadSourceName, "", 0, 0},
 		{"/_/rs:fit:100:100/plain/local:///nope.jpg", 404, apierr.SourceNotFound, "", 0, 0},
 		{"/_/widht:100/plain/local:///photo.jpg", 400, apierr.BadParameter, "", 0, 0},

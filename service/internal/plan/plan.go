@@ -149,7 +149,7 @@ func Make(src Source, o thumbjob.Options, l Limits) (Plan, error) {
 	} else if c != nil {
 		x, y, w, h, ok := c.In(p.Source.X, p.Source.Y)
 		if !ok {
-			return p, fmt.Errorf("%w: crop=%g,%g,%g,%g is outside the %dx%d image (as displayed, after EXIF orientation)", thumbjob.ErrUndecodable, c.X, c.Y, c.W, c.H, p.Source.X, p.Source.Y)
+			return p, fmt.Errorf("%w (%dx%d as displayed, after EXIF orientation): %g,%g,%g,%g", thumbjob.ErrCropOutside, p.Source.X, p.Source.Y, c.X, c.Y, c.W, c.H)
 		}
 		p.Region = image.Rect(x, y, x+w, y+h)
 	}

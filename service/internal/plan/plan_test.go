@@ -228,7 +228,7 @@ func TestPlanRefuses(t *testing.T) {
 			o := cover
 			o.Crop = &thumbjob.Region{X: 400, Y: 0, W: 10, H: 10}
 			return o
-		}(), thumbjob.ErrUndecodable},
+		}(), thumbjob.ErrCropOutside},
 	} {
 		if _, err := Make(c.src, c.o, limits); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)

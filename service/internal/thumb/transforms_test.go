@@ -273,8 +273,8 @@ func TestCropAndTrim(t *testing.T) {
 	}
 	_, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 10, Height: 10, Fit: thumbjob.FitCover, Format: imagefmt.PNG,
 		Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 80, Y: 0, W: 10, H: 10}}})
-	if !errors.Is(err, thumbjob.ErrUndecodable) {
-		t.Errorf("crop outside: %v, want the engine's 422", err)
+	if !errors.Is(err, thumbjob.ErrCropOutside) {
+		t.Errorf("crop outside: %v, want the 400 ErrCropOutside", err)
 	}
 
 	// A red 20x10 square at 10,30 in a near-white 60x60 field.
