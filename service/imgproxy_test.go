@@ -442,7 +442,8 @@ func TestImgproxySizedOptionsInCells(t *testing.T) {
 	cfg.SourceDir, cfg.Imgproxy.On = dir, true
 	cells := newCellsServer(t, cfg, "")
 	for _, opts := range []string{"rs:auto:300:200", "c:300:200:no:10:20/rs:fit:150:150", "rs:fill:200:200/g:soea:25:5",
-		"rs:fit:100:0/mw:200", "rs:fit:300:100/exar:1:ea", "rs:fit:300:300/ex:1:so:0:10", "rs:fit:200:200/mb:1500/f:webp"} {
+		"rs:fit:100:0/mw:200", "rs:fit:300:100/exar:1:ea", "rs:fit:300:300/ex:1:so:0:10", "rs:fit:200:200/mb:1500/f:webp",
+		"raw:1", "skp:jpg/rs:fit:100:100", "skp:png/rs:fit:100:100"} {
 		path := "/_/" + opts + "/plain/local:///photo.jpg"
 		a, b := imgproxyGet(t, inproc+path), imgproxyGet(t, cells.URL+path)
 		if a.status != 200 || b.status != 200 || !bytes.Equal(a.body, b.body) {
@@ -451,5 +452,73 @@ func TestImgproxySizedOptionsInCells(t *testing.T) {
 		if strings.Contains(opts, "mb:") && len(a.body) > 1500 {
 			t.Errorf("%s: %d bytes", opts, len(a.body))
 		}
+	}
+}
+
+// raw and skip_processing answer the source as it is, once looked at and
+// within the source limits; never with a watermark, and unsigned in the
+// bounded mode only from a preset.
+func TestImgproxyRawAndSkipProcessing(t *testing.T) {
+	photo, gifSrc := encodeJPEG(t, scene(800, 600), 90), animatedGIF(t, 60, 40, 3)
+	files := map[string][]byte{"photo.jpg": photo, "anim.gif": gifSrc, "logo.png": alphaPNG(t, 120, 90)}
+	base, _ := dirServer(t, files, func(c *config) { c.Imgproxy.On, c.MaxFrames = true, 4 })
+	for _, c := range []struct {
+		path  string
+		same  []byte // the answer is these bytes; nil: processed
+		media string
+		code  apierr.Code
+	}{
+		{"/_/raw:1/plain/local:///photo.jpg", photo, "image/jpeg", ""},
+		{"/_/rs:fit:100:100/raw:1/plain/local:///photo.jpg@png", photo, "image/jpeg", ""}, // as imgproxy: raw ignores the rest
+		{"/_/skp:jpg:gif/rs:fit:100:100/plain/local:///photo.jpg", photo, "image/jpeg", ""},
+		{"/_/skp:jpg:gif/rs:fit:100:100/plain/local:///anim.gif", gifSrc, "image/gif", ""},
+		{"/_/skp:jpg/rs:fit:100:100/plain/local:///logo.png", nil, "image/png", ""},
+		{"/_/skp:jpg/rs:fit:100:100/plain/local:///photo.jpg@png", nil, "image/png", ""}, // another format asked: processed
+		{"/_/skp:svg/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
+		{"/_/raw:0/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
+		{"/_/skp:bmpx/plain/local:///photo.jpg", nil, "", apierr.BadParameter},
+		{"/_/raw:1/wm:0.5/plain/local:///photo.jpg", nil, "", apierr.BadParameter}, // no watermark configured: wm's own 400
+	} {
+		a := imgproxyGet(t, base+c.path)
+		switch {
+		case c.code != "":
+			if a.status != c.code.Status() || a.code != c.code {
+				t.Errorf("%s: %d %s, want %s", c.path, a.status, a.code, c.code)
+			}
+		case a.status != 200 || a.mediaType != c.media:
+			t.Errorf("%s: %d %s %s", c.path, a.status, a.mediaType, a.message)
+		case bytes.Equal(a.body, c.same) != (c.same != nil):
+			t.Errorf("%s: %d bytes, as is: %v", c.path, len(a.body), c.same != nil)
+		}
+	}
+	// The source limits hold: a GIF of more frames than allowed.
+	many, _ := dirServer(t, map[string][]byte{"anim.gif": animatedGIF(t, 20, 20, 5)}, func(c *config) { c.Imgproxy.On, c.MaxFrames = true, 4 })
+	if a := imgproxyGet(t, many+"/_/raw:1/plain/local:///anim.gif"); a.status != 422 || a.code != apierr.TooManyFrames {
+		t.Errorf("raw past the frame limit: %d %s", a.status, a.code)
+	}
+	// Under a required watermark the source as it is would not carry it:
+	// refused, naming the option, even from a preset.
+	marked, _ := dirServer(t, files, func(c *config) {
+		c.Imgproxy.On, c.Watermark, c.WatermarkRequired = true, markFile(t, 8), true
+		c.Imgproxy.Presets = "orig=raw:1"
+		if err := c.loadWatermark(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, p := range []string{"/_/raw:1/plain/local:///photo.jpg", "/_/skp:jpg/plain/local:///photo.jpg", "/_/pr:orig/plain/local:///photo.jpg"} {
+		if a := imgproxyGet(t, marked+p); a.status != 400 || !strings.Contains(a.message, "THUMBD_WATERMARK_REQUIRED") {
+			t.Errorf("%s under a required watermark: %d %s", p, a.status, a.message)
+		}
+	}
+	// Bounded unsigned: the source's own size escapes the widths list.
+	bounded, _ := dirServer(t, files, func(c *config) {
+		c.Imgproxy.On, c.Allowed = true, params.Allowed{Sides: []int{64}}
+		c.Imgproxy.Presets = "orig=raw:1"
+	})
+	if a := imgproxyGet(t, bounded+"/_/w:64/raw:1/plain/local:///photo.jpg"); a.status != 400 || !strings.Contains(a.message, `"raw"`) {
+		t.Errorf("raw unsigned in the bounded mode: %d %s", a.status, a.message)
+	}
+	if a := imgproxyGet(t, bounded+"/_/w:64/pr:orig/plain/local:///photo.jpg"); a.status != 200 || !bytes.Equal(a.body, photo) {
+		t.Errorf("raw from a preset in the bounded mode: %d %s", a.status, a.message)
 	}
 }

@@ -58,6 +58,7 @@ func (s *state) asked(c Config) (params.Asked, error) {
 	}
 	s.transforms(&o)
 	o.Format, o.Quality, o.MaxBytes = s.format, s.quality, s.maxBytes
+	o.AsIs = thumbjob.AsIsOf(s.skip)
 	if s.format == "" {
 		if len(s.formatQuality) > 0 {
 			return a, badOption("format_quality", "needs a format in the URL here: thumbd learns the source's format only once it reads it")
@@ -70,6 +71,11 @@ func (s *state) asked(c Config) (params.Asked, error) {
 		}
 	} else if o.Quality == 0 {
 		o.Quality = s.formatQuality[s.format]
+	}
+	if s.raw {
+		// imgproxy's raw streams the source whatever the format asked:
+		// thumbd answers it as is in any format it reads.
+		o.AsIs, o.Format, o.Quality = thumbjob.AsIsOf(imagefmt.Inputs()), imagefmt.Source, 0
 	}
 	a.Options = o
 	return a, nil
@@ -165,7 +171,7 @@ func (s *state) client(option string) bool {
 
 // imgproxyNames are imgproxy's names of thumbd's options.
 var imgproxyNames = map[string]string{"w": "width", "h": "height", "q": "quality", "dpr": "dpr", "fit": "resizing_type",
-	"min": "min-width", "extend_ar": "extend_aspect_ratio", "offset": "gravity", "max_bytes": "max_bytes",
+	"min": "min-width", "extend_ar": "extend_aspect_ratio", "offset": "gravity", "max_bytes": "max_bytes", "as_is": "skip_processing",
 	"enlarge": "enlarge", "extend": "extend", "gravity": "gravity", "fx": "gravity", "fy": "gravity", "crop": "crop",
 	"trim": "trim", "pad": "padding", "bg": "background", "rotate": "rotate", "flip": "flip", "blur": "blur",
 	"sharpen": "sharpen", "pixelate": "pixelate", "wm": "watermark", "format": "format", "animated": "format"}

@@ -281,10 +281,11 @@ func TestOptions(t *testing.T) {
 		{"fq:avif", nil, apierr.BadParameter},
 		{"fq:avif:50", nil, apierr.BadParameter}, // no format named: the source's
 		{"fq:nope:50", nil, apierr.BadParameter},
-		{"skp:jpg", nil, apierr.BadParameter},
-		{"skip_processing:jpg", nil, apierr.BadParameter},
+		{"w:10/skp:jpg", nil, ""}, // TestSourceSizedOptions
+		{"skp:jpg:bmpx", nil, apierr.BadParameter},
 		{"w:10/raw:0", base(map[string]string{"w": "10"}), ""},
-		{"raw:1", nil, apierr.BadParameter},
+		{"raw:yes", nil, apierr.BadParameter},
+		{"wm:0.5/raw:1", nil, apierr.BadParameter},
 		{"w:10/cb:abc/cachebuster:x", base(map[string]string{"w": "10"}), ""},
 		{"cb:a:b", nil, apierr.BadParameter},
 		{"w:10/exp:4102444800", base(map[string]string{"w": "10"}), ""},
@@ -527,6 +528,11 @@ func TestSourceSizedOptions(t *testing.T) {
 		{"w:10/t:10::1:0", func(o thumbjob.Options) bool { return o.Trim.EqualHor && !o.Trim.EqualVer }},
 		{"w:10/t:10:ffffff:1:1", func(o thumbjob.Options) bool { return o.Trim.EqualHor && o.Trim.EqualVer && o.Trim.Colour != nil }},
 		{"w:10/mb:5000", func(o thumbjob.Options) bool { return o.MaxBytes == 5000 }},
+		{"w:10/skp:jpg:gif:svg:tif", func(o thumbjob.Options) bool { return o.AsIs == "jpeg,gif,tiff" && o.Format == imagefmt.Source }},
+		{"skip_processing:png/f:png", func(o thumbjob.Options) bool { return o.AsIs == "png" && o.Format == imagefmt.PNG }},
+		{"w:10/f:png/raw:1", func(o thumbjob.Options) bool {
+			return o.AsIs == thumbjob.AsIsOf(imagefmt.Inputs()) && o.Format == imagefmt.Source
+		}},
 	} {
 		r, err := config().Parse("/_/" + c.opts + "/plain/local:///a.jpg")
 		if err != nil {

@@ -52,6 +52,7 @@ type state struct {
 	formatQuality       map[imagefmt.Format]int
 	format              imagefmt.Format
 	raw                 bool
+	skip                []imagefmt.Format // skip_processing's formats
 	expires             time.Time
 	filename            string
 	attachment          bool
@@ -66,7 +67,7 @@ type state struct {
 
 // fields are thumbd's names of the options a URL sets (params.Asked's).
 var fields = [...]string{"w", "h", "q", "dpr", "fit", "enlarge", "extend", "gravity", "fx", "fy", "crop",
-	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset", "max_bytes"}
+	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset", "max_bytes", "as_is"}
 
 // field is the index of thumbd's option name in fields (-1: none).
 func field(name string) int {
@@ -94,7 +95,6 @@ type gravity struct {
 var refused = map[string]string{
 	"min-width": "", "mw": "min-width", "min-height": "", "mh": "min-height",
 	"preserve_hdr": "", "ph": "preserve_hdr", "enforce_thumbnail": "", "eth": "enforce_thumbnail",
-	"skip_processing": "", "skp": "skip_processing",
 	"max_src_resolution": "", "msr": "max_src_resolution", "max_src_file_size": "", "msfs": "max_src_file_size",
 	"max_animation_frames": "", "maf": "max_animation_frames", "max_animation_frame_resolution": "", "mafr": "max_animation_frame_resolution",
 	"max_result_dimension": "", "mrd": "max_result_dimension",
@@ -289,12 +289,26 @@ var setters = func() map[string]setter {
 		s.format, err = outputFormat(n, a[0])
 		return err
 	}, []string{"format"}})
-	add([]string{"raw"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
-		if err := oneBool(n, a, &s.raw); err != nil || !s.raw {
-			return err
+	add([]string{"raw"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error { return oneBool(n, a, &s.raw) }, []string{"as_is"}})
+	add([]string{"skip_processing", "skp"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		s.skip = s.skip[:0:0]
+		for _, v := range a {
+			f := imagefmt.Format(strings.ToLower(v))
+			switch f {
+			case "svg":
+				continue // thumbd reads no SVG: its source is refused either way
+			case "jpg":
+				f = imagefmt.JPEG
+			case "tif":
+				f = imagefmt.TIFF
+			}
+			if !slices.Contains(imagefmt.Inputs(), f) {
+				return badOption(n, "names format %q, which thumbd does not read", v)
+			}
+			s.skip = append(s.skip, f)
 		}
-		return badOption(n, "is true, and thumbd streams no source unchecked")
-	}, nil})
+		return nil
+	}, []string{"as_is"}})
 	add([]string{"cachebuster", "cb"}, setter{1, func(*state, Config, string, []string, []string) error { return nil }, nil}) // it only changes the URL, as in imgproxy
 	add([]string{"expires", "exp"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error {
 		ts, err := strconv.ParseInt(a[0], 10, 64)

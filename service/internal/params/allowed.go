@@ -244,9 +244,11 @@ func (a Allowed) check(o thumbjob.Options, asked Asked) error {
 }
 
 // unlisted are options of another grammar (imgproxy's min-width and
-// min-height, extend_aspect_ratio, gravity offsets, max_bytes) that have no value
-// THUMBD_ALLOWED_TRANSFORMS can list: unsigned, a client takes none.
-var unlisted = []string{"min", "extend_ar", "offset", "max_bytes"}
+// min-height, extend_aspect_ratio, gravity offsets, max_bytes, raw and
+// skip_processing) that have no value THUMBD_ALLOWED_TRANSFORMS can list:
+// unsigned, a client takes none (the source as it is would escape the
+// widths list).
+var unlisted = []string{"min", "extend_ar", "offset", "max_bytes", "as_is"}
 
 // check refuses a transform or focal point the client chose that the
 // list does not hold. A value that changes nothing (blur=0, rotate=0,

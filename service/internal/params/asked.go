@@ -125,6 +125,20 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 	if err != nil {
 		return o, err
 	}
+	if mark != nil && o.AsIs != "" {
+		// The source as it is would not carry the mark: refused, not
+		// processed, so that no answer differs silently from the URL.
+		why := "the watermark asked"
+		if r.Watermark.Required != nil {
+			why = "the operator's watermark, which every answer carries here (THUMBD_WATERMARK_REQUIRED)"
+		}
+		return o, a.bad("as_is", "is not taken here: the source as it is would not carry %s", why)
+	}
+	for _, f := range o.AsIsFormats() {
+		if spec, ok := imagefmt.Lookup(f); !ok || !spec.Input {
+			return o, a.bad("as_is", "names %q, and thumbd answers as is only the formats it reads", f)
+		}
+	}
 	if err := a.transformBounds(o, dpr, r.MaxSide); err != nil {
 		return o, err
 	}
@@ -297,6 +311,8 @@ func Same(option string, a, b Asked) bool {
 		return equal(x.Offset, y.Offset)
 	case "max_bytes":
 		return x.MaxBytes == y.MaxBytes
+	case "as_is":
+		return x.AsIs == y.AsIs
 	case "fx":
 		return x.FocalX == y.FocalX
 	case "fy":

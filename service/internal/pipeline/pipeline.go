@@ -341,6 +341,12 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	if err := p.priceable(look); err != nil {
 		return nil, err
 	}
+	if job.Info == nil && job.Options.AnsweredAsIs(look.Format) {
+		if err := p.servableAsIs(look); err != nil {
+			return nil, err
+		}
+		return &results.Entry{Body: blob.Bytes, Type: look.Format.ContentType(), ETag: tag, Fresh: blob.Fresh}, nil
+	}
 	job.Options = job.Options.FromSource(look.Format)
 	if c := job.Options.Crop; job.Info == nil && c != nil && c.Outside(look.Header) {
 		return nil, apierr.New(apierr.BadParameter, "Parameter \"crop\" is outside the %dx%d source.", look.Header.Width, look.Header.Height)
@@ -373,6 +379,25 @@ func (p *Pipeline) priceable(look thumbjob.Source) error {
 	}
 	spec, _ := imagefmt.Lookup(look.Format)
 	return apierr.New(apierr.UnprocessableImage, "This %s image cannot be priced (%s), so none of it is decoded.", spec.Name, look.Unread)
+}
+
+// servableAsIs holds a source answered as it is (imgproxy's raw and
+// skip_processing) to what the engine would hold it to before decoding:
+// an accepted format (THUMBD_INPUTS), its header read (priceable), within
+// the pixel and frame limits. A client is never sent what thumbd would
+// refuse to read.
+func (p *Pipeline) servableAsIs(look thumbjob.Source) error {
+	spec, _ := imagefmt.Lookup(look.Format)
+	h := look.Header
+	switch {
+	case len(p.cfg.Inputs) > 0 && !slices.Contains(p.cfg.Inputs, look.Format):
+		return apierr.New(apierr.UnsupportedFormat, "The body is a %s image, a format this server does not accept (THUMBD_INPUTS).", spec.Name)
+	case int64(h.Width)*int64(h.Height) > p.cfg.MaxPixels:
+		return apierr.New(apierr.TooManyPixels, "The source is %dx%d, more than the %d pixels allowed.", h.Width, h.Height, p.cfg.MaxPixels)
+	case h.Frames > p.cfg.MaxFrames:
+		return apierr.New(apierr.TooManyFrames, "The source has %d frames, more than the %d allowed.", h.Frames, p.cfg.MaxFrames)
+	}
+	return nil
 }
 
 // identify asks a source for its identity (a bucket's object: a HEAD, or

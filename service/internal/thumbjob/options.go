@@ -3,6 +3,8 @@ package thumbjob
 import (
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -111,7 +113,40 @@ type Options struct {
 	// answer is at most this long, in at most plan.FitEncodes encodes; 0:
 	// none. Formats without a quality ignore it.
 	MaxBytes int `json:",omitempty"`
+	// AsIs (imgproxy's raw and skip_processing): a source in one of these
+	// formats, when Format is the source's or that one, is answered as it
+	// is, once looked at and held to the source limits; the engine never
+	// sees it. Only formats thumbd reads, never with a watermark (params).
+	// A list written by AsIsOf (a string keeps Options comparable).
+	AsIs string `json:",omitempty"`
 	Transforms
+}
+
+// AnsweredAsIs reports whether a source in format in is answered as it
+// is (AsIs).
+func (o Options) AnsweredAsIs(in imagefmt.Format) bool {
+	return in != "" && slices.Contains(o.AsIsFormats(), in) && (o.Format == imagefmt.Source || o.Format == in)
+}
+
+// AsIsOf is formats as Options.AsIs holds them.
+func AsIsOf(formats []imagefmt.Format) string {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ",")
+}
+
+// AsIsFormats are the formats AsIs lists.
+func (o Options) AsIsFormats() []imagefmt.Format {
+	if o.AsIs == "" {
+		return nil
+	}
+	var fs []imagefmt.Format
+	for name := range strings.SplitSeq(o.AsIs, ",") {
+		fs = append(fs, imagefmt.Format(name))
+	}
+	return fs
 }
 
 // Offset is a gravity's offsets: each, when at least 1 in size, pixels
@@ -150,6 +185,9 @@ func (o Options) Normalised() string {
 	}
 	if o.MaxBytes > 0 && (spec.Quality != 0 || alpha.Quality != 0 || o.Format == imagefmt.Source) {
 		formats += fmt.Sprintf("<=%dB", o.MaxBytes)
+	}
+	if o.AsIs != "" {
+		formats += "|asis:" + o.AsIs
 	}
 	// The transforms add to the text only when set, so that a plain
 	// resize keeps the key (and ETag) it had before they existed.
