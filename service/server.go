@@ -119,7 +119,16 @@ func (c config) pipeline() pipeline.Config {
 		MaxPixels: c.MaxPixels, MaxFrames: c.MaxFrames, MaxSide: c.MaxSide, QualityShrink: c.JPEGShrink == thumbjob.JPEGShrinkQuality,
 		SourceInJob: c.Engine == engineCells, Inputs: c.Inputs,
 		MemoryBudget: c.MemoryBudget, MemoryLimit: c.memory.Limit.Bytes,
+		Fallback: c.fallback(),
 	}
+}
+
+// fallback is THUMBD_FALLBACK_IMAGE_*'s image, nil when none is set.
+func (c config) fallback() *pipeline.Fallback {
+	if c.Fallback.Image == nil {
+		return nil
+	}
+	return &c.Fallback
 }
 
 // newSourceBucket is the source of GET /thumbnail?src= when THUMBD_SOURCE

@@ -63,6 +63,8 @@ type Config struct {
 	Inputs []imagefmt.Format
 	// MemoryBudget and MemoryLimit are named in a needs_more_memory answer.
 	MemoryBudget, MemoryLimit int64
+	// Fallback answers a source that cannot be read; nil: off.
+	Fallback *Fallback
 }
 
 // Parts are the pipeline's collaborators, built by package main.
@@ -185,7 +187,10 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, start time.Time
 	if req.SaveData() {
 		w.Header().Add("Vary", params.HintSaveData)
 	}
-	return p.run(w, r, start, req.Job(), src)
+	if err := p.run(w, r, start, req.Job(), src); err != nil {
+		return p.fallback(w, r, start, req.Job(), err)
+	}
+	return nil
 }
 
 // parse reads the route's query (strictly), checks its signature, reads
