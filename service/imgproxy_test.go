@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"image"
@@ -521,4 +522,62 @@ func TestImgproxyRawAndSkipProcessing(t *testing.T) {
 	if a := imgproxyGet(t, bounded+"/_/w:64/pr:orig/plain/local:///photo.jpg"); a.status != 200 || !bytes.Equal(a.body, photo) {
 		t.Errorf("raw from a preset in the bounded mode: %d %s", a.status, a.message)
 	}
+}
+
+// thumbd's answers carry none of the source's metadata, copyright
+// included (imgproxy's keep_copyright keeps it): strip_metadata:1 and
+// keep_copyright:0 are taken, their opposites refused naming the option.
+func TestImgproxyMetadataStripped(t *testing.T) {
+	const notice = "(c) a thumbd test's photographer"
+	base, _ := dirServer(t, map[string][]byte{"photo.jpg": jpegWithCopyright(t, notice)}, func(c *config) { c.Imgproxy.On = true })
+	for _, f := range []string{"jpg", "png", "webp", "avif"} {
+		a := imgproxyGet(t, base+"/_/rs:fit:64:64/sm:1/kcr:0/plain/local:///photo.jpg@"+f)
+		// libvips 8.14's WebP saver (Debian's) writes an EXIF block of its
+		// own (orientation 1, resolution, size): none of the source's.
+		exif := f != "webp" && bytes.Contains(a.body, []byte("Exif\x00\x00"))
+		if a.status != 200 || bytes.Contains(a.body, []byte(notice)) || exif || bytes.Contains(a.body, []byte("ns.adobe.com")) || bytes.Contains(a.body, []byte("8BIM")) {
+			t.Errorf("%s: %d, %d bytes, the notice kept: %v", f, a.status, len(a.body), bytes.Contains(a.body, []byte(notice)))
+		}
+	}
+	for opt, name := range map[string]string{"kcr:1": `"kcr"`, "keep_copyright:t": `"keep_copyright"`, "sm:0": `"sm"`, "strip_metadata:false": `"strip_metadata"`} {
+		if a := imgproxyGet(t, base+"/_/rs:fit:64:64/"+opt+"/plain/local:///photo.jpg"); a.status != 400 || !strings.Contains(a.message, name) || !strings.Contains(a.message, "metadata") {
+			t.Errorf("%s: %d %s", opt, a.status, a.message)
+		}
+	}
+	// The source as it is keeps its own (raw).
+	if a := imgproxyGet(t, base+"/_/raw:1/plain/local:///photo.jpg"); !bytes.Contains(a.body, []byte(notice)) {
+		t.Error("raw: the source's notice is not there")
+	}
+}
+
+// jpegWithCopyright is a JPEG whose EXIF (Copyright), XMP (dc:rights)
+// and IPTC (Copyright Notice) all hold notice.
+func jpegWithCopyright(t *testing.T, notice string) []byte {
+	t.Helper()
+	jpeg := encodeJPEG(t, scene(200, 150), 90)
+	segment := func(marker byte, body []byte) []byte {
+		n := len(body) + 2
+		return append([]byte{0xFF, marker, byte(n >> 8), byte(n)}, body...)
+	}
+	// EXIF: a little-endian TIFF with one IFD0 entry, Copyright (0x8298),
+	// ASCII, its value after the IFD.
+	value := append([]byte(notice), 0)
+	exif := []byte("Exif\x00\x00II*\x00\x08\x00\x00\x00\x01\x00\x98\x82\x02\x00")
+	exif = binary.LittleEndian.AppendUint32(exif, uint32(len(value)))
+	exif = binary.LittleEndian.AppendUint32(exif, 8+2+12+4)
+	exif = append(append(exif, 0, 0, 0, 0), value...)
+	xmp := []byte("http://ns.adobe.com/xap/1.0/\x00<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">" +
+		"<rdf:Description rdf:about=\"\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\"><dc:rights><rdf:Alt><rdf:li xml:lang=\"x-default\">" + notice +
+		"</rdf:li></rdf:Alt></dc:rights></rdf:Description></rdf:RDF></x:xmpmeta>")
+	iptc := append([]byte{0x1C, 0x02, 0x74, 0, byte(len(notice))}, notice...)
+	ps := append([]byte("Photoshop 3.0\x008BIM\x04\x04\x00\x00"), binary.BigEndian.AppendUint32(nil, uint32(len(iptc)))...)
+	ps = append(ps, iptc...)
+	if len(iptc)%2 == 1 {
+		ps = append(ps, 0)
+	}
+	out := append([]byte{}, jpeg[:2]...)
+	out = append(out, segment(0xE1, exif)...)
+	out = append(out, segment(0xE1, xmp)...)
+	out = append(out, segment(0xED, ps)...)
+	return append(out, jpeg[2:]...)
 }

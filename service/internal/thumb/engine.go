@@ -380,6 +380,9 @@ var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options,
 		return buf, err
 	},
 	imagefmt.WebP: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config) ([]byte, error) {
+		if err := removeMetadata(img); err != nil {
+			return nil, err
+		}
 		buf, _, err := img.ExportWebp(webpParams(o.Quality, webpEffort))
 		return buf, err
 	},
@@ -389,6 +392,20 @@ var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options,
 		buf, _, err := img.ExportAvif(&vips.AvifExportParams{StripMetadata: true, Quality: o.Quality, Bitdepth: 8, Effort: c.AVIFEffort})
 		return buf, err
 	},
+}
+
+// removeMetadata removes the source's EXIF, XMP and IPTC from img:
+// libvips 8.14's WebP saver ignores strip and writes them (Debian's, which
+// the dynamic build links; 8.16's strips them). The frames' fields
+// (delay, loop, page height) stay.
+func removeMetadata(img *vips.ImageRef) error {
+	var keep []string
+	for _, f := range img.GetFields() {
+		if !strings.HasPrefix(f, "exif-") && f != "xmp-data" && f != "iptc-data" {
+			keep = append(keep, f)
+		}
+	}
+	return img.RemoveMetadata(keep...)
 }
 
 // webpEffort is libwebp's method, sharp's default. On 50-frame animations
