@@ -50,7 +50,7 @@ func (p *Pipeline) fallback(w http.ResponseWriter, r *http.Request, start time.T
 	}
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(p.cfg.Deadline))
 	defer cancel()
-	entry, err := p.make(ctx, nil, &source.Blob{Bytes: fb.Image, ID: "fallback"}, job, job.Normalised(), nil, "")
+	entry, err := p.produce(ctx, nil, &source.Blob{Bytes: fb.Image, ID: "fallback"}, job, job.Normalised(), nil, "")
 	if err != nil {
 		LoggerFrom(ctx).Warn("the fallback image could not be made", "code", e.Code, "err", err)
 		return cause

@@ -281,7 +281,7 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 	}
 	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
 		return p.shared(ctx, w, r, start, keyed.Key()+"\x00"+norm, tag, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
-			return p.make(ctx, src, nil, job, norm, stale, inm)
+			return p.produce(ctx, src, nil, job, norm, stale, inm)
 		})
 	}
 	blob, err := p.read(ctx, src, nil)
@@ -296,7 +296,7 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 		tag = nameSource(w, id)
 	}
 	return p.shared(ctx, w, r, start, id+"\x00"+norm, tag, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
-		return p.make(ctx, nil, blob, job, norm, nil, inm)
+		return p.produce(ctx, nil, blob, job, norm, nil, inm)
 	})
 }
 
@@ -312,12 +312,12 @@ func nameSource(w http.ResponseWriter, identity string) string {
 	return tag
 }
 
-// make is one job: the source read (a conditional read when stale can be
+// produce is one job: the source read (a conditional read when stale can be
 // revalidated), the ETag (an entry without a body for a matching inm: the
 // respond stage answers 304, nothing is admitted), admission and the
 // engine. blob, when given, is the source already read, released here.
 // The entry's freshness is the source's.
-func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blob, job thumbjob.Job, norm string, stale *results.Entry, inm string) (*results.Entry, error) {
+func (p *Pipeline) produce(ctx context.Context, src source.Source, blob *source.Blob, job thumbjob.Job, norm string, stale *results.Entry, inm string) (*results.Entry, error) {
 	if blob == nil {
 		var since *source.Freshness
 		if stale != nil && stale.Fresh.Revalidable() {

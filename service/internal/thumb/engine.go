@@ -295,7 +295,7 @@ func (e *Engine) checkSource(src thumbjob.Source) error {
 	}
 	// libtiff hands a JPEG-compressed TIFF's strips to libjpeg: with JPEG
 	// left out of THUMBD_INPUTS its decoder sees none of them either.
-	if src.Format == imagefmt.TIFF && (src.Header.Compression == tiffJPEG || src.Header.Compression == tiffOldJPEG) && !e.accepted()[imagefmt.JPEG] {
+	if c := src.Header.Compression; src.Format == imagefmt.TIFF && (c == thumbjob.TIFFCompressionJPEG || c == thumbjob.TIFFCompressionOldJPEG) && !e.accepted()[imagefmt.JPEG] {
 		return fmt.Errorf("%w: the body is a TIFF whose pixels are JPEG-coded, and JPEG is a format this server does not accept (THUMBD_INPUTS)", thumbjob.ErrUnsupportedFormat)
 	}
 	// libvips' GIF loader ignores a logical screen larger than the frames
@@ -306,12 +306,6 @@ func (e *Engine) checkSource(src thumbjob.Source) error {
 	}
 	return nil
 }
-
-// TIFF's Compression values whose strips libtiff hands to libjpeg.
-const (
-	tiffOldJPEG = 6
-	tiffJPEG    = 7
-)
 
 // checkHeader holds the header to the pixel and frame limits, as libvips
 // read it (h) and as the look priced it (h.look, when read): a job priced
