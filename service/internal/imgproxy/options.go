@@ -93,7 +93,6 @@ type gravity struct {
 // refused are imgproxy's options thumbd does not do (its Pro options
 // among them), named in their 400 rather than reported unknown.
 var refused = map[string]string{
-	"min-width": "", "mw": "min-width", "min-height": "", "mh": "min-height",
 	"preserve_hdr": "", "ph": "preserve_hdr", "enforce_thumbnail": "", "eth": "enforce_thumbnail",
 	"max_src_resolution": "", "msr": "max_src_resolution", "max_src_file_size": "", "msfs": "max_src_file_size",
 	"max_animation_frames": "", "maf": "max_animation_frames", "max_animation_frame_resolution": "", "mafr": "max_animation_frame_resolution",
