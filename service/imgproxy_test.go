@@ -12,12 +12,15 @@ import (
 	"image"
 	"io"
 	"maps"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/params"
@@ -580,4 +583,35 @@ func jpegWithCopyright(t *testing.T, notice string) []byte {
 	out = append(out, segment(0xE1, xmp)...)
 	out = append(out, segment(0xED, ps)...)
 	return append(out, jpeg[2:]...)
+}
+
+// A source answered as it is stays on the source budget until its answer
+// is written: a client that reads it slowly holds its bytes, counted.
+func TestImgproxyRawHeldOnTheBudget(t *testing.T) {
+	img := scene(1500, 1500)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] ^= byte(rng.IntN(256)) // noise: megabytes, more than the sockets' buffers hold
+	}
+	big := encodeJPEG(t, img, 100)
+	base, d := dirServer(t, map[string][]byte{"big.jpg": big}, func(c *config) { c.Imgproxy.On = true })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /_/raw:1/plain/local:///big.jpg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Held from the read on, and still while the client reads nothing.
+	waitFor(t, "the source read", func() bool { return d.thumbs.Limits.Budget.Used() > 0 })
+	time.Sleep(300 * time.Millisecond)
+	if held := d.thumbs.Limits.Budget.Used() >= int64(len(big)); !held {
+		t.Errorf("%d source bytes held while a %d-byte answer is written, want all of it", d.thumbs.Limits.Budget.Used(), len(big))
+	}
+	body, err := io.ReadAll(conn)
+	if err != nil || !bytes.Contains(body, big[:4096]) {
+		t.Fatalf("the answer: %d bytes, %v", len(body), err)
+	}
+	waitFor(t, "the budget back", func() bool { return d.thumbs.Limits.Budget.Used() == 0 })
 }

@@ -65,6 +65,7 @@ func (p *Pipeline) fallback(w http.ResponseWriter, r *http.Request, start time.T
 	}
 	w.Header().Set("Cache-Control", source.Freshness{}.CacheControl(time.Now(), ttl))
 	writeBody(w, status, entry.Type, entry.Body)
+	entry.Release()
 	return nil
 }
 

@@ -350,7 +350,9 @@ func (p *Pipeline) produce(ctx context.Context, src source.Source, blob *source.
 		if err := p.servableAsIs(look); err != nil {
 			return nil, err
 		}
-		return &results.Entry{Body: blob.Bytes, Type: look.Format.ContentType(), ETag: tag, Fresh: blob.Fresh}, nil
+		// The answer is the source's bytes: they stay on the budget until
+		// it is written (results.Held), as a store hit's do.
+		return results.Held(&results.Entry{Body: blob.Bytes, Type: look.Format.ContentType(), ETag: tag, Fresh: blob.Fresh}, blob.Handover()), nil
 	}
 	job.Options = job.Options.FromSource(look.Format)
 	if c := job.Options.Crop; job.Info == nil && c != nil && c.Outside(look.Header) {

@@ -171,6 +171,15 @@ type Conditional interface {
 	ReadSince(ctx context.Context, prior Freshness) (*Blob, error)
 }
 
+// Handover is the blob's release, which the caller now owns: the blob
+// holds none after it (an answer that is the source's own bytes gives
+// them back once it is written, not when its job ends).
+func (b *Blob) Handover() func() {
+	release := b.release
+	b.release = nil
+	return release
+}
+
 // Release gives the blob's bytes back to the budget. Call it once the
 // bytes are no longer used.
 func (b *Blob) Release() {
