@@ -300,11 +300,7 @@ func TestImgproxyBounded(t *testing.T) {
 		bounded(c)
 		c.Imgproxy.Keys, c.Imgproxy.Salts = [][]byte{key}, [][]byte{salt}
 	})
-	path := "/w:500/bl:5/pd:10/plain/local:///photo.jpg"
-	h := hmac.New(sha256.New, key)
-	h.Write(salt)
-	h.Write([]byte(path))
-	if a := imgproxyGet(t, signed+"/"+base64.RawURLEncoding.EncodeToString(h.Sum(nil))+path); a.status != 200 {
+	if a := imgproxyGet(t, signed+imgproxySigned(key, salt, "/w:500/bl:5/pd:10/plain/local:///photo.jpg")); a.status != 200 {
 		t.Errorf("signed: %d %s", a.status, a.message)
 	}
 }
@@ -435,7 +431,8 @@ func TestImgproxyPluralKeysAndSalts(t *testing.T) {
 // alike in both engine modes: their job crosses to a cell in its options.
 func TestImgproxySizedOptionsInCells(t *testing.T) {
 	files := map[string][]byte{"photo.jpg": encodeJPEG(t, scene(800, 600), 90), "logo.png": alphaPNG(t, 120, 90)}
-	inproc, _ := dirServer(t, files, func(c *config) { c.Imgproxy.On = true })
+	const presets = "orig=raw:1,skj=skp:jpg,skpng=skp:png" // unsigned, raw and skp are a preset's
+	inproc, _ := dirServer(t, files, func(c *config) { c.Imgproxy.On, c.Imgproxy.Presets = true, presets })
 	dir := t.TempDir()
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
@@ -443,11 +440,11 @@ func TestImgproxySizedOptionsInCells(t *testing.T) {
 		}
 	}
 	cfg := cellsConfig(t)
-	cfg.SourceDir, cfg.Imgproxy.On = dir, true
+	cfg.SourceDir, cfg.Imgproxy.On, cfg.Imgproxy.Presets = dir, true, presets
 	cells := newCellsServer(t, cfg, "")
 	for _, opts := range []string{"rs:auto:300:200", "c:300:200:no:10:20/rs:fit:150:150", "rs:fill:200:200/g:soea:25:5",
 		"rs:fit:100:0/mw:200", "rs:fit:300:100/exar:1:ea", "rs:fit:300:300/ex:1:so:0:10", "rs:fit:200:200/mb:1500/f:webp",
-		"raw:1", "skp:jpg/rs:fit:100:100", "skp:png/rs:fit:100:100"} {
+		"pr:orig", "pr:skj/rs:fit:100:100", "pr:skpng/rs:fit:100:100"} {
 		path := "/_/" + opts + "/plain/local:///photo.jpg"
 		a, b := imgproxyGet(t, inproc+path), imgproxyGet(t, cells.URL+path)
 		if a.status != 200 || b.status != 200 || !bytes.Equal(a.body, b.body) {
@@ -460,30 +457,34 @@ func TestImgproxySizedOptionsInCells(t *testing.T) {
 }
 
 // raw and skip_processing answer the source as it is, once looked at and
-// within the source limits; never with a watermark, and unsigned in the
-// bounded mode only from a preset.
+// within the source limits; never with a watermark; unsigned, only from a
+// preset (the source's bytes carry its metadata).
 func TestImgproxyRawAndSkipProcessing(t *testing.T) {
+	key, salt := bytes.Repeat([]byte{3}, 32), bytes.Repeat([]byte{4}, 16)
 	photo, gifSrc := encodeJPEG(t, scene(800, 600), 90), animatedGIF(t, 60, 40, 3)
 	files := map[string][]byte{"photo.jpg": photo, "anim.gif": gifSrc, "logo.png": alphaPNG(t, 120, 90)}
-	base, _ := dirServer(t, files, func(c *config) { c.Imgproxy.On, c.MaxFrames = true, 4 })
+	signed := func(c *config) {
+		c.Imgproxy.On, c.MaxFrames, c.Imgproxy.Keys, c.Imgproxy.Salts = true, 4, [][]byte{key}, [][]byte{salt}
+	}
+	base, _ := dirServer(t, files, signed)
 	for _, c := range []struct {
 		path  string
 		same  []byte // the answer is these bytes; nil: processed
 		media string
 		code  apierr.Code
 	}{
-		{"/_/raw:1/plain/local:///photo.jpg", photo, "image/jpeg", ""},
-		{"/_/rs:fit:100:100/raw:1/plain/local:///photo.jpg@png", photo, "image/jpeg", ""}, // as imgproxy: raw ignores the rest
-		{"/_/skp:jpg:gif/rs:fit:100:100/plain/local:///photo.jpg", photo, "image/jpeg", ""},
-		{"/_/skp:jpg:gif/rs:fit:100:100/plain/local:///anim.gif", gifSrc, "image/gif", ""},
-		{"/_/skp:jpg/rs:fit:100:100/plain/local:///logo.png", nil, "image/png", ""},
-		{"/_/skp:jpg/rs:fit:100:100/plain/local:///photo.jpg@png", nil, "image/png", ""}, // another format asked: processed
-		{"/_/skp:svg/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
-		{"/_/raw:0/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
-		{"/_/skp:bmpx/plain/local:///photo.jpg", nil, "", apierr.BadParameter},
-		{"/_/raw:1/wm:0.5/plain/local:///photo.jpg", nil, "", apierr.BadParameter}, // no watermark configured: wm's own 400
+		{"/raw:1/plain/local:///photo.jpg", photo, "image/jpeg", ""},
+		{"/rs:fit:100:100/raw:1/plain/local:///photo.jpg@png", photo, "image/jpeg", ""}, // as imgproxy: raw ignores the rest
+		{"/skp:jpg:gif/rs:fit:100:100/plain/local:///photo.jpg", photo, "image/jpeg", ""},
+		{"/skp:jpg:gif/rs:fit:100:100/plain/local:///anim.gif", gifSrc, "image/gif", ""},
+		{"/skp:jpg/rs:fit:100:100/plain/local:///logo.png", nil, "image/png", ""},
+		{"/skp:jpg/rs:fit:100:100/plain/local:///photo.jpg@png", nil, "image/png", ""}, // another format asked: processed
+		{"/skp:svg/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
+		{"/raw:0/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
+		{"/skp:bmpx/plain/local:///photo.jpg", nil, "", apierr.BadParameter},
+		{"/raw:1/wm:0.5/plain/local:///photo.jpg", nil, "", apierr.BadParameter}, // no watermark configured: wm's own 400
 	} {
-		a := imgproxyGet(t, base+c.path)
+		a := imgproxyGet(t, base+imgproxySigned(key, salt, c.path))
 		switch {
 		case c.code != "":
 			if a.status != c.code.Status() || a.code != c.code {
@@ -496,35 +497,51 @@ func TestImgproxyRawAndSkipProcessing(t *testing.T) {
 		}
 	}
 	// The source limits hold: a GIF of more frames than allowed.
-	many, _ := dirServer(t, map[string][]byte{"anim.gif": animatedGIF(t, 20, 20, 5)}, func(c *config) { c.Imgproxy.On, c.MaxFrames = true, 4 })
-	if a := imgproxyGet(t, many+"/_/raw:1/plain/local:///anim.gif"); a.status != 422 || a.code != apierr.TooManyFrames {
+	many, _ := dirServer(t, map[string][]byte{"anim.gif": animatedGIF(t, 20, 20, 5)}, signed)
+	if a := imgproxyGet(t, many+imgproxySigned(key, salt, "/raw:1/plain/local:///anim.gif")); a.status != 422 || a.code != apierr.TooManyFrames {
 		t.Errorf("raw past the frame limit: %d %s", a.status, a.code)
+	}
+	// Unsigned, a client's raw or skp is refused naming it, a preset's
+	// taken (the bounded mode alike).
+	for _, edit := range []func(*config){nil, func(c *config) { c.Allowed = params.Allowed{Sides: []int{64}} }} {
+		unsigned, _ := dirServer(t, files, func(c *config) {
+			c.Imgproxy.On, c.Imgproxy.Presets = true, "orig=raw:1"
+			if edit != nil {
+				edit(c)
+			}
+		})
+		for opt, name := range map[string]string{"raw:1": `"raw"`, "skp:jpg": `"skp"`} {
+			if a := imgproxyGet(t, unsigned+"/_/w:64/"+opt+"/plain/local:///photo.jpg"); a.status != 400 || !strings.Contains(a.message, name) || !strings.Contains(a.message, "unsigned") {
+				t.Errorf("%s unsigned: %d %s", opt, a.status, a.message)
+			}
+		}
+		if a := imgproxyGet(t, unsigned+"/_/w:64/pr:orig/plain/local:///photo.jpg"); a.status != 200 || !bytes.Equal(a.body, photo) {
+			t.Errorf("raw from a preset, unsigned: %d %s", a.status, a.message)
+		}
 	}
 	// Under a required watermark the source as it is would not carry it:
 	// refused, naming the option, even from a preset.
 	marked, _ := dirServer(t, files, func(c *config) {
-		c.Imgproxy.On, c.Watermark, c.WatermarkRequired = true, markFile(t, 8), true
-		c.Imgproxy.Presets = "orig=raw:1"
+		signed(c)
+		c.Watermark, c.WatermarkRequired, c.Imgproxy.Presets = markFile(t, 8), true, "orig=raw:1"
 		if err := c.loadWatermark(); err != nil {
 			t.Fatal(err)
 		}
 	})
-	for _, p := range []string{"/_/raw:1/plain/local:///photo.jpg", "/_/skp:jpg/plain/local:///photo.jpg", "/_/pr:orig/plain/local:///photo.jpg"} {
-		if a := imgproxyGet(t, marked+p); a.status != 400 || !strings.Contains(a.message, "THUMBD_WATERMARK_REQUIRED") {
+	for _, p := range []string{"/raw:1/plain/local:///photo.jpg", "/skp:jpg/plain/local:///photo.jpg", "/pr:orig/plain/local:///photo.jpg"} {
+		if a := imgproxyGet(t, marked+imgproxySigned(key, salt, p)); a.status != 400 || !strings.Contains(a.message, "THUMBD_WATERMARK_REQUIRED") {
 			t.Errorf("%s under a required watermark: %d %s", p, a.status, a.message)
 		}
 	}
-	// Bounded unsigned: the source's own size escapes the widths list.
-	bounded, _ := dirServer(t, files, func(c *config) {
-		c.Imgproxy.On, c.Allowed = true, params.Allowed{Sides: []int{64}}
-		c.Imgproxy.Presets = "orig=raw:1"
-	})
-	if a := imgproxyGet(t, bounded+"/_/w:64/raw:1/plain/local:///photo.jpg"); a.status != 400 || !strings.Contains(a.message, `"raw"`) {
-		t.Errorf("raw unsigned in the bounded mode: %d %s", a.status, a.message)
-	}
-	if a := imgproxyGet(t, bounded+"/_/w:64/pr:orig/plain/local:///photo.jpg"); a.status != 200 || !bytes.Equal(a.body, photo) {
-		t.Errorf("raw from a preset in the bounded mode: %d %s", a.status, a.message)
-	}
+}
+
+// imgproxySigned is path (from its options on) with its imgproxy
+// signature in front.
+func imgproxySigned(key, salt []byte, path string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write(salt)
+	h.Write([]byte(path))
+	return "/" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)) + path
 }
 
 // thumbd's answers carry none of the source's metadata, copyright
@@ -532,7 +549,7 @@ func TestImgproxyRawAndSkipProcessing(t *testing.T) {
 // keep_copyright:0 are taken, their opposites refused naming the option.
 func TestImgproxyMetadataStripped(t *testing.T) {
 	const notice = "(c) a thumbd test's photographer"
-	base, _ := dirServer(t, map[string][]byte{"photo.jpg": jpegWithCopyright(t, notice)}, func(c *config) { c.Imgproxy.On = true })
+	base, _ := dirServer(t, map[string][]byte{"photo.jpg": jpegWithCopyright(t, notice)}, func(c *config) { c.Imgproxy.On, c.Imgproxy.Presets = true, "orig=raw:1" })
 	for _, f := range []string{"jpg", "png", "webp", "avif"} {
 		a := imgproxyGet(t, base+"/_/rs:fit:64:64/sm:1/kcr:0/plain/local:///photo.jpg@"+f)
 		// libvips 8.14's WebP saver (Debian's) writes an EXIF block of its
@@ -548,7 +565,7 @@ func TestImgproxyMetadataStripped(t *testing.T) {
 		}
 	}
 	// The source as it is keeps its own (raw).
-	if a := imgproxyGet(t, base+"/_/raw:1/plain/local:///photo.jpg"); !bytes.Contains(a.body, []byte(notice)) {
+	if a := imgproxyGet(t, base+"/_/pr:orig/plain/local:///photo.jpg"); !bytes.Contains(a.body, []byte(notice)) {
 		t.Error("raw: the source's notice is not there")
 	}
 }
@@ -594,13 +611,13 @@ func TestImgproxyRawHeldOnTheBudget(t *testing.T) {
 		img.Pix[i] ^= byte(rng.IntN(256)) // noise: megabytes, more than the sockets' buffers hold
 	}
 	big := encodeJPEG(t, img, 100)
-	base, d := dirServer(t, map[string][]byte{"big.jpg": big}, func(c *config) { c.Imgproxy.On = true })
+	base, d := dirServer(t, map[string][]byte{"big.jpg": big}, func(c *config) { c.Imgproxy.On, c.Imgproxy.Presets = true, "orig=raw:1" })
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := conn.Write([]byte("GET /_/raw:1/plain/local:///big.jpg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
+	if _, err := conn.Write([]byte("GET /_/pr:orig/plain/local:///big.jpg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	// Held from the read on, and still while the client reads nothing.

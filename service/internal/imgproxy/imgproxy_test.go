@@ -325,7 +325,7 @@ func TestOptions(t *testing.T) {
 		}
 		r, err := cfg.Parse(path)
 		if err == nil {
-			_, err = params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true}}.Make(r.Asked) // the bounds
+			_, err = params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true}}.Signed().Make(r.Asked) // the bounds
 		}
 		if codeOf(err) != c.code {
 			t.Errorf("%s: %v, want %q", c.opts, err, c.code)

@@ -156,7 +156,7 @@ func held(name string, o thumbjob.Options) string {
 // Signed are the rules for a signed request: its signer chose its
 // options, so neither the allow-lists nor the filter span bind it.
 func (r Rules) Signed() Rules {
-	r.Allowed, r.FilterSpan = Allowed{}, 0
+	r.Allowed, r.FilterSpan, r.signed = Allowed{}, 0, true
 	return r
 }
 
@@ -244,11 +244,11 @@ func (a Allowed) check(o thumbjob.Options, asked Asked) error {
 }
 
 // unlisted are options of another grammar (imgproxy's min-width and
-// min-height, extend_aspect_ratio, gravity offsets, max_bytes, raw and
-// skip_processing) that have no value THUMBD_ALLOWED_TRANSFORMS can list:
-// unsigned, a client takes none (the source as it is would escape the
-// widths list).
-var unlisted = []string{"min", "extend_ar", "offset", "max_bytes", "as_is"}
+// min-height, extend_aspect_ratio, gravity offsets, max_bytes) that have
+// no value THUMBD_ALLOWED_TRANSFORMS can list: unsigned, a client takes
+// none. (raw and skip_processing are a signed URL's or a preset's in
+// every mode: Rules.Make.)
+var unlisted = []string{"min", "extend_ar", "offset", "max_bytes"}
 
 // check refuses a transform or focal point the client chose that the
 // list does not hold. A value that changes nothing (blur=0, rotate=0,

@@ -134,6 +134,11 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 		}
 		return o, a.bad("as_is", "is not taken here: the source as it is would not carry %s", why)
 	}
+	if by := a.chooser("as_is"); o.AsIs != "" && by != "" && !r.signed {
+		// The source's bytes carry its metadata (a camera's GPS position
+		// among it), which every other answer strips.
+		return o, apierr.New(apierr.BadParameter, "%s is not taken unsigned: the source as it is carries its own metadata; give it in a preset, or sign the URL.", by)
+	}
 	for _, f := range o.AsIsFormats() {
 		if spec, ok := imagefmt.Lookup(f); !ok || !spec.Input {
 			return o, a.bad("as_is", "names %q, and thumbd answers as is only the formats it reads", f)

@@ -132,6 +132,9 @@ type Rules struct {
 	// longest side for what a query chooses (0: no bound); a signed query
 	// and a preset are not bound (Signed).
 	FilterSpan float64
+	// signed: the request's signature was checked (Signed); a client
+	// asks for the source as it is only then (Options.AsIs).
+	signed bool
 }
 
 // DefaultFilterSpan is Rules.FilterSpan for unsigned queries: sigma times
