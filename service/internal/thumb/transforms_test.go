@@ -738,6 +738,7 @@ func TestMaxBytes(t *testing.T) {
 	if encodes < 2 || encodes > plan.FitEncodes {
 		t.Errorf("%d encodes", encodes)
 	}
+	t.Logf("WebP 256x256 q90 of %d bytes fit to %d: %d bytes in %d encodes", len(whole.Bytes), o.MaxBytes, len(fit.Bytes), encodes)
 	o.MaxBytes = 1 // beyond reach: the floor's answer, not an error
 	if tiny, err := testEngine.Thumbnail(context.Background(), src, o); err != nil || len(tiny.Bytes) >= len(fit.Bytes) {
 		t.Errorf("fit to 1 byte: %d bytes, %v", len(tiny.Bytes), err)
