@@ -73,7 +73,7 @@ func TestFallbackImage(t *testing.T) {
 		}
 		return cfg
 	}
-	inproc, _ := newTestServer(t, load(map[string]string{"THUMBD_FALLBACK_IMAGE_TTL": "1m"}))
+	inproc, d := newTestServer(t, load(map[string]string{"THUMBD_FALLBACK_IMAGE_TTL": "1m"}))
 	cellsCfg := load(map[string]string{"THUMBD_FALLBACK_IMAGE_HTTP_CODE": "0"})
 	cellsCfg.Concurrency, cellsCfg.CellSpares = 2, 1
 	cells := newCellsServer(t, cellsCfg, "")
@@ -101,6 +101,9 @@ func TestFallbackImage(t *testing.T) {
 		case c.code == "" && (!a.imgDecoded || a.w != c.w || a.h != c.h || a.header.Get("Cache-Control") != c.cc):
 			t.Errorf("%s: %dx%d, Cache-Control %q; want %dx%d, %q", c.path, a.w, a.h, a.header.Get("Cache-Control"), c.w, c.h, c.cc)
 		}
+	}
+	if n := metricSum(t, d, "thumbd_thumbnail_fallbacks_total"); n != 2 {
+		t.Errorf("%g fallback answers counted, want 2", n)
 	}
 	// Not kept: once the source is there, it is answered.
 	if err := os.WriteFile(filepath.Join(src, "missing.jpg"), encodeJPEG(t, scene(200, 100), 90), 0o644); err != nil {

@@ -56,6 +56,7 @@ func (p *Pipeline) fallback(w http.ResponseWriter, r *http.Request, start time.T
 		return cause
 	}
 	LoggerFrom(ctx).Warn("source not read: answered with the fallback image", "code", e.Code, "err", e.Message)
+	p.Metrics.Fallbacks.WithLabelValues(string(e.Code)).Inc()
 	status, ttl := fb.Status, p.Respond.ttl
 	if status == 0 {
 		status = e.Status()
