@@ -64,9 +64,11 @@ func (s *state) asked(c Config) (params.Asked, error) {
 			return a, badOption("format_quality", "needs a format in the URL here: thumbd learns the source's format only once it reads it")
 		}
 		// imgproxy's default: the source's format (or, with its WebP and
-		// AVIF detection, thumbd's format=auto).
+		// AVIF detection, thumbd's format=auto). Not with skip_processing:
+		// a format negotiated before the source is read would never be the
+		// skipped source's, so skp would apply to no browser.
 		o.Format = imagefmt.Source
-		if c.AutoFormat {
+		if c.AutoFormat && len(s.skip) == 0 {
 			o.Format = imagefmt.Auto
 		}
 	} else if o.Quality == 0 {

@@ -620,3 +620,17 @@ func BenchmarkParseToJob(b *testing.B) {
 		})
 	}
 }
+
+// With THUMBD_IMGPROXY_AUTO_FORMAT, a URL without a format is format=auto,
+// but not with skip_processing: a format negotiated before the source is
+// read would never be the skipped one's (every browser takes WebP).
+func TestSkipProcessingUnderAutoFormat(t *testing.T) {
+	c := config()
+	c.AutoFormat = true
+	for opts, want := range map[string]imagefmt.Format{"w:10": imagefmt.Auto, "w:10/skp:gif": imagefmt.Source, "w:10/skp:gif/f:webp": imagefmt.WebP} {
+		r, err := c.Parse("/_/" + opts + "/plain/local:///a.gif")
+		if err != nil || r.Asked.Options.Format != want {
+			t.Errorf("%s: format %q, %v; want %q", opts, r.Asked.Options.Format, err, want)
+		}
+	}
+}
