@@ -15,7 +15,7 @@ import (
 func TestPackageImports(t *testing.T) {
 	allowed := map[string][]string{
 		"params":        {"apierr", "imagefmt", "thumbjob"},
-		"imgproxy":      {"apierr", "imagefmt", "thumbjob"},
+		"imgproxy":      {"apierr", "imagefmt", "params", "thumbjob"},
 		"source":        {"apierr", "admission", "prefault"},
 		"origin":        {"apierr", "source"},
 		"bucket":        {"apierr"},
@@ -26,12 +26,13 @@ func TestPackageImports(t *testing.T) {
 		"pipeline":      {"admission", "apierr", "bucketsource", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "resultstore", "signing", "source", "thumbjob"},
 		"flagenv":       {},
 		"benchroutes":   {"apierr", "params", "pipeline", "source"},
-		"memplan":       {"admission", "imagefmt", "memcost", "memlimit"},
+		"memplan":       {"admission", "imagefmt", "memcost", "memlimit", "thumbjob"},
 		"signing":       {"apierr"},
 		"admission":     {},
 		"memlimit":      {},
-		"memcost":       {"bmp", "imagefmt", "thumbjob"},
-		"thumb":         {"bmp", "exifthumb", "imagefmt", "memcost", "thumbhash", "thumbjob"},
+		"memcost":       {"bmp", "imagefmt", "plan", "thumbjob"},
+		"plan":          {"imagefmt", "thumbjob"},
+		"thumb":         {"bmp", "exifthumb", "imagefmt", "memcost", "plan", "thumbhash", "thumbjob"},
 		"exifthumb":     {},
 		"bmp":           {"thumbjob"},
 		"thumbhashtest": {},
@@ -82,7 +83,7 @@ func TestPackageImports(t *testing.T) {
 // package that uses cgo and libvips, and nothing they import, their tests
 // included, leads to it.
 func TestParseAndCellProtocolNeedNoCgo(t *testing.T) {
-	withoutCgo := []string{"params", "cell", "thumbjob"}
+	withoutCgo := []string{"params", "cell", "plan", "thumbjob"}
 	dirs, err := os.ReadDir("internal")
 	if err != nil {
 		t.Fatal(err)

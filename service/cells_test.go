@@ -153,7 +153,7 @@ func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing.T
 	})
 	life := newLifecycle()
 	life.engineStarted()
-	d := newDeps(cfg, logger, engines.Cells{Pool: pool}, life, nil, tr)
+	d := newDeps(cfg, logger, engines.Cells{Pool: pool}, life, sourceRoot(t, cfg), tr)
 	return &cellsServer{Server: newTestServerFrom(t, d), deps: d, pool: pool, logs: logs}
 }
 
@@ -220,6 +220,7 @@ func TestCellsAnswerLikeInProcess(t *testing.T) {
 		{"", hostile.GIFBomb(65535, 65535), apierr.TooManyPixels},
 		{"", animatedGIF(t, 20, 20, 5), apierr.TooManyFrames},
 		{"?w=100&h=100&format=webp&animated=true", animatedGIF(t, 60, 40, 3), apierr.AnimationTooLarge},
+		{"?crop=0,350,10,10", jpeg, apierr.BadParameter}, // outside once turned: the engine finds it
 	}
 	answered := map[apierr.Code]bool{}
 	for _, c := range cases {

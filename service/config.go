@@ -21,13 +21,14 @@ import (
 	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
+	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
 )
@@ -67,9 +68,12 @@ type config struct {
 	SourceDir           string
 	// Source is THUMBD_SOURCE: a directory (then SourceDir holds it) or a
 	// bucket (SourceBucket, reached through S3).
-	Source         string
-	SourceBucket   *bucket.Location
-	SourceMaxAge   time.Duration
+	Source       string
+	SourceBucket *bucket.Location
+	SourceMaxAge time.Duration
+	// TTL is THUMBD_TTL and THUMBD_STALE_WHILE_REVALIDATE: the answers'
+	// Cache-Control lifetimes.
+	TTL            source.TTL
 	SourceTimeout  time.Duration
 	SourceMaxConns int
 	S3Addressing   string
@@ -89,7 +93,10 @@ type config struct {
 	WatermarkBytes    []byte
 	WatermarkRequired bool
 	WatermarkOptions  string
-	Allowed           params.Allowed
+	// Fallback is THUMBD_FALLBACK_IMAGE_*: its image read at start.
+	Fallback     pipeline.Fallback
+	FallbackPath string
+	Allowed      params.Allowed
 	// Imgproxy is the imgproxy endpoint's settings (THUMBD_IMGPROXY_*).
 	Imgproxy          imgproxySettings
 	Uploads           bool
@@ -175,6 +182,11 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
 		{"THUMBD_SOURCE", "source", "", "empty: `THUMBD_SOURCE_DIR`", "where `GET /thumbnail?src=NAME` reads NAME from: a directory, or a bucket `s3://BUCKET[/PREFIX]` reached with the AWS SDKs' variables (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, keys, web identity or instance role; [storage.md](storage.md)); set with `THUMBD_SOURCE_DIR`: start-up error", flagenv.String(&c.Source)},
 		{"THUMBD_SOURCE_DIR", "source-dir", "", "empty: `GET /thumbnail?src=` off", "directory `GET /thumbnail?src=` reads from (as `THUMBD_SOURCE`, which also takes a bucket)", flagenv.String(&c.SourceDir)},
+		{"THUMBD_TTL", "ttl", "24h", "", "the answers' `Cache-Control: max-age` where the source sets none of its own (files, uploads, buckets), and the longest an origin's rules may give; imgproxy's `IMGPROXY_TTL`", flagenv.Duration(&c.TTL.MaxAge)},
+		{"THUMBD_FALLBACK_IMAGE_PATH", "fallback-image-path", "", "none: the error", "an image file made, by the request's own options, in place of a source that cannot be read (not found, too large, an origin's or a bucket's error or timeout, too many redirects, an address refused), as imgproxy's `IMGPROXY_FALLBACK_IMAGE_PATH`; never cached by thumbd; read once at start, within `THUMBD_MAX_BODY_BYTES`, `THUMBD_MAX_PIXELS` and `THUMBD_INPUTS`: missing, too large or not such an image is a start-up error ([imgproxy.md](imgproxy.md))", flagenv.String(&c.FallbackPath)},
+		{"THUMBD_FALLBACK_IMAGE_HTTP_CODE", "fallback-image-http-code", "200", "", "the fallback image's status: 200, 400 to 599, or 0 for the error's own (imgproxy's `IMGPROXY_FALLBACK_IMAGE_HTTP_CODE`)", flagenv.Int(&c.Fallback.Status)},
+		{"THUMBD_FALLBACK_IMAGE_TTL", "fallback-image-ttl", "0s", "`THUMBD_TTL`", "the fallback image's `Cache-Control: max-age` (imgproxy's `IMGPROXY_FALLBACK_IMAGE_TTL`)", flagenv.Duration(&c.Fallback.TTL)},
+		{"THUMBD_STALE_WHILE_REVALIDATE", "stale-while-revalidate", "0s", "not said", "`stale-while-revalidate` in the answers' `Cache-Control`: how much longer a CDN that honours it may serve an answer while it asks thumbd again", flagenv.Duration(&c.TTL.StaleWhileRevalidate)},
 		{"THUMBD_SOURCE_MAX_AGE", "source-max-age", "0s", "a HEAD per request", "bucket sources: how long an object's identity (ETag, else size and Last-Modified) is trusted without asking the bucket again; a replaced object's old thumbnails may be served from the caches that long", flagenv.Duration(&c.SourceMaxAge)},
 		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", flagenv.Duration(&c.SourceTimeout)},
 		{"THUMBD_SOURCE_MAX_CONNS", "source-max-conns", "32", "", "bucket sources: connections open at once to the bucket's endpoint (kept alive when idle); more calls wait for one, within their deadline", flagenv.Int(&c.SourceMaxConns)},
@@ -269,6 +281,12 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	if err := c.loadWatermark(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.FallbackPath != "" {
+		var err error
+		if c.Fallback.Image, err = pipeline.ReadImage(c.FallbackPath, c.MaxBodyBytes, c.MaxPixels, c.Inputs, "THUMBD_MAX_BODY_BYTES"); err != nil {
+			errs = append(errs, fmt.Errorf("THUMBD_FALLBACK_IMAGE_PATH=%q: %v", c.FallbackPath, err))
+		}
+	}
 	errs = append(errs, c.validate()...)
 	if c.build, err = buildinfo.Read(); err != nil {
 		errs = append(errs, err)
@@ -305,26 +323,9 @@ func (c *config) loadWatermark() error {
 	if c.Engine == engineCells {
 		limit = min(limit, maxCellWatermark)
 	}
-	f, err := os.Open(c.Watermark)
+	b, err := pipeline.ReadImage(c.Watermark, limit, c.MaxPixels, nil, fmt.Sprintf("THUMBD_MAX_BODY_BYTES; in cells mode %d", maxCellWatermark))
 	if err != nil {
-		return fail("%v", errors.Unwrap(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	switch {
-	case err != nil:
 		return fail("%v", err)
-	case int64(len(b)) > limit:
-		return fail("more than %d bytes, the most a watermark may have (THUMBD_MAX_BODY_BYTES; in cells mode %d)", limit, maxCellWatermark)
-	}
-	look, err := memcost.Look(b)
-	switch {
-	case err != nil && look.Format == "":
-		return fail("not a %s image", imagefmt.InputNames())
-	case err != nil:
-		return fail("its header cannot be read: %v", err)
-	case look.Header.Pixels() > c.MaxPixels:
-		return fail("%dx%d is more than THUMBD_MAX_PIXELS (%d)", look.Header.Width, look.Header.Height, c.MaxPixels)
 	}
 	c.WatermarkBytes = b
 	return nil
@@ -508,6 +509,10 @@ func (c config) validate() []error {
 	check(c.FetchTimeout > 0, "fetch timeout %s: want more than 0", c.FetchTimeout)
 	check(c.OriginMaxConns >= 1 && c.OriginMaxConns <= 10000, "origin max conns %d: want 1..10000", c.OriginMaxConns)
 	check(c.SourceMaxAge >= 0, "source max age %s: want 0 (ask every time) or more", c.SourceMaxAge)
+	check(c.TTL.MaxAge >= time.Second, "THUMBD_TTL %s: want a second or more", c.TTL.MaxAge)
+	check(c.Fallback.Status == 0 || c.Fallback.Status == 200 || c.Fallback.Status >= 400 && c.Fallback.Status <= 599, "THUMBD_FALLBACK_IMAGE_HTTP_CODE %d: want 200, 400 to 599, or 0 (the error's own)", c.Fallback.Status)
+	check(c.Fallback.TTL >= 0, "THUMBD_FALLBACK_IMAGE_TTL %s: want 0 (THUMBD_TTL's) or more", c.Fallback.TTL)
+	check(c.TTL.StaleWhileRevalidate >= 0, "THUMBD_STALE_WHILE_REVALIDATE %s: want 0 (not said) or more", c.TTL.StaleWhileRevalidate)
 	check(c.SourceTimeout > 0, "source timeout %s: want more than 0", c.SourceTimeout)
 	check(c.SourceMaxConns >= 1 && c.SourceMaxConns <= 10000, "source max conns %d: want 1..10000", c.SourceMaxConns)
 	for _, o := range c.Origins {

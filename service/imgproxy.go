@@ -7,15 +7,12 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/imgproxy"
-	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 )
 
@@ -111,7 +108,7 @@ func (c config) imgproxyRoot() string { return strings.TrimSuffix(c.Imgproxy.Pre
 // imgproxyConfig checks THUMBD_IMGPROXY_* and builds the parser's config.
 func (c config) imgproxyConfig() (imgproxy.Config, error) {
 	s := c.Imgproxy
-	ic := imgproxy.Config{SignatureSize: s.SignatureSize, MaxSide: c.MaxSide}
+	ic := imgproxy.Config{SignatureSize: s.SignatureSize, MaxSide: c.MaxSide, AutoFormat: s.AutoFormat}
 	if len(s.Keys) != len(s.Salts) {
 		return ic, fmt.Errorf("THUMBD_IMGPROXY_KEY has %d keys and THUMBD_IMGPROXY_SALT %d salts: give one salt per key", len(s.Keys), len(s.Salts))
 	}
@@ -148,35 +145,17 @@ func (c config) imgproxyConfig() (imgproxy.Config, error) {
 // prefix may not be one of them.
 var ownRoots = []string{"thumbnail", "info", "health", "ready", "metrics", "json", "compute", "hash"}
 
-// handleImgproxy serves an imgproxy URL: the path read into GET
-// /thumbnail's query (imgproxy's signature checked), then the one
-// pipeline, with imgproxy's answer headers.
-func handleImgproxy(ic imgproxy.Config, prefix string, auto bool, thumbs *pipeline.Pipeline) pipeline.HandlerFunc {
+// handleImgproxy serves an imgproxy URL: the path read into thumbd's
+// values (imgproxy's signature checked), then the one pipeline, with
+// imgproxy's answer headers.
+func handleImgproxy(ic imgproxy.Config, prefix string, thumbs *pipeline.Pipeline) pipeline.HandlerFunc {
 	prefix = strings.TrimSuffix(prefix, "/")
 	return func(w http.ResponseWriter, r *http.Request) error {
 		req, err := ic.Parse(strings.TrimPrefix(rawPath(r), prefix))
 		if err != nil {
 			return err
 		}
-		if req.SourceFormat && req.Quality > 0 {
-			req.Query["q"] = strconv.Itoa(req.Quality) // checked by params, and by the allow-list
-		}
-		if req.SourceFormat && auto {
-			// imgproxy's WebP/AVIF detection: thumbd's format=auto (from
-			// Accept, with Vary: Accept).
-			req.Query["format"], req.SourceFormat = string(imagefmt.Auto), false
-		}
-		aw := &imgproxyWriter{ResponseWriter: w, req: req}
-		err = thumbs.Translated(aw, r, req.Query, req.Signed, req.Operator, func(p *params.Request) {
-			if req.SourceFormat {
-				p.Options.Format, p.Options.Quality = imagefmt.Source, req.Quality
-			}
-		})
-		if e := apierr.From(err); err != nil && e.Code == apierr.BadParameter {
-			e.Message = "The imgproxy URL asks for what thumbd refuses: " + e.Message
-			return e
-		}
-		return err
+		return thumbs.Translated(&imgproxyWriter{ResponseWriter: w, req: req}, r, req.Asked, req.Signed)
 	}
 }
 

@@ -6,16 +6,21 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"image"
 	"io"
 	"maps"
+	"math/rand/v2"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/params"
@@ -83,11 +88,14 @@ func TestImgproxyUnsigned(t *testing.T) {
 		{"/_/s:60:0/plain/local:///logo.png", 200, "", "image/png", 60, 45},
 		{"/_/rs:fill:40:40/" + b64[:7] + "/" + b64[7:] + ".webp", 200, "", "image/webp", 40, 40},
 		{"/_/rs:fill:40:40/rot:90/fl:1:0/bl:1/pd:5/bg:255:0:0/f:jpg/plain/local:///logo.png", 200, "", "image/jpeg", 50, 50},
-		{"/_/rs:fit:100:100/c:0.5:0.5/plain/local:///photo.jpg", 200, "", "image/jpeg", 100, 76}, // thumbd rounds the crop
+		{"/_/rs:fit:100:100/c:0.5:0.5/plain/local:///photo.jpg", 200, "", "image/jpeg", 100, 75}, // as imgproxy: the crop's own aspect, whatever the shrink on load
+		// imgproxy's crop is never outside: its offsets are held inside the
+		// image (calcPosition), as in imgproxy, not a 400.
+		{"/_/c:400:300:nowe:3000:3000/rs:fit:100:100/plain/local:///photo.jpg", 200, "", "image/jpeg", 100, 75},
 		{"/_/rs:fit:100:100/plain/local:///../photo.jpg", 400, apierr.BadSourceName, "", 0, 0},
 		{"/_/rs:fit:100:100/plain/local:///nope.jpg", 404, apierr.SourceNotFound, "", 0, 0},
 		{"/_/widht:100/plain/local:///photo.jpg", 400, apierr.BadParameter, "", 0, 0},
-		{"/_/mb:1000/plain/local:///photo.jpg", 400, apierr.BadParameter, "", 0, 0},
+		{"/_/rs:fit:100:100/mb:3000/plain/local:///photo.jpg", 200, "", "image/jpeg", 100, 75},
 		{"/_/w:9000/plain/local:///photo.jpg", 400, apierr.BadParameter, "", 0, 0},
 		{"/_/exp:1000/plain/local:///photo.jpg", 403, apierr.SignatureExpired, "", 0, 0},
 		{"/_/plain/gs://bucket/photo.jpg", 400, apierr.URLSchemeNotAllowed, "", 0, 0},
@@ -268,14 +276,14 @@ func TestImgproxyBounded(t *testing.T) {
 	}{
 		{"/_/w:640/plain/local:///photo.jpg", ""},
 		{"/_/rs:fill:320:320/plain/local:///photo.jpg@jpg", ""},
-		{"/_/w:640/bl:5/plain/local:///photo.jpg", `"blur"`},
-		{"/_/w:640/pd:10/plain/local:///photo.jpg", `"pad"`},
+		{"/_/w:640/bl:5/plain/local:///photo.jpg", `imgproxy option "bl"`},
+		{"/_/w:640/pd:10/plain/local:///photo.jpg", `imgproxy option "pd"`},
 		{"/_/w:640/pr:soft/plain/local:///photo.jpg", ""},
 		{"/_/w:620/pr:framed/plain/local:///photo.jpg@png", ""}, // 620 + 2 x 10
 		{"/_/w:640/pr:framed/plain/local:///photo.jpg", "width 660"},
 		{"/_/w:640/pr:q70/plain/local:///photo.jpg", ""}, // the preset's quality, in the source's format
-		{"/_/w:640/q:70/plain/local:///photo.jpg", `"q"`},
-		{"/_/w:500/plain/local:///photo.jpg", `"w"`},
+		{"/_/w:640/q:70/plain/local:///photo.jpg", `imgproxy option "q"`},
+		{"/_/w:500/plain/local:///photo.jpg", `imgproxy option "w"`},
 	} {
 		a := imgproxyGet(t, base+c.path)
 		switch {
@@ -292,11 +300,7 @@ func TestImgproxyBounded(t *testing.T) {
 		bounded(c)
 		c.Imgproxy.Keys, c.Imgproxy.Salts = [][]byte{key}, [][]byte{salt}
 	})
-	path := "/w:500/bl:5/pd:10/plain/local:///photo.jpg"
-	h := hmac.New(sha256.New, key)
-	h.Write(salt)
-	h.Write([]byte(path))
-	if a := imgproxyGet(t, signed+"/"+base64.RawURLEncoding.EncodeToString(h.Sum(nil))+path); a.status != 200 {
+	if a := imgproxyGet(t, signed+imgproxySigned(key, salt, "/w:500/bl:5/pd:10/plain/local:///photo.jpg")); a.status != 200 {
 		t.Errorf("signed: %d %s", a.status, a.message)
 	}
 }
@@ -421,4 +425,210 @@ func TestImgproxyPluralKeysAndSalts(t *testing.T) {
 	if _, err := loadConfig(nil, envOf(map[string]string{"THUMBD_IMGPROXY_KEYS": "", "THUMBD_IMGPROXY_SALTS": ""}), io.Discard); err == nil || !strings.Contains(err.Error(), "THUMBD_IMGPROXY_KEYS") {
 		t.Errorf("empty plurals: %v", err)
 	}
+}
+
+// imgproxy's options that need the source's size, and max_bytes, answer
+// alike in both engine modes: their job crosses to a cell in its options.
+func TestImgproxySizedOptionsInCells(t *testing.T) {
+	files := map[string][]byte{"photo.jpg": encodeJPEG(t, scene(800, 600), 90), "logo.png": alphaPNG(t, 120, 90)}
+	const presets = "orig=raw:1,skj=skp:jpg,skpng=skp:png" // unsigned, raw and skp are a preset's
+	inproc, _ := dirServer(t, files, func(c *config) { c.Imgproxy.On, c.Imgproxy.Presets = true, presets })
+	dir := t.TempDir()
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := cellsConfig(t)
+	cfg.SourceDir, cfg.Imgproxy.On, cfg.Imgproxy.Presets = dir, true, presets
+	cells := newCellsServer(t, cfg, "")
+	for _, opts := range []string{"rs:auto:300:200", "c:300:200:no:10:20/rs:fit:150:150", "rs:fill:200:200/g:soea:25:5",
+		"rs:fit:100:0/mw:200", "rs:fit:300:100/exar:1:ea", "rs:fit:300:300/ex:1:so:0:10", "rs:fit:200:200/mb:1500/f:webp",
+		"pr:orig", "pr:skj/rs:fit:100:100", "pr:skpng/rs:fit:100:100"} {
+		path := "/_/" + opts + "/plain/local:///photo.jpg"
+		a, b := imgproxyGet(t, inproc+path), imgproxyGet(t, cells.URL+path)
+		if a.status != 200 || b.status != 200 || !bytes.Equal(a.body, b.body) {
+			t.Errorf("%s: in process %d (%d bytes), cells %d (%d bytes) %s", opts, a.status, len(a.body), b.status, len(b.body), b.message)
+		}
+		if strings.Contains(opts, "mb:") && len(a.body) > 1500 {
+			t.Errorf("%s: %d bytes", opts, len(a.body))
+		}
+	}
+}
+
+// raw and skip_processing answer the source as it is, once looked at and
+// within the source limits; never with a watermark; unsigned, only from a
+// preset (the source's bytes carry its metadata).
+func TestImgproxyRawAndSkipProcessing(t *testing.T) {
+	key, salt := bytes.Repeat([]byte{3}, 32), bytes.Repeat([]byte{4}, 16)
+	photo, gifSrc := encodeJPEG(t, scene(800, 600), 90), animatedGIF(t, 60, 40, 3)
+	files := map[string][]byte{"photo.jpg": photo, "anim.gif": gifSrc, "logo.png": alphaPNG(t, 120, 90)}
+	signed := func(c *config) {
+		c.Imgproxy.On, c.MaxFrames, c.Imgproxy.Keys, c.Imgproxy.Salts = true, 4, [][]byte{key}, [][]byte{salt}
+	}
+	base, _ := dirServer(t, files, signed)
+	for _, c := range []struct {
+		path  string
+		same  []byte // the answer is these bytes; nil: processed
+		media string
+		code  apierr.Code
+	}{
+		{"/raw:1/plain/local:///photo.jpg", photo, "image/jpeg", ""},
+		{"/rs:fit:100:100/raw:1/plain/local:///photo.jpg@png", photo, "image/jpeg", ""}, // as imgproxy: raw ignores the rest
+		{"/skp:jpg:gif/rs:fit:100:100/plain/local:///photo.jpg", photo, "image/jpeg", ""},
+		{"/skp:jpg:gif/rs:fit:100:100/plain/local:///anim.gif", gifSrc, "image/gif", ""},
+		{"/skp:jpg/rs:fit:100:100/plain/local:///logo.png", nil, "image/png", ""},
+		{"/skp:jpg/rs:fit:100:100/plain/local:///photo.jpg@png", nil, "image/png", ""}, // another format asked: processed
+		{"/skp:svg/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
+		{"/raw:0/rs:fit:100:100/plain/local:///photo.jpg", nil, "image/jpeg", ""},
+		{"/skp:bmpx/plain/local:///photo.jpg", nil, "", apierr.BadParameter},
+		{"/raw:1/wm:0.5/plain/local:///photo.jpg", nil, "", apierr.BadParameter}, // no watermark configured: wm's own 400
+	} {
+		a := imgproxyGet(t, base+imgproxySigned(key, salt, c.path))
+		switch {
+		case c.code != "":
+			if a.status != c.code.Status() || a.code != c.code {
+				t.Errorf("%s: %d %s, want %s", c.path, a.status, a.code, c.code)
+			}
+		case a.status != 200 || a.mediaType != c.media:
+			t.Errorf("%s: %d %s %s", c.path, a.status, a.mediaType, a.message)
+		case bytes.Equal(a.body, c.same) != (c.same != nil):
+			t.Errorf("%s: %d bytes, as is: %v", c.path, len(a.body), c.same != nil)
+		}
+	}
+	// The source limits hold: a GIF of more frames than allowed.
+	many, _ := dirServer(t, map[string][]byte{"anim.gif": animatedGIF(t, 20, 20, 5)}, signed)
+	if a := imgproxyGet(t, many+imgproxySigned(key, salt, "/raw:1/plain/local:///anim.gif")); a.status != 422 || a.code != apierr.TooManyFrames {
+		t.Errorf("raw past the frame limit: %d %s", a.status, a.code)
+	}
+	// Unsigned, a client's raw or skp is refused naming it, a preset's
+	// taken (the bounded mode alike).
+	for _, edit := range []func(*config){nil, func(c *config) { c.Allowed = params.Allowed{Sides: []int{64}} }} {
+		unsigned, _ := dirServer(t, files, func(c *config) {
+			c.Imgproxy.On, c.Imgproxy.Presets = true, "orig=raw:1"
+			if edit != nil {
+				edit(c)
+			}
+		})
+		for opt, name := range map[string]string{"raw:1": `"raw"`, "skp:jpg": `"skp"`} {
+			if a := imgproxyGet(t, unsigned+"/_/w:64/"+opt+"/plain/local:///photo.jpg"); a.status != 400 || !strings.Contains(a.message, name) || !strings.Contains(a.message, "unsigned") {
+				t.Errorf("%s unsigned: %d %s", opt, a.status, a.message)
+			}
+		}
+		if a := imgproxyGet(t, unsigned+"/_/w:64/pr:orig/plain/local:///photo.jpg"); a.status != 200 || !bytes.Equal(a.body, photo) {
+			t.Errorf("raw from a preset, unsigned: %d %s", a.status, a.message)
+		}
+	}
+	// Under a required watermark the source as it is would not carry it:
+	// refused, naming the option, even from a preset.
+	marked, _ := dirServer(t, files, func(c *config) {
+		signed(c)
+		c.Watermark, c.WatermarkRequired, c.Imgproxy.Presets = markFile(t, 8), true, "orig=raw:1"
+		if err := c.loadWatermark(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, p := range []string{"/raw:1/plain/local:///photo.jpg", "/skp:jpg/plain/local:///photo.jpg", "/pr:orig/plain/local:///photo.jpg"} {
+		if a := imgproxyGet(t, marked+imgproxySigned(key, salt, p)); a.status != 400 || !strings.Contains(a.message, "THUMBD_WATERMARK_REQUIRED") {
+			t.Errorf("%s under a required watermark: %d %s", p, a.status, a.message)
+		}
+	}
+}
+
+// imgproxySigned is path (from its options on) with its imgproxy
+// signature in front.
+func imgproxySigned(key, salt []byte, path string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write(salt)
+	h.Write([]byte(path))
+	return "/" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)) + path
+}
+
+// thumbd's answers carry none of the source's metadata, copyright
+// included (imgproxy's keep_copyright keeps it): strip_metadata:1 and
+// keep_copyright:0 are taken, their opposites refused naming the option.
+func TestImgproxyMetadataStripped(t *testing.T) {
+	const notice = "(c) a thumbd test's photographer"
+	base, _ := dirServer(t, map[string][]byte{"photo.jpg": jpegWithCopyright(t, notice)}, func(c *config) { c.Imgproxy.On, c.Imgproxy.Presets = true, "orig=raw:1" })
+	for _, f := range []string{"jpg", "png", "webp", "avif"} {
+		a := imgproxyGet(t, base+"/_/rs:fit:64:64/sm:1/kcr:0/plain/local:///photo.jpg@"+f)
+		// libvips 8.14's WebP saver (Debian's) writes an EXIF block of its
+		// own (orientation 1, resolution, size): none of the source's.
+		exif := f != "webp" && bytes.Contains(a.body, []byte("Exif\x00\x00"))
+		if a.status != 200 || bytes.Contains(a.body, []byte(notice)) || exif || bytes.Contains(a.body, []byte("ns.adobe.com")) || bytes.Contains(a.body, []byte("8BIM")) {
+			t.Errorf("%s: %d, %d bytes, the notice kept: %v", f, a.status, len(a.body), bytes.Contains(a.body, []byte(notice)))
+		}
+	}
+	for opt, name := range map[string]string{"kcr:1": `"kcr"`, "keep_copyright:t": `"keep_copyright"`, "sm:0": `"sm"`, "strip_metadata:false": `"strip_metadata"`} {
+		if a := imgproxyGet(t, base+"/_/rs:fit:64:64/"+opt+"/plain/local:///photo.jpg"); a.status != 400 || !strings.Contains(a.message, name) || !strings.Contains(a.message, "metadata") {
+			t.Errorf("%s: %d %s", opt, a.status, a.message)
+		}
+	}
+	// The source as it is keeps its own (raw).
+	if a := imgproxyGet(t, base+"/_/pr:orig/plain/local:///photo.jpg"); !bytes.Contains(a.body, []byte(notice)) {
+		t.Error("raw: the source's notice is not there")
+	}
+}
+
+// jpegWithCopyright is a JPEG whose EXIF (Copyright), XMP (dc:rights)
+// and IPTC (Copyright Notice) all hold notice.
+func jpegWithCopyright(t *testing.T, notice string) []byte {
+	t.Helper()
+	jpeg := encodeJPEG(t, scene(200, 150), 90)
+	segment := func(marker byte, body []byte) []byte {
+		n := len(body) + 2
+		return append([]byte{0xFF, marker, byte(n >> 8), byte(n)}, body...)
+	}
+	// EXIF: a little-endian TIFF with one IFD0 entry, Copyright (0x8298),
+	// ASCII, its value after the IFD.
+	value := append([]byte(notice), 0)
+	exif := []byte("Exif\x00\x00II*\x00\x08\x00\x00\x00\x01\x00\x98\x82\x02\x00")
+	exif = binary.LittleEndian.AppendUint32(exif, uint32(len(value)))
+	exif = binary.LittleEndian.AppendUint32(exif, 8+2+12+4)
+	exif = append(append(exif, 0, 0, 0, 0), value...)
+	xmp := []byte("http://ns.adobe.com/xap/1.0/\x00<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">" +
+		"<rdf:Description rdf:about=\"\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\"><dc:rights><rdf:Alt><rdf:li xml:lang=\"x-default\">" + notice +
+		"</rdf:li></rdf:Alt></dc:rights></rdf:Description></rdf:RDF></x:xmpmeta>")
+	iptc := append([]byte{0x1C, 0x02, 0x74, 0, byte(len(notice))}, notice...)
+	ps := append([]byte("Photoshop 3.0\x008BIM\x04\x04\x00\x00"), binary.BigEndian.AppendUint32(nil, uint32(len(iptc)))...)
+	ps = append(ps, iptc...)
+	if len(iptc)%2 == 1 {
+		ps = append(ps, 0)
+	}
+	out := append([]byte{}, jpeg[:2]...)
+	out = append(out, segment(0xE1, exif)...)
+	out = append(out, segment(0xE1, xmp)...)
+	out = append(out, segment(0xED, ps)...)
+	return append(out, jpeg[2:]...)
+}
+
+// A source answered as it is stays on the source budget until its answer
+// is written: a client that reads it slowly holds its bytes, counted.
+func TestImgproxyRawHeldOnTheBudget(t *testing.T) {
+	img := scene(1500, 1500)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] ^= byte(rng.IntN(256)) // noise: megabytes, more than the sockets' buffers hold
+	}
+	big := encodeJPEG(t, img, 100)
+	base, d := dirServer(t, map[string][]byte{"big.jpg": big}, func(c *config) { c.Imgproxy.On, c.Imgproxy.Presets = true, "orig=raw:1" })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /_/pr:orig/plain/local:///big.jpg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Held from the read on, and still while the client reads nothing.
+	waitFor(t, "the source read", func() bool { return d.thumbs.Limits.Budget.Used() > 0 })
+	time.Sleep(300 * time.Millisecond)
+	if held := d.thumbs.Limits.Budget.Used() >= int64(len(big)); !held {
+		t.Errorf("%d source bytes held while a %d-byte answer is written, want all of it", d.thumbs.Limits.Budget.Used(), len(big))
+	}
+	body, err := io.ReadAll(conn)
+	if err != nil || !bytes.Contains(body, big[:4096]) {
+		t.Fatalf("the answer: %d bytes, %v", len(body), err)
+	}
+	waitFor(t, "the budget back", func() bool { return d.thumbs.Limits.Budget.Used() == 0 })
 }

@@ -56,17 +56,24 @@ func testConfig(t *testing.T) config {
 	return cfg
 }
 
+// sourceRoot is cfg.SourceDir opened, as serve opens it (nil: none).
+func sourceRoot(t *testing.T, cfg config) *os.Root {
+	t.Helper()
+	if cfg.SourceDir == "" {
+		return nil
+	}
+	root, err := os.OpenRoot(cfg.SourceDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return root
+}
+
 // newTestDeps wires the service around the shared engine, already started.
 func newTestDeps(t *testing.T, cfg config) deps {
 	t.Helper()
-	var root *os.Root
-	if cfg.SourceDir != "" {
-		var err error
-		if root, err = os.OpenRoot(cfg.SourceDir); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { root.Close() })
-	}
+	root := sourceRoot(t, cfg)
 	life := newLifecycle()
 	life.engineStarted()
 	// libvips is up (testEngine started it); an engine value of its own

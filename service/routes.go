@@ -35,7 +35,7 @@ func addRoutes(r chi.Router, d deps) {
 	}
 	if d.cfg.Imgproxy.On { // imgproxy's grammar: a catch-all below thumbd's fixed names
 		ic, _ := d.cfg.imgproxyConfig() // checked by loadConfig
-		r.Get(d.cfg.imgproxyRoot(), labelled("imgproxy", h(pipeline.Rejections(handleImgproxy(ic, d.cfg.Imgproxy.Prefix, d.cfg.Imgproxy.AutoFormat, d.thumbs)))))
+		r.Get(d.cfg.imgproxyRoot(), labelled("imgproxy", h(pipeline.Rejections(handleImgproxy(ic, d.cfg.Imgproxy.Prefix, d.thumbs)))))
 	}
 	addUnrouted(r, d)
 }

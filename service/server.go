@@ -56,7 +56,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	reg := prometheus.NewRegistry()
 	gate := admission.New(cfg.Concurrency, cfg.Queue, cfg.MemoryBudget)
 	m := newMetrics(reg, cfg.build, gate, life, eng, cfg.Engine, len(cfg.SigningKeys))
-	rs := pipeline.NewResponder(m.Rejections)
+	rs := pipeline.NewResponder(m.Rejections, cfg.TTL)
 	// Sources are held from the first byte read until the answer is
 	// written: the budget bounds them all, whatever the queue's depth.
 	// A source of known length waits for the budget up to half the
@@ -119,7 +119,16 @@ func (c config) pipeline() pipeline.Config {
 		MaxPixels: c.MaxPixels, MaxFrames: c.MaxFrames, MaxSide: c.MaxSide, QualityShrink: c.JPEGShrink == thumbjob.JPEGShrinkQuality,
 		SourceInJob: c.Engine == engineCells, Inputs: c.Inputs,
 		MemoryBudget: c.MemoryBudget, MemoryLimit: c.memory.Limit.Bytes,
+		Fallback: c.fallback(),
 	}
+}
+
+// fallback is THUMBD_FALLBACK_IMAGE_*'s image, nil when none is set.
+func (c config) fallback() *pipeline.Fallback {
+	if c.Fallback.Image == nil {
+		return nil
+	}
+	return &c.Fallback
 }
 
 // newSourceBucket is the source of GET /thumbnail?src= when THUMBD_SOURCE

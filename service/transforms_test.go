@@ -51,11 +51,12 @@ func TestCellsCarryTransforms(t *testing.T) {
 		{"?w=64&h=64&sharpen=10&format=jpeg&bg=ff0000", alphaPNG(t, 120, 90), "", 64, 64},
 		{"?w=64&h=64&fit=inside&extend=true&gravity=ne&format=webp", alphaPNG(t, 120, 90), "", 64, 64},
 		{"?w=64&h=64&trim=10,ffffff&flip=hv&format=jpeg", greyPNG(t, 40, 40), "", 64, 64},
-		// A crop the header shows outside is a 400; one only the
-		// orientation could tell (the header does not read it: 0,350 is
-		// inside a 300x400 image on its side) is the engine's 422.
+		// A crop outside the image is a 400 whichever stage finds it: the
+		// pipeline when the header shows it, the engine when only the
+		// orientation tells (the header does not read it: 0,350 is inside
+		// a 300x400 image on its side).
 		{"?crop=400,0,10,10", jpeg, apierr.BadParameter, 0, 0},
-		{"?crop=0,350,10,10", jpeg, apierr.UnprocessableImage, 0, 0},
+		{"?crop=0,350,10,10", jpeg, apierr.BadParameter, 0, 0},
 	} {
 		s1, h1, b1 := postThumb(t, inproc.URL, c.query, c.src)
 		s2, h2, b2 := postThumb(t, cells.URL, c.query, c.src)

@@ -23,11 +23,11 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/params"
 )
 
 // Key is one signing pair, as imgproxy's IMGPROXY_KEY and IMGPROXY_SALT.
@@ -77,24 +77,23 @@ type Config struct {
 	MaxSide int
 	// Now is the clock expires is read against; nil: time.Now.
 	Now func() time.Time
+	// AutoFormat: an answer in the source's format (no format asked) is
+	// one of thumbd's format=auto instead, from Accept (imgproxy's WebP
+	// and AVIF detection, THUMBD_IMGPROXY_AUTO_FORMAT).
+	AutoFormat bool
 }
 
 // Request is an imgproxy path read into thumbd's terms.
 type Request struct {
-	// Query is GET /thumbnail's query: src or url, and the options.
-	Query map[string]string
-	// SourceFormat: no format was asked, the answer is in the source's
-	// (imgproxy's default), resolved once the source is read.
-	SourceFormat bool
-	// Quality is q for a SourceFormat answer (0: the format's default).
-	Quality int
+	// Asked is the thumbnail in thumbd's values, its source named (Src
+	// or URL), for params.Rules.Make: its sentences name imgproxy's
+	// options as the URL wrote them, and its Chooser says which values
+	// the operator chose (the URL's presets and imgproxy's own defaults,
+	// where its options left them so), which the allow-lists bind no
+	// more than a thumbd preset's.
+	Asked params.Asked
 	// Signed: the path carried a signature checked against Keys.
 	Signed bool
-	// Operator are the values of Query the operator chose: what the
-	// URL's presets and imgproxy's own defaults give, where its options
-	// left them so. Unsigned, the allow-lists bind them no more than a
-	// thumbd preset's (params.Rules.Operator).
-	Operator map[string]string
 	// Filename and Attachment make the Content-Disposition.
 	Filename   string
 	Attachment bool
@@ -148,63 +147,52 @@ func (c Config) Parse(escaped string) (Request, error) {
 	if !st.expires.IsZero() && st.expires.Before(now()) {
 		return Request{}, apierr.New(apierr.SignatureExpired, "This imgproxy URL expired at %s (option \"expires\").", st.expires.UTC().Format(time.RFC3339))
 	}
-	q, err := st.query(c)
+	a, err := st.asked(c)
 	if err != nil {
 		return Request{}, err
 	}
-	name, err := c.source(q, source)
+	name, err := c.source(&a, source)
 	if err != nil {
 		return Request{}, err
 	}
-	req := Request{Query: q, SourceFormat: st.format == "", Quality: st.sourceQuality(), Signed: len(c.Keys) > 0,
-		Operator: c.operator(opts, q), Filename: st.filename, Attachment: st.attachment, Expires: st.expires}
+	if len(c.Keys) == 0 {
+		a.Chooser = c.chooser(st, a, opts)
+	}
+	req := Request{Asked: a, Signed: len(c.Keys) > 0, Filename: st.filename, Attachment: st.attachment, Expires: st.expires}
 	if req.Filename == "" {
 		req.Filename = strings.TrimSuffix(path.Base(name), path.Ext(name))
 	}
 	return req, nil
 }
 
-// operator is what the presets alone give (the default preset, then
-// those opts name, in order), where q holds the same value. Without a
-// size from them, w and h are the source's own size up to the max side,
-// which is not the operator's choice: they stay the client's. A signed
-// URL needs none: the allow-lists do not bind it.
-func (c Config) operator(opts []option, q map[string]string) map[string]string {
-	if len(c.Keys) > 0 {
-		return nil
-	}
-	st := newState()
+// chooser says who chose each option of a, read from st with opts: the
+// client where the URL's own options set it to another value than
+// imgproxy's defaults and its presets alone give (the default preset,
+// then those opts name, in order); else the operator (""). Without a size from them, w and h are
+// the source's own size up to the max side, which is not the operator's
+// choice: they stay the client's. A signed URL needs none: the
+// allow-lists do not bind it.
+func (c Config) chooser(st *state, a params.Asked, opts []option) func(string) string {
+	alone := newState()
 	if def, ok := c.Presets["default"]; ok {
-		if err := st.apply(c, def, []string{"default"}); err != nil {
-			return nil
-		}
+		_ = alone.apply(c, def, []string{"default"}) // checked at start (Presets.Check)
 	}
 	for _, o := range opts {
-		if o.name != "preset" && o.name != "pr" {
-			continue
-		}
-		if err := st.set(c, o, nil); err != nil {
-			return nil
+		if o.name == "preset" || o.name == "pr" {
+			_ = alone.set(c, o, nil) // applied to st already: no error
 		}
 	}
-	given, err := st.query(c)
-	if err != nil {
-		return nil
-	}
-	out := map[string]string{}
-	for k, v := range given {
-		if q[k] == v {
-			out[k] = v
+	byPresets, err := alone.asked(c)
+	presetSize := alone.width != 0 || alone.height != 0
+	return func(option string) string {
+		switch {
+		case (option == "w" || option == "h") && !presetSize && a.Options.Width == c.MaxSide && a.Options.Height == c.MaxSide:
+			return st.name(option) // the source's own size
+		case !st.client(option), err == nil && params.Same(option, a, byPresets):
+			return ""
 		}
+		return st.name(option)
 	}
-	if st.width == 0 && st.height == 0 {
-		delete(out, "w")
-		delete(out, "h")
-	}
-	if sq := st.sourceQuality(); sq > 0 {
-		out["q"] = strconv.Itoa(sq) // the endpoint adds q for an answer in the source's format
-	}
-	return out
 }
 
 // verify checks sig against path, the part after the signature (with its
@@ -302,9 +290,9 @@ func splitExt(s, sep string) (src, ext string, many bool) {
 	return p[0], "", false
 }
 
-// source puts the source into q: local:// and s3:// as src=, http(s)://
-// as url= (checked later by the origin allow-list, as any url=).
-func (c Config) source(q map[string]string, raw string) (string, error) {
+// source names a's source: local:// and s3:// as src=, http(s):// as url=
+// (checked later by the origin allow-list, as any url=).
+func (c Config) source(a *params.Asked, raw string) (string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		scheme, _, _ = strings.Cut(raw, ":")
@@ -314,11 +302,11 @@ func (c Config) source(q map[string]string, raw string) (string, error) {
 	}
 	switch strings.ToLower(scheme) {
 	case "http", "https":
-		q["url"] = raw
+		a.URL = raw
 		return rest, nil
 	case "local":
 		name, err := relative(strings.TrimPrefix(rest, "/"), raw)
-		q["src"] = name
+		a.Src = name
 		return name, err
 	case "s3":
 		bucket, key, _ := strings.Cut(rest, "/")
@@ -330,7 +318,7 @@ func (c Config) source(q map[string]string, raw string) (string, error) {
 			return "", apierr.New(apierr.SourceNotFound, "The imgproxy source %q is in a bucket this service does not read; it serves %s.", raw, served)
 		}
 		name, err := relative(strings.TrimPrefix(key, c.BucketPrefix), raw)
-		q["src"] = name
+		a.Src = name
 		return name, err
 	case "":
 		return "", apierr.New(apierr.BadURL, "The imgproxy source %q has no scheme: write local:///NAME, s3://BUCKET/KEY or an http(s) URL.", raw)

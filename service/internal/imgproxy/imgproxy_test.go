@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // aliases: the errors found once every option is read name the long form.
@@ -133,13 +135,13 @@ func TestSources(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.path, err, c.code)
 			continue
 		}
-		if err == nil && (r.Query["src"] != c.src || r.Query["url"] != c.url) {
-			t.Errorf("%s: src %q url %q, want %q %q", c.path, r.Query["src"], r.Query["url"], c.src, c.url)
+		if err == nil && (r.Asked.Src != c.src || r.Asked.URL != c.url) {
+			t.Errorf("%s: src %q url %q, want %q %q", c.path, r.Asked.Src, r.Asked.URL, c.src, c.url)
 		}
 	}
 	r, _ := config().Parse("/_/plain/local:///dir/cat.photo.jpg")
-	if r.Filename != "cat.photo" || !r.SourceFormat {
-		t.Errorf("filename %q, source format %t: want the source's base name and its format", r.Filename, r.SourceFormat)
+	if r.Filename != "cat.photo" || r.Asked.Options.Format != imagefmt.Source {
+		t.Errorf("filename %q, format %q: want the source's base name and its format", r.Filename, r.Asked.Options.Format)
 	}
 }
 
@@ -157,7 +159,7 @@ func TestOptions(t *testing.T) {
 		{"rs:fill-down:30:40:1", base(map[string]string{"w": "30", "h": "40", "fit": "cover"}), ""}, // never enlarges
 		{"ex:1:so", base(map[string]string{"w": "4096", "h": "4096"}), ""},                          // no size: nothing to extend to
 		{"rs:auto:30", base(map[string]string{"w": "30"}), ""},
-		{"rs:auto:30:40", nil, apierr.BadParameter},
+		{"rs:auto:30:40", nil, ""}, // the plan decides (TestSourceSizedOptions)
 		{"rs:crop:30:40", nil, apierr.BadParameter},
 		{"rs:fit:30:40:1:1:1", nil, apierr.BadParameter}, // extend gravity "1"
 		{"rs:fit:1:2:3:4:5:6:7:8", nil, apierr.BadParameter},
@@ -171,8 +173,8 @@ func TestOptions(t *testing.T) {
 		{"h:1.5", nil, apierr.BadParameter},
 		{"w:10/h:0", base(map[string]string{"w": "10"}), ""},
 		{"mw:0/mh:0/min-width:0/min-height:0", base(map[string]string{"w": "4096", "h": "4096"}), ""},
-		{"mw:10", nil, apierr.BadParameter},
-		{"min-height:10", nil, apierr.BadParameter},
+		{"mw:10", nil, ""},
+		{"min-height:10", nil, ""},
 		{"w:100/z:1.5", base(map[string]string{"w": "150"}), ""},
 		{"w:100/h:100/zoom:2:0.5", base(map[string]string{"w": "200", "h": "50"}), ""},
 		{"z:2", nil, apierr.BadParameter},
@@ -186,17 +188,17 @@ func TestOptions(t *testing.T) {
 		{"w:10/enlarge:maybe", nil, apierr.BadParameter},
 		{"w:10/h:10/ex:1:nowe", base(map[string]string{"w": "10", "h": "10", "extend": "true", "gravity": "nw"}), ""},
 		{"w:10/h:10/extend:1", base(map[string]string{"w": "10", "h": "10", "extend": "true"}), ""},
-		{"w:10/h:10/ex:1:no:5:0", nil, apierr.BadParameter},
+		{"w:10/h:10/ex:1:no:5:0", nil, ""},
 		{"w:10/h:10/ex:1:sm", nil, apierr.BadParameter},
 		{"rs:fill:10:10/g:no/ex:1:so", nil, apierr.BadParameter},
 		{"rs:fill:10:10/g:no/ex:1:no", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "extend": "true", "gravity": "n"}), ""},
 		{"w:10/exar:0", base(map[string]string{"w": "10"}), ""},
-		{"w:10/extend_aspect_ratio:1", nil, apierr.BadParameter},
+		{"w:10/extend_aspect_ratio:1", nil, ""},
 		{"rs:fill:10:10/g:soea", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "gravity": "se"}), ""},
 		{"rs:fill:10:10/gravity:sm", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "gravity": "attention"}), ""},
 		{"rs:fill:10:10/g:fp:0.25:0.75", base(map[string]string{"w": "10", "h": "10", "fit": "cover", "gravity": "focal", "fx": "0.25", "fy": "0.75"}), ""},
 		{"rs:fill:10:10/g:ce:0:0", base(map[string]string{"w": "10", "h": "10", "fit": "cover"}), ""},
-		{"g:ce:10:0", nil, apierr.BadParameter},
+		{"g:ce:10:0", nil, ""},
 		{"g:fp:2:0.5", nil, apierr.BadParameter},
 		{"g:fp:0.5", nil, apierr.BadParameter},
 		{"g:fp:nan:0.5", nil, apierr.BadParameter},
@@ -204,18 +206,19 @@ func TestOptions(t *testing.T) {
 		{"bl:inf", nil, apierr.BadParameter},
 		{"g:obj:face", nil, apierr.BadParameter},
 		{"g:sm:1", nil, apierr.BadParameter},
-		{"w:10/c:0.5:0.5", base(map[string]string{"w": "10", "crop": "0.25,0.25,0.5,0.5"}), ""},
-		{"w:10/crop:0.5:0:nowe", base(map[string]string{"w": "10", "crop": "0.0,0.0,0.5,1.0"}), ""},
-		{"w:10/c:0.5:0.5:fp:1:0", base(map[string]string{"w": "10", "crop": "0.5,0.0,0.5,0.5"}), ""},
-		{"w:10/c:100:50:nowe", base(map[string]string{"w": "10", "crop": "0,0,100,50"}), ""},
-		{"w:10/g:nowe/c:100:50", base(map[string]string{"w": "10", "crop": "0,0,100,50", "gravity": "nw"}), ""},
-		{"w:10/c:100:50", nil, apierr.BadParameter},
+		{"w:10/c:0.5:0.5", nil, ""}, // imgproxy's crop (TestSourceSizedOptions)
+		{"w:10/crop:0.5:0:nowe", nil, ""},
+		{"w:10/c:0.5:0.5:fp:1:0", nil, ""},
+		{"w:10/c:100:50:nowe", nil, ""},
+		{"w:10/g:nowe/c:100:50", nil, ""},
+		{"w:10/c:100:50", nil, ""},
 		{"w:10/c:0.5:0.5:sm", nil, apierr.BadParameter},
 		{"w:10/c:0:0", base(map[string]string{"w": "10"}), ""},
 		{"c:-1:5", nil, apierr.BadParameter},
 		{"w:10/t:10", base(map[string]string{"w": "10", "trim": "10"}), ""},
 		{"w:10/trim:10:FFFFFF:0:0", base(map[string]string{"w": "10", "trim": "10,ffffff"}), ""},
-		{"t:10::1", nil, apierr.BadParameter},
+		{"w:10/t:10::1", nil, ""},
+		{"t:10::x", nil, apierr.BadParameter},
 		{"w:10/t:10.5", base(map[string]string{"w": "10", "trim": "10.5"}), ""},
 		{"t:nan", nil, apierr.BadParameter},
 		{"t:300", nil, apierr.BadParameter},
@@ -278,10 +281,11 @@ func TestOptions(t *testing.T) {
 		{"fq:avif", nil, apierr.BadParameter},
 		{"fq:avif:50", nil, apierr.BadParameter}, // no format named: the source's
 		{"fq:nope:50", nil, apierr.BadParameter},
-		{"skp:jpg", nil, apierr.BadParameter},
-		{"skip_processing:jpg", nil, apierr.BadParameter},
+		{"w:10/skp:jpg", nil, ""}, // TestSourceSizedOptions
+		{"skp:jpg:bmpx", nil, apierr.BadParameter},
 		{"w:10/raw:0", base(map[string]string{"w": "10"}), ""},
-		{"raw:1", nil, apierr.BadParameter},
+		{"raw:yes", nil, apierr.BadParameter},
+		{"wm:0.5/raw:1", nil, apierr.BadParameter},
 		{"w:10/cb:abc/cachebuster:x", base(map[string]string{"w": "10"}), ""},
 		{"cb:a:b", nil, apierr.BadParameter},
 		{"w:10/exp:4102444800", base(map[string]string{"w": "10"}), ""},
@@ -293,12 +297,12 @@ func TestOptions(t *testing.T) {
 		{"fn:!!:1", nil, apierr.BadParameter},
 		{"w:10/att:1/return_attachment:0", base(map[string]string{"w": "10"}), ""},
 		{"att:x", nil, apierr.BadParameter},
-		{"pr:thumb", base(map[string]string{"w": "128", "h": "128", "fit": "cover"}), ""}, // q:70 in Request.Quality
+		{"pr:thumb", base(map[string]string{"w": "128", "h": "128", "fit": "cover", "q": "70"}), ""}, // in the source's format at q 70
 		{"preset:thumb/w:64/f:webp", base(map[string]string{"w": "64", "h": "128", "fit": "cover", "q": "70", "format": "webp"}), ""},
 		{"pr:loop", base(map[string]string{"w": "7"}), ""},
 		{"pr:nope", nil, apierr.BadParameter},
-		{"max_bytes:1000", nil, apierr.BadParameter},
-		{"mb:1000", nil, apierr.BadParameter},
+		{"w:10/max_bytes:1000", nil, ""}, // TestSourceSizedOptions
+		{"mb:-1", nil, apierr.BadParameter},
 		{"wmt:hello", nil, apierr.BadParameter},
 		{"ph:1", nil, apierr.BadParameter},
 		{"eth:1", nil, apierr.BadParameter},
@@ -320,6 +324,9 @@ func TestOptions(t *testing.T) {
 			path = "/_/" + opts + "plain/local:///a.jpg"
 		}
 		r, err := cfg.Parse(path)
+		if err == nil {
+			_, err = params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true}}.Signed().Make(r.Asked) // the bounds
+		}
 		if codeOf(err) != c.code {
 			t.Errorf("%s: %v, want %q", c.opts, err, c.code)
 			continue
@@ -331,12 +338,12 @@ func TestOptions(t *testing.T) {
 			}
 			continue
 		}
-		delete(r.Query, "src")
-		if q, ok := r.Query["q"]; ok && r.SourceFormat {
-			t.Errorf("%s: q=%s set for a source-format answer", c.opts, q)
+		if c.want == nil {
+			continue
 		}
-		if !maps.Equal(r.Query, c.want) {
-			t.Errorf("%s:\n got %v\nwant %v", c.opts, r.Query, c.want)
+		got, want := made(t, r), job(t, c.want)
+		if got.Normalised() != want.Normalised() {
+			t.Errorf("%s:\n got %s\nwant %s (%v)", c.opts, got.Normalised(), want.Normalised(), c.want)
 		}
 	}
 }
@@ -367,7 +374,8 @@ func TestPathShapes(t *testing.T) {
 			t.Errorf("%s: %v", c.path, err)
 			continue
 		}
-		if r.Query["format"] != c.format || r.SourceFormat != c.sourceFormat || r.Quality != c.quality || r.Filename != c.filename || r.Attachment != c.attachment || r.Query["src"] != "a.jpg" {
+		o := r.Asked.Options
+		if c.sourceFormat != (o.Format == imagefmt.Source) || !c.sourceFormat && string(o.Format) != c.format || o.Quality != c.quality || r.Filename != c.filename || r.Attachment != c.attachment || r.Asked.Src != "a.jpg" {
 			t.Errorf("%s: %+v", c.path, r)
 		}
 	}
@@ -381,12 +389,12 @@ func TestPresets(t *testing.T) {
 	}
 	cfg.Presets = p
 	r, err := cfg.Parse("/_/pr:small/plain/local:///a.jpg")
-	if err != nil || r.Query["q"] != "60" || r.Query["format"] != "webp" || r.Query["w"] != "64" {
-		t.Errorf("default then small: %v %v", r.Query, err)
+	if o := r.Asked.Options; err != nil || o.Quality != 60 || o.Format != imagefmt.WebP || o.Width != 64 {
+		t.Errorf("default then small: %+v %v", o, err)
 	}
 	r, err = cfg.Parse("/_/q:90/plain/local:///a.jpg")
-	if err != nil || r.Query["q"] != "90" {
-		t.Errorf("the URL overrides the default preset: %v %v", r.Query, err)
+	if err != nil || r.Asked.Options.Quality != 90 {
+		t.Errorf("the URL overrides the default preset: %+v %v", r.Asked.Options, err)
 	}
 	for _, bad := range []string{"x", "=w:1", "a=", "a=w", "a=w:1,a=h:1"} {
 		if _, err := ParsePresets(bad); err == nil {
@@ -421,50 +429,47 @@ func TestUnsignedIsBounded(t *testing.T) {
 	}
 	rules := params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true},
 		Allowed: params.Allowed{Sides: []int{16, 384, 640, 1080}, Qualities: []int{75}, Transforms: values}}
-	rt, _ := params.RouteOf("GET", "/thumbnail")
 	for _, c := range []struct{ opts, want string }{
 		{"w:640", ""},
 		{"rs:fill:640:384", ""},
-		{"w:640/bl:5", `"blur"`},
-		{"w:640/sh:1", `"sharpen"`},
-		{"w:640/pix:4", `"pixelate"`},
-		{"w:640/bg:ff0000", `"bg"`},
-		{"w:640/t:10", `"trim"`},
-		{"w:640/c:0.5:0.5", `"crop"`},
-		{"w:640/rot:90", `"rotate"`},
-		{"w:640/fl:1", `"flip"`},
+		{"w:640/bl:5", `imgproxy option "bl"`},
+		{"w:640/sh:1", `imgproxy option "sh"`},
+		{"w:640/pix:4", `imgproxy option "pix"`},
+		{"w:640/bg:ff0000", `imgproxy option "bg"`},
+		{"w:640/t:10", `imgproxy option "t"`},
+		{"w:640/c:0.5:0.5", `imgproxy option "c"`},
+		{"w:640/rot:90", `imgproxy option "rot"`},
+		{"w:640/fl:1", `imgproxy option "fl"`},
 		{"w:640/el:1", ""}, // thumbd's default; el:0 is imgproxy's
 		{"w:640/el:0", ""},
-		{"rs:fit:640:384:0:1", `"extend"`},
-		{"rs:fill:640:384/g:fp:0.5:0.5", `"fx"`},
-		{"w:640/wm:0.5", `"wm"`},
-		{"w:640/pd:10", `"pad"`},
+		{"rs:fit:640:384:0:1", `imgproxy option "rs"`},
+		{"rs:fill:640:384/g:fp:0.5:0.5", `imgproxy option "g"`},
+		{"w:640/wm:0.5", `imgproxy option "wm"`},
+		{"w:640/pd:10", `imgproxy option "pd"`},
 		{"w:640/pd:8", "width 656"},
 		{"w:624/pd:8", ""},
 		{"w:640/pr:soft", ""},
-		{"w:640/pr:soft/bl:6", `"blur"`},
+		{"w:640/pr:soft/bl:6", `imgproxy option "bl"`},
 		{"w:640/bl:6/pr:soft", ""}, // the preset, applied after, wins
 		{"w:620/pr:framed", ""},
 		{"w:640/pr:framed", "width 660"},
 		{"pr:small", ""},
 		{"w:640/f:webp/pr:q70", ""},
-		{"w:640/f:webp/q:70", `"q"`},
-		{"", `"w"`}, // no size: the source's own, up to the max side
+		{"w:640/f:webp/q:70", `imgproxy option "q"`},
+		{"", `imgproxy option "width"`}, // no size: the source's own, up to the max side
 	} {
 		r, err := cfg.Parse("/_/" + c.opts + "/plain/local:///a.jpg")
 		if err != nil {
 			t.Fatalf("%s: %v", c.opts, err)
 		}
-		unsigned := rules
-		unsigned.Operator = r.Operator
-		_, err = rt.Read(unsigned, r.Query)
+		_, err = rules.Make(r.Asked)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.opts, err)
 		case c.want != "" && (codeOf(err) != apierr.BadParameter || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want a 400 naming %s", c.opts, err, c.want)
 		}
-		if _, err := rt.Read(unsigned.Signed(), r.Query); err != nil {
+		if _, err := rules.Signed().Make(r.Asked); err != nil {
 			t.Errorf("%s signed: %v", c.opts, err)
 		}
 	}
@@ -483,5 +488,149 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = cfg.Parse(url)
+	}
+}
+
+// imgproxy's options that need the source's size are made into options
+// the plan reads (docs/imgproxy.md): rt:auto with both sides, crop at any
+// gravity (its size as the box sees the image, its offsets), gravity
+// offsets, min-width and min-height, extend_aspect_ratio, trim's
+// equal_hor and equal_ver.
+func TestSourceSizedOptions(t *testing.T) {
+	anchor := func(g thumbjob.Gravity, x, y float64) *thumbjob.Anchor {
+		return &thumbjob.Anchor{Gravity: g, Offset: thumbjob.Offset{X: x, Y: y}}
+	}
+	for _, c := range []struct {
+		opts string
+		want func(o thumbjob.Options) bool
+	}{
+		{"rs:auto:30:40", func(o thumbjob.Options) bool { return o.Fit == thumbjob.FitAuto && o.Width == 30 && o.Height == 40 }},
+		{"rs:auto:30", func(o thumbjob.Options) bool { return o.Fit == thumbjob.FitInside }},
+		{"w:10/c:100:50", func(o thumbjob.Options) bool {
+			return cropIs(o, 100, 50, anchor(thumbjob.GravityCentre, 0, 0))
+		}},
+		{"w:10/c:100:50:soea:3:4", func(o thumbjob.Options) bool {
+			return cropIs(o, 100, 50, anchor(thumbjob.GravitySouthEast, 3, 4))
+		}},
+		{"w:10/g:fp:0.2:0.7/c:0.5:0.5", func(o thumbjob.Options) bool {
+			return cropIs(o, 0.5, 0.5, anchor(thumbjob.GravityFocal, 0.2, 0.7))
+		}},
+		{"rs:fill:10:10/g:no:10:20", func(o thumbjob.Options) bool {
+			return o.Gravity == thumbjob.GravityNorth && o.Offset != nil && *o.Offset == thumbjob.Offset{X: 10, Y: 20}
+		}},
+		{"rs:fill:10:10/g:ce:0.1:0", func(o thumbjob.Options) bool { return *o.Offset == thumbjob.Offset{X: 0.1} }},
+		{"w:10/h:10/ex:1:no:5:0", func(o thumbjob.Options) bool {
+			return o.Extend && o.Gravity == thumbjob.GravityNorth && *o.Offset == thumbjob.Offset{X: 5}
+		}},
+		{"w:100/mw:200/mh:30", func(o thumbjob.Options) bool { return o.MinWidth == 200 && o.MinHeight == 30 }},
+		{"w:100/h:50/exar:1:so", func(o thumbjob.Options) bool { return *o.ExtendAspect == *anchor(thumbjob.GravitySouth, 0, 0) }},
+		{"w:100/h:50/exar:1", func(o thumbjob.Options) bool { return *o.ExtendAspect == *anchor(thumbjob.GravityCentre, 0, 0) }},
+		{"w:10/t:10::1:0", func(o thumbjob.Options) bool { return o.Trim.EqualHor && !o.Trim.EqualVer }},
+		{"w:10/t:10:ffffff:1:1", func(o thumbjob.Options) bool { return o.Trim.EqualHor && o.Trim.EqualVer && o.Trim.Colour != nil }},
+		{"w:10/mb:5000", func(o thumbjob.Options) bool { return o.MaxBytes == 5000 }},
+		{"w:10/skp:jpg:gif:svg:tif", func(o thumbjob.Options) bool { return o.AsIs == "jpeg,gif,tiff" && o.Format == imagefmt.Source }},
+		{"skip_processing:png/f:png", func(o thumbjob.Options) bool { return o.AsIs == "png" && o.Format == imagefmt.PNG }},
+		{"w:10/f:png/raw:1", func(o thumbjob.Options) bool {
+			return o.AsIs == thumbjob.AsIsOf(imagefmt.Inputs()) && o.Format == imagefmt.Source
+		}},
+	} {
+		r, err := config().Parse("/_/" + c.opts + "/plain/local:///a.jpg")
+		if err != nil {
+			t.Errorf("%s: %v", c.opts, err)
+			continue
+		}
+		if !c.want(r.Asked.Options) {
+			t.Errorf("%s: %+v", c.opts, r.Asked.Options)
+		}
+	}
+}
+
+// cropIs says whether o crops w x h placed by a.
+func cropIs(o thumbjob.Options, w, h float64, a *thumbjob.Anchor) bool {
+	c := o.Crop
+	return c != nil && c.W == w && c.H == h && c.Anchor != nil && *c.Anchor == *a
+}
+
+// job is the job thumbd's own query q asks for (an answer in the source's
+// format compared as JPEG): what the imgproxy URL must make.
+func job(t *testing.T, q map[string]string) thumbjob.Options {
+	t.Helper()
+	q = maps.Clone(q)
+	if _, ok := q["format"]; !ok {
+		q["format"] = "jpeg"
+	}
+	req, err := params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true}}.Upload(q)
+	if err != nil {
+		t.Fatalf("%v: %v", q, err)
+	}
+	return req.Options
+}
+
+// made is the job an imgproxy request makes, as thumbd makes it (an
+// answer in the source's format as JPEG, at its default quality when
+// none is asked).
+func made(t *testing.T, r Request) thumbjob.Options {
+	t.Helper()
+	req, err := params.Rules{MaxSide: 4096, Watermark: params.Watermark{Configured: true}}.Make(r.Asked)
+	if err != nil {
+		t.Fatalf("%+v: %v", r.Asked.Options, err)
+	}
+	o := req.Options
+	if o.Format == imagefmt.Source {
+		o = o.FromSource(imagefmt.JPEG)
+		if o.Quality == 0 {
+			o.Quality = 80
+		}
+	}
+	return o
+}
+
+// BenchmarkParseToJob is the grammar's whole parse, the URL to the job
+// params makes of it, signed and unsigned (where its presets are applied
+// again to tell the operator's values from the client's).
+func BenchmarkParseToJob(b *testing.B) {
+	key, salt := "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881", "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+	keys, _ := ParseKeys(key, salt)
+	presets, _ := ParsePresets("default=q:80,thumb=rs:fill:128:128")
+	path := "/rs:fill:300:200:0/g:sm/q:75/f:webp/" + base64.RawURLEncoding.EncodeToString([]byte("local:///photos/2024/cat.jpg"))
+	rules := params.Rules{MaxSide: 4096, Allowed: params.Allowed{Sides: []int{128, 200, 300}}}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		url  string
+	}{
+		{"signed", Config{Keys: keys, MaxSide: 4096, Presets: presets}, "/" + sign(key, salt, path, 32) + path},
+		{"unsigned", Config{MaxSide: 4096, Presets: presets}, "/_" + path},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := c.cfg.Parse(c.url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rules := rules
+				if r.Signed {
+					rules = rules.Signed()
+				}
+				if _, err := rules.Make(r.Asked); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// With THUMBD_IMGPROXY_AUTO_FORMAT, a URL without a format is format=auto,
+// but not with skip_processing: a format negotiated before the source is
+// read would never be the skipped one's (every browser takes WebP).
+func TestSkipProcessingUnderAutoFormat(t *testing.T) {
+	c := config()
+	c.AutoFormat = true
+	for opts, want := range map[string]imagefmt.Format{"w:10": imagefmt.Auto, "w:10/skp:gif": imagefmt.Source, "w:10/skp:gif/f:webp": imagefmt.WebP} {
+		r, err := c.Parse("/_/" + opts + "/plain/local:///a.gif")
+		if err != nil || r.Asked.Options.Format != want {
+			t.Errorf("%s: format %q, %v; want %q", opts, r.Asked.Options.Format, err, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package imgproxy
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -21,8 +22,8 @@ type option struct {
 }
 
 // state is the options as imgproxy holds them (later ones override
-// earlier ones, presets applied where they are named), translated into
-// thumbd's query once all are read.
+// earlier ones, presets applied where they are named), made into
+// thumbd's values once all are read (asked).
 type state struct {
 	width, height       int
 	minWidth, minHeight int
@@ -30,27 +31,52 @@ type state struct {
 	enlarge             bool
 	extend              bool
 	extendGravity       *gravity
+	extendAspect        bool
+	extendAspectGravity *gravity
 	gravity             gravity
 	zoomW, zoomH        float64
 	dpr                 float64
 	cropW, cropH        float64
 	crop                bool
 	cropGravity         *gravity
-	trim                string
+	trim                *thumbjob.Trim
 	pad                 [4]int
-	bg                  string
+	bg                  *thumbjob.Colour
 	rotate              int
 	flipH, flipV        bool
 	blur, sharpen       float64
 	pixelate            int
-	wm                  string
+	wm                  *thumbjob.Watermark
 	quality             int
+	maxBytes            int
 	formatQuality       map[imagefmt.Format]int
 	format              imagefmt.Format
 	raw                 bool
+	skip                []imagefmt.Format // skip_processing's formats
 	expires             time.Time
 	filename            string
 	attachment          bool
+	// by is, for each of thumbd's options (fields), the option of this
+	// URL (or its presets) that last set it, as written, and whether the
+	// URL's own options did (not a preset).
+	by [len(fields)]struct {
+		name   string
+		client bool
+	}
+}
+
+// fields are thumbd's names of the options a URL sets (params.Asked's).
+var fields = [...]string{"w", "h", "q", "dpr", "fit", "enlarge", "extend", "gravity", "fx", "fy", "crop",
+	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset", "max_bytes", "as_is"}
+
+// field is the index of thumbd's option name in fields (-1: none).
+func field(name string) int {
+	for i, f := range fields {
+		if f == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func newState() *state {
@@ -67,9 +93,7 @@ type gravity struct {
 // refused are imgproxy's options thumbd does not do (its Pro options
 // among them), named in their 400 rather than reported unknown.
 var refused = map[string]string{
-	"min-width": "", "mw": "min-width", "min-height": "", "mh": "min-height",
 	"preserve_hdr": "", "ph": "preserve_hdr", "enforce_thumbnail": "", "eth": "enforce_thumbnail",
-	"max_bytes": "", "mb": "max_bytes", "skip_processing": "", "skp": "skip_processing",
 	"max_src_resolution": "", "msr": "max_src_resolution", "max_src_file_size": "", "msfs": "max_src_file_size",
 	"max_animation_frames": "", "maf": "max_animation_frames", "max_animation_frame_resolution": "", "mafr": "max_animation_frame_resolution",
 	"max_result_dimension": "", "mrd": "max_result_dimension",
@@ -105,152 +129,16 @@ func (s *state) apply(c Config, opts []option, used []string) error {
 	return nil
 }
 
-// set applies one option with imgproxy's argument rules.
+// set applies one option with imgproxy's argument rules, and records
+// which of thumbd's options it set, and whether the URL's own options
+// (used is empty) or a preset did.
 func (s *state) set(c Config, o option, used []string) error {
 	n, a := o.name, o.args
-	want := func(max int) error {
-		if len(a) > max {
-			return badOption(n, "takes at most %d arguments, not %d", max, len(a))
-		}
-		return nil
+	if n == "preset" || n == "pr" {
+		return s.presets(c, n, a, used)
 	}
-	var err error
-	switch n {
-	case "resize", "rs":
-		if err = want(8); err == nil && a[0] != "" {
-			err = s.resizingType(n, a[0])
-		}
-		if err == nil && len(a) > 1 {
-			err = s.size(n, a[1:])
-		}
-	case "size", "s":
-		if err = want(7); err == nil {
-			err = s.size(n, a)
-		}
-	case "resizing_type", "rt":
-		if err = want(1); err == nil {
-			err = s.resizingType(n, a[0])
-		}
-	case "width", "w":
-		err = oneInt(n, a, &s.width)
-	case "height", "h":
-		err = oneInt(n, a, &s.height)
-	case "min-width", "mw":
-		err = oneInt(n, a, &s.minWidth)
-	case "min-height", "mh":
-		err = oneInt(n, a, &s.minHeight)
-	case "zoom", "z":
-		if err = want(2); err == nil {
-			if s.zoomW, err = positiveFloat(n, a[0], false); err == nil {
-				s.zoomH = s.zoomW
-				if len(a) > 1 {
-					s.zoomH, err = positiveFloat(n, a[1], false)
-				}
-			}
-		}
-	case "dpr":
-		if err = want(1); err == nil {
-			s.dpr, err = positiveFloat(n, a[0], false)
-		}
-	case "enlarge", "el":
-		err = oneBool(n, a, &s.enlarge)
-	case "extend", "ex":
-		err = s.setExtend(n, a)
-	case "extend_aspect_ratio", "extend_ar", "exar":
-		var on bool
-		if err = oneBool(n, a[:1], &on); err == nil && on {
-			err = badOption(n, "is not done by thumbd (extending to the aspect ratio); give it as false or leave it out")
-		}
-	case "gravity", "g":
-		s.gravity, err = parseGravity(n, a)
-	case "crop", "c":
-		err = s.setCrop(n, a)
-	case "trim", "t":
-		err = s.setTrim(n, a)
-	case "padding", "pd":
-		err = s.setPadding(n, a)
-	case "auto_rotate", "ar":
-		var on bool
-		if err = oneBool(n, a, &on); err == nil && !on {
-			err = badOption(n, "is false, and thumbd always applies the EXIF orientation")
-		}
-	case "rotate", "rot":
-		var deg int
-		if err = want(1); err == nil {
-			deg, err = strconv.Atoi(a[0])
-			if err != nil || deg%90 != 0 {
-				return badOption(n, "must be a multiple of 90 (degrees clockwise)")
-			}
-			s.rotate = (deg%360 + 360) % 360
-		}
-	case "flip", "fl":
-		if err = want(2); err == nil && a[0] != "" {
-			err = oneBool(n, a[:1], &s.flipH)
-		}
-		if err == nil && len(a) > 1 && a[1] != "" {
-			err = oneBool(n, a[1:], &s.flipV)
-		}
-	case "background", "bg":
-		s.bg, err = background(n, a)
-	case "blur", "bl":
-		if err = want(1); err == nil {
-			s.blur, err = positiveFloat(n, a[0], true)
-		}
-	case "sharpen", "sh":
-		if err = want(1); err == nil {
-			s.sharpen, err = positiveFloat(n, a[0], true)
-		}
-	case "pixelate", "pix":
-		err = oneInt(n, a, &s.pixelate)
-	case "watermark", "wm":
-		err = s.setWatermark(n, a)
-	case "strip_metadata", "sm":
-		var on bool
-		if err = oneBool(n, a, &on); err == nil && !on {
-			err = badOption(n, "is false, and thumbd always strips metadata")
-		}
-	case "keep_copyright", "kcr":
-		var on bool
-		if err = oneBool(n, a, &on); err == nil && on {
-			err = badOption(n, "is true, and thumbd keeps no metadata, copyright included")
-		}
-	case "strip_color_profile", "scp":
-		var on bool
-		if err = oneBool(n, a, &on); err == nil && !on {
-			err = badOption(n, "is false, and thumbd always converts to sRGB and drops the profile")
-		}
-	case "quality", "q":
-		err = oneQuality(n, a, &s.quality)
-	case "format_quality", "fq":
-		err = s.setFormatQuality(n, a)
-	case "format", "f", "ext":
-		if err = want(1); err == nil {
-			s.format, err = outputFormat(n, a[0])
-		}
-	case "raw":
-		if err = oneBool(n, a, &s.raw); err == nil && s.raw {
-			err = badOption(n, "is true, and thumbd streams no source unchecked")
-		}
-	case "cachebuster", "cb":
-		err = want(1) // it only changes the URL, as in imgproxy
-	case "expires", "exp":
-		var ts int64
-		if err = want(1); err == nil {
-			if ts, err = strconv.ParseInt(a[0], 10, 64); err != nil {
-				return badOption(n, "must be a Unix timestamp")
-			}
-			s.expires = time.Time{}
-			if ts > 0 {
-				s.expires = time.Unix(ts, 0)
-			}
-		}
-	case "filename", "fn":
-		err = s.setFilename(n, a)
-	case "return_attachment", "att":
-		err = oneBool(n, a, &s.attachment)
-	case "preset", "pr":
-		err = s.presets(c, n, a, used)
-	default:
+	st, ok := setters[n]
+	if !ok {
 		if full, ok := refused[n]; ok {
 			if full == "" {
 				full = n
@@ -259,8 +147,183 @@ func (s *state) set(c Config, o option, used []string) error {
 		}
 		return badOption(n, "is not an imgproxy option thumbd knows")
 	}
-	return err
+	if st.max > 0 && len(a) > st.max {
+		return badOption(n, "takes at most %d arguments, not %d", st.max, len(a))
+	}
+	if err := st.set(s, c, n, a, used); err != nil {
+		return err
+	}
+	for _, f := range st.sets {
+		i := field(f)
+		s.by[i].name, s.by[i].client = n, len(used) == 0
+	}
+	return nil
 }
+
+// setter is one imgproxy option: its most arguments (0: its setter
+// checks), how it applies them, and thumbd's options it sets.
+type setter struct {
+	max  int
+	set  func(s *state, c Config, n string, a []string, used []string) error
+	sets []string
+}
+
+// setters are the options thumbd does, by every name imgproxy gives them.
+var setters = func() map[string]setter {
+	m := map[string]setter{}
+	add := func(names []string, st setter) {
+		for _, n := range names {
+			m[n] = st
+		}
+	}
+	add([]string{"resize", "rs"}, setter{8, func(s *state, _ Config, n string, a, _ []string) error {
+		if a[0] != "" {
+			if err := s.resizingType(n, a[0]); err != nil {
+				return err
+			}
+		}
+		if len(a) > 1 {
+			return s.size(n, a[1:])
+		}
+		return nil
+	}, []string{"fit", "w", "h", "enlarge", "extend"}})
+	add([]string{"size", "s"}, setter{7, func(s *state, _ Config, n string, a, _ []string) error { return s.size(n, a) }, []string{"w", "h", "enlarge", "extend"}})
+	add([]string{"resizing_type", "rt"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error { return s.resizingType(n, a[0]) }, []string{"fit"}})
+	add([]string{"width", "w"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.width) }, []string{"w"}})
+	add([]string{"height", "h"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.height) }, []string{"h"}})
+	add([]string{"min-width", "mw"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.minWidth) }, []string{"min"}})
+	add([]string{"min-height", "mh"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.minHeight) }, []string{"min"}})
+	add([]string{"zoom", "z"}, setter{2, func(s *state, _ Config, n string, a, _ []string) (err error) {
+		if s.zoomW, err = positiveFloat(n, a[0], false); err == nil {
+			s.zoomH = s.zoomW
+			if len(a) > 1 {
+				s.zoomH, err = positiveFloat(n, a[1], false)
+			}
+		}
+		return err
+	}, []string{"w", "h"}})
+	add([]string{"dpr"}, setter{1, func(s *state, _ Config, n string, a, _ []string) (err error) {
+		s.dpr, err = positiveFloat(n, a[0], false)
+		return err
+	}, []string{"dpr"}})
+	add([]string{"enlarge", "el"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneBool(n, a, &s.enlarge) }, []string{"enlarge"}})
+	add([]string{"extend", "ex"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return s.setExtend(n, a) }, []string{"extend"}})
+	add([]string{"extend_aspect_ratio", "extend_ar", "exar"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		on, g, err := extendArgs(n, a)
+		s.extendAspect, s.extendAspectGravity = on, g
+		return err
+	}, []string{"extend_ar"}})
+	add([]string{"gravity", "g"}, setter{0, func(s *state, _ Config, n string, a, _ []string) (err error) {
+		s.gravity, err = parseGravity(n, a)
+		return err
+	}, []string{"gravity", "fx", "fy", "offset"}})
+	add([]string{"crop", "c"}, setter{5, func(s *state, _ Config, n string, a, _ []string) error { return s.setCrop(n, a) }, []string{"crop"}})
+	add([]string{"trim", "t"}, setter{4, func(s *state, _ Config, n string, a, _ []string) error { return s.setTrim(n, a) }, []string{"trim"}})
+	add([]string{"padding", "pd"}, setter{4, func(s *state, _ Config, n string, a, _ []string) error { return s.setPadding(n, a) }, []string{"pad"}})
+	add([]string{"auto_rotate", "ar"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		var on bool
+		if err := oneBool(n, a, &on); err != nil || on {
+			return err
+		}
+		return badOption(n, "is false, and thumbd always applies the EXIF orientation")
+	}, nil})
+	add([]string{"rotate", "rot"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error {
+		deg, err := strconv.Atoi(a[0])
+		if err != nil || deg%90 != 0 {
+			return badOption(n, "must be a multiple of 90 (degrees clockwise)")
+		}
+		s.rotate = (deg%360 + 360) % 360
+		return nil
+	}, []string{"rotate"}})
+	add([]string{"flip", "fl"}, setter{2, func(s *state, _ Config, n string, a, _ []string) error {
+		if a[0] != "" {
+			if err := oneBool(n, a[:1], &s.flipH); err != nil {
+				return err
+			}
+		}
+		if len(a) > 1 && a[1] != "" {
+			return oneBool(n, a[1:], &s.flipV)
+		}
+		return nil
+	}, []string{"flip"}})
+	add([]string{"background", "bg"}, setter{0, func(s *state, _ Config, n string, a, _ []string) (err error) {
+		s.bg, err = background(n, a)
+		return err
+	}, []string{"bg"}})
+	add([]string{"blur", "bl"}, setter{1, func(s *state, _ Config, n string, a, _ []string) (err error) {
+		s.blur, err = positiveFloat(n, a[0], true)
+		return err
+	}, []string{"blur"}})
+	add([]string{"sharpen", "sh"}, setter{1, func(s *state, _ Config, n string, a, _ []string) (err error) {
+		s.sharpen, err = positiveFloat(n, a[0], true)
+		return err
+	}, []string{"sharpen"}})
+	add([]string{"pixelate", "pix"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.pixelate) }, []string{"pixelate"}})
+	add([]string{"watermark", "wm"}, setter{5, func(s *state, _ Config, n string, a, _ []string) error { return s.setWatermark(n, a) }, []string{"wm"}})
+	add([]string{"strip_metadata", "sm"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		var on bool
+		if err := oneBool(n, a, &on); err != nil || on {
+			return err
+		}
+		return badOption(n, "is false, and thumbd always strips metadata")
+	}, nil})
+	add([]string{"keep_copyright", "kcr"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		var on bool
+		if err := oneBool(n, a, &on); err != nil || !on {
+			return err
+		}
+		return badOption(n, "is true, and thumbd keeps no metadata, copyright included")
+	}, nil})
+	add([]string{"strip_color_profile", "scp"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		var on bool
+		if err := oneBool(n, a, &on); err != nil || on {
+			return err
+		}
+		return badOption(n, "is false, and thumbd always converts to sRGB and drops the profile")
+	}, nil})
+	add([]string{"quality", "q"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneQuality(n, a, &s.quality) }, []string{"q"}})
+	add([]string{"max_bytes", "mb"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.maxBytes) }, []string{"max_bytes"}})
+	add([]string{"format_quality", "fq"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return s.setFormatQuality(n, a) }, []string{"q"}})
+	add([]string{"format", "f", "ext"}, setter{1, func(s *state, _ Config, n string, a, _ []string) (err error) {
+		s.format, err = outputFormat(n, a[0])
+		return err
+	}, []string{"format"}})
+	add([]string{"raw"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error { return oneBool(n, a, &s.raw) }, []string{"as_is"}})
+	add([]string{"skip_processing", "skp"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		s.skip = s.skip[:0:0]
+		for _, v := range a {
+			f := imagefmt.Format(strings.ToLower(v))
+			switch f {
+			case "svg":
+				continue // thumbd reads no SVG: its source is refused either way
+			case "jpg":
+				f = imagefmt.JPEG
+			case "tif":
+				f = imagefmt.TIFF
+			}
+			if !slices.Contains(imagefmt.Inputs(), f) {
+				return badOption(n, "names format %q, which thumbd does not read", v)
+			}
+			s.skip = append(s.skip, f)
+		}
+		return nil
+	}, []string{"as_is"}})
+	add([]string{"cachebuster", "cb"}, setter{1, func(*state, Config, string, []string, []string) error { return nil }, nil}) // it only changes the URL, as in imgproxy
+	add([]string{"expires", "exp"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error {
+		ts, err := strconv.ParseInt(a[0], 10, 64)
+		if err != nil {
+			return badOption(n, "must be a Unix timestamp")
+		}
+		s.expires = time.Time{}
+		if ts > 0 {
+			s.expires = time.Unix(ts, 0)
+		}
+		return nil
+	}, nil})
+	add([]string{"filename", "fn"}, setter{2, func(s *state, _ Config, n string, a, _ []string) error { return s.setFilename(n, a) }, nil})
+	add([]string{"return_attachment", "att"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneBool(n, a, &s.attachment) }, nil})
+	return m
+}()
 
 func (s *state) resizingType(n, v string) error {
 	if !slices.Contains([]string{"fit", "fill", "fill-down", "force", "auto"}, v) {
@@ -294,25 +357,31 @@ func (s *state) size(n string, a []string) error {
 }
 
 // setExtend is extend's EXTEND[:GRAVITY[:X:Y]].
-func (s *state) setExtend(n string, a []string) error {
+func (s *state) setExtend(n string, a []string) (err error) {
+	s.extend, s.extendGravity, err = extendArgs(n, a)
+	return err
+}
+
+// extendArgs reads EXTEND[:GRAVITY[:X:Y]] (extend's and
+// extend_aspect_ratio's): a compass gravity or ce, with offsets.
+func extendArgs(n string, a []string) (on bool, g *gravity, err error) {
 	if len(a) > 4 {
-		return badOption(n, "takes at most 4 arguments for extend")
+		return false, nil, badOption(n, "takes at most 4 arguments for extend")
 	}
-	if err := oneBool(n, a[:1], &s.extend); err != nil {
-		return err
+	if err := oneBool(n, a[:1], &on); err != nil {
+		return false, nil, err
 	}
-	s.extendGravity = nil
 	if len(a) > 1 && a[1] != "" {
-		g, err := parseGravity(n, a[1:])
+		eg, err := parseGravity(n, a[1:])
 		if err != nil {
-			return err
+			return false, nil, err
 		}
-		if g.kind == "sm" || g.kind == "fp" {
-			return badOption(n, "has gravity %s: extend takes a compass gravity or ce", g.kind)
+		if eg.kind == "sm" || eg.kind == "fp" {
+			return false, nil, badOption(n, "has gravity %s: extend takes a compass gravity or ce", eg.kind)
 		}
-		s.extendGravity = &g
+		g = &eg
 	}
-	return nil
+	return on, g, nil
 }
 
 // compass maps imgproxy's gravities to thumbd's.
@@ -384,28 +453,27 @@ func (s *state) setCrop(n string, a []string) error {
 
 // setTrim is trim's THRESHOLD[:COLOR[:EQUAL_HOR[:EQUAL_VER]]].
 func (s *state) setTrim(n string, a []string) error {
-	if len(a) > 4 {
-		return badOption(n, "takes THRESHOLD[:COLOR[:EQUAL_HOR:EQUAL_VER]]")
-	}
 	if a[0] == "" {
-		s.trim = ""
+		s.trim = nil
 		return nil
 	}
 	t, err := number(a[0])
-	if err != nil || t < 0 || t > 255 {
+	if err != nil {
 		return badOption(n, "has threshold %q: thumbd takes a number from 0 to 255", a[0])
 	}
-	s.trim = decimalText(t)
+	s.trim = &thumbjob.Trim{Threshold: t}
 	if len(a) > 1 && a[1] != "" {
-		if _, err := hexColour(a[1]); err != nil {
+		c, err := hexColour(a[1])
+		if err != nil {
 			return badOption(n, "has colour %q: it must be RRGGBB hex digits", a[1])
 		}
-		s.trim += "," + strings.ToLower(a[1])
+		s.trim.Colour = c
 	}
-	for _, eq := range a[min(len(a), 2):] {
-		var on bool
-		if err := oneBool(n, []string{eq}, &on); eq != "" && (err != nil || on) {
-			return badOption(n, "asks for equal trimming (equal_hor, equal_ver), which thumbd does not do")
+	for i, dst := range []*bool{&s.trim.EqualHor, &s.trim.EqualVer} {
+		if 2+i < len(a) && a[2+i] != "" {
+			if err := oneBool(n, a[2+i:3+i], dst); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -435,74 +503,72 @@ func (s *state) setPadding(n string, a []string) error {
 }
 
 // background is bg's RRGGBB or R:G:B; no argument: none.
-func background(n string, a []string) (string, error) {
+func background(n string, a []string) (*thumbjob.Colour, error) {
 	switch len(a) {
 	case 1:
 		if a[0] == "" {
-			return "", nil
+			return nil, nil
 		}
-		if _, err := hexColour(a[0]); err != nil {
-			return "", badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
+		if c, err := hexColour(a[0]); err == nil {
+			return c, nil
 		}
-		return strings.ToLower(a[0]), nil
 	case 3:
 		var b [3]byte
 		for i, v := range a {
 			c, err := strconv.ParseUint(v, 10, 8)
 			if err != nil {
-				return "", badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
+				return nil, badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
 			}
 			b[i] = byte(c)
 		}
-		return fmt.Sprintf("%02x%02x%02x", b[0], b[1], b[2]), nil
+		return &thumbjob.Colour{R: b[0], G: b[1], B: b[2], A: 255}, nil
 	}
-	return "", badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
+	return nil, badOption(n, "must be RRGGBB hex digits or R:G:B, each 0 to 255")
 }
 
-func hexColour(v string) ([]byte, error) {
-	if len(v) != 6 {
+// hexColour reads RRGGBB, opaque.
+func hexColour(v string) (*thumbjob.Colour, error) {
+	b, err := hex.DecodeString(v)
+	if len(v) != 6 || err != nil {
 		return nil, errArgs
 	}
-	var b [3]byte
-	_, err := fmt.Sscanf(v, "%02x%02x%02x", &b[0], &b[1], &b[2])
-	return b[:], err
+	return &thumbjob.Colour{R: b[0], G: b[1], B: b[2], A: 255}, nil
 }
 
-// setWatermark is watermark's OPACITY[:POSITION[:X:Y[:SCALE]]].
+// setWatermark is watermark's OPACITY[:POSITION[:X:Y[:SCALE]]]; the
+// bounds are the job's (params).
 func (s *state) setWatermark(n string, a []string) error {
-	if len(a) > 5 {
-		return badOption(n, "takes OPACITY[:POSITION[:X_OFFSET:Y_OFFSET[:SCALE]]]")
-	}
 	op, err := number(a[0])
-	if err != nil || op < 0 || op > 1 {
+	if err != nil || op < 0 {
 		return badOption(n, "has opacity %q: it must be a number from 0 to 1", a[0])
 	}
 	if op == 0 {
-		s.wm = "" // imgproxy: no watermark
+		s.wm = nil // imgproxy: no watermark
 		return nil
 	}
-	out := []string{strconv.FormatFloat(op, 'f', -1, 64), "ce", "0", "0"}
+	w := &thumbjob.Watermark{Opacity: op, Position: thumbjob.PositionCentre}
 	if len(a) > 1 && a[1] != "" {
-		out[1] = a[1]
+		w.Position = thumbjob.Position(a[1])
+		if !slices.Contains(thumbjob.Positions(), w.Position) {
+			return badOption(n, "has position %q: it must be one of imgproxy's (ce, no, so, ea, we, noea, nowe, soea, sowe, re)", a[1])
+		}
 	}
-	for i := 2; i < 4 && i < len(a); i++ {
-		if a[i] == "" {
+	for i, dst := range []*int{&w.X, &w.Y} {
+		if 2+i >= len(a) || a[2+i] == "" {
 			continue
 		}
-		f, err := number(a[i])
-		if err != nil || f < 0 || f != math.Trunc(f) {
-			return badOption(n, "has offset %q: thumbd takes whole pixels from 0 to 4096", a[i])
+		f, err := number(a[2+i])
+		if err != nil || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
+			return badOption(n, "has offset %q: thumbd takes whole pixels from 0", a[2+i])
 		}
-		out[i] = strconv.Itoa(int(f))
+		*dst = int(f)
 	}
 	if len(a) > 4 && a[4] != "" {
-		sc, err := positiveFloat(n, a[4], false)
-		if err != nil || sc > 1 {
-			return badOption(n, "has scale %q: thumbd takes above 0 to 1 (the mark's width as a fraction of the image's)", a[4])
+		if w.Scale, err = positiveFloat(n, a[4], false); err != nil {
+			return err
 		}
-		out = append(out, strconv.FormatFloat(sc, 'f', -1, 64))
 	}
-	s.wm = strings.Join(out, ",")
+	s.wm = w
 	return nil
 }
 

@@ -4,13 +4,14 @@ import (
 	"math"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Job is what sizing needs of a thumbnail's options.
 type Job struct {
-	Width, Height int    // the box; 0 follows the source's aspect ratio
-	Fit           string // "cover", "contain", "fill", "inside"
+	Width, Height int // the box; 0 follows the source's aspect ratio
+	Fit           thumbjob.Fit
 	Output        imagefmt.Format
 	Animated      bool // every frame asked for (and the output can hold them)
 	// QualityShrink: JPEG shrink-on-load leaves libvips 2x for its own
@@ -18,6 +19,9 @@ type Job struct {
 	QualityShrink bool
 	MaxSide       int   // the engine's bound on a side it resolves
 	MaxPixels     int64 // the engine refuses more; sizing never counts more
+	// MaxBytes: the answer is made again at a lower quality until it is
+	// this long (thumbjob.Options.MaxBytes).
+	MaxBytes int
 	// Transforms are the job's transforms beyond the resize.
 	Transforms thumbjob.Transforms
 }
@@ -25,7 +29,7 @@ type Job struct {
 // JobOf is the part of a job that thumbnail options give; the engine's
 // settings (QualityShrink, MaxSide, MaxPixels) are the caller's to add.
 func JobOf(o thumbjob.Options) Job {
-	return Job{Width: o.Width, Height: o.Height, Fit: string(o.Fit), Output: o.Format, Animated: o.Animated, Transforms: o.Transforms}
+	return Job{Width: o.Width, Height: o.Height, Fit: o.Fit, Output: o.Format, Animated: o.Animated, MaxBytes: o.MaxBytes, Transforms: o.Transforms}
 }
 
 // The model's constants, calibrated against peaks measured one job at a
@@ -76,41 +80,22 @@ func codecBytes(h Header) float64 {
 	return 0
 }
 
-// Estimate is the job's peak, in bytes, over the idle process.
+// Estimate is the job's peak, in bytes, over the idle process: each of
+// its plan's steps priced (peaks), in the less favourable orientation.
 func Estimate(h Header, j Job) int64 {
-	frames := 1
-	if spec, _ := imagefmt.Lookup(j.Output); j.Animated && spec.Animated && h.Frames > 1 {
-		frames = h.Frames
-	}
-	w, ht := box(h, j)
-	resized := float64(w) * float64(ht)
-	// pad grows what is encoded; extend's canvas is the box.
-	p := j.Transforms.Pad
-	out := float64(w+p.Left+p.Right) * float64(ht+p.Top+p.Bottom)
-	if j.Fit == "cover" {
-		resized = coverOf(h, j.Transforms, w, ht)
-	}
-	maxPx := float64(j.MaxPixels)
-	if maxPx <= 0 {
-		maxPx = math.Inf(1)
-	}
-	// libvips streams an animation's frames through the resize to the
-	// encoder: one frame is decoded and resized at a time, and only the
-	// encoder's output grows with the frames.
-	decoded := min(decodedPixels(h, j, w, ht), maxPx)
-	resized = min(resized, maxPx)
+	k := peaks(h, j)
 	cost := fixedCost +
-		decodeFactor*decoded*float64(h.Bands*max(h.BytesPerSample, 1)) +
-		codecBytes(h)*decoded +
-		resizedBytes(h)*resized +
-		encoderBytes[j.Output]*out*float64(frames)
+		decodeFactor*k.decoded*float64(h.Bands*max(h.BytesPerSample, 1)) +
+		codecBytes(h)*k.decoded +
+		resizedBytes(h)*k.scaled +
+		encoderBytes[j.Output]*k.out*k.frames
 	if h.Format == imagefmt.TIFF {
 		cost += float64(h.ChunkBytes) // libtiff reads a compressed strip or tile whole
 	}
 	if h.Progressive {
-		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), maxPx) * float64(h.Bands)
+		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), k.maxPixels) * float64(h.Bands)
 	}
-	cost += transformBytes(h, j.Transforms, decoded, float64(w+p.Left+p.Right), out)
+	cost += transformBytes(h, j.Transforms, k)
 	return int64(math.Ceil(cost))
 }
 
@@ -118,24 +103,35 @@ func Estimate(h Header, j Job) int64 {
 // into the same box (1), for the deadline door: a Gaussian (blur, sharpen)
 // costs with its mask (2 ceil(3 sigma) + 1) times the output's pixels,
 // against the plain job's decoded pixels; a trim adds its search (a copy
-// shrunk 8 times, and strips of the image: thumb's findTrim). The filter's
-// weight is calibrated on blur=100 on a 4096x4096 answer: 9.5 CPU-seconds
-// against 1.8 plain (issue 45), 5.3 times.
+// shrunk 8 times, and strips of the image: plan's trim search). The
+// filter's weight is calibrated on blur=100 on a 4096x4096 answer: 9.5
+// CPU-seconds against 1.8 plain (issue 45), 5.3 times.
 func Work(h Header, j Job) float64 {
-	w, ht := box(h, j)
-	p := j.Transforms.Pad
-	out := float64(w+p.Left+p.Right) * float64(ht+p.Top+p.Bottom)
-	decoded := max(decodedPixels(h, j, w, ht), 1)
+	k := peaks(h, j)
+	decoded := max(k.decoded, 1)
 	work := 1.0
 	for _, sigma := range []float64{j.Transforms.Blur, j.Transforms.Sharpen} {
 		if sigma > 0 {
-			work += filterWork * out * (2*math.Ceil(3*sigma) + 1) / decoded
+			work += filterWork * k.out * (2*math.Ceil(3*sigma) + 1) / decoded
 		}
 	}
-	if j.Transforms.Trim != nil {
+	if k.trim {
 		work += trimWork
 	}
+	if spec, _ := imagefmt.Lookup(j.Output); j.MaxBytes > 0 && spec.Quality != 0 {
+		work += fitWork
+	}
 	return work
+}
+
+// Scaled is the largest image a cover scales the source to that the
+// estimate priced (the engine holds a trimmed cover to it).
+func Scaled(h Header, j Job) float64 {
+	best := 0.0
+	for _, p := range plans(h, j) {
+		best = max(best, p.ScaledPixels())
+	}
+	return best
 }
 
 const (
@@ -146,6 +142,10 @@ const (
 	// trimWork is what a trim adds: 0.31 measured on a 12 MP photo (one
 	// libvips thread, 256 px WebP), with a margin.
 	trimWork = 0.5
+	// fitWork is what max_bytes adds: the job once more, at a lower
+	// quality (each attempt runs its steps again). One retry is priced, the
+	// usual case; more, up to plan.FitEncodes, run within the deadline.
+	fitWork = 1.0
 )
 
 // The transforms' own costs, over the resize's (each a margin over the
@@ -163,29 +163,23 @@ const (
 	filterRows = 128
 )
 
-// transformBytes is what the transforms add to a job: the crop and the
-// trim decode the whole source (no shrink on load: decodedPixels counts
-// it whole) and trim reads it once more in sRGB; the filters hold a
-// window of the output as tall as their mask, which grows with sigma
-// (3 sigmas each side), and a float copy of the output; the others a copy
-// of the output each.
-func transformBytes(h Header, t thumbjob.Transforms, decoded, outW, out float64) float64 {
+// transformBytes is what the transforms' steps add to a job: the trim
+// reads the decoded source once more in sRGB (the crop and the trim
+// decode it upright: decodedPixels counts it); the filters hold a window
+// of the output as tall as their mask, which grows with sigma (3 sigmas
+// each side), and a float copy of the output; the others a copy of the
+// output each.
+func transformBytes(h Header, t thumbjob.Transforms, k stepPeaks) float64 {
 	cost := 0.0
-	if t.Trim != nil {
-		cost += decoded * float64(max(h.Bands, 3)+1)
+	if k.trim {
+		cost += k.decoded * float64(max(h.Bands, 3)+1)
 	}
-	copies := 0
-	for _, on := range []bool{t.Rotate != 0, t.Flip != "", t.Pad != (thumbjob.Sides{}), t.Extend, t.Pixelate > 1, t.Watermark != nil} {
-		if on {
-			copies++
-		}
-	}
-	cost += float64(copies) * copyBytes * out
+	cost += float64(k.copies) * copyBytes * k.out
 	for _, sigma := range []float64{t.Blur, t.Sharpen} {
 		if sigma > 0 {
 			mask := 2*math.Ceil(3*sigma) + 1
-			cost += filterBytes * (outW + mask) * (mask + filterRows) * 2 // input and output windows
-			cost += filterBytes * out
+			cost += filterBytes * (k.outWidth + mask) * (mask + filterRows) * 2 // input and output windows
+			cost += filterBytes * k.out
 		}
 	}
 	return cost
@@ -198,191 +192,116 @@ func resizedBytes(h Header) float64 {
 	return resizedFactor * 4
 }
 
-// box resolves a missing side from the source's aspect ratio, as the
-// engine does (taking the larger of the two orientations, since EXIF
-// orientation is not read here).
-func box(h Header, j Job) (w, ht int) {
-	w, ht = j.Width, j.Height
-	long, short := float64(max(h.Width, h.Height)), float64(max(min(h.Width, h.Height), 1))
-	if c := j.Transforms.Crop; c != nil {
-		// The engine follows the region's aspect ratio: the more
-		// elongated of its two orientations' regions.
-		long, short = 1, 1
-		for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
-			if _, _, cw, ch, ok := c.In(d[0], d[1]); ok && float64(max(cw, ch))/float64(min(cw, ch)) > long/short {
-				long, short = float64(max(cw, ch)), float64(min(cw, ch))
+// stepPeaks are what a job's steps hold, read from its plans: each the
+// larger of the orientations'.
+type stepPeaks struct {
+	decoded   float64 // one frame as decoded (or, for a TIFF, as held at once)
+	scaled    float64 // the resized image (a cover's, before its cut)
+	out       float64 // the answer's pixels, a frame
+	outWidth  float64
+	frames    float64
+	copies    int // the steps that hold a copy of the output
+	trim      bool
+	maxPixels float64 // the engine decodes no more (MaxPixels; +Inf: none)
+}
+
+// peaks prices each step of the job's plans.
+func peaks(h Header, j Job) stepPeaks {
+	k := stepPeaks{frames: 1, maxPixels: math.Inf(1)}
+	if j.MaxPixels > 0 {
+		k.maxPixels = float64(j.MaxPixels)
+	}
+	t := j.Transforms
+	for _, p := range plans(h, j) {
+		box := float64(p.Box.X) * float64(p.Box.Y)
+		// libvips streams an animation's frames through the resize to the
+		// encoder: one frame is decoded and resized at a time, and only the
+		// encoder's output grows with the frames. A fit inside holds at
+		// most the box.
+		k.decoded = max(k.decoded, min(decodedPixels(h, p), k.maxPixels))
+		k.scaled = max(k.scaled, min(max(p.ScaledPixels(), box), k.maxPixels))
+		k.out = max(k.out, float64(p.Out.X)*float64(p.Out.Y))
+		k.outWidth = max(k.outWidth, float64(p.Out.X))
+		k.frames = max(k.frames, float64(p.Frames))
+		copies := 0
+		for _, on := range []bool{t.Rotate != 0, t.Flip != thumbjob.FlipNone, p.Has(plan.StepPad), p.Has(plan.StepExtend), p.Has(plan.StepAspect), t.Pixelate > 1, p.Has(plan.StepWatermark)} {
+			if on {
+				copies++
 			}
 		}
+		k.copies = max(k.copies, copies)
+		k.trim = k.trim || p.Has(plan.StepTrim)
 	}
-	bound := func(v float64) int {
-		if j.MaxSide > 0 {
-			v = min(v, float64(j.MaxSide))
-		}
-		return int(max(math.Round(v), 1))
-	}
-	switch {
-	case w == 0 && ht == 0:
-		w, ht = 256, 256
-	case w == 0:
-		w = bound(float64(ht) * long / short)
-	case ht == 0:
-		ht = bound(float64(w) * long / short)
-	}
-	return w, ht
+	return k
 }
 
-// coverOf is the scaled image a cover crop is cut from: of the source,
-// or of the crop's region (clipped to the source, as the engine clips
-// it), in either orientation as EXIF is not read here. A trim's result
-// is not known before the pixels are: the source's size stands for it,
-// and the engine refuses a trimmed cover that would scale beyond it.
-func coverOf(h Header, t thumbjob.Transforms, w, ht int) float64 {
-	c := t.Crop
-	if c == nil {
-		return coverPixels(h, w, ht)
+// plans are the engine's plans of the job (plan.Make, as thumb makes
+// them) in the orientations the look cannot tell apart: it reads no
+// EXIF, so the source is planned upright (1) and on its side (6), into
+// one box, whose side that follows the aspect ratio is the larger of the
+// two orientations'. A HEIF has one: libvips applies its irot, which the
+// look reads, and removes any EXIF orientation. An orientation in which the crop is outside the
+// source has no plan (the engine refuses it); with none, the job is
+// priced as the fixed part alone (the pipeline refuses it first).
+func plans(h Header, j Job) []plan.Plan {
+	o := thumbjob.Options{Width: j.Width, Height: j.Height, Fit: j.Fit, Gravity: thumbjob.GravityCentre, Format: j.Output, Animated: j.Animated, Transforms: j.Transforms}
+	l := plan.Limits{MaxSide: j.MaxSide, JPEGShrink: thumbjob.JPEGShrinkFast}
+	if j.QualityShrink {
+		l.JPEGShrink = thumbjob.JPEGShrinkQuality
 	}
-	best := 0.0
-	for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
-		_, _, cw, ch, ok := c.In(d[0], d[1])
-		if ok {
-			best = max(best, coverPixels(Header{Width: cw, Height: ch}, w, ht))
-		}
+	orientations := []int{1, 6}
+	if h.Format == imagefmt.HEIC || h.Format == imagefmt.AVIF {
+		orientations = orientations[:1] // libvips applies irot (read here) and drops EXIF's
 	}
-	return best
-}
-
-// coverPixels is the scaled source a cover crop is cut from, in either
-// orientation.
-func coverPixels(h Header, w, ht int) float64 {
-	sw, sh := float64(max(h.Width, 1)), float64(max(h.Height, 1))
-	best := 0.0
-	for _, d := range [][2]float64{{sw, sh}, {sh, sw}} {
-		scale := max(float64(w)/d[0], float64(ht)/d[1])
-		best = max(best, math.Ceil(d[0]*scale)*math.Ceil(d[1]*scale))
-	}
-	return best
-}
-
-// cropShrink is the JPEG shrink on load of a crop (the engine's rule:
-// the region, shrunk, still covers what the fit needs of it into the
-// w x ht box), in the less favourable orientation; the whole source is
-// decoded at it.
-func cropShrink(h Header, j Job, w, ht int) int {
-	shrink := 8
-	for _, d := range [][2]int{{h.Width, h.Height}, {h.Height, h.Width}} {
-		_, _, cw, ch, ok := j.Transforms.Crop.In(d[0], d[1])
-		if !ok {
-			continue
-		}
-		bw, bh := float64(w), float64(ht) // the box, in the region's frame
-		if j.Transforms.Reorients() {
-			bw, bh = bh, bw
-		}
-		kx, ky := bw/float64(cw), bh/float64(ch)
-		switch j.Fit {
-		case "cover":
-			kx = max(kx, ky)
-			ky = kx
-		case "contain", "inside":
-			kx = min(kx, ky)
-			ky = kx
-		}
-		needW, needH := max(int(math.Round(float64(cw)*kx)), 1), max(int(math.Round(float64(ch)*ky)), 1)
-		s := 1
-		for _, f := range []int{8, 4, 2} {
-			if cw/f >= needW && ch/f >= needH {
-				s = f
-				break
+	made := func(o thumbjob.Options) []plan.Plan {
+		ps := make([]plan.Plan, 0, 2)
+		for _, orientation := range orientations {
+			if p, err := plan.Make(source(h, orientation), o, l); err == nil {
+				ps = append(ps, p)
 			}
 		}
-		shrink = min(shrink, s)
+		return ps
 	}
-	return shrink
+	ps := made(o)
+	if o.Width != 0 && o.Height != 0 || len(ps) == 0 {
+		return ps
+	}
+	for _, p := range ps {
+		o.Width, o.Height = max(o.Width, p.Canvas.X), max(o.Height, p.Canvas.Y)
+	}
+	return made(o)
 }
 
-// heifThumbnailUsed says whether the engine decodes h's embedded
-// thumbnail rather than its primary image (thumbjob.HEIFThumbnail's use)
-// into the w x ht box, in both of its orientations (a rotation turns the
-// box the engine asks libvips for). A crop or a trim decodes the primary
-// whole. A cover is judged, as a fill, on the scaled image it is cut from
-// (the box coverAndCut asks for, never smaller than the one libvips'
-// crop shrinks to). A thumbnail that is a grid or another derived item is
-// not priced as one: its decode holds more than its pixels.
-func heifThumbnailUsed(h Header, j Job, w, ht int) bool {
-	if h.Format != imagefmt.HEIC && h.Format != imagefmt.AVIF || !h.ThumbCoded || j.Transforms.Crop != nil || j.Transforms.Trim != nil {
-		return false
-	}
-	dw, dh := h.Width, h.Height
+// source is the look's header as the plan reads a decoder's: libheif
+// applies a HEIF's irot, so libvips' sides are the turned ones.
+func source(h Header, orientation int) plan.Source {
+	w, ht := h.Width, h.Height
 	if h.Rotation == 90 || h.Rotation == 270 {
-		dw, dh = dh, dw
+		w, ht = ht, w
 	}
-	for _, b := range [][2]int{{w, ht}, {ht, w}} {
-		bw, bh, fit := b[0], b[1], thumbjob.Fit(j.Fit)
-		if fit == thumbjob.FitCover {
-			scale := max(float64(bw)/float64(dw), float64(bh)/float64(dh))
-			bw, bh, fit = max(int(math.Ceil(float64(dw)*scale)), bw), max(int(math.Ceil(float64(dh)*scale)), bh), thumbjob.FitFill
-		}
-		if _, use := thumbjob.HEIFThumbnail(dw, dh, h.ThumbWidth, h.ThumbHeight, bw, bh, fit); !use {
-			return false
-		}
-	}
-	return true
+	return plan.Source{Format: h.Format, Width: w, Height: ht, Orientation: orientation, Frames: h.Frames, Look: h}
 }
 
-// decodedPixels is one frame's pixels as decoded (or, for a TIFF, as
-// held at once): JPEG shrinks on load by 2, 4 or 8 while the result still
-// covers what the fit needs (the engine's rule, in the less favourable
-// orientation, as EXIF is not read here); a TIFF streams through libvips'
-// caches (tiffWindow) unless a crop or trim loads it whole; the other
-// formats decode whole, a HEIF grid every tile of it whole (the tiles may
-// overhang the image), unless the engine decodes a HEIF's embedded
-// thumbnail instead (heifThumbnailUsed).
-func decodedPixels(h Header, j Job, w, ht int) float64 {
-	switch t := j.Transforms; {
-	case h.Format == imagefmt.TIFF && t.Trim == nil && t.Crop == nil:
-		return tiffWindow(h, w, ht)
-	case heifThumbnailUsed(h, j, w, ht):
-		// The engine loads it whole (random access): libheif's picture
-		// and libvips' copy of it, twice the pixels.
+// decodedPixels is one frame's pixels as the plan decodes it (or, for a
+// TIFF, as held at once): a JPEG at its shrink on load (a trim may decode
+// it again, whole); a TIFF streamed through libvips' caches (tiffWindow)
+// unless the crop or trim loads it upright; a HEIF's embedded thumbnail
+// when the engine decodes it and it is one coded image (a grid or another
+// derived item holds more than its pixels), loaded whole (random access):
+// libheif's picture and libvips' copy of it, twice its pixels; the other
+// formats whole, a HEIF grid every tile of it (the tiles may overhang the
+// image).
+func decodedPixels(h Header, p plan.Plan) float64 {
+	switch {
+	case h.Format == imagefmt.TIFF && p.Load != plan.LoadUpright:
+		return tiffWindow(h, p.Box.X, p.Box.Y)
+	case p.HEIF == plan.HEIFThumbnail && h.ThumbCoded:
 		return 2 * float64(h.ThumbWidth) * float64(h.ThumbHeight)
 	case h.Format != imagefmt.JPEG:
 		return max(float64(h.Width)*float64(h.Height), float64(h.Tiles)*float64(h.TileWidth)*float64(h.TileHeight))
-	case t.Trim != nil || t.Crop != nil && j.QualityShrink:
+	case p.Has(plan.StepTrim):
 		return float64(h.Width) * float64(h.Height)
-	case t.Crop != nil:
-		s := float64(cropShrink(h, j, w, ht))
-		return math.Ceil(float64(h.Width)/s) * math.Ceil(float64(h.Height)/s)
 	}
-	shrink := 8
-	for _, rotated := range []bool{false, true} {
-		dw, dh := float64(h.Width), float64(h.Height)
-		if rotated {
-			dw, dh = dh, dw
-		}
-		sx, sy := float64(w)/dw, float64(ht)/dh
-		switch j.Fit {
-		case "cover":
-			sx = max(sx, sy)
-			sy = sx
-		case "contain", "inside":
-			sx = min(sx, sy)
-			sy = sx
-		}
-		needW, needH := max(int(math.Round(dw*sx)), 1), max(int(math.Round(dh*sy)), 1)
-		if rotated {
-			needW, needH = needH, needW
-		}
-		s := 1
-		for _, f := range []int{8, 4, 2} {
-			if h.Width/f >= needW && h.Height/f >= needH {
-				s = f
-				break
-			}
-		}
-		shrink = min(shrink, s)
-	}
-	if j.QualityShrink {
-		shrink = max(shrink/2, 1)
-	}
-	return math.Ceil(float64(h.Width)/float64(shrink)) * math.Ceil(float64(h.Height)/float64(shrink))
+	s := float64(p.Shrink)
+	return math.Ceil(float64(h.Width)/s) * math.Ceil(float64(h.Height)/s)
 }

@@ -244,7 +244,15 @@ func TestEstimateTransforms(t *testing.T) {
 	}
 	more("rotate", thumbjob.Transforms{Rotate: 90})
 	more("flip", thumbjob.Transforms{Flip: thumbjob.FlipBoth})
-	more("extend", thumbjob.Transforms{Extend: true})
+	// extend holds a canvas only where it adds one: around a fit inside.
+	if Estimate(photo, with(base, thumbjob.Transforms{Extend: true})) != plain {
+		t.Error("extend priced on a cover, which fills its box")
+	}
+	inside := base
+	inside.Fit = thumbjob.FitInside
+	if Estimate(photo, with(inside, thumbjob.Transforms{Extend: true})) <= Estimate(photo, inside) {
+		t.Error("extend around a fit inside not priced")
+	}
 	more("pixelate", thumbjob.Transforms{Pixelate: thumbjob.MaxPixelate})
 	pad := more("pad at its bound", thumbjob.Transforms{Pad: thumbjob.Sides{Top: thumbjob.MaxPad, Right: thumbjob.MaxPad, Bottom: thumbjob.MaxPad, Left: thumbjob.MaxPad}})
 	padded := float64(2*thumbjob.MaxPad+256) * float64(2*thumbjob.MaxPad+256)
@@ -332,5 +340,19 @@ func TestWork(t *testing.T) {
 		if w := Work(c.h, c.j); w < c.min || w > c.max {
 			t.Errorf("%s: work %.2f, want %.1f to %.1f", c.name, w, c.min, c.max)
 		}
+	}
+}
+
+// max_bytes prices a second attempt for a format with a quality, none
+// for one without.
+func TestWorkMaxBytes(t *testing.T) {
+	jpeg := Header{Format: imagefmt.JPEG, Width: 4032, Height: 3024, Bands: 3, BytesPerSample: 1, Frames: 1}
+	j := Job{Width: 256, Height: 256, Fit: thumbjob.FitCover, Output: imagefmt.WebP, MaxBytes: 10000}
+	if w := Work(jpeg, j); w != 2 {
+		t.Errorf("WebP fit to 10 kB: work %.2f, want 2", w)
+	}
+	j.Output = imagefmt.PNG
+	if w := Work(jpeg, j); w != 1 {
+		t.Errorf("PNG: work %.2f, want 1", w)
 	}
 }

@@ -6,23 +6,7 @@ import (
 	"fmt"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
-)
-
-// TIFF tags read.
-const (
-	tagImageWidth      = 256
-	tagImageLength     = 257
-	tagBitsPerSample   = 258
-	tagCompression     = 259
-	tagPhotometric     = 262
-	tagSamplesPerPixel = 277
-	tagRowsPerStrip    = 278
-	tagStripByteCounts = 279
-	tagPlanarConfig    = 284
-	tagTileWidth       = 322
-	tagTileLength      = 323
-	tagTileByteCounts  = 325
-	tagExtraSamples    = 338
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // maxPages bounds the directories counted: the walk follows each IFD's
@@ -217,11 +201,11 @@ func tiffHeader(src []byte) (Header, error) {
 		errs = append(errs, err)
 		return int(min(v, 1<<40))
 	}
-	h := Header{Format: imagefmt.TIFF, Width: must(tagImageWidth, 0, 0), Height: must(tagImageLength, 0, 0), Frames: 1}
-	spp := must(tagSamplesPerPixel, 0, 1)
-	h.BitDepth = must(tagBitsPerSample, 0, 1)
-	photometric := must(tagPhotometric, 0, 1)
-	h.Compression = must(tagCompression, 0, 1)
+	h := Header{Format: imagefmt.TIFF, Width: must(thumbjob.TIFFTagImageWidth, 0, 0), Height: must(thumbjob.TIFFTagImageLength, 0, 0), Frames: 1}
+	spp := must(thumbjob.TIFFTagSamplesPerPixel, 0, 1)
+	h.BitDepth = must(thumbjob.TIFFTagBitsPerSample, 0, 1)
+	photometric := must(thumbjob.TIFFTagPhotometric, 0, 1)
+	h.Compression = must(thumbjob.TIFFTagCompression, 0, 1)
 	if err := errors.Join(errs...); err != nil {
 		return Header{}, err
 	}
@@ -242,7 +226,7 @@ func tiffHeader(src []byte) (Header, error) {
 	if photometric == 5 && spp < 4 {
 		colour = spp // separated with fewer inks
 	}
-	extra := tags[tagExtraSamples]
+	extra := tags[thumbjob.TIFFTagExtraSamples]
 	h.Bands = spp
 	if photometric == 3 { // palette: RGB(A) after decoding
 		h.Bands = 3 + max(spp-1, 0)
@@ -258,17 +242,17 @@ func tiffHeader(src []byte) (Header, error) {
 		h.Alpha = true // an extra sample not described: libvips takes it for alpha
 	}
 	h.Photometric = photometric
-	h.SeparatePlanes = must(tagPlanarConfig, 0, 1) == 2
-	counts := uint16(tagStripByteCounts)
-	if _, ok := tags[tagTileWidth]; ok {
+	h.SeparatePlanes = must(thumbjob.TIFFTagPlanarConfig, 0, 1) == 2
+	counts := uint16(thumbjob.TIFFTagStripByteCounts)
+	if _, ok := tags[thumbjob.TIFFTagTileWidth]; ok {
 		h.Tiled = true
-		h.TileWidth = must(tagTileWidth, 0, 0)
-		h.TileHeight = must(tagTileLength, 0, 0)
-		counts = tagTileByteCounts
+		h.TileWidth = must(thumbjob.TIFFTagTileWidth, 0, 0)
+		h.TileHeight = must(thumbjob.TIFFTagTileLength, 0, 0)
+		counts = thumbjob.TIFFTagTileByteCounts
 	} else {
 		// no RowsPerStrip: one strip of the whole image; 0 is taken as 1
 		// row, as libvips clips it to 1..height
-		h.TileWidth, h.TileHeight = h.Width, min(max(must(tagRowsPerStrip, 0, 1<<32-1), 1), h.Height)
+		h.TileWidth, h.TileHeight = h.Width, min(max(must(thumbjob.TIFFTagRowsPerStrip, 0, 1<<32-1), 1), h.Height)
 	}
 	h.ChunkBytes = f.largest(tags[counts])
 	if err := errors.Join(errs...); err != nil {

@@ -1,6 +1,10 @@
 package memcost
 
-import "math"
+import (
+	"math"
+
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
 
 // libvips 8.16.1's TIFF loader (libvips/foreign/tiff2vips.c; 8.14.1
 // measures alike) reads a TIFF in the order its thumbnail asks for rows, and
@@ -45,7 +49,7 @@ const (
 // a buffer of two tiles (JPEG; JPEG 2000's three codes).
 func libvipsDecompresses(compression int) bool {
 	switch compression {
-	case 7, 33003, 33004, 33005:
+	case thumbjob.TIFFCompressionJPEG, thumbjob.TIFFCompressionJP2KYCC, thumbjob.TIFFCompressionJP2KLossy, thumbjob.TIFFCompressionJP2KRGB:
 		return true
 	}
 	return false
@@ -71,7 +75,7 @@ func tiffWindow(h Header, w, ht int) float64 {
 		return tiffWindowFactor * (min(rows*across*tw*th, W*H) + buffers*tw*th)
 	}
 	read := th // RowsPerStrip, clipped to 1..height by the header reader
-	whole := h.Photometric == 6 || h.SeparatePlanes || h.Compression == 6
+	whole := h.Photometric == thumbjob.TIFFPhotometricYCbCr || h.SeparatePlanes || h.Compression == thumbjob.TIFFCompressionOldJPEG
 	if read > tiffScanlineAt && !whole {
 		read = 1
 	}

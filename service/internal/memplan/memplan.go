@@ -15,6 +15,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Plan is how the memory limit is shared out. Every part not set by
@@ -173,7 +174,7 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 		p.Cells = int64(c.Concurrency+c.CellSpares) * cellIdleMemory
 	}
 	minJob := memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: 1, Height: 1, Bands: 4, BytesPerSample: 1, Frames: 1},
-		memcost.Job{Width: 1, Height: 1, Fit: "cover", Output: imagefmt.PNG})
+		memcost.Job{Width: 1, Height: 1, Fit: thumbjob.FitCover, Output: imagefmt.PNG})
 	if explicit("THUMBD_SOURCE_BUDGET") {
 		p.Sources = c.SourceBudget
 		if most := avail - p.Outputs - p.Cells - minJob; p.Sources > most {
@@ -207,7 +208,7 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 		p.GoLimit = GoRuntimeMemory + p.Sources + p.Outputs + p.Cache + p.StoreQueue + slack/2
 	}
 	p.Largest = memcost.Estimate(memcost.Header{Format: imagefmt.PNG, Width: int(c.MaxPixels), Height: 1, Bands: 4, Alpha: true, BytesPerSample: 1, Frames: 1},
-		memcost.Job{Width: c.MaxSide, Height: c.MaxSide, Fit: "fill", Output: imagefmt.AVIF, MaxSide: c.MaxSide, MaxPixels: c.MaxPixels})
+		memcost.Job{Width: c.MaxSide, Height: c.MaxSide, Fit: thumbjob.FitFill, Output: imagefmt.AVIF, MaxSide: c.MaxSide, MaxPixels: c.MaxPixels})
 	return p, nil
 }
 

@@ -82,17 +82,17 @@ func TestAnswerCacheControl(t *testing.T) {
 				h.Set(c.header[i], c.header[i+1])
 			}
 			f := Freshness(h, now)
-			if got := f.CacheControl(now); got != c.now {
+			if got := f.CacheControl(now, source.TTL{}); got != c.now {
 				t.Errorf("at once: %q, want %q", got, c.now)
 			}
-			if got := f.CacheControl(now.Add(30 * time.Second)); got != c.later {
+			if got := f.CacheControl(now.Add(30*time.Second), source.TTL{}); got != c.later {
 				t.Errorf("30 s later: %q, want %q", got, c.later)
 			}
 		})
 	}
 	// Files and uploads: thumbd's own rule, whatever the time.
 	for _, f := range []source.Freshness{{}, {Store: true, Until: time.Unix(1<<62, 0)}} {
-		if got := f.CacheControl(now); got != "public, max-age=86400" {
+		if got := f.CacheControl(now, source.TTL{}); got != "public, max-age=86400" {
 			t.Errorf("%+v: %q", f, got)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,24 +81,19 @@ func parseTransformValue(entry string) (TransformValue, error) {
 	if !slices.Contains(boundNames, name) {
 		return TransformValue{}, fmt.Errorf("%q: want NAME=VALUE, NAME one of %s", entry, strings.Join(boundNames, ", "))
 	}
-	var o thumbjob.Options
-	var err error
-	switch name {
-	case "wm":
-		if o.Watermark, err = ParseWatermark(value); err != nil {
-			err = bad("wm", "%s", err)
-		}
-	case "fx":
-		o.FocalX, err = fraction(name, value)
-	case "fy":
-		o.FocalY, err = fraction(name, value)
-	default:
-		o.Transforms, err = transforms(map[string]string{name: value}, 1)
+	q := map[string]string{name: value}
+	if name == "fx" || name == "fy" {
+		q = map[string]string{"gravity": "focal", "fx": "0", "fy": "0", name: value}
+	}
+	a, err := read(q, math.MaxInt32)
+	if err == nil {
+		// its bounds, as any request's (a watermark as if one is configured)
+		a.Options, err = Rules{MaxSide: math.MaxInt32, Watermark: Watermark{Configured: true}}.bounds(a)
 	}
 	if err != nil {
 		return TransformValue{}, fmt.Errorf("%q: %s", entry, apierr.From(err).Message)
 	}
-	return TransformValue{Name: name, Value: value, held: held(name, o)}, nil
+	return TransformValue{Name: name, Value: value, held: held(name, a.Options)}, nil
 }
 
 // String writes the entries back in the setting's syntax.
@@ -160,7 +156,7 @@ func held(name string, o thumbjob.Options) string {
 // Signed are the rules for a signed request: its signer chose its
 // options, so neither the allow-lists nor the filter span bind it.
 func (r Rules) Signed() Rules {
-	r.Allowed, r.FilterSpan = Allowed{}, 0
+	r.Allowed, r.FilterSpan, r.signed = Allowed{}, 0, true
 	return r
 }
 
@@ -197,24 +193,23 @@ func FormatInts(ns []int) string {
 }
 
 // check refuses what the client chose off the lists: o is the final
-// options, asked the source of each of q's values: the query (or a client
-// hint, named by its header), or "" when the operator's preset or default
-// gave it.
-func (a Allowed) check(o thumbjob.Options, q map[string]string, asked func(string) string) error {
+// options of a; a.Chooser names who chose each (the request, a client
+// hint's header, or "" when the operator's preset or default gave it).
+func (a Allowed) check(o thumbjob.Options, asked Asked) error {
 	if !a.on() {
 		return nil
 	}
-	if err := a.Transforms.check(o, q, asked); err != nil {
+	if err := a.Transforms.check(o, asked); err != nil {
 		return err
 	}
 	// The answer's size is the box plus the pad: whoever chose either
 	// part chose the size, which must be on the list.
-	dpr, padBy := asked("dpr"), ""
+	dpr, padBy := asked.chooser("dpr"), ""
 	if o.Pad != (thumbjob.Sides{}) {
-		padBy = asked("pad")
+		padBy = asked.chooser("pad")
 	}
 	side := func(name string, n, pad int, what string) error {
-		by := asked(name)
+		by := asked.chooser(name)
 		if by == "" {
 			by = dpr
 		}
@@ -225,8 +220,8 @@ func (a Allowed) check(o thumbjob.Options, q map[string]string, asked func(strin
 			return nil
 		}
 		detail := ""
-		if _, ok := q["dpr"]; ok {
-			detail = " at dpr " + q["dpr"]
+		if asked.DPR != 0 && asked.DPR != 1 {
+			detail = fmt.Sprintf(" at dpr %g", asked.DPR)
 		}
 		if pad != 0 {
 			detail += fmt.Sprintf(" (a box of %d and a pad of %d)", n, pad)
@@ -239,8 +234,8 @@ func (a Allowed) check(o thumbjob.Options, q map[string]string, asked func(strin
 	if err := side("h", o.Height, o.Pad.Top+o.Pad.Bottom, "height"); err != nil {
 		return err
 	}
-	if by := asked("q"); by != "" && a.Qualities != nil {
-		n, _ := strconv.Atoi(q["q"]) // options read it: an integer 1..100
+	if by := asked.chooser("q"); by != "" && a.Qualities != nil && asked.Options.Quality != 0 {
+		n := asked.Options.Quality
 		if !slices.Contains(a.Qualities, n) {
 			return apierr.New(apierr.BadParameter, "%s asks for quality %d, which is not allowed here: %s (THUMBD_ALLOWED_QUALITIES).", by, n, nearest(a.Qualities, n, "quality"))
 		}
@@ -248,12 +243,24 @@ func (a Allowed) check(o thumbjob.Options, q map[string]string, asked func(strin
 	return nil
 }
 
+// unlisted are options of another grammar (imgproxy's min-width and
+// min-height, extend_aspect_ratio, gravity offsets, max_bytes) that have
+// no value THUMBD_ALLOWED_TRANSFORMS can list: unsigned, a client takes
+// none. (raw and skip_processing are a signed URL's or a preset's in
+// every mode: Rules.Make.)
+var unlisted = []string{"min", "extend_ar", "offset", "max_bytes"}
+
 // check refuses a transform or focal point the client chose that the
 // list does not hold. A value that changes nothing (blur=0, rotate=0,
 // enlarge=true) makes no job of its own and is taken.
-func (vs TransformValues) check(o thumbjob.Options, q map[string]string, asked func(string) string) error {
+func (vs TransformValues) check(o thumbjob.Options, asked Asked) error {
+	for _, name := range unlisted {
+		if by := asked.chooser(name); by != "" && !Same(name, asked, Asked{}) {
+			return apierr.New(apierr.BadParameter, "%s is not taken unsigned here (THUMBD_ALLOWED_TRANSFORMS lists none of it): give it in a preset, or sign the URL.", by)
+		}
+	}
 	for _, name := range boundNames {
-		by := asked(name)
+		by := asked.chooser(name)
 		if by == "" {
 			continue
 		}
@@ -272,12 +279,9 @@ func (vs TransformValues) check(o thumbjob.Options, q map[string]string, asked f
 		if found {
 			continue
 		}
-		asks := name + "=" + q[name]
-		if _, ok := q["dpr"]; ok && name == "pad" {
-			asks += " at dpr " + q["dpr"]
-		}
+		asks := queryText(name, asked)
 		if listed == nil {
-			return apierr.New(apierr.BadParameter, "%s asks for %s, and no %s is taken unsigned here: list the values to allow in THUMBD_ALLOWED_TRANSFORMS (such as %s=%s), give it in a preset, or sign the URL.", by, asks, name, name, q[name])
+			return apierr.New(apierr.BadParameter, "%s asks for %s, and no %s is taken unsigned here: list the values to allow in THUMBD_ALLOWED_TRANSFORMS (such as %s), give it in a preset, or sign the URL.", by, asks, name, strings.SplitN(asks, " ", 2)[0])
 		}
 		unit := ""
 		if name == "pad" {
@@ -286,6 +290,63 @@ func (vs TransformValues) check(o thumbjob.Options, q map[string]string, asked f
 		return apierr.New(apierr.BadParameter, "%s asks for %s, which is not taken unsigned here: THUMBD_ALLOWED_TRANSFORMS allows %s%s; list it there, give it in a preset, or sign the URL.", by, asks, strings.Join(listed, ", "), unit)
 	}
 	return nil
+}
+
+// queryText writes an option a request asked for in thumbd's syntax
+// (NAME=VALUE, the pad's before dpr, with the dpr), whichever grammar
+// asked: what THUMBD_ALLOWED_TRANSFORMS would list.
+func queryText(name string, a Asked) string {
+	o := a.Options
+	var v string
+	switch name {
+	case "enlarge":
+		v = strconv.FormatBool(!o.NoEnlarge)
+	case "rotate":
+		v = strconv.Itoa(o.Rotate)
+	case "flip":
+		v = string(o.Flip)
+	case "bg":
+		if c := o.Background; c != nil {
+			v = c.String()
+		}
+	case "pad":
+		p := o.Pad
+		v = fmt.Sprintf("%d,%d,%d,%d", p.Top, p.Right, p.Bottom, p.Left)
+		if p.Top == p.Right && p.Right == p.Bottom && p.Bottom == p.Left {
+			v = strconv.Itoa(p.Top)
+		}
+		if a.DPR != 0 && a.DPR != 1 {
+			v += fmt.Sprintf(" at dpr %g", a.DPR)
+		}
+	case "extend":
+		v = strconv.FormatBool(o.Extend)
+	case "crop":
+		if c := o.Crop; c != nil {
+			v = fmt.Sprintf("%g,%g,%g,%g", c.X, c.Y, c.W, c.H)
+		}
+	case "trim":
+		if t := o.Trim; t != nil {
+			v = fmt.Sprintf("%g", t.Threshold)
+			if t.Colour != nil {
+				v += "," + t.Colour.String()[:6]
+			}
+		}
+	case "blur":
+		v = fmt.Sprintf("%g", o.Blur)
+	case "sharpen":
+		v = fmt.Sprintf("%g", o.Sharpen)
+	case "pixelate":
+		v = strconv.Itoa(o.Pixelate)
+	case "wm":
+		if w := o.Watermark; w != nil {
+			v = fmt.Sprintf("%g,%s,%d,%d,%g", w.Opacity, w.Position, w.X, w.Y, w.Scale)
+		}
+	case "fx":
+		v = fmt.Sprintf("%g", o.FocalX)
+	case "fy":
+		v = fmt.Sprintf("%g", o.FocalY)
+	}
+	return name + "=" + v
 }
 
 // nearest names the allowed values either side of n (sorted is sorted).

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -220,15 +221,24 @@ func TestBoundedModeBoundsTransforms(t *testing.T) {
 	if _, err := bounded.Get(map[string]string{"src": "a.jpg", "w": "640", "blur": "5"}); err == nil {
 		t.Error("GET blur=5 unsigned: accepted")
 	}
-	// Another grammar's operator values (Rules.Operator) are a preset's,
-	// while the query holds them as given.
-	imgproxy := bounded
-	imgproxy.Operator = map[string]string{"blur": "5", "enlarge": "false"}
-	if _, err := imgproxy.Upload(query(t, "w=640&blur=5&enlarge=false")); err != nil {
+	// Another grammar's operator values (Asked.Chooser "") are a
+	// preset's; its client's are bound, named its way.
+	asked := func(chosen ...string) Asked {
+		return Asked{Options: thumbjob.Options{Width: 640, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG,
+			Transforms: thumbjob.Transforms{Blur: 5, NoEnlarge: true}},
+			Name: func(name string) string { return "option " + name + "!" },
+			Chooser: func(name string) string {
+				if slices.Contains(chosen, name) {
+					return "option " + name + "!"
+				}
+				return ""
+			}}
+	}
+	if _, err := bounded.Make(asked("w")); err != nil {
 		t.Errorf("the operator's values: %v", err)
 	}
-	if _, err := imgproxy.Upload(query(t, "w=640&blur=6")); err == nil {
-		t.Error("another value than the operator's: accepted")
+	if _, err := bounded.Make(asked("w", "blur")); err == nil || !strings.Contains(err.Error(), "option blur!") {
+		t.Errorf("the client's blur: %v", err)
 	}
 }
 

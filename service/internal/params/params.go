@@ -78,7 +78,7 @@ func Int(q map[string]string, name string, def, lo, hi int64) (int64, error) {
 }
 
 // DefaultSide is the box's side when neither w nor h is given.
-const DefaultSide = 256
+const DefaultSide = thumbjob.DefaultSide
 
 // Thumbnail is a parsed thumbnail request.
 type Thumbnail struct {
@@ -122,11 +122,6 @@ type Rules struct {
 	// (THUMBD_ALLOWED_WIDTHS, THUMBD_ALLOWED_QUALITIES,
 	// THUMBD_ALLOWED_TRANSFORMS); Signed drops it.
 	Allowed Allowed
-	// Operator are values of a query another grammar wrote that its
-	// operator chose (the imgproxy endpoint: its presets and its own
-	// defaults): Allowed binds them no more than a preset's, while the
-	// query holds them as given.
-	Operator map[string]string
 	// HintsSigned (signing on): hints apply only to a query that says
 	// hints=on, which the signature covers; elsewhere hints=off is the
 	// default. Hints are outside the signature: left to them, a signed
@@ -137,6 +132,9 @@ type Rules struct {
 	// longest side for what a query chooses (0: no bound); a signed query
 	// and a preset are not bound (Signed).
 	FilterSpan float64
+	// signed: the request's signature was checked (Signed); a client
+	// asks for the source as it is only then (Options.AsIs).
+	signed bool
 }
 
 // DefaultFilterSpan is Rules.FilterSpan for unsigned queries: sigma times
@@ -161,8 +159,9 @@ func (r Rules) Upload(q map[string]string) (Thumbnail, error) {
 }
 
 // thumbnail reads the options of q, its preset's first, then the client
-// hints for what they leave open; the final options are then held to
-// r.Allowed, here and nowhere else.
+// hints for what they leave open, into the values they ask (read); the
+// job is then made by Make, which checks every bound and holds the final
+// options to r.Allowed and r.FilterSpan.
 func (r Rules) thumbnail(query map[string]string) (Thumbnail, error) {
 	preset, err := r.withPreset(query)
 	if err != nil {
@@ -176,29 +175,22 @@ func (r Rules) thumbnail(query map[string]string) (Thumbnail, error) {
 	if err != nil {
 		return Thumbnail{}, err
 	}
-	o, err := options(q, r.MaxSide)
-	if err == nil {
-		o.Watermark, err = r.watermark(q)
-		who := func(name string) string {
-			if v, ok := r.Operator[name]; ok && query[name] == v {
-				return ""
-			}
-			return askedBy(name, query, preset, q)
-		}
-		if err == nil {
-			err = r.Allowed.check(o, q, who)
-		}
-		if err == nil {
-			err = r.filterSpan(o, who)
-		}
+	a, err := read(q, r.MaxSide)
+	if err != nil {
+		return Thumbnail{Vary: vary, hints: hints}, err
 	}
-	_, given := q["q"]
-	return Thumbnail{Options: o, Vary: vary, qualityGiven: given, hints: hints}, err
+	a.Chooser = func(name string) string { return askedBy(name, query, preset, q) }
+	_, a.qualityGiven = q["q"]
+	a.vary, a.hints = vary, hints
+	return r.Make(a)
 }
 
-// filterSpan holds each filter a query chose (who names who chose it, ""
-// for the operator) to r.FilterSpan: its sigma times the answer's longest
-// side.
+// parameter names a query parameter in a sentence.
+func parameter(name string) string { return fmt.Sprintf("Parameter %q", name) }
+
+// filterSpan holds each filter a request chose (who names who chose it,
+// "" for the operator) to r.FilterSpan: its sigma times the answer's
+// longest side.
 func (r Rules) filterSpan(o thumbjob.Options, who func(name string) string) error {
 	if r.FilterSpan <= 0 {
 		return nil
@@ -293,99 +285,66 @@ func getSource(q map[string]string, route string) (src, u string, err error) {
 	return src, u, nil
 }
 
-// options reads the thumbnail options; maxSide bounds w and h.
-func options(q map[string]string, maxSide int) (thumbjob.Options, error) {
+// read reads a query's thumbnail options into the values they ask:
+// each value's syntax is checked here (a bad one is a 400 naming it),
+// its bounds by Make. w, h and q are whole numbers from 1.
+func read(q map[string]string, maxSide int) (Asked, error) {
+	a := Asked{Name: parameter}
 	o := thumbjob.Options{Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
-	w, err := Int(q, "w", 0, 1, int64(maxSide))
-	if err != nil {
-		return thumbjob.Options{}, err
+	for _, side := range []struct {
+		name string
+		dst  *int
+	}{{"w", &o.Width}, {"h", &o.Height}, {"q", &o.Quality}} {
+		v, ok := q[side.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || strings.TrimLeft(v, "0123456789") != "" {
+			if side.name == "q" {
+				return a, bad("q", "must be an integer from 1 to 100")
+			}
+			return a, bad(side.name, "must be an integer from 1 to %d", maxSide)
+		}
+		*side.dst = n
 	}
-	h, err := Int(q, "h", 0, 1, int64(maxSide))
-	if err != nil {
-		return thumbjob.Options{}, err
-	}
-	o.Width, o.Height = int(w), int(h)
-	if o.Width == 0 && o.Height == 0 {
-		o.Width, o.Height = min(DefaultSide, maxSide), min(DefaultSide, maxSide)
-	}
+	var err error
 	if o.Fit, err = oneOf(q, "fit", thumbjob.Fits()); err != nil {
-		return thumbjob.Options{}, err
+		return a, err
 	}
 	if o.Gravity, err = oneOf(q, "gravity", thumbjob.Gravities()); err != nil {
-		return thumbjob.Options{}, err
+		return a, err
 	}
 	if o.FocalX, o.FocalY, err = focal(q, o.Gravity); err != nil {
-		return thumbjob.Options{}, err
+		return a, err
 	}
 	if o.Format, err = oneOf(q, "format", append(imagefmt.Outputs(), imagefmt.Auto)); err != nil {
-		return thumbjob.Options{}, err
-	}
-	if o.Width, o.Height, err = scale(q, o.Width, o.Height, maxSide); err != nil {
-		return thumbjob.Options{}, err
-	}
-	// q is checked whatever the format, so that a bad value is never
-	// silently ignored; formats without a quality ignore a good one.
-	// format=auto without q leaves it to the chosen format's default.
-	spec, _ := imagefmt.Lookup(o.Format)
-	quality, err := Int(q, "q", int64(spec.Quality), 1, 100)
-	if err != nil {
-		return thumbjob.Options{}, err
-	}
-	if spec.Quality != 0 || o.Format == imagefmt.Auto {
-		o.Quality = int(quality)
+		return a, err
 	}
 	if o.Animated, err = boolean(q, "animated"); err != nil {
-		return thumbjob.Options{}, err
+		return a, err
 	}
-	if o.Animated && o.Format != imagefmt.Auto && !spec.Animated {
-		return thumbjob.Options{}, bad("animated", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
+	if a.DPR, err = dprOf(q); err != nil {
+		return a, err
 	}
-	dpr, err := dprOf(q)
-	if err != nil {
-		return thumbjob.Options{}, err
+	if o.Transforms, err = transforms(q); err != nil {
+		return a, err
 	}
-	if o.Transforms, err = transforms(q, dpr); err != nil {
-		return thumbjob.Options{}, err
-	}
-	if o.Animated {
-		// These work on one image: an animation's frames are one tall
-		// strip to libvips, which they would treat as one picture.
-		for _, name := range frameTransforms {
-			if _, ok := q[name]; ok {
-				return thumbjob.Options{}, bad(name, "is not taken with animated=true: it applies to one frame")
-			}
-		}
-	}
-	return o, nil
+	a.Options = o
+	return a, nil
 }
 
 // frameTransforms are the transforms animated=true does not take.
 var frameTransforms = []string{"rotate", "flip", "pad", "extend", "crop", "trim", "blur", "sharpen", "pixelate", "wm"}
 
-// scale applies dpr, the device pixel ratio (1 to 4, as CSS writes it:
-// "2", "1.5"): it multiplies the box, bounded by the max side.
-func scale(q map[string]string, w, h, maxSide int) (int, int, error) {
-	dpr, err := dprOf(q)
-	if err != nil {
-		return 0, 0, err
-	}
-	times := func(side int) int {
-		if side == 0 {
-			return 0
-		}
-		return min(int(math.Round(float64(side)*dpr)), maxSide)
-	}
-	return times(w), times(h), nil
-}
-
-// dprOf reads dpr, 1 when absent.
+// dprOf reads dpr, 1 when absent (its bounds are Make's).
 func dprOf(q map[string]string) (float64, error) {
 	v, ok := q["dpr"]
 	if !ok {
 		return 1, nil
 	}
 	dpr, ok := decimal(v)
-	if !ok || !(dpr >= 1 && dpr <= 4) {
+	if !ok {
 		return 0, bad("dpr", "must be a number from 1 to 4, such as 2 or 1.5")
 	}
 	return dpr, nil
@@ -414,10 +373,10 @@ func focal(q map[string]string, g thumbjob.Gravity) (x, y float64, err error) {
 	return x, y, err
 }
 
-// fraction reads a plain decimal from 0 to 1, such as 0.3 or 1.
+// fraction reads a plain decimal (its bounds, 0 to 1, are Make's).
 func fraction(name, v string) (float64, error) {
 	f, ok := decimal(v)
-	if !ok || f < 0 || f > 1 {
+	if !ok {
 		return 0, bad(name, "must be a number from 0 to 1, such as 0.3")
 	}
 	return f, nil

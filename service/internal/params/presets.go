@@ -82,9 +82,9 @@ func (p Presets) String() string {
 func (r Rules) CheckPresets() []error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(r.Presets)) {
-		_, err := options(r.Presets[name], r.MaxSide)
+		a, err := read(r.Presets[name], r.MaxSide)
 		if err == nil {
-			_, err = r.watermark(r.Presets[name])
+			_, err = r.bounds(a)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("preset %q: %s", name, apierr.From(err).Message))

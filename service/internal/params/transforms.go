@@ -2,7 +2,7 @@ package params
 
 import (
 	"encoding/hex"
-	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -15,8 +15,10 @@ import (
 // taken wherever the thumbnail options are.
 var transformNames = []string{"enlarge", "rotate", "flip", "bg", "pad", "extend", "crop", "trim", "blur", "sharpen", "pixelate", "wm"}
 
-// transforms reads the transforms of q; dpr multiplies pad.
-func transforms(q map[string]string, dpr float64) (thumbjob.Transforms, error) {
+// transforms reads the transforms of q: each value's syntax (a bad one is
+// a 400 naming it); their bounds, and dpr's multiplying the pad, are
+// Make's.
+func transforms(q map[string]string) (thumbjob.Transforms, error) {
 	var t thumbjob.Transforms
 	enlarge, err := booleanOr(q, "enlarge", true)
 	if err != nil {
@@ -42,7 +44,7 @@ func transforms(q map[string]string, dpr float64) (thumbjob.Transforms, error) {
 		}
 		t.Background = &c
 	}
-	if t.Pad, err = pad(q, dpr); err != nil {
+	if t.Pad, err = pad(q); err != nil {
 		return t, err
 	}
 	if t.Extend, err = boolean(q, "extend"); err != nil {
@@ -60,13 +62,15 @@ func transforms(q map[string]string, dpr float64) (thumbjob.Transforms, error) {
 	if t.Sharpen, err = sigma(q, "sharpen", thumbjob.MaxSharpen); err != nil {
 		return t, err
 	}
-	pixelate, err := Int(q, "pixelate", 0, 0, thumbjob.MaxPixelate)
-	if err != nil {
-		return t, err
+	if v, ok := q["pixelate"]; ok {
+		if t.Pixelate, err = strconv.Atoi(v); err != nil || strings.TrimLeft(v, "0123456789") != "" {
+			return t, bad("pixelate", "must be an integer from 0 to %d", thumbjob.MaxPixelate)
+		}
 	}
-	t.Pixelate = int(pixelate)
-	if t.Pixelate == 1 {
-		t.Pixelate = 0 // blocks of one pixel change nothing
+	if v, ok := q["wm"]; ok {
+		if t.Watermark, err = parseWatermark(v); err != nil {
+			return t, bad("wm", "%s", err)
+		}
 	}
 	return t, nil
 }
@@ -108,9 +112,9 @@ func numbers(v string) []float64 {
 	return out
 }
 
-// pad reads pad=T,R,B,L or pad=N (every side): whole pixels, multiplied
-// by dpr, each at most thumbjob.MaxPad after it.
-func pad(q map[string]string, dpr float64) (thumbjob.Sides, error) {
+// pad reads pad=T,R,B,L or pad=N (every side): whole pixels (dpr
+// multiplies them, and Make bounds them after it).
+func pad(q map[string]string) (thumbjob.Sides, error) {
 	v, ok := q["pad"]
 	if !ok {
 		return thumbjob.Sides{}, nil
@@ -119,16 +123,13 @@ func pad(q map[string]string, dpr float64) (thumbjob.Sides, error) {
 	if len(n) == 1 {
 		n = []float64{n[0], n[0], n[0], n[0]}
 	}
-	if len(n) != 4 {
-		n = nil
-	}
 	sides := make([]int, 4)
 	for i := range n {
-		sides[i] = int(math.Round(n[i] * dpr))
-		if n[i] != math.Trunc(n[i]) || sides[i] > thumbjob.MaxPad {
+		if len(n) != 4 || n[i] != math.Trunc(n[i]) || n[i] > math.MaxInt32 {
 			n = nil
 			break
 		}
+		sides[i] = int(n[i])
 	}
 	if len(n) != 4 {
 		return thumbjob.Sides{}, bad("pad", "must be one whole number of pixels, or four (top, right, bottom, left) separated by commas, each at most %d after dpr", thumbjob.MaxPad)
@@ -137,28 +138,18 @@ func pad(q map[string]string, dpr float64) (thumbjob.Sides, error) {
 }
 
 // crop reads crop=X,Y,W,H: a region of the source as displayed, in
-// whole pixels, or (when every value is at most 1 and one has a decimal
-// point) in fractions of its sides.
+// whole pixels, or (when one has a decimal point) in fractions of its
+// sides; its bounds are Make's.
 func crop(q map[string]string) (*thumbjob.Region, error) {
 	v, ok := q["crop"]
 	if !ok {
 		return nil, nil
 	}
 	n := numbers(v)
-	const want = "must be X,Y,W,H: whole pixels, or fractions 0..1 written with a point (such as 0.25,0,0.5,1), W and H above 0"
-	if len(n) != 4 || n[2] <= 0 || n[3] <= 0 {
-		return nil, bad("crop", want)
+	if len(n) != 4 {
+		return nil, bad("crop", "must be X,Y,W,H: whole pixels, or fractions 0..1 written with a point (such as 0.25,0,0.5,1), W and H above 0")
 	}
-	r := &thumbjob.Region{X: n[0], Y: n[1], W: n[2], H: n[3], Fractions: strings.Contains(v, ".")}
-	for _, f := range n {
-		if r.Fractions && f > 1 || !r.Fractions && f > math.MaxInt32 {
-			return nil, bad("crop", want)
-		}
-	}
-	if r.Fractions && (r.X >= 1 || r.Y >= 1) {
-		return nil, bad("crop", "is outside the image: X and Y as fractions must be below 1")
-	}
-	return r, nil
+	return &thumbjob.Region{X: n[0], Y: n[1], W: n[2], H: n[3], Fractions: strings.Contains(v, ".")}, nil
 }
 
 // trim reads trim=THRESHOLD[,RRGGBB]: THRESHOLD 0..255.
@@ -169,7 +160,7 @@ func trim(q map[string]string) (*thumbjob.Trim, error) {
 	}
 	threshold, c, hasColour := strings.Cut(v, ",")
 	f, ok := decimal(threshold)
-	if !ok || f > 255 {
+	if !ok {
 		return nil, bad("trim", "must be THRESHOLD[,RRGGBB]: a number 0 to 255 (how far from the border's colour a pixel may be), then optionally the colour to trim (default: the top-left pixel's)")
 	}
 	t := &thumbjob.Trim{Threshold: f}
@@ -183,15 +174,16 @@ func trim(q map[string]string) (*thumbjob.Trim, error) {
 	return t, nil
 }
 
-// sigma reads a Gaussian sigma, 0 (none) or from 0.3 to hi.
+// sigma reads a Gaussian sigma (its bounds, 0 or from thumbjob.MinSigma
+// to hi, are Make's).
 func sigma(q map[string]string, name string, hi float64) (float64, error) {
 	v, ok := q[name]
 	if !ok {
 		return 0, nil
 	}
 	f, ok := decimal(v)
-	if !ok || f != 0 && (f < 0.3 || f > hi) {
-		return 0, bad(name, "must be a sigma from 0.3 to %g, or 0 for none", hi)
+	if !ok {
+		return 0, bad(name, "must be a sigma from %g to %g, or 0 for none", thumbjob.MinSigma, hi)
 	}
 	return f, nil
 }
@@ -208,70 +200,88 @@ type Watermark struct {
 	Mark string
 }
 
-// watermark reads wm=OPACITY[,POSITION[,X,Y[,SCALE]]] as the rules allow
-// it; a required watermark applies whatever the query says.
-func (r Rules) watermark(q map[string]string) (*thumbjob.Watermark, error) {
-	v, asked := q["wm"]
+// watermark is the watermark a request gets under the rules: the
+// required one whatever it asked (asking is refused then), else the one
+// it asked for, if any, when one is configured.
+func (r Rules) watermark(a Asked) (*thumbjob.Watermark, error) {
+	w := a.Options.Watermark
 	switch {
-	case r.Watermark.Required != nil && asked:
-		return nil, bad("wm", "is not taken here: every thumbnail carries the operator's watermark (THUMBD_WATERMARK_REQUIRED)")
+	case r.Watermark.Required != nil && w != nil:
+		return nil, a.bad("wm", "is not taken here: every thumbnail carries the operator's watermark (THUMBD_WATERMARK_REQUIRED)")
 	case r.Watermark.Required != nil:
-		w := *r.Watermark.Required
-		w.Mark = r.Watermark.Mark
-		return &w, nil
-	case !asked:
+		w = r.Watermark.Required
+	case w == nil:
 		return nil, nil
 	case !r.Watermark.Configured:
-		return nil, bad("wm", "asks for the watermark, and none is configured (THUMBD_WATERMARK)")
+		return nil, a.bad("wm", "asks for the watermark, and none is configured (THUMBD_WATERMARK)")
 	}
-	w, err := ParseWatermark(v)
-	if err != nil {
-		return nil, bad("wm", "%s", err)
-	}
-	w.Mark = r.Watermark.Mark
-	return w, nil
+	mark := *w
+	mark.Mark = r.Watermark.Mark
+	return &mark, nil
 }
 
 // ParseWatermark reads OPACITY[,POSITION[,X,Y[,SCALE]]]: the syntax of wm=
-// and of THUMBD_WATERMARK_OPTIONS. Opacity is above 0 and at most 1; the
-// position one of imgproxy's (default ce); X and Y whole pixels, 0 to
-// 4096; scale 0 (the mark's own size) or above 0 to 1 (its width as a
-// fraction of the thumbnail's).
+// and of THUMBD_WATERMARK_OPTIONS, within its bounds. Opacity is above 0
+// and at most 1; the position one of imgproxy's (default ce); X and Y
+// whole pixels, 0 to thumbjob.MaxMarkOffset; scale 0 (the mark's own
+// size) or above 0 to 1 (its width as a fraction of the thumbnail's).
 func ParseWatermark(v string) (*thumbjob.Watermark, error) {
+	w, err := parseWatermark(v)
+	if err == nil {
+		err = checkWatermark(w)
+	}
+	return w, err
+}
+
+// watermarkSyntax is what wm= must be.
+func watermarkSyntax() error {
+	return fmt.Errorf("must be OPACITY[,POSITION[,X,Y[,SCALE]]]: an opacity above 0 to 1, a position (%s), offsets in whole pixels (0 to %d), a scale 0 to 1 (0: the mark's own size)", positionNames(), thumbjob.MaxMarkOffset)
+}
+
+// parseWatermark reads wm='s syntax (checkWatermark its bounds).
+func parseWatermark(v string) (*thumbjob.Watermark, error) {
 	parts := strings.Split(v, ",")
-	want := errors.New("must be OPACITY[,POSITION[,X,Y[,SCALE]]]: an opacity above 0 to 1, a position (" + positionNames() + "), offsets in whole pixels (0 to 4096), a scale 0 to 1 (0: the mark's own size)")
 	if len(parts) > 5 || len(parts) == 3 {
-		return nil, want
+		return nil, watermarkSyntax()
 	}
 	w := &thumbjob.Watermark{Position: thumbjob.PositionCentre}
 	op, ok := decimal(parts[0])
-	if !ok || op <= 0 || op > 1 {
-		return nil, want
+	if !ok {
+		return nil, watermarkSyntax()
 	}
 	w.Opacity = op
 	if len(parts) > 1 {
 		w.Position = thumbjob.Position(parts[1])
 		if !slices.Contains(thumbjob.Positions(), w.Position) {
-			return nil, want
+			return nil, watermarkSyntax()
 		}
 	}
 	if len(parts) > 3 {
 		for i, dst := range []*int{&w.X, &w.Y} {
 			n, err := strconv.Atoi(parts[2+i])
-			if err != nil || n < 0 || n > 4096 {
-				return nil, want
+			if err != nil {
+				return nil, watermarkSyntax()
 			}
 			*dst = n
 		}
 	}
 	if len(parts) > 4 {
 		s, ok := decimal(parts[4])
-		if !ok || s > 1 {
-			return nil, want
+		if !ok {
+			return nil, watermarkSyntax()
 		}
 		w.Scale = s
 	}
 	return w, nil
+}
+
+// checkWatermark holds a watermark to its bounds.
+func checkWatermark(w *thumbjob.Watermark) error {
+	if !(w.Opacity > 0 && w.Opacity <= 1) || w.X < 0 || w.X > thumbjob.MaxMarkOffset || w.Y < 0 || w.Y > thumbjob.MaxMarkOffset ||
+		!(w.Scale >= 0 && w.Scale <= 1) || !slices.Contains(thumbjob.Positions(), w.Position) {
+		return watermarkSyntax()
+	}
+	return nil
 }
 
 func positionNames() string {

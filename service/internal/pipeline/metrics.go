@@ -19,6 +19,10 @@ type Metrics struct {
 	Rejections     *prometheus.CounterVec
 	Merged         prometheus.Counter
 	Panics         prometheus.Counter
+	// Fallbacks count the answers the fallback image made in place of a
+	// source that could not be read, by that error's code: the errors it
+	// hides from clients.
+	Fallbacks *prometheus.CounterVec
 }
 
 // NewMetrics registers the pipeline's metrics on reg.
@@ -49,11 +53,14 @@ func NewMetrics(reg prometheus.Registerer, gate *admission.Gate) *Metrics {
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "thumbd_thumbnail_panics_total", Help: "Shared jobs (thumbnail or /info) that panicked; their waiters were answered 500 internal_error, the process went on.",
 		}),
+		Fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "thumbd_thumbnail_fallbacks_total", Help: "Thumbnails whose source could not be read, answered with the fallback image (THUMBD_FALLBACK_IMAGE_PATH), by the error's code.",
+		}, []string{"reason"}),
 	}
 	for _, hash := range []string{"true", "false"} {
 		m.InfoProcessing.WithLabelValues(hash) // both series exist from the start
 	}
-	reg.MustRegister(m.QueueWait, m.Processing, m.InfoProcessing, m.SourceBytes, m.Rejections, m.Merged, m.Panics,
+	reg.MustRegister(m.QueueWait, m.Processing, m.InfoProcessing, m.SourceBytes, m.Rejections, m.Merged, m.Panics, m.Fallbacks,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
 		}, func() float64 { return float64(gate.Waiting()) }),

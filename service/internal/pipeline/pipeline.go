@@ -63,6 +63,8 @@ type Config struct {
 	Inputs []imagefmt.Format
 	// MemoryBudget and MemoryLimit are named in a needs_more_memory answer.
 	MemoryBudget, MemoryLimit int64
+	// Fallback answers a source that cannot be read; nil: off.
+	Fallback *Fallback
 }
 
 // Parts are the pipeline's collaborators, built by package main.
@@ -143,28 +145,29 @@ func (p *Pipeline) Handler(rt params.Route) HandlerFunc {
 	}
 }
 
-// Translated runs a GET whose query another grammar wrote (the imgproxy
-// endpoint) through the same corridor as GET /thumbnail: q is read by
-// params as that route's query (signed: its grammar checked a signature,
-// and the allow-lists do not bind it; operator: the values of q its
-// operator chose, which they bind no more than a preset's), adjust then
-// edits what params can not say (nil: nothing), and the source and the
-// rest are GET /thumbnail's.
-func (p *Pipeline) Translated(w http.ResponseWriter, r *http.Request, q map[string]string, signed bool, operator map[string]string, adjust func(*params.Request)) error {
+// Translated runs a GET that another grammar read (the imgproxy
+// endpoint) through the same corridor as GET /thumbnail: its values are
+// made into the job by params (Rules.Make: every bound checked there, the
+// allow-lists binding what a.Chooser says the client chose; signed: its
+// grammar checked a signature, and they bind nothing), and the source and
+// the rest are GET /thumbnail's.
+func (p *Pipeline) Translated(w http.ResponseWriter, r *http.Request, a params.Asked, signed bool) error {
 	start := time.Now()
-	rt, _ := params.RouteOf(http.MethodGet, "/thumbnail")
 	var req params.Request
 	var src source.Source
 	err := stage(r.Context(), p.Tracer, "parse", func(context.Context, trace.Span) (err error) {
-		rules := p.rules(r, signed)
-		rules.Operator = operator
-		if req, err = rt.Read(rules, q); err != nil {
+		rules := p.cfg.Rules
+		if rules.PresetsOnly {
+			// Its URL is a set of options, none a thumbd preset.
+			return apierr.New(apierr.BadParameter, "%s is not taken here: only presets are (THUMBD_PRESETS_ONLY).", a.Name("w"))
+		}
+		if signed {
+			rules = rules.Signed()
+		}
+		if req.Thumbnail, err = rules.Make(a); err != nil {
 			return err
 		}
-		if adjust != nil {
-			adjust(&req)
-		}
-		src, err = p.Sources.of(rt.Path, req)
+		src, err = p.Sources.of("/thumbnail", req)
 		return err
 	})
 	if err != nil {
@@ -184,7 +187,10 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, start time.Time
 	if req.SaveData() {
 		w.Header().Add("Vary", params.HintSaveData)
 	}
-	return p.run(w, r, start, req.Job(), src)
+	if err := p.run(w, r, start, req.Job(), src); err != nil {
+		return p.fallback(w, r, start, req.Job(), err)
+	}
+	return nil
 }
 
 // parse reads the route's query (strictly), checks its signature, reads
@@ -275,7 +281,7 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 	}
 	if keyed, ok := src.(source.Keyed); ok && keyed.Key() != "" {
 		return p.shared(ctx, w, r, start, keyed.Key()+"\x00"+norm, tag, nil, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
-			return p.make(ctx, src, nil, job, norm, stale, inm)
+			return p.produce(ctx, src, nil, job, norm, stale, inm)
 		})
 	}
 	blob, err := p.read(ctx, src, nil)
@@ -290,7 +296,7 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 		tag = nameSource(w, id)
 	}
 	return p.shared(ctx, w, r, start, id+"\x00"+norm, tag, blob, func(ctx context.Context, stale *results.Entry, inm string) (*results.Entry, error) {
-		return p.make(ctx, nil, blob, job, norm, nil, inm)
+		return p.produce(ctx, nil, blob, job, norm, nil, inm)
 	})
 }
 
@@ -306,12 +312,12 @@ func nameSource(w http.ResponseWriter, identity string) string {
 	return tag
 }
 
-// make is one job: the source read (a conditional read when stale can be
+// produce is one job: the source read (a conditional read when stale can be
 // revalidated), the ETag (an entry without a body for a matching inm: the
 // respond stage answers 304, nothing is admitted), admission and the
 // engine. blob, when given, is the source already read, released here.
 // The entry's freshness is the source's.
-func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blob, job thumbjob.Job, norm string, stale *results.Entry, inm string) (*results.Entry, error) {
+func (p *Pipeline) produce(ctx context.Context, src source.Source, blob *source.Blob, job thumbjob.Job, norm string, stale *results.Entry, inm string) (*results.Entry, error) {
 	if blob == nil {
 		var since *source.Freshness
 		if stale != nil && stale.Fresh.Revalidable() {
@@ -339,6 +345,14 @@ func (p *Pipeline) make(ctx context.Context, src source.Source, blob *source.Blo
 	look, _ := memcost.Look(blob.Bytes)
 	if err := p.priceable(look); err != nil {
 		return nil, err
+	}
+	if job.Info == nil && job.Options.AnsweredAsIs(look.Format) {
+		if err := p.servableAsIs(look); err != nil {
+			return nil, err
+		}
+		// The answer is the source's bytes: they stay on the budget until
+		// it is written (results.Held), as a store hit's do.
+		return results.Held(&results.Entry{Body: blob.Bytes, Type: look.Format.ContentType(), ETag: tag, Fresh: blob.Fresh}, blob.Handover()), nil
 	}
 	job.Options = job.Options.FromSource(look.Format)
 	if c := job.Options.Crop; job.Info == nil && c != nil && c.Outside(look.Header) {
@@ -372,6 +386,25 @@ func (p *Pipeline) priceable(look thumbjob.Source) error {
 	}
 	spec, _ := imagefmt.Lookup(look.Format)
 	return apierr.New(apierr.UnprocessableImage, "This %s image cannot be priced (%s), so none of it is decoded.", spec.Name, look.Unread)
+}
+
+// servableAsIs holds a source answered as it is (imgproxy's raw and
+// skip_processing) to what the engine would hold it to before decoding:
+// an accepted format (THUMBD_INPUTS), its header read (priceable), within
+// the pixel and frame limits. A client is never sent what thumbd would
+// refuse to read.
+func (p *Pipeline) servableAsIs(look thumbjob.Source) error {
+	spec, _ := imagefmt.Lookup(look.Format)
+	h := look.Header
+	switch {
+	case len(p.cfg.Inputs) > 0 && !slices.Contains(p.cfg.Inputs, look.Format):
+		return apierr.New(apierr.UnsupportedFormat, "The body is a %s image, a format this server does not accept (THUMBD_INPUTS).", spec.Name)
+	case int64(h.Width)*int64(h.Height) > p.cfg.MaxPixels:
+		return apierr.New(apierr.TooManyPixels, "The source is %dx%d, more than the %d pixels allowed.", h.Width, h.Height, p.cfg.MaxPixels)
+	case h.Frames > p.cfg.MaxFrames:
+		return apierr.New(apierr.TooManyFrames, "The source has %d frames, more than the %d allowed.", h.Frames, p.cfg.MaxFrames)
+	}
+	return nil
 }
 
 // identify asks a source for its identity (a bucket's object: a HEAD, or

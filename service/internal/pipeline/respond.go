@@ -33,11 +33,13 @@ const jsonType = "application/json"
 // counted.
 type Responder struct {
 	rejections *prometheus.CounterVec // by reason: the error code; nil: not counted
+	ttl        source.TTL             // the answers' Cache-Control lifetimes
 }
 
-// NewResponder counts rejections into rejections (by code).
-func NewResponder(rejections *prometheus.CounterVec) *Responder {
-	return &Responder{rejections: rejections}
+// NewResponder counts rejections into rejections (by code) and gives the
+// answers ttl's lifetimes.
+func NewResponder(rejections *prometheus.CounterVec, ttl source.TTL) *Responder {
+	return &Responder{rejections: rejections, ttl: ttl}
 }
 
 // HandlerFunc is a handler that returns its error instead of writing it.
@@ -225,7 +227,7 @@ func (rs *Responder) entry(w http.ResponseWriter, e *results.Entry, inm string) 
 	h.Set("ETag", e.ETag)
 	// The source's rules as they stand now: an origin's remaining lifetime
 	// shrinks as the entry ages; the same on a 304.
-	h.Set("Cache-Control", e.Fresh.CacheControl(time.Now()))
+	h.Set("Cache-Control", e.Fresh.CacheControl(time.Now(), rs.ttl))
 	if e.Body == nil || inm != "" && matchesETag(inm, e.ETag) {
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -79,35 +79,49 @@ type Freshness struct {
 }
 
 // MaxAge is the answer's lifetime where the source sets none of its own
-// (files, uploads): the ETag is of the source's identity, so a CDN
-// revalidating after a day gets a 304 when nothing changed. No origin's rule gives longer.
+// (files, uploads), by default (THUMBD_TTL): the ETag is of the source's
+// identity, so a CDN revalidating after a day gets a 304 when nothing
+// changed. No origin's rule gives longer.
 const MaxAge = 24 * time.Hour
 
 // DefaultCacheControl is the Cache-Control of an answer whose source sets
-// no rules of its own (MaxAge).
+// no rules of its own, by default (TTL{MaxAge: MaxAge}).
 const DefaultCacheControl = "public, max-age=86400"
 
+// TTL is how long the caches in front of thumbd may keep an answer:
+// MaxAge where the source sets no rules of its own, and the most an
+// origin's may give (THUMBD_TTL, imgproxy's IMGPROXY_TTL); a CDN that
+// honours stale-while-revalidate may serve it that much longer while it
+// asks thumbd again (THUMBD_STALE_WHILE_REVALIDATE; 0: not said).
+type TTL struct{ MaxAge, StaleWhileRevalidate time.Duration }
+
 // CacheControl is the Cache-Control of an answer made from the source,
-// written at now: thumbd's day for files and uploads; an origin's rules
+// written at now: t's lifetime for files and uploads; an origin's rules
 // carried on (no-store and private through, a lifetime no longer than
-// what is left of the origin's, nor than a day; "no-cache", which lets a
+// what is left of the origin's, nor than t's; "no-cache", which lets a
 // cache keep the answer but revalidate it with thumbd, once none is left).
-func (f Freshness) CacheControl(now time.Time) string {
-	if !f.Origin {
-		return DefaultCacheControl
+func (f Freshness) CacheControl(now time.Time, t TTL) string {
+	if t.MaxAge <= 0 {
+		t.MaxAge = MaxAge
 	}
-	if f.NoStore {
-		return "no-store"
+	scope, left := "public", t.MaxAge
+	if f.Origin {
+		if f.NoStore {
+			return "no-store"
+		}
+		if f.Private {
+			scope = "private"
+		}
+		left = min(f.AnswerUntil.Sub(now), t.MaxAge)
+		if left < time.Second {
+			return scope + ", no-cache"
+		}
 	}
-	scope := "public"
-	if f.Private {
-		scope = "private"
+	cc := scope + ", max-age=" + strconv.Itoa(int(left/time.Second))
+	if t.StaleWhileRevalidate >= time.Second {
+		cc += ", stale-while-revalidate=" + strconv.Itoa(int(t.StaleWhileRevalidate/time.Second))
 	}
-	left := min(f.AnswerUntil.Sub(now), MaxAge)
-	if left < time.Second {
-		return scope + ", no-cache"
-	}
-	return scope + ", max-age=" + strconv.Itoa(int(left/time.Second))
+	return cc
 }
 
 // Fresh reports whether a thumbnail may be reused at now without asking.
@@ -155,6 +169,15 @@ type Identifiable interface {
 // If-Modified-Since).
 type Conditional interface {
 	ReadSince(ctx context.Context, prior Freshness) (*Blob, error)
+}
+
+// Handover is the blob's release, which the caller now owns: the blob
+// holds none after it (an answer that is the source's own bytes gives
+// them back once it is written, not when its job ends).
+func (b *Blob) Handover() func() {
+	release := b.release
+	b.release = nil
+	return release
 }
 
 // Release gives the blob's bytes back to the budget. Call it once the

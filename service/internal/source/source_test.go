@@ -240,3 +240,27 @@ func TestDefaultCacheControlIsMaxAge(t *testing.T) {
 		t.Errorf("%q, want %q", DefaultCacheControl, want)
 	}
 }
+
+// THUMBD_TTL sets the lifetime of an answer whose source has no rules and
+// bounds an origin's; THUMBD_STALE_WHILE_REVALIDATE adds its directive to
+// a cacheable answer, never to no-store or no-cache.
+func TestCacheControlTTL(t *testing.T) {
+	now := time.Unix(1000, 0)
+	ttl := TTL{MaxAge: time.Hour, StaleWhileRevalidate: 10 * time.Minute}
+	for _, c := range []struct {
+		f    Freshness
+		t    TTL
+		want string
+	}{
+		{Freshness{}, TTL{}, DefaultCacheControl},
+		{Freshness{}, ttl, "public, max-age=3600, stale-while-revalidate=600"},
+		{Freshness{Origin: true, AnswerUntil: now.Add(2 * time.Hour)}, ttl, "public, max-age=3600, stale-while-revalidate=600"},
+		{Freshness{Origin: true, Private: true, AnswerUntil: now.Add(time.Minute)}, ttl, "private, max-age=60, stale-while-revalidate=600"},
+		{Freshness{Origin: true, AnswerUntil: now}, ttl, "public, no-cache"},
+		{Freshness{Origin: true, NoStore: true}, ttl, "no-store"},
+	} {
+		if got := c.f.CacheControl(now, c.t); got != c.want {
+			t.Errorf("%+v with %+v: %q, want %q", c.f, c.t, got, c.want)
+		}
+	}
+}

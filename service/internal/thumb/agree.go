@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -47,7 +48,7 @@ func agrees(v header, look thumbjob.Header, format imagefmt.Format) error {
 		what = fmt.Sprintf("%d samples a pixel, the header read before pricing %d", v.bands, look.Bands)
 	case v.sample > max(look.BytesPerSample, 1):
 		what = fmt.Sprintf("%d bytes a sample, the header read before pricing %d", v.sample, look.BytesPerSample)
-	case animatedInput(format) && v.pages > max(look.Frames, 1):
+	case plan.AnimatedInput(format) && v.pages > max(look.Frames, 1):
 		what = fmt.Sprintf("%d frames, the header read before pricing %d", v.pages, look.Frames)
 	default:
 		return nil

@@ -147,17 +147,16 @@ func seed(t testing.TB, name string) []byte {
 
 // No output carries metadata: not the still formats, not an animation.
 // libvips 8.14.0-8.14.1 (Debian bookworm's) ignores strip in its WebP
-// writer (ChangeLog 8.14.2: "fix `strip` parameter in webpsave"); the
+// writer (ChangeLog 8.14.2: "fix `strip` parameter in webpsave"): the
+// engine removes the source's EXIF, XMP and IPTC before it writes, and
+// libvips still writes an EXIF block of its own (orientation 1, the
+// resolution and size), so that marker alone is not checked there; the
 // images ship a later libvips, and scripts/test.sh runs this test against it.
 func TestNoMetadataInAnyOutput(t *testing.T) {
 	webpStripBroken := strings.HasPrefix(Version(), "8.14.0") || strings.HasPrefix(Version(), "8.14.1")
 	srcs := map[string][]byte{"jpeg": seed(t, "ok-jpeg-exif-6.jpg"), "gif": animation(t, 60, 40, 4, 0)}
 	for name, src := range srcs {
 		for _, f := range imagefmt.Outputs() {
-			if f == imagefmt.WebP && webpStripBroken {
-				t.Logf("libvips %s: WebP output not checked (its writer keeps EXIF)", Version())
-				continue
-			}
 			o := thumbjob.Options{Width: 32, Height: 32, Fit: thumbjob.FitCover, Format: f, Quality: 80, Animated: true}
 			img, err := testEngine.Thumbnail(context.Background(), src, o)
 			if err != nil {
@@ -165,6 +164,9 @@ func TestNoMetadataInAnyOutput(t *testing.T) {
 			}
 			// colrprof: an ISO BMFF colour box holding an ICC profile (AVIF).
 			for _, marker := range []string{"Exif", "EXIF", "eXIf", "XMP ", "http://ns.adobe.com/xap", "ICCP", "iCCP", "colrprof"} {
+				if f == imagefmt.WebP && webpStripBroken && (marker == "Exif" || marker == "EXIF") {
+					continue // libvips' own block (TestImgproxyMetadataStripped: none of the source's)
+				}
 				if bytes.Contains(img.Bytes, []byte(marker)) {
 					t.Errorf("%s to %s (%d frames): %q in the output", name, f, img.Frames, marker)
 				}

@@ -59,7 +59,20 @@ func exifHash(t *testing.T, src []byte) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testEngine.exifThumbHash(src, h, d.space)
+	return testEngine.exifThumbHash(hashing(t, src, h), d.space)
+}
+
+// hashing is the ThumbHash's job on src, planned, nothing decoded.
+func hashing(t *testing.T, src []byte, h header) *making {
+	t.Helper()
+	h.format = imagefmt.JPEG
+	p, err := testEngine.hashPlan(h, imagefmt.JPEG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &making{e: testEngine, src: src, h: h, p: p, o: p.Options(), spec: imagefmt.Spec{Alpha: true}}
+	t.Cleanup(m.close)
+	return m
 }
 
 // hashDistance is how far apart two ThumbHashes look to a client: each
@@ -162,7 +175,7 @@ func TestEXIFThumbnailIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, space := range []string{"cmyk", "b-w"} {
-		if _, ok := testEngine.exifThumbHash(red, h, space); ok {
+		if _, ok := testEngine.exifThumbHash(hashing(t, red, h), space); ok {
 			t.Errorf("a %s source's thumbnail was used", space)
 		}
 	}

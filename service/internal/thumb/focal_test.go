@@ -95,24 +95,9 @@ func TestFocalCrop(t *testing.T) {
 // The point is a fraction of the source as displayed: EXIF orientation
 // turns it with the image. A JPEG goes through shrink-on-load too.
 func TestFocalCropFollowsOrientation(t *testing.T) {
-	src := marked(t, 600, 200, 480, 100, 40)
-	// The same image as a JPEG stored on its side with orientation 6
-	// (turned back to 600x200 for display).
-	img, err := vips.NewImageFromBuffer(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer img.Close()
-	if err := img.Rotate(vips.Angle270); err != nil {
-		t.Fatal(err)
-	}
-	if err := img.SetOrientation(6); err != nil {
-		t.Fatal(err)
-	}
-	rotated, _, err := img.ExportJpeg(&vips.JpegExportParams{Quality: 95})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The image as a JPEG stored on its side with orientation 6 (turned
+	// back to 600x200 for display).
+	rotated := onItsSide(t, marked(t, 600, 200, 480, 100, 40))
 	o := thumbjob.Options{Width: 50, Height: 50, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityFocal, FocalX: 0.8, FocalY: 0.5, Format: imagefmt.PNG}
 	out, err := testEngine.Thumbnail(context.Background(), rotated, o)
 	if err != nil {

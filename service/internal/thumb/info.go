@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
 
 	"github.com/thumbd/thumbd/service/internal/exifthumb"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbhash"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -33,9 +35,6 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	if err != nil {
 		return thumbjob.Info{}, err
 	}
-	// The ThumbHash's decode below keeps libvips' own shrink-on-load
-	// (h.format unset), as it always has.
-	h.format = ""
 	dw, dh := h.displayed()
 	info := thumbjob.Info{
 		Format: in.Format, Width: dw, Height: dh, StoredWidth: h.width, StoredHeight: h.height,
@@ -50,45 +49,49 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	}
 	if job.ThumbHash {
 		if info.ThumbHash, err = e.thumbHash(src, in.Format, h, d.space); err != nil {
-			return thumbjob.Info{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+			return thumbjob.Info{}, undecodable(err)
 		}
 	}
 	return info, nil
 }
 
 // thumbHash is the ThumbHash of the source's EXIF thumbnail when it shows
-// the whole image (exifThumbHash); otherwise it decodes the first frame
-// inside a thumbjob.ThumbHashSide box (never enlarged), with shrink-on-load
-// as a thumbnail (a HEIF's embedded thumbnail where thumbd uses one:
-// heifSource), in 8-bit sRGB with alpha, and encodes it. space is
-// libvips' interpretation of the source, format its sniffed format.
+// the whole image (exifThumbHash); otherwise of the first frame decoded
+// as its plan says (hashPlan), in 8-bit sRGB with alpha. space is libvips'
+// interpretation of the source, format its sniffed format.
 func (e *Engine) thumbHash(src []byte, format imagefmt.Format, h header, space string) (string, error) {
-	if hash, ok := e.exifThumbHash(src, h, space); ok {
-		return hash, nil
-	}
-	dw, dh := h.displayed()
-	o := thumbjob.Options{Width: min(dw, thumbjob.ThumbHashSide), Height: min(dh, thumbjob.ThumbHashSide), Fit: thumbjob.FitInside}
-	hh := h
-	if format == imagefmt.HEIC || format == imagefmt.AVIF {
-		hh.format = format // its embedded thumbnail where thumbd uses one (loadFrom)
-	}
-	img, _, err := e.load(src, o, hh, 1)
+	p, err := e.hashPlan(h, format)
 	if err != nil {
 		return "", err
 	}
-	defer img.Close()
-	if err := fromNCLX(img, h.look.NCLX); err != nil {
+	r := &making{e: e, src: src, h: h, p: p, o: p.Options(), spec: imagefmt.Spec{Alpha: true}}
+	defer r.close()
+	if hash, ok := e.exifThumbHash(r, space); ok {
+		return hash, nil
+	}
+	if err := r.until(plan.StepEncode, time.Now()); err != nil {
 		return "", err
 	}
-	return e.encodeThumbHash(img, o)
+	return hashOf(r.img)
 }
 
-// encodeThumbHash makes img, the decoded hash-sized image, 8-bit sRGB with
-// alpha and encodes its ThumbHash.
-func (e *Engine) encodeThumbHash(img *vips.ImageRef, o thumbjob.Options) (string, error) {
-	if err := e.finish(img, o, imagefmt.Spec{Alpha: true}); err != nil {
-		return "", err
+// hashPlan is the plan of the image a ThumbHash is made from: the source
+// inside a thumbjob.ThumbHashSide box, never enlarged, decoded with
+// libvips' own shrink-on-load as it always has been (a HEIF's embedded
+// thumbnail where thumbd uses one).
+func (e *Engine) hashPlan(h header, format imagefmt.Format) (plan.Plan, error) {
+	s := h.source()
+	s.Format = ""
+	if format == imagefmt.HEIC || format == imagefmt.AVIF {
+		s.Format = format
 	}
+	o := thumbjob.Options{Width: thumbjob.ThumbHashSide, Height: thumbjob.ThumbHashSide, Fit: thumbjob.FitInside, Format: imagefmt.PNG,
+		Transforms: thumbjob.Transforms{NoEnlarge: true}}
+	return plan.Make(s, o, e.limits())
+}
+
+// hashOf is the ThumbHash of img, the hash-sized image in 8-bit sRGB.
+func hashOf(img *vips.ImageRef) (string, error) {
 	if !img.HasAlpha() {
 		if err := img.AddAlpha(); err != nil {
 			return "", err
@@ -129,20 +132,20 @@ const exifAspectTolerance = 0.01
 // any error; then the orientation is applied and it is scaled to exactly
 // the size the full decode would have. ok is false, and the caller decodes
 // the source, whenever any of that does not hold.
-func (e *Engine) exifThumbHash(src []byte, h header, space string) (hash string, ok bool) {
+func (e *Engine) exifThumbHash(r *making, space string) (hash string, ok bool) {
+	h := r.h
 	if space != "srgb" {
 		return "", false
 	}
-	t, err := exifthumb.Read(src)
+	t, err := exifthumb.Read(r.src)
 	if err != nil || t.Orientation != max(h.orientation, 1) {
 		return "", false
 	}
 	if !sameAspect(t.Width, t.Height, h.width, h.height) || int64(t.Width)*int64(t.Height) > e.cfg.MaxPixels {
 		return "", false
 	}
-	dw, dh := h.displayed()
-	w, ht := insideSize(dw, dh, thumbjob.ThumbHashSide)
-	sw, sh := w, ht // the hash's size as stored, like the thumbnail
+	w, ht := r.p.Out.X, r.p.Out.Y // the full decode's size
+	sw, sh := w, ht               // the hash's size as stored, like the thumbnail
 	if h.orientation >= 5 && h.orientation <= 8 {
 		sw, sh = ht, w
 	}
@@ -153,7 +156,7 @@ func (e *Engine) exifThumbHash(src []byte, h header, space string) (hash string,
 	if err != nil {
 		return "", false
 	}
-	defer img.Close()
+	r.img = img // closed with the run
 	if img.Width() != t.Width || img.Height() != t.Height || img.Bands() != 3 || img.Interpretation() != vips.InterpretationSRGB {
 		return "", false
 	}
@@ -165,7 +168,12 @@ func (e *Engine) exifThumbHash(src []byte, h header, space string) (hash string,
 	if img.Width() != w || img.Height() != ht {
 		return "", false
 	}
-	hash, err = e.encodeThumbHash(img, thumbjob.Options{Width: w, Height: ht, Fit: thumbjob.FitInside})
+	for _, s := range []plan.Step{plan.StepColour, plan.StepFilters} {
+		if r.step(s) != nil {
+			return "", false
+		}
+	}
+	hash, err = hashOf(img)
 	return hash, err == nil
 }
 
@@ -174,13 +182,6 @@ func (e *Engine) exifThumbHash(src []byte, h header, space string) (hash string,
 func sameAspect(w, h, iw, ih int) bool {
 	thumb, image := float64(w)/float64(h), float64(iw)/float64(ih)
 	return math.Abs(thumb-image) <= exifAspectTolerance*image
-}
-
-// insideSize is the size of a w x h image scaled to fit inside a box of
-// side x side, never enlarged: what libvips' thumbnail makes of it.
-func insideSize(w, h, side int) (int, int) {
-	scale := min(float64(side)/float64(w), float64(side)/float64(h), 1)
-	return max(int(math.Round(float64(w)*scale)), 1), max(int(math.Round(float64(h)*scale)), 1)
 }
 
 // Run runs one job, a thumbnail or a description (the pipeline's one

@@ -153,19 +153,15 @@ func BenchmarkInfo(b *testing.B) {
 			})
 		}
 		b.Run(s.name+"/decode", func(b *testing.B) {
-			h, err := probe(s.src)
-			if err != nil {
-				b.Fatal(err)
-			}
-			dw, dh := h.displayed()
-			o := thumbjob.Options{Width: min(dw, thumbjob.ThumbHashSide), Height: min(dh, thumbjob.ThumbHashSide), Fit: thumbjob.FitInside}
+			o := thumbjob.Options{Width: thumbjob.ThumbHashSide, Height: thumbjob.ThumbHashSide, Fit: thumbjob.FitInside, Format: imagefmt.PNG,
+				Transforms: thumbjob.Transforms{NoEnlarge: true}}
 			timeMedian(b, func() error {
-				img, _, err := testEngine.load(s.src, o, h, 1)
+				m, err := testEngine.pixels(s.src, o)
 				if err != nil {
 					return err
 				}
-				defer img.Close()
-				_, err = img.ToBytes() // libvips is lazy: this decodes
+				defer m.close()
+				_, err = m.img.ToBytes() // libvips is lazy: this decodes
 				return err
 			})
 		})

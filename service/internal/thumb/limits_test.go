@@ -65,29 +65,3 @@ func TestErrorsCarryNoStackTrace(t *testing.T) {
 		}
 	}
 }
-
-func TestJPEGShrink(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		o    thumbjob.Options
-		h    header
-		want int
-	}{
-		{"1920x1280 cover 256", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 1920, height: 1280, orientation: 1}, 4},
-		{"4032x3024 cover 256", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 4032, height: 3024, orientation: 1}, 8},
-		{"400x300 cover 256", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 400, height: 300, orientation: 1}, 1},
-		{"exact quarter", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover}, header{width: 1024, height: 1024, orientation: 1}, 4},
-		{"a margin for rounding", thumbjob.Options{Width: 250, Height: 250, Fit: thumbjob.FitFill}, header{width: 1993, height: 1993, orientation: 1}, 4},
-		{"thinner than the shrink", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitInside}, header{width: 20000, height: 1, orientation: 1}, 1},
-		{"inside follows the smaller scale", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitInside}, header{width: 4096, height: 1024, orientation: 1}, 8},
-		{"contain as inside", thumbjob.Options{Width: 100, Height: 400, Fit: thumbjob.FitContain}, header{width: 1600, height: 1600, orientation: 1}, 8},
-		{"fill needs each side", thumbjob.Options{Width: 400, Height: 50, Fit: thumbjob.FitFill}, header{width: 1600, height: 1600, orientation: 1}, 4},
-		{"on its side: the need turns too", thumbjob.Options{Width: 400, Height: 50, Fit: thumbjob.FitFill}, header{width: 1600, height: 1600, orientation: 6}, 4},
-		{"on its side, not square", thumbjob.Options{Width: 300, Height: 400, Fit: thumbjob.FitFill}, header{width: 2400, height: 600, orientation: 6}, 2},
-		{"enlargement", thumbjob.Options{Width: 800, Height: 800, Fit: thumbjob.FitCover}, header{width: 400, height: 300, orientation: 1}, 1},
-	} {
-		if got := jpegShrink(tc.o, tc.h); got != tc.want {
-			t.Errorf("%s: shrink %d, want %d", tc.name, got, tc.want)
-		}
-	}
-}

@@ -70,19 +70,19 @@ func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
 	type entry struct{ tag, typ, count, value uint32 }
 	const short, long = 3, 4
 	entries := []entry{
-		{256, long, 1, uint32(w)},
-		{257, long, 1, uint32(h)},
-		{258, short, uint32(bands), 0}, // bits per sample: an array
-		{259, short, 1, 1},             // no compression
-		{262, short, 1, 2},             // RGB
-		{273, long, uint32(strips), 0}, // strip offsets: an array
-		{277, short, 1, uint32(bands)},
-		{278, long, 1, rowsPerStrip},
-		{279, long, uint32(strips), 0}, // strip byte counts: an array
-		{284, short, 1, 1},             // interleaved
+		{thumbjob.TIFFTagImageWidth, long, 1, uint32(w)},
+		{thumbjob.TIFFTagImageLength, long, 1, uint32(h)},
+		{thumbjob.TIFFTagBitsPerSample, short, uint32(bands), 0}, // an array
+		{thumbjob.TIFFTagCompression, short, 1, 1},               // none
+		{thumbjob.TIFFTagPhotometric, short, 1, 2},               // RGB
+		{thumbjob.TIFFTagStripOffsets, long, uint32(strips), 0},  // an array
+		{thumbjob.TIFFTagSamplesPerPixel, short, 1, uint32(bands)},
+		{thumbjob.TIFFTagRowsPerStrip, long, 1, rowsPerStrip},
+		{thumbjob.TIFFTagStripByteCounts, long, uint32(strips), 0}, // an array
+		{thumbjob.TIFFTagPlanarConfig, short, 1, 1},                // interleaved
 	}
 	if bands == 4 {
-		entries = append(entries, entry{338, short, 1, 2}) // unassociated alpha
+		entries = append(entries, entry{thumbjob.TIFFTagExtraSamples, short, 1, 2}) // unassociated alpha
 	}
 	row := w * bands
 	ifd := 8
@@ -110,7 +110,7 @@ func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
 		// An array's values lie at its offset; values that fit in 4 bytes
 		// (a single strip's offset or count) lie in the entry itself.
 		size := e.count * map[uint32]uint32{short: 2, long: 4}[e.typ]
-		at, array := map[uint32]int{258: bitsAt, 273: offsetsAt, 279: countsAt}[e.tag]
+		at, array := map[uint32]int{thumbjob.TIFFTagBitsPerSample: bitsAt, thumbjob.TIFFTagStripOffsets: offsetsAt, thumbjob.TIFFTagStripByteCounts: countsAt}[e.tag]
 		switch {
 		case array && size > 4:
 			le.PutUint32(p[8:], uint32(at))

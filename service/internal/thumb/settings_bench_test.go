@@ -119,23 +119,15 @@ func BenchmarkPNGSettings(b *testing.B) {
 }
 
 // thumbnailPNG is Engine.Thumbnail for one PNG frame with the given
-// encoder settings in place of the shipped ones: the same probe, load and
-// finish, so that only the encoder differs between settings.
+// encoder settings in place of the shipped ones: the same plan and steps
+// up to the encoder, so that only the encoder differs between settings.
 func thumbnailPNG(src []byte, o thumbjob.Options, params *vips.PngExportParams) ([]byte, error) {
-	h, err := probe(src)
+	m, err := testEngine.pixels(src, o)
 	if err != nil {
 		return nil, err
 	}
-	o = testEngine.resolveBox(o, h)
-	img, _, err := testEngine.load(src, o, h, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer img.Close()
-	if err := testEngine.finish(img, o, output(o, h.alpha)); err != nil {
-		return nil, err
-	}
-	buf, _, err := img.ExportPng(params)
+	defer m.close()
+	buf, _, err := m.img.ExportPng(params)
 	return buf, err
 }
 

@@ -19,10 +19,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -51,25 +53,6 @@ func TestMain(m *testing.M) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	testEngine.Start()
 	os.Exit(m.Run())
-}
-
-func TestResolveBoxFollowsDisplayedAspect(t *testing.T) {
-	e := &Engine{cfg: thumbjob.Config{MaxSide: 4096}}
-	h := header{width: 400, height: 300, orientation: 1}
-	if o := e.resolveBox(thumbjob.Options{Width: 100}, h); o.Height != 75 {
-		t.Errorf("w=100 on 400x300: h=%d", o.Height)
-	}
-	h.orientation = 6 // displayed 300x400
-	if o := e.resolveBox(thumbjob.Options{Width: 150}, h); o.Height != 200 {
-		t.Errorf("w=150 on rotated 400x300: h=%d", o.Height)
-	}
-	thin := header{width: 10000, height: 1, orientation: 1}
-	if o := e.resolveBox(thumbjob.Options{Width: 10}, thin); o.Height != 1 {
-		t.Errorf("rounds to at least 1: %d", o.Height)
-	}
-	if o := e.resolveBox(thumbjob.Options{Height: 4000}, thin); o.Width != 4096 {
-		t.Errorf("bounded by max side: %d", o.Width)
-	}
 }
 
 func source(t testing.TB, name string) []byte {
@@ -354,8 +337,8 @@ func TestJPEGShrinkModes(t *testing.T) {
 	src := source(t, "large.jpg")
 	for _, fit := range []thumbjob.Fit{thumbjob.FitCover, thumbjob.FitContain, thumbjob.FitFill, thumbjob.FitInside} {
 		o := thumbjob.Options{Width: 200, Height: 150, Fit: fit, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG}
-		if got := jpegShrink(o, header{width: 1920, height: 1280, orientation: 1}); got < 4 {
-			t.Fatalf("%s: shrink %d, the fast path is not exercised", fit, got)
+		if p, _ := plan.Make(plan.Source{Format: imagefmt.JPEG, Width: 1920, Height: 1280, Orientation: 1, Frames: 1}, o, testEngine.limits()); p.Shrink < 4 {
+			t.Fatalf("%s: shrink %d, the fast path is not exercised", fit, p.Shrink)
 		}
 		var imgs [2]image.Image
 		for i, e := range []*Engine{testEngine, quality} {
@@ -375,4 +358,18 @@ func TestJPEGShrinkModes(t *testing.T) {
 			t.Errorf("%s: fast and quality differ by %.2f per channel", fit, d)
 		}
 	}
+}
+
+// pixels is a thumbnail's image before its encoder, as the engine makes
+// it (the caller closes it).
+func (e *Engine) pixels(src []byte, o thumbjob.Options) (*making, error) {
+	m, err := e.planned(looked(src), o)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.until(plan.StepEncode, time.Now()); err != nil {
+		m.close()
+		return nil, err
+	}
+	return m, nil
 }

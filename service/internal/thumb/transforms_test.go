@@ -22,6 +22,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -272,8 +273,8 @@ func TestCropAndTrim(t *testing.T) {
 	}
 	_, err := testEngine.Thumbnail(context.Background(), src, thumbjob.Options{Width: 10, Height: 10, Fit: thumbjob.FitCover, Format: imagefmt.PNG,
 		Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{X: 80, Y: 0, W: 10, H: 10}}})
-	if !errors.Is(err, thumbjob.ErrUndecodable) {
-		t.Errorf("crop outside: %v, want the engine's 422", err)
+	if !errors.Is(err, thumbjob.ErrCropOutside) {
+		t.Errorf("crop outside: %v, want the 400 ErrCropOutside", err)
 	}
 
 	// A red 20x10 square at 10,30 in a near-white 60x60 field.
@@ -710,5 +711,40 @@ func TestFindTrimAgreesWithFindTrim(t *testing.T) {
 			}
 		}
 		img.Close()
+	}
+}
+
+// max_bytes: an answer too long is made again at a lower quality, within
+// plan.FitEncodes encodes, until it fits; a format without a quality
+// ignores it.
+func TestMaxBytes(t *testing.T) {
+	src := source(t, "large.jpg")
+	o := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 90}
+	whole, err := testEngine.Thumbnail(context.Background(), src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.MaxBytes = len(whole.Bytes) / 2
+	fit, err := testEngine.Thumbnail(context.Background(), src, o)
+	if err != nil || len(fit.Bytes) > o.MaxBytes || fit.Width != 256 || fit.Height != 256 {
+		t.Fatalf("fit to %d bytes: %d bytes %dx%d, %v", o.MaxBytes, len(fit.Bytes), fit.Width, fit.Height, err)
+	}
+	encodes := 0
+	for _, s := range fit.Trace.Stages {
+		if s.Name == thumbjob.StageEncode {
+			encodes++
+		}
+	}
+	if encodes < 2 || encodes > plan.FitEncodes {
+		t.Errorf("%d encodes", encodes)
+	}
+	t.Logf("WebP 256x256 q90 of %d bytes fit to %d: %d bytes in %d encodes", len(whole.Bytes), o.MaxBytes, len(fit.Bytes), encodes)
+	o.MaxBytes = 1 // beyond reach: the floor's answer, not an error
+	if tiny, err := testEngine.Thumbnail(context.Background(), src, o); err != nil || len(tiny.Bytes) >= len(fit.Bytes) {
+		t.Errorf("fit to 1 byte: %d bytes, %v", len(tiny.Bytes), err)
+	}
+	o.Format, o.MaxBytes = imagefmt.PNG, 10
+	if png, err := testEngine.Thumbnail(context.Background(), src, o); err != nil || len(png.Trace.Stages) != 3 {
+		t.Errorf("PNG with max_bytes: %d stages, %v", len(png.Trace.Stages), err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -68,12 +69,13 @@ func watermarkReady(img *vips.ImageRef) error {
 var errNoWatermark = errors.New("thumb: the job asks for a watermark and none is loaded")
 
 // watermark puts the watermark on the finished thumbnail's picture (the
-// rectangle of the canvas the picture covers: contain's, extend's and
-// pad's borders are not the picture, and a mark there could be cropped
-// away): scaled (its width a fraction of the picture's), its alpha times
-// the opacity, at the position with its offsets, or tiled over the whole
-// picture (re, the offsets then the gaps between tiles).
-func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options, picture image.Rectangle) error {
+// plan's rectangle of the canvas the picture covers: contain's, extend's
+// and pad's borders are not the picture, and a mark there could be
+// cropped away): scaled (its width a fraction of the picture's), its
+// alpha times the opacity, where the plan places a mark of its size, or
+// tiled over the whole picture (re, the offsets then the gaps between
+// tiles).
+func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options, p plan.Plan) error {
 	w := o.Watermark
 	if w == nil {
 		return nil
@@ -86,9 +88,8 @@ func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options, picture image
 		return err
 	}
 	defer mark.Close()
-	pw, ph := picture.Dx(), picture.Dy()
 	if w.Scale > 0 {
-		if err := mark.Resize(w.Scale*float64(pw)/float64(mark.Width()), vips.KernelLanczos3); err != nil {
+		if err := mark.Resize(p.MarkScale(), vips.KernelLanczos3); err != nil {
 			return err
 		}
 	}
@@ -100,8 +101,9 @@ func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options, picture image
 			return err
 		}
 	}
-	left, top := 0, 0
+	at := p.Picture.Min
 	if w.Position == thumbjob.PositionReplicate {
+		pw, ph := p.Picture.Dx(), p.Picture.Dy()
 		tw, th := mark.Width()+w.X, mark.Height()+w.Y
 		if err := mark.EmbedBackgroundRGBA(0, 0, tw, th, &vips.ColorRGBA{}); err != nil {
 			return err
@@ -114,7 +116,7 @@ func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options, picture image
 			return err
 		}
 	} else {
-		left, top = placed(w, pw, ph, mark.Width(), mark.Height())
+		at = p.MarkAt(image.Pt(mark.Width(), mark.Height()))
 	}
 	if !img.HasAlpha() {
 		// composite gives the result an alpha band; an opaque one, as
@@ -123,25 +125,5 @@ func (e *Engine) watermark(img *vips.ImageRef, o thumbjob.Options, picture image
 			return err
 		}
 	}
-	return img.Composite(mark, vips.BlendModeOver, picture.Min.X+left, picture.Min.Y+top)
-}
-
-// placed is where a mw x mh watermark goes on a w x h thumbnail: at the
-// position, its offsets from the edges it names (across for ea and we,
-// down for no and so), centred otherwise; X and Y move a centred mark.
-func placed(wm *thumbjob.Watermark, w, h, mw, mh int) (left, top int) {
-	left, top = (w-mw)/2+wm.X, (h-mh)/2+wm.Y
-	switch wm.Position {
-	case thumbjob.PositionWest, thumbjob.PositionNorthWest, thumbjob.PositionSouthWest:
-		left = wm.X
-	case thumbjob.PositionEast, thumbjob.PositionNorthEast, thumbjob.PositionSouthEast:
-		left = w - mw - wm.X
-	}
-	switch wm.Position {
-	case thumbjob.PositionNorth, thumbjob.PositionNorthWest, thumbjob.PositionNorthEast:
-		top = wm.Y
-	case thumbjob.PositionSouth, thumbjob.PositionSouthWest, thumbjob.PositionSouthEast:
-		top = h - mh - wm.Y
-	}
-	return left, top
+	return img.Composite(mark, vips.BlendModeOver, at.X, at.Y)
 }

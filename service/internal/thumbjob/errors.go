@@ -28,12 +28,16 @@ var (
 	// over the budget.
 	ErrAnimationTooLarge = &Error{apierr.AnimationTooLarge, "animation too large"}
 	ErrUndecodable       = &Error{apierr.UnprocessableImage, "image cannot be decoded"}
+	// ErrCropOutside: a crop outside the image, found by the engine (the
+	// EXIF orientation turned it, or the look could not read the header);
+	// the same 400 the pipeline answers when the header shows it.
+	ErrCropOutside = &Error{apierr.BadParameter, "parameter \"crop\" is outside the image"}
 )
 
 // Errors lists every engine error; a test checks that no Err variable of
 // this package is missing.
 func Errors() []*Error {
-	return []*Error{ErrUnsupportedFormat, ErrTooManyPixels, ErrTooManyFrames, ErrAnimationTooLarge, ErrUndecodable}
+	return []*Error{ErrUnsupportedFormat, ErrTooManyPixels, ErrTooManyFrames, ErrAnimationTooLarge, ErrUndecodable, ErrCropOutside}
 }
 
 // ForCode is the engine error with code, for a code that came over the

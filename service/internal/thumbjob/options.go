@@ -3,6 +3,8 @@ package thumbjob
 import (
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -16,6 +18,10 @@ const (
 	FitContain Fit = "contain" // fit inside, pad to the box
 	FitFill    Fit = "fill"    // stretch to the box
 	FitInside  Fit = "inside"  // fit inside, no padding
+	// FitAuto is imgproxy's resizing type auto: cover when the source
+	// (its crop) and the box lie the same way (both landscape or both
+	// portrait), else inside. The plan decides, knowing the source.
+	FitAuto Fit = "auto"
 )
 
 // Fits lists every fit, in the order the API documents them.
@@ -76,6 +82,9 @@ func (o Options) Point() (x, y float64, ok bool) {
 	return x, y, true
 }
 
+// DefaultSide is the box's side when neither width nor height is given.
+const DefaultSide = 256
+
 // Options describe one thumbnail. Width or Height may be 0, meaning "follow
 // the source's aspect ratio"; the engine resolves it once it knows the
 // source's size. Both 0 is never passed: the caller chooses a box.
@@ -86,7 +95,11 @@ type Options struct {
 	// FocalX and FocalY are GravityFocal's point, as fractions (0..1) of
 	// the source's width and height after EXIF orientation.
 	FocalX, FocalY float64
-	Format         imagefmt.Format // an output format of the table
+	// Offset moves a compass gravity, as imgproxy's gravity offsets do
+	// (g:no:10:20): the cover's cut and extend's placement then follow
+	// imgproxy's rule (nil: thumbd's).
+	Offset *Offset         `json:",omitempty"`
+	Format imagefmt.Format // an output format of the table
 	// AlphaFormat, when set, replaces Format for a thumbnail that has
 	// transparency (format=auto: JPEG for opaque results, PNG for others).
 	AlphaFormat imagefmt.Format
@@ -96,8 +109,49 @@ type Options struct {
 	// Animated keeps every frame of an animated source, resized, when the
 	// output format can hold them; else the first frame is used.
 	Animated bool
+	// MaxBytes (imgproxy's max_bytes): the quality is lowered until the
+	// answer is at most this long, in at most plan.FitEncodes encodes; 0:
+	// none. Formats without a quality ignore it.
+	MaxBytes int `json:",omitempty"`
+	// AsIs (imgproxy's raw and skip_processing): a source in one of these
+	// formats, when Format is the source's or that one, is answered as it
+	// is, once looked at and held to the source limits; the engine never
+	// sees it. Only formats thumbd reads, never with a watermark (params).
+	// A list written by AsIsOf (a string keeps Options comparable).
+	AsIs string `json:",omitempty"`
 	Transforms
 }
+
+// AnsweredAsIs reports whether a source in format in is answered as it
+// is (AsIs).
+func (o Options) AnsweredAsIs(in imagefmt.Format) bool {
+	return in != "" && slices.Contains(o.AsIsFormats(), in) && (o.Format == imagefmt.Source || o.Format == in)
+}
+
+// AsIsOf is formats as Options.AsIs holds them.
+func AsIsOf(formats []imagefmt.Format) string {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ",")
+}
+
+// AsIsFormats are the formats AsIs lists.
+func (o Options) AsIsFormats() []imagefmt.Format {
+	if o.AsIs == "" {
+		return nil
+	}
+	var fs []imagefmt.Format
+	for name := range strings.SplitSeq(o.AsIs, ",") {
+		fs = append(fs, imagefmt.Format(name))
+	}
+	return fs
+}
+
+// Offset is a gravity's offsets: each, when at least 1 in size, pixels
+// (times dpr); below, a fraction of the side.
+type Offset struct{ X, Y float64 }
 
 // Normalised is a canonical text of the options, for ETags: two requests
 // that must give the same bytes give the same text.
@@ -110,8 +164,8 @@ func (o Options) Normalised() string {
 	}
 	g := string(o.Gravity)
 	switch {
-	case o.Fit != FitCover:
-		g = "" // only cover uses gravity
+	case o.Fit != FitCover && o.Fit != FitAuto && o.MinWidth == 0 && o.MinHeight == 0:
+		g = "" // only cover (and a crop to the box) uses gravity
 	case o.Gravity == GravityFocal:
 		g += fmt.Sprintf(":%g:%g", o.FocalX, o.FocalY)
 	}
@@ -125,6 +179,15 @@ func (o Options) Normalised() string {
 		if o.Gravity == GravityFocal {
 			g += fmt.Sprintf(":%g:%g", o.FocalX, o.FocalY)
 		}
+	}
+	if o.Offset != nil {
+		g += fmt.Sprintf("%+g%+g", o.Offset.X, o.Offset.Y)
+	}
+	if o.MaxBytes > 0 && (spec.Quality != 0 || alpha.Quality != 0 || o.Format == imagefmt.Source) {
+		formats += fmt.Sprintf("<=%dB", o.MaxBytes)
+	}
+	if o.AsIs != "" {
+		formats += "|asis:" + o.AsIs
 	}
 	// The transforms add to the text only when set, so that a plain
 	// resize keeps the key (and ETag) it had before they existed.

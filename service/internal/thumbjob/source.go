@@ -93,3 +93,33 @@ type NCLX struct {
 
 // Pixels is the first frame's width x height.
 func (h Header) Pixels() int64 { return int64(h.Width) * int64(h.Height) }
+
+// TIFF's tag values that thumb and memcost read (TIFF 6.0; the JPEG 2000
+// codes are Aperio's and Bio-Formats', which libvips decodes itself, as
+// libvips' tiff2vips.c names them).
+const (
+	TIFFCompressionOldJPEG   = 6 // libtiff hands its strips to libjpeg
+	TIFFCompressionJPEG      = 7
+	TIFFCompressionJP2KYCC   = 33003
+	TIFFCompressionJP2KLossy = 33004
+	TIFFCompressionJP2KRGB   = 33005
+	TIFFPhotometricYCbCr     = 6
+)
+
+// TIFF's tags that memcost reads and thumb writes (TIFF 6.0).
+const (
+	TIFFTagImageWidth      = 256
+	TIFFTagImageLength     = 257
+	TIFFTagBitsPerSample   = 258
+	TIFFTagCompression     = 259
+	TIFFTagPhotometric     = 262
+	TIFFTagStripOffsets    = 273
+	TIFFTagSamplesPerPixel = 277
+	TIFFTagRowsPerStrip    = 278
+	TIFFTagStripByteCounts = 279
+	TIFFTagPlanarConfig    = 284
+	TIFFTagTileWidth       = 322
+	TIFFTagTileLength      = 323
+	TIFFTagTileByteCounts  = 325
+	TIFFTagExtraSamples    = 338
+)

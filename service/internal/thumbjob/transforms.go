@@ -42,15 +42,30 @@ type Transforms struct {
 	Pixelate int     `json:"pixelate,omitempty"`
 	// Watermark puts the configured watermark on the thumbnail, last.
 	Watermark *Watermark `json:"wm,omitempty"`
+	// MinWidth and MinHeight (imgproxy's min-width and min-height): the
+	// resize's scale is raised until the image is at least this wide and
+	// tall (after dpr), then cut to the box where it is given.
+	MinWidth  int `json:"min_w,omitempty"`
+	MinHeight int `json:"min_h,omitempty"`
+	// ExtendAspect (imgproxy's extend_aspect_ratio): the image on a canvas
+	// of the box's aspect ratio (both sides given), placed by the anchor;
+	// nil: none.
+	ExtendAspect *Anchor `json:"extend_ar,omitempty"`
 }
 
 // The transforms' bounds: params refuses values outside them, and the
 // memory estimate is checked at them.
 const (
-	MaxBlur     = 100.0
-	MaxSharpen  = 10.0
+	MaxBlur    = 100.0
+	MaxSharpen = 10.0
+	// MinSigma is the smallest Gaussian sigma taken (0 is none): below it
+	// libvips' mask is one sample, which changes nothing.
+	MinSigma    = 0.3
 	MaxPixelate = 256
 	MaxPad      = 1024 // each side, after dpr
+	// MaxMarkOffset bounds the watermark's offsets (and a tiled one's
+	// gaps), in pixels: the largest box's side.
+	MaxMarkOffset = 4096
 )
 
 // Flip mirrors the image: h across (left becomes right), v down, hv both.
@@ -76,10 +91,22 @@ type Sides struct {
 }
 
 // Region is a rectangle of the source as displayed: in pixels, or in
-// fractions (0..1) of its width and height.
+// fractions (0..1) of its width and height. With Anchor it is imgproxy's
+// crop instead: W and H its size as the box sees the image (after rotate
+// and flip), each in pixels when at least 1, else a fraction of the side
+// (0: the whole side), placed by the anchor (X and Y unused).
 type Region struct {
 	X, Y, W, H float64
-	Fractions  bool `json:"fractions,omitempty"`
+	Fractions  bool    `json:"fractions,omitempty"`
+	Anchor     *Anchor `json:"anchor,omitempty"`
+}
+
+// Anchor places a region of a given size as imgproxy's crop does: at the
+// gravity (a compass point, the centre or a focal point at Offset), moved
+// by Offset.
+type Anchor struct {
+	Gravity Gravity `json:"gravity"`
+	Offset  Offset  `json:"offset"`
 }
 
 // In is the region in pixels of a w x h image: the pixels it touches
@@ -104,9 +131,14 @@ func (r Region) In(w, h int) (x, y, cw, ch int, ok bool) {
 
 // Trim is trim=: the border whose colour is within Threshold (0..255, a
 // distance in sRGB) of Colour, or of the top-left pixel's when nil.
+// EqualHor and EqualVer (imgproxy's equal_hor, equal_ver) cut as much from
+// the left as from the right, and from the top as from the bottom: the
+// smaller of the two borders.
 type Trim struct {
 	Threshold float64 `json:"threshold"`
 	Colour    *Colour `json:"colour,omitempty"`
+	EqualHor  bool    `json:"equal_hor,omitempty"`
+	EqualVer  bool    `json:"equal_ver,omitempty"`
 }
 
 // Position is where a watermark goes: imgproxy's names.
@@ -160,8 +192,10 @@ func (t Transforms) normalised() string {
 	if t.NoEnlarge {
 		add("enlarge", "false")
 	}
-	if t.Crop != nil {
-		add("crop", "%g:%g:%g:%g:%t", t.Crop.X, t.Crop.Y, t.Crop.W, t.Crop.H, t.Crop.Fractions)
+	if c := t.Crop; c != nil && c.Anchor == nil {
+		add("crop", "%g:%g:%g:%g:%t", c.X, c.Y, c.W, c.H, c.Fractions)
+	} else if c != nil {
+		add("crop", "%g:%g@%s%+g%+g", c.W, c.H, c.Anchor.Gravity, c.Anchor.Offset.X, c.Anchor.Offset.Y)
 	}
 	if t.Trim != nil {
 		c := "tl"
@@ -169,6 +203,15 @@ func (t Transforms) normalised() string {
 			c = t.Trim.Colour.String()
 		}
 		add("trim", "%g:%s", t.Trim.Threshold, c)
+		if t.Trim.EqualHor || t.Trim.EqualVer {
+			add("trim_equal", "%t:%t", t.Trim.EqualHor, t.Trim.EqualVer)
+		}
+	}
+	if t.MinWidth != 0 || t.MinHeight != 0 {
+		add("min", "%d:%d", t.MinWidth, t.MinHeight)
+	}
+	if a := t.ExtendAspect; a != nil {
+		add("extend_ar", "%s%+g%+g", a.Gravity, a.Offset.X, a.Offset.Y)
 	}
 	if t.Rotate != 0 {
 		add("rotate", "%d", t.Rotate)
@@ -204,9 +247,9 @@ func (t Transforms) normalised() string {
 // Outside reports whether the header tells that the region is outside
 // the image whatever its EXIF orientation (the header does not read it):
 // the parse stage's 400. A region the header leaves open is the engine's
-// to judge.
+// to judge; an anchored one is always inside.
 func (r Region) Outside(h Header) bool {
-	if h.Width <= 0 || h.Height <= 0 {
+	if h.Width <= 0 || h.Height <= 0 || r.Anchor != nil {
 		return false
 	}
 	_, _, _, _, upright := r.In(h.Width, h.Height)
