@@ -21,6 +21,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/imgproxyendpoint"
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/memplan"
@@ -95,7 +96,7 @@ type config struct {
 	WatermarkOptions  string
 	Allowed           params.Allowed
 	// Imgproxy is the imgproxy endpoint's settings (THUMBD_IMGPROXY_*).
-	Imgproxy          imgproxySettings
+	Imgproxy          imgproxyendpoint.Settings
 	Uploads           bool
 	UnsignedUploads   bool
 	BenchRoutes       bool
@@ -148,7 +149,7 @@ type setting flagenv.Setting
 // settings binds every setting to its field of c. defaultConcurrency is
 // computed (GOMAXPROCS reads the cgroup limit).
 func settings(c *config, defaultConcurrency int) []flagenv.Setting {
-	rows := []setting{
+	rows := table([]setting{
 		{"PORT", "port", "8080", "", "TCP port (all interfaces)", flagenv.Int(&c.Port)},
 		{"THUMBD_ADMIN_PORT", "admin-port", "", "off: `/health`, `/ready` and `/metrics` on `PORT`", "TCP port (all interfaces) of the admin listener: `/health`, `/ready` and `/metrics` on a server of their own, with tight timeouts, so that probes and scrapes never wait behind `PORT`'s connections; `/metrics` then leaves `PORT` (`/health` and `/ready` stay there too); `0`: a free port, logged ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", adminPortValue(&c.AdminPort)},
 		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE`", "connections open at once on `PORT`; past it new connections wait, unread, for one to close (held by thumbd, 4096 at most, then in the kernel's backlog), except probes (`GET /health`, `/ready`, and `/metrics` without `THUMBD_ADMIN_PORT`), served at once in a reserve of 8 places of their own; while connections wait, connections without a request in the works for over 1 s (keep-alive ones between requests, new ones still sending their head) are closed first, then those too slow with a body or an answer (`THUMBD_CLIENT_STALL_TIMEOUT`) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
@@ -191,16 +192,10 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_ORIGIN_MAX_CONNS", "origin-max-conns", "32", "", "connections open at once to one origin host (kept alive when idle); more fetches wait for one, within the fetch timeout", flagenv.Int(&c.OriginMaxConns)},
 		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", flagenv.Secret(&c.SigningKeys, signing.ParseKeys)},
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", flagenv.Of(&c.Presets, params.ParsePresets, params.Presets.String)},
-		{"THUMBD_IMGPROXY", "imgproxy", "false", "", "`true`: imgproxy's URLs (`/SIGNATURE/OPTIONS/SOURCE`) are served too, through the same pipeline ([imgproxy.md](imgproxy.md))", flagenv.Bool(&c.Imgproxy.On)},
-		{"THUMBD_IMGPROXY_PREFIX", "imgproxy-prefix", "", "the root", "a path prefix for the imgproxy URLs, as `IMGPROXY_PATH_PREFIX` (such as `/img`): `/` then one or more segments, none of thumbd's own route names", flagenv.String(&c.Imgproxy.Prefix)},
-		{"THUMBD_IMGPROXY_KEY", "imgproxy-key", "", "empty: any signature", "imgproxy's `IMGPROXY_KEY`: hex keys, comma-separated, each paired with the salt at its place in `THUMBD_IMGPROXY_SALT`; set: a wrong or missing signature is a 403. With `THUMBD_SIGNING_KEYS` set, leaving it empty is a start-up error unless `THUMBD_IMGPROXY_UNSIGNED=true` ([imgproxy.md](imgproxy.md#signatures-and-sources))", flagenv.Secret(&c.Imgproxy.Keys, hexList)},
-		{"THUMBD_IMGPROXY_KEYS", "imgproxy-keys", "", "", "the same as `THUMBD_IMGPROXY_KEY`, for those who spell it in the plural; both set: start-up error (imgproxy reads `IMGPROXY_KEY` alone)", flagenv.Secret(&c.Imgproxy.PluralKeys, hexList)},
-		{"THUMBD_IMGPROXY_SALT", "imgproxy-salt", "", "", "imgproxy's `IMGPROXY_SALT`: hex salts, comma-separated, as many as keys", flagenv.Secret(&c.Imgproxy.Salts, hexList)},
-		{"THUMBD_IMGPROXY_SALTS", "imgproxy-salts", "", "", "the same as `THUMBD_IMGPROXY_SALT`, in the plural; both set: start-up error", flagenv.Secret(&c.Imgproxy.PluralSalts, hexList)},
-		{"THUMBD_IMGPROXY_UNSIGNED", "imgproxy-unsigned", "false", "", "with `THUMBD_SIGNING_KEYS` set and `THUMBD_IMGPROXY=true`: `true` serves imgproxy's URLs without an imgproxy key, so unsigned (anyone may then ask any size and option there; logged as a warning); `false`: that combination is a start-up error, so signing keys mean every thumbnail URL is signed", flagenv.Bool(&c.Imgproxy.Unsigned)},
-		{"THUMBD_IMGPROXY_SIGNATURE_SIZE", "imgproxy-signature-size", "32", "", "bytes of the HMAC an imgproxy signature holds, 1 to 32, as `IMGPROXY_SIGNATURE_SIZE`; below 8 with keys set, a warning at start (a short signature can be found by trying: 2^(8 x size) values at most)", flagenv.Int(&c.Imgproxy.SignatureSize)},
-		{"THUMBD_IMGPROXY_PRESETS", "imgproxy-presets", "", "none", "imgproxy's `IMGPROXY_PRESETS`, in its syntax: `NAME=OPTION/OPTION` entries separated by `,`, such as `default=q:70,thumb=rs:fill:128:128`; `default` applies to every imgproxy URL first", flagenv.String(&c.Imgproxy.Presets)},
-		{"THUMBD_IMGPROXY_AUTO_FORMAT", "imgproxy-auto-format", "false", "", "`true`: an imgproxy URL that names no format is answered in the best format its `Accept` allows (thumbd's `format=auto`, with `Vary: Accept`), as imgproxy's `IMGPROXY_AUTO_WEBP`/`IMGPROXY_AUTO_AVIF`; `false`: in the source's format", flagenv.Bool(&c.Imgproxy.AutoFormat)},
+	})
+	// imgproxy's endpoint gives its own rows, here in the table.
+	rows = append(rows, c.Imgproxy.Rows()...)
+	return append(rows, table([]setting{
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", flagenv.Bool(&c.PresetsOnly)},
 		{"THUMBD_WATERMARK", "watermark", "", "none: `wm=` is a 400", "an image file (JPEG, PNG with alpha, WebP, GIF) that `wm=OPACITY[,POSITION[,X,Y[,SCALE]]]` puts on thumbnails, last ([Watermarks](thumbnails.md#watermarks)); read and decoded once at start, within `THUMBD_MAX_BODY_BYTES` and `THUMBD_MAX_PIXELS` (in cells mode at most 90 KiB: each cell gets it in its settings); missing, too large or not an image: start-up error", flagenv.String(&c.Watermark)},
 		{"THUMBD_WATERMARK_REQUIRED", "watermark-required", "false", "", "`true`: every thumbnail carries the watermark, placed by `THUMBD_WATERMARK_OPTIONS`, and `wm=` is a 400 (an animated source then gives its first frame)", flagenv.Bool(&c.WatermarkRequired)},
@@ -232,7 +227,11 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", flagenv.Int(&c.CellSpares)},
 		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 8 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", flagenv.Duration(&c.CellIdleRecycle)},
 		{"THUMBD_SANDBOX_REQUIRED", "sandbox-required", "false", "", "cells mode: `true`: a cell that cannot apply every sandbox layer (rlimits, capabilities, `no_new_privs`, Landlock, seccomp) is refused, so start-up fails naming the layer and why (a later replacement is refused the same way, logged and retried with back-off); `false`: the layer is logged once as a warning and the cell runs with the others. The images and manifests set `true`", flagenv.Bool(&c.SandboxRequired)},
-	}
+	})...)
+}
+
+// table turns package main's rows into flagenv's.
+func table(rows []setting) []flagenv.Setting {
 	out := make([]flagenv.Setting, len(rows))
 	for i, r := range rows {
 		out[i] = flagenv.Setting(r)
@@ -250,7 +249,7 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	if err != nil {
 		return config{}, err
 	}
-	errs = append(errs, c.Imgproxy.takePlurals()...)
+	errs = append(errs, c.Imgproxy.TakePlurals()...)
 	// A budget of 0 means "derive it", as its default says.
 	explicit["THUMBD_SOURCE_BUDGET"] = explicit["THUMBD_SOURCE_BUDGET"] && c.SourceBudget != 0
 	explicit["THUMBD_MEMORY_BUDGET"] = explicit["THUMBD_MEMORY_BUDGET"] && c.MemoryBudget != 0

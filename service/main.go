@@ -151,7 +151,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		u, _ := url.Parse(cfg.S3.Endpoint)
 		logger.Warn("object storage: the endpoint is http:// on a host other than loopback: requests, objects and credentials' answers are not encrypted", "endpoint", u.Redacted())
 	}
-	for _, w := range cfg.imgproxyWarnings() {
+	for _, w := range cfg.Imgproxy.Warnings(len(cfg.SigningKeys) > 0) {
 		logger.Warn(w)
 	}
 	if cfg.AllowLoopback {

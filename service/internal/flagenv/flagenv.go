@@ -1,8 +1,8 @@
 // Package flagenv reads a table of settings: each row an environment
 // variable with a flag twin, a default and a meaning, bound to a typed
 // field. The table itself is package main's (settings() in
-// service/config.go); this is how any such table is read, shown and
-// documented.
+// service/config.go, with the rows a package gives for its own settings);
+// this is how any such table is read, shown and documented.
 package flagenv
 
 import (
