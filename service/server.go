@@ -154,7 +154,7 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 		// Every connection the cap allows can be kept.
 		IdleConns: cfg.OriginMaxConns, MaxConnsPerHost: cfg.OriginMaxConns,
 		Resolver: resolver, UserAgent: "thumbd/" + cfg.build.Version, Accept: strings.Join(accept, ", "),
-		Observe: m.observeFetch, Transport: tr.Transport,
+		Observe: m.origins.Observe, Transport: tr.Transport,
 	}, limits)
 }
 

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Set by scripts/build.sh with -ldflags -X, which can only set a package's
@@ -173,4 +175,24 @@ func vcsRevision(settings []debug.BuildSetting) string {
 		rev += "-dirty"
 	}
 	return rev
+}
+
+// Collectors are the build's metrics: thumbd_build_info (libvips: the
+// version linked, as libvips reports it) and thumbd_library_info.
+func (i Info) Collectors(libvips string) []prometheus.Collector {
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "thumbd_build_info", Help: "Build of the running thumbd (thumbd version): always 1.",
+		ConstLabels: prometheus.Labels{"version": i.Version, "revision": i.Revision, "goversion": runtime.Version(),
+			"flavour": i.Flavour, "libvips": libvips},
+	})
+	buildInfo.Set(1)
+	// One series per C library of the recipe, none for the dynamic build
+	// (Debian's shared libraries): a fixed set of about 14, known at build.
+	libraryInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "thumbd_library_info", Help: "A C library of the libvips recipe linked into the running thumbd (thumbd version), with its upstream version and Debian revision: always 1.",
+	}, []string{"library", "version", "revision"})
+	for _, l := range i.Libraries {
+		libraryInfo.WithLabelValues(l.Package, l.Version, l.Revision).Set(1)
+	}
+	return []prometheus.Collector{buildInfo, libraryInfo}
 }
