@@ -19,10 +19,10 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/buildinfo"
+	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/imgproxyendpoint"
-	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
@@ -174,7 +174,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", flagenv.Duration(&c.ResultStoreTimeout)},
 		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", flagenv.Int64(&c.ResultStoreQueue)},
 		{"THUMBD_RESULT_STORE_KEY", "result-store-key", "", "empty: unsigned objects", "hex keys (at least 16 bytes each), comma-separated, from a Secret: every object thumbd writes to the result store is signed (HMAC-SHA256 of its key, media type, metadata and body) with the first, and only an object signed by one of them is answered, so keys rotate; for a store that other writers share. Without it thumbd answers whatever image a writer of the store put there ([storage.md](storage.md#trust-boundaries)). The first key also keys the hash that identifies uploads, so replicas agree on an upload's identity: needed with `THUMBD_CACHE_UPLOADS=true` ([storage.md](storage.md#source-identity))", flagenv.Secret(&c.ResultStoreKeys, signing.ParseKeys)},
-		{"THUMBD_RESULT_STORE_NAMESPACE", "result-store-namespace", "", "the source location", "the name of this deployment's thumbnails in the result store, hashed into every key with the settings that change bytes (libvips' version, `THUMBD_JPEG_SHRINK`, `THUMBD_AVIF_EFFORT`, the limits): deployments with another namespace never answer each other's thumbnails. Empty: the source location (the directory's path; the bucket's endpoint, bucket and prefix). Set the same name on deployments that serve the same sources under different paths, and different names on deployments whose directories share a path but not their files ([storage.md](storage.md#trust-boundaries))", flagenv.Of(&c.ResultStoreNS, parseNamespace, func(s string) string { return s })},
+		{"THUMBD_RESULT_STORE_NAMESPACE", "result-store-namespace", "", "the source location", "the name of this deployment's thumbnails in the result store, hashed into every key with the settings that change bytes (libvips' version, `THUMBD_JPEG_SHRINK`, `THUMBD_AVIF_EFFORT`, the limits): deployments with another namespace never answer each other's thumbnails. Empty: the source location (the directory's path; the bucket's endpoint, bucket and prefix). Set the same name on deployments that serve the same sources under different paths, and different names on deployments whose directories share a path but not their files ([storage.md](storage.md#trust-boundaries))", flagenv.Of(&c.ResultStoreNS, resultstore.ParseNamespace, func(s string) string { return s })},
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](thumbnails.md#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
 		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them; with `THUMBD_SIGNING_KEYS` set, only for URLs that sign `hints=on` ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
@@ -284,15 +284,10 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	return c, nil
 }
 
-// maxCellWatermark bounds THUMBD_WATERMARK in cells mode: a cell gets it
-// in its settings variable (base64 in JSON), and Linux holds one variable
-// to 128 KiB (MAX_ARG_STRLEN).
-const maxCellWatermark = 90 << 10
-
-// loadWatermark reads THUMBD_WATERMARK's file and checks it as a source
-// is checked (size, format, header's pixels), so that a wrong setting
-// stops the start with a sentence naming it; the engine decodes it once
-// it starts.
+// loadWatermark checks THUMBD_WATERMARK_OPTIONS and reads
+// THUMBD_WATERMARK's file (engines.ReadWatermark), so that a wrong
+// setting stops the start with a sentence naming it; the engine decodes
+// it once it starts.
 func (c *config) loadWatermark() error {
 	if _, err := params.ParseWatermark(c.WatermarkOptions); err != nil {
 		return fmt.Errorf("THUMBD_WATERMARK_OPTIONS=%q: %v", c.WatermarkOptions, err)
@@ -303,33 +298,9 @@ func (c *config) loadWatermark() error {
 		}
 		return nil
 	}
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("THUMBD_WATERMARK=%q: "+format, append([]any{c.Watermark}, args...)...)
-	}
-	limit := c.MaxBodyBytes
-	if c.Engine == engineCells {
-		limit = min(limit, maxCellWatermark)
-	}
-	f, err := os.Open(c.Watermark)
+	b, err := engines.ReadWatermark(c.Watermark, c.MaxBodyBytes, c.MaxPixels, c.Engine == engineCells)
 	if err != nil {
-		return fail("%v", errors.Unwrap(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	switch {
-	case err != nil:
-		return fail("%v", err)
-	case int64(len(b)) > limit:
-		return fail("more than %d bytes, the most a watermark may have (THUMBD_MAX_BODY_BYTES; in cells mode %d)", limit, maxCellWatermark)
-	}
-	look, err := memcost.Look(b)
-	switch {
-	case err != nil && look.Format == "":
-		return fail("not a %s image", imagefmt.InputNames())
-	case err != nil:
-		return fail("its header cannot be read: %v", err)
-	case look.Header.Pixels() > c.MaxPixels:
-		return fail("%dx%d is more than THUMBD_MAX_PIXELS (%d)", look.Header.Width, look.Header.Height, c.MaxPixels)
+		return fmt.Errorf("THUMBD_WATERMARK=%q: %w", c.Watermark, err)
 	}
 	c.WatermarkBytes = b
 	return nil
@@ -401,15 +372,6 @@ func (c *config) resultStoreConn(getenv func(string) string) []error {
 	return nil
 }
 
-// parseNamespace reads THUMBD_RESULT_STORE_NAMESPACE: printable, at most
-// 256 bytes.
-func parseNamespace(s string) (string, error) {
-	if len(s) > 256 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", errors.New("want at most 256 bytes without control characters")
-	}
-	return s, nil
-}
-
 // storeNamespace is the result store's namespace (resultstore.Config):
 // the deployment's name, and the settings that change a thumbnail's bytes.
 func (c config) storeNamespace(vips string) string {
@@ -430,44 +392,10 @@ func (c config) storeNamespace(vips string) string {
 // same directory or bucket prefix, or one inside the other): whoever can
 // upload sources there could write results thumbd answers.
 func (c config) storeApart() []error {
-	refuse := func() []error {
-		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%s overlaps the sources (%s): whoever uploads sources could write what thumbd answers; give the store a location of its own", c.ResultStore, cmp.Or(c.Source, c.SourceDir))}
+	if !c.ResultStore.Overlaps(c.SourceBucket, c.SourceDir) {
+		return nil
 	}
-	switch st, src := c.ResultStore, c.SourceBucket; {
-	case st.Bucket != nil && src != nil:
-		if st.Bucket.Bucket == src.Bucket && (strings.HasPrefix(st.Bucket.Prefix, src.Prefix) || strings.HasPrefix(src.Prefix, st.Bucket.Prefix)) {
-			return refuse()
-		}
-	case st.Dir != "" && c.SourceDir != "":
-		if within(st.Dir, c.SourceDir) || within(c.SourceDir, st.Dir) {
-			return refuse()
-		}
-	}
-	return nil
-}
-
-// within reports whether path is dir or inside it, as written and with
-// symbolic links resolved (where they resolve).
-func within(path, dir string) bool {
-	inside := func(p, d string) bool {
-		rel, err := filepath.Rel(d, p)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-	}
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return filepath.Clean(p)
-		}
-		return a
-	}
-	resolved := func(p string) string {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		return p
-	}
-	path, dir = abs(path), abs(dir)
-	return inside(path, dir) || inside(resolved(path), resolved(dir))
+	return []error{fmt.Errorf("THUMBD_RESULT_STORE=%s overlaps the sources (%s): whoever uploads sources could write what thumbd answers; give the store a location of its own", c.ResultStore, cmp.Or(c.Source, c.SourceDir))}
 }
 
 func (c config) validate() []error {
