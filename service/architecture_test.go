@@ -17,6 +17,7 @@ func TestPackageImports(t *testing.T) {
 		"params":           {"apierr", "imagefmt", "thumbjob"},
 		"imgproxy":         {"apierr", "imagefmt", "params", "thumbjob"},
 		"imgproxyendpoint": {"flagenv", "imagefmt", "imgproxy", "pipeline"},
+		"lifecycle":        {"params", "pipeline"},
 		"source":           {"apierr", "admission", "prefault"},
 		"origin":           {"apierr", "source"},
 		"bucket":           {"apierr"},

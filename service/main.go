@@ -25,6 +25,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
@@ -58,7 +59,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if len(args) > 1 {
 		switch args[1] {
 		case "health":
-			return healthCheck(ctx, args[2:], getenv, stderr)
+			return lifecycle.HealthCheck(ctx, args[2:], getenv, stderr)
 		case "settings":
 			return printSettings(args[2:], stdout, stderr)
 		case "formats":
@@ -141,7 +142,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		tr.Shutdown(context.Background()) // nothing traced yet: its exporter stops
 		return err
 	}
-	life := newLifecycle()
+	life := lifecycle.New()
 	engine, err := newEngine(cfg, logger, logOut)
 	if err != nil {
 		lns.close()
@@ -292,7 +293,7 @@ type engineStart struct {
 	failed chan error
 }
 
-func startEngine(engine engines.Engine, life *lifecycle, cfg config, logger *slog.Logger) engineStart {
+func startEngine(engine engines.Engine, life *lifecycle.Lifecycle, cfg config, logger *slog.Logger) engineStart {
 	up := engineStart{done: make(chan struct{}), failed: make(chan error, 1)}
 	go func() {
 		defer close(up.done)
@@ -300,7 +301,7 @@ func startEngine(engine engines.Engine, life *lifecycle, cfg config, logger *slo
 			up.failed <- err
 			return
 		}
-		life.engineStarted()
+		life.EngineStarted()
 		logger.Info("engine started", "mode", cfg.Engine, "libvips", thumb.Version(), "threads", cfg.Concurrency)
 		if issue := thumb.KnownCrash(thumb.Version()); issue != "" {
 			logger.Warn(issue)
@@ -348,7 +349,7 @@ func startAdmin(d deps, ln net.Listener) (failed <-chan error, stop func()) {
 // request finish.
 func drain(d deps, srv *http.Server, served <-chan error, engine engines.Engine, up engineStart) error {
 	cfg, logger := d.cfg, d.logger
-	d.life.drain()
+	d.life.Drain()
 	logger.Info("draining", "delay", cfg.ShutdownDelay.String(), "timeout", cfg.ShutdownTimeout.String())
 	time.Sleep(cfg.ShutdownDelay)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

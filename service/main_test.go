@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"io"
 	"log/slog"
 	"net/http"
@@ -67,8 +68,8 @@ func newTestDeps(t *testing.T, cfg config) deps {
 		}
 		t.Cleanup(func() { root.Close() })
 	}
-	life := newLifecycle()
-	life.engineStarted()
+	life := lifecycle.New()
+	life.EngineStarted()
 	// libvips is up (testEngine started it); an engine value of its own
 	// carries this configuration's limits.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

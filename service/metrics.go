@@ -12,6 +12,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/httpmetrics"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/thumb"
@@ -27,7 +28,7 @@ type metrics struct {
 
 // newMetrics registers the service's metrics; signingKeys is how many keys
 // verify signed URLs (0: signing is off).
-func newMetrics(reg prometheus.Registerer, build buildinfo.Info, gate *admission.Gate, life *lifecycle, eng engines.Engine, mode string, signingKeys int) *metrics {
+func newMetrics(reg prometheus.Registerer, build buildinfo.Info, gate *admission.Gate, life *lifecycle.Lifecycle, eng engines.Engine, mode string, signingKeys int) *metrics {
 	m := &metrics{
 		Metrics: pipeline.NewMetrics(reg, gate), http: httpmetrics.New(reg), origins: origin.NewMetrics(reg),
 	}
@@ -35,17 +36,10 @@ func newMetrics(reg prometheus.Registerer, build buildinfo.Info, gate *admission
 		Name: "thumbd_signing_keys", Help: "Keys that verify signed URLs (THUMBD_SIGNING_KEYS); 0: signed URLs are off, thumbnail URLs are served unsigned.",
 	})
 	signing.Set(float64(signingKeys))
-	reg.MustRegister(engines.Collectors(eng, mode, life.engineReady)...)
+	reg.MustRegister(engines.Collectors(eng, mode, life.EngineReady())...)
 	reg.MustRegister(build.Collectors(thumb.Version())...)
 	reg.MustRegister(signing,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "thumbd_ready", Help: "1 when /ready answers 200, else 0.",
-		}, func() float64 {
-			if life.state() == stateReady {
-				return 1
-			}
-			return 0
-		}),
+		life.Collector(),
 		// The runtime's and the process's metrics are of no use before a
 		// scrape; building the Go collector is the dearest part of the
 		// registry (runtime/metrics' descriptions, a descriptor each).

@@ -10,6 +10,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/imgproxy"
 	"github.com/thumbd/thumbd/service/internal/imgproxyendpoint"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 )
@@ -56,8 +57,8 @@ func addAdminRoutes(r chi.Router, d deps) {
 // addProbes adds /health and /ready, served on both ports.
 func addProbes(r chi.Router, d deps) {
 	h := d.respond.Handle
-	r.Get("/health", h(handleHealth).ServeHTTP)
-	r.Get("/ready", h(handleReady(d.life)).ServeHTTP)
+	r.Get("/health", h(lifecycle.HandleHealth).ServeHTTP)
+	r.Get("/ready", h(lifecycle.HandleReady(d.life)).ServeHTTP)
 }
 
 // addUnrouted answers unknown paths and methods with the API's errors.

@@ -19,6 +19,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
@@ -39,7 +40,7 @@ type deps struct {
 	logger   *slog.Logger
 	registry *prometheus.Registry
 	metrics  *metrics
-	life     *lifecycle
+	life     *lifecycle.Lifecycle
 	respond  *pipeline.Responder
 	thumbs   *pipeline.Pipeline // the engine routes' pipeline
 	tracing  *tracing.Tracing
@@ -49,7 +50,7 @@ type deps struct {
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
 // off); tr may be nil (tracing off).
-func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle, sources *os.Root, tr *tracing.Tracing) deps {
+func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle.Lifecycle, sources *os.Root, tr *tracing.Tracing) deps {
 	if tr == nil {
 		tr = tracing.Off()
 	}
@@ -93,7 +94,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store, conns: conns,
 		thumbs: pipeline.New(cfg.pipeline(), pipeline.Parts{
-			Engine: eng, Ready: life.engineReady, Gate: gate, Limits: limits,
+			Engine: eng, Ready: life.EngineReady(), Gate: gate, Limits: limits,
 			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, limits, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
 			Signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
 			Cache:   cache, Store: store, Tracer: tr.Tracer, Metrics: m.Metrics, Respond: rs,
