@@ -49,7 +49,7 @@ func TestPackageImports(t *testing.T) {
 		"apierr":           {},
 		"buildinfo":        {},
 		"otlphttp":         {},
-		"tracing":          {"flagenv", "otlphttp"},
+		"tracing":          {"flagenv", "httpmetrics", "otlphttp"},
 		"requestlog":       {"pipeline", "statuswriter"},
 		"httpmetrics":      {"statuswriter"},
 		"statuswriter":     {},

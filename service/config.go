@@ -186,7 +186,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", flagenv.Duration(&c.SourceTimeout)},
 		{"THUMBD_SOURCE_MAX_CONNS", "source-max-conns", "32", "", "bucket sources: connections open at once to the bucket's endpoint (kept alive when idle); more calls wait for one, within their deadline", flagenv.Int(&c.SourceMaxConns)},
 		{"THUMBD_S3_ADDRESSING", "s3-addressing", "auto", "", "how buckets are addressed: `auto` (path-style `ENDPOINT/BUCKET/KEY` for a custom `AWS_ENDPOINT_URL_S3`, virtual-hosted for AWS), `path` or `virtual`", flagenv.Enum(&c.S3Addressing, bucket.AddressingAuto, bucket.AddressingPath, bucket.AddressingVirtual)},
-		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
+		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", flagenv.Of(&c.Origins, origin.ParsePatterns, origin.FormatPatterns)},
 		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let entries that name loopback (loopback literals, `localhost`, `*.localhost`) through the address guard to loopback addresses; other entries, wildcards included, stay refused them (development and tests only; logged as a warning)", flagenv.Bool(&c.AllowLoopback)},
 		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", flagenv.Duration(&c.FetchTimeout)},
 		{"THUMBD_ORIGIN_MAX_CONNS", "origin-max-conns", "32", "", "connections open at once to one origin host (kept alive when idle); more fetches wait for one, within the fetch timeout", flagenv.Int(&c.OriginMaxConns)},
@@ -320,18 +320,13 @@ func (c *config) sourceStore(getenv func(string) string) []error {
 		return nil
 	}
 	loc, err := bucket.ParseURL(c.Source)
+	if err == nil {
+		c.S3, err = bucket.Reach(loc, nil, getenv, c.S3Addressing)
+	}
 	if err != nil {
 		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
 	}
-	conn, err := bucket.FromEnv(getenv)
-	if err != nil {
-		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
-	}
-	conn.Addressing = c.S3Addressing
-	if _, err := bucket.New(loc, conn, bucket.Options{}); err != nil {
-		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
-	}
-	c.SourceBucket, c.S3 = &loc, conn
+	c.SourceBucket = &loc
 	return nil
 }
 
@@ -358,17 +353,15 @@ func (c *config) resultStoreConn(getenv func(string) string) []error {
 	if c.ResultStore.Bucket == nil {
 		return nil
 	}
-	if c.SourceBucket == nil {
-		conn, err := bucket.FromEnv(getenv)
-		if err != nil {
-			return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
-		}
-		conn.Addressing = c.S3Addressing
-		c.S3 = conn
+	var known *bucket.Conn
+	if c.SourceBucket != nil {
+		known = &c.S3
 	}
-	if _, err := bucket.New(*c.ResultStore.Bucket, c.S3, bucket.Options{}); err != nil {
+	conn, err := bucket.Reach(*c.ResultStore.Bucket, known, getenv, c.S3Addressing)
+	if err != nil {
 		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
 	}
+	c.S3 = conn
 	return nil
 }
 
@@ -480,26 +473,15 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 	for i := range rows {
 		rows[i].Flag = "-" + rows[i].Flag
 	}
-	var otel []flagenv.Setting
-	for _, v := range tracing.Env {
-		otel = append(otel, flagenv.Setting{Env: v.Name, Meaning: v.Meaning})
-	}
+	otel := flagenv.Variables(tracing.Env)
 	if *tracingVars && !*asJSON {
-		var b strings.Builder
-		b.WriteString("| env | meaning |\n|---|---|\n")
-		for _, s := range otel {
-			fmt.Fprintf(&b, "| `%s` | %s |\n", s.Env, s.Meaning)
-		}
-		_, err := io.WriteString(stdout, b.String())
+		_, err := io.WriteString(stdout, flagenv.VariablesMarkdown(otel))
 		return err
 	}
 	if *asJSON {
 		// Tools (k8s/validate) get every variable thumbd reads: the
 		// object storage's AWS variables, then the OpenTelemetry ones.
-		for _, v := range bucket.EnvVars {
-			rows = append(rows, flagenv.Setting{Env: v.Name, Meaning: v.Meaning})
-		}
-		rows = append(rows, otel...)
+		rows = append(append(rows, flagenv.Variables(bucket.EnvVars)...), otel...)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
@@ -521,16 +503,6 @@ func (c config) rules() params.Rules {
 		r.Watermark.Required, _ = params.ParseWatermark(c.WatermarkOptions) // checked by loadWatermark
 	}
 	return r
-}
-
-func originsValue(p *[]origin.Pattern) flagenv.Value[[]origin.Pattern] {
-	return flagenv.Of(p, origin.ParsePatterns, func(ps []origin.Pattern) string {
-		out := make([]string, len(ps))
-		for i, o := range ps {
-			out[i] = o.String()
-		}
-		return strings.Join(out, ",")
-	})
 }
 
 // adminPort is THUMBD_ADMIN_PORT: off, or a port (0: any free one).

@@ -330,17 +330,35 @@ func startServing(d deps, ln net.Listener) (srv *http.Server, served <-chan erro
 	return srv, end
 }
 
-// startAdmin serves the admin routes on ln, when there is one; failed
-// receives Serve's end (never, without one), and stop ends it.
+// startAdmin serves THUMBD_ADMIN_PORT's server on ln, when there is one:
+// a listener and goroutines of its own, so that its probes never queue
+// behind the serving port's connections. failed receives Serve's end
+// (never, without one); stop lets the admin requests in flight finish,
+// briefly, then closes what is left.
 func startAdmin(d deps, ln net.Listener) (failed <-chan error, stop func()) {
 	if ln == nil {
 		return nil, func() {}
 	}
-	admin := newAdminHTTPServer(d, d.logger)
+	admin := &http.Server{
+		Handler:           newAdminServer(d),
+		ReadHeaderTimeout: adminReadTimeout,
+		ReadTimeout:       adminReadTimeout,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       adminIdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+	}
 	end := make(chan error, 1)
 	go func() { end <- admin.Serve(ln) }()
 	d.logger.Info("admin listening", "addr", ln.Addr().String())
-	return end, func() { stopAdmin(admin, d.logger) }
+	return end, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminStopTimeout)
+		defer cancel()
+		if err := admin.Shutdown(ctx); err != nil {
+			admin.Close()
+			d.logger.Warn("admin port: requests still open at exit were closed", "err", err)
+		}
+	}
 }
 
 // drain stops the service once ctx is done: /ready fails at once so load
@@ -392,29 +410,3 @@ const (
 	adminIdleTimeout  = 60 * time.Second // Prometheus keeps its connection between scrapes
 	adminStopTimeout  = time.Second      // for the probes in flight at exit
 )
-
-// newAdminHTTPServer is THUMBD_ADMIN_PORT's server: a listener and
-// goroutines of its own, so that its probes never queue behind the
-// serving port's connections.
-func newAdminHTTPServer(d deps, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           newAdminServer(d),
-		ReadHeaderTimeout: adminReadTimeout,
-		ReadTimeout:       adminReadTimeout,
-		WriteTimeout:      adminWriteTimeout,
-		IdleTimeout:       adminIdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-}
-
-// stopAdmin lets the admin requests in flight finish, briefly, then
-// closes what is left.
-func stopAdmin(admin *http.Server, logger *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), adminStopTimeout)
-	defer cancel()
-	if err := admin.Shutdown(ctx); err != nil {
-		admin.Close()
-		logger.Warn("admin port: requests still open at exit were closed", "err", err)
-	}
-}

@@ -17,7 +17,6 @@ import (
 	"github.com/thumbd/thumbd/service/internal/bucketsource"
 	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
-	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/memplan"
@@ -31,7 +30,6 @@ import (
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // deps is what the handlers need, built once in run.
@@ -166,7 +164,7 @@ func newServer(d deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(nosniff, requestlog.Middleware(d.logger, requestlog.NewIDs()), d.metrics.http.Instrument)
 	if d.tracing.On {
-		r.Use(nameSpan)
+		r.Use(tracing.NameSpan)
 	}
 	addRoutes(r, d)
 	return d.tracing.Handler(r, d.cfg.TracePublicEndpoint)
@@ -181,16 +179,6 @@ func newAdminServer(d deps) http.Handler {
 	r.Use(nosniff, requestlog.Middleware(d.logger, requestlog.NewIDs()), d.metrics.http.Instrument)
 	addAdminRoutes(r, d)
 	return r
-}
-
-// nameSpan names the request's server span by its method and route
-// pattern, known once chi has matched the route: it runs inside the
-// router, after the handler.
-func nameSpan(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r)
-		trace.SpanFromContext(r.Context()).SetName(httpmetrics.Method(r.Method) + " " + httpmetrics.Route(r))
-	})
 }
 
 // nosniff marks every answer, before any handler writes: no browser may

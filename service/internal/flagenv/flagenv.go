@@ -91,6 +91,26 @@ func Markdown(rows []Setting) string {
 	return b.String()
 }
 
+// Variables are rows of variables thumbd reads without a flag twin (the
+// AWS SDKs' and OpenTelemetry's): only their names and meanings.
+func Variables(vars []struct{ Name, Meaning string }) []Setting {
+	out := make([]Setting, len(vars))
+	for i, v := range vars {
+		out[i] = Setting{Env: v.Name, Meaning: v.Meaning}
+	}
+	return out
+}
+
+// VariablesMarkdown renders such rows as a docs table (env, meaning).
+func VariablesMarkdown(rows []Setting) string {
+	var b strings.Builder
+	b.WriteString("| env | meaning |\n|---|---|\n")
+	for _, s := range rows {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Env, s.Meaning)
+	}
+	return b.String()
+}
+
 // Value is a typed flag.Value bound to a field.
 type Value[T any] struct {
 	p      *T
