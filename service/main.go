@@ -151,14 +151,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 	}
 	up := startEngine(engine, life, cfg, logger)
 	d := newDeps(cfg, logger, engine, life, sources, tr)
-	// The store is checked beside the engine's start: /health answers
-	// meanwhile, and a refusal stops the service as an engine failure does.
-	storeRefused := make(chan error, 1)
-	go func() {
-		if err := d.store.CheckAtStart(ctx); err != nil {
-			storeRefused <- err
-		}
-	}()
+	// The result store and the source bucket are checked beside the
+	// engine's start; a refusal stops the service.
+	storeRefused := d.store.CheckBeside(ctx)
 	sourceFailed := d.thumbs.Sources.Bucket.CheckAtStart(ctx, cfg.SourceTimeout, logger)
 	idleCtx, stopIdle := context.WithCancel(context.Background())
 	defer stopIdle()
