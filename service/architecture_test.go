@@ -24,7 +24,7 @@ func TestPackageImports(t *testing.T) {
 		"bucketsource":     {"apierr", "bucket", "source"},
 		"results":          {"source"},
 		"resultstore":      {"admission", "apierr", "bucket", "imagefmt", "results", "source"},
-		"engines":          {"cell", "cellpool", "imagefmt", "memcost", "sandbox", "thumb", "thumbjob"},
+		"engines":          {"cell", "cellpool", "memcost", "sandbox", "thumb", "thumbjob"},
 		"pipeline":         {"admission", "apierr", "bucketsource", "cell", "imagefmt", "memcost", "memplan", "origin", "params", "results", "resultstore", "signing", "source", "thumbjob"},
 		"flagenv":          {},
 		"benchroutes":      {"apierr", "params", "pipeline", "source"},

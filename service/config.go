@@ -19,10 +19,10 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/buildinfo"
-	"github.com/thumbd/thumbd/service/internal/engines"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/imgproxyendpoint"
+	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
@@ -284,10 +284,15 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	return c, nil
 }
 
-// loadWatermark checks THUMBD_WATERMARK_OPTIONS and reads
-// THUMBD_WATERMARK's file (engines.ReadWatermark), so that a wrong
-// setting stops the start with a sentence naming it; the engine decodes
-// it once it starts.
+// maxCellWatermark bounds THUMBD_WATERMARK in cells mode: a cell gets it
+// in its settings variable (base64 in JSON), and Linux holds one variable
+// to 128 KiB (MAX_ARG_STRLEN).
+const maxCellWatermark = 90 << 10
+
+// loadWatermark reads THUMBD_WATERMARK's file and checks it as a source
+// is checked (size, format, header's pixels), so that a wrong setting
+// stops the start with a sentence naming it; the engine decodes it once
+// it starts.
 func (c *config) loadWatermark() error {
 	if _, err := params.ParseWatermark(c.WatermarkOptions); err != nil {
 		return fmt.Errorf("THUMBD_WATERMARK_OPTIONS=%q: %v", c.WatermarkOptions, err)
@@ -298,9 +303,33 @@ func (c *config) loadWatermark() error {
 		}
 		return nil
 	}
-	b, err := engines.ReadWatermark(c.Watermark, c.MaxBodyBytes, c.MaxPixels, c.Engine == engineCells)
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("THUMBD_WATERMARK=%q: "+format, append([]any{c.Watermark}, args...)...)
+	}
+	limit := c.MaxBodyBytes
+	if c.Engine == engineCells {
+		limit = min(limit, maxCellWatermark)
+	}
+	f, err := os.Open(c.Watermark)
 	if err != nil {
-		return fmt.Errorf("THUMBD_WATERMARK=%q: %w", c.Watermark, err)
+		return fail("%v", errors.Unwrap(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return fail("%v", err)
+	case int64(len(b)) > limit:
+		return fail("more than %d bytes, the most a watermark may have (THUMBD_MAX_BODY_BYTES; in cells mode %d)", limit, maxCellWatermark)
+	}
+	look, err := memcost.Look(b)
+	switch {
+	case err != nil && look.Format == "":
+		return fail("not a %s image", imagefmt.InputNames())
+	case err != nil:
+		return fail("its header cannot be read: %v", err)
+	case look.Header.Pixels() > c.MaxPixels:
+		return fail("%dx%d is more than THUMBD_MAX_PIXELS (%d)", look.Header.Width, look.Header.Height, c.MaxPixels)
 	}
 	c.WatermarkBytes = b
 	return nil
