@@ -29,7 +29,7 @@ func TestPackageImports(t *testing.T) {
 		"flagenv":          {},
 		"benchroutes":      {"apierr", "params", "pipeline", "source"},
 		"memplan":          {"admission", "imagefmt", "memcost", "memlimit", "thumbjob"},
-		"signing":          {"apierr"},
+		"signing":          {"apierr", "imagefmt", "params"},
 		"admission":        {},
 		"memlimit":         {},
 		"memcost":          {"bmp", "imagefmt", "plan", "thumbjob"},
