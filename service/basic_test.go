@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/benchroutes"
-	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -146,24 +144,6 @@ func TestRequestIDEchoedWhenValid(t *testing.T) {
 	if got := h.Get("X-Request-Id"); got == "" || strings.Contains(got, " ") {
 		t.Errorf("invalid id replaced: got %q", got)
 	}
-}
-
-func TestReadyFollowsLifecycle(t *testing.T) {
-	life := newLifecycle()
-	h := (&pipeline.Responder{}).Handle(handleReady(life))
-	check := func(wantStatus int, want string) {
-		t.Helper()
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/ready", nil))
-		if rec.Code != wantStatus || rec.Body.String() != want {
-			t.Fatalf("got %d %s, want %d %s", rec.Code, rec.Body, wantStatus, want)
-		}
-	}
-	check(503, `{"status":"starting"}`)
-	life.engineStarted()
-	check(200, `{"status":"ready"}`)
-	life.drain()
-	check(503, `{"status":"draining"}`)
 }
 
 // THUMBD_BENCH_ROUTES=false takes the benchmark contract's routes away

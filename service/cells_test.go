@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"io"
 	"log/slog"
 	"net/http"
@@ -151,8 +152,8 @@ func newCellsServerTraced(t *testing.T, cfg config, faults string, tr *tracing.T
 		s := pool.Stats()
 		return len(s.PIDs) == cfg.Concurrency+cfg.CellSpares && s.Starting == 0
 	})
-	life := newLifecycle()
-	life.engineStarted()
+	life := lifecycle.New()
+	life.EngineStarted()
 	d := newDeps(cfg, logger, engines.Cells{Pool: pool}, life, sourceRoot(t, cfg), tr)
 	return &cellsServer{Server: newTestServerFrom(t, d), deps: d, pool: pool, logs: logs}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/buildinfo"
 	"github.com/thumbd/thumbd/service/internal/flagenv"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/imgproxyendpoint"
 	"github.com/thumbd/thumbd/service/internal/memlimit"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
@@ -98,7 +99,7 @@ type config struct {
 	FallbackPath string
 	Allowed      params.Allowed
 	// Imgproxy is the imgproxy endpoint's settings (THUMBD_IMGPROXY_*).
-	Imgproxy          imgproxySettings
+	Imgproxy          imgproxyendpoint.Settings
 	Uploads           bool
 	UnsignedUploads   bool
 	BenchRoutes       bool
@@ -151,7 +152,7 @@ type setting flagenv.Setting
 // settings binds every setting to its field of c. defaultConcurrency is
 // computed (GOMAXPROCS reads the cgroup limit).
 func settings(c *config, defaultConcurrency int) []flagenv.Setting {
-	rows := []setting{
+	rows := table([]setting{
 		{"PORT", "port", "8080", "", "TCP port (all interfaces)", flagenv.Int(&c.Port)},
 		{"THUMBD_ADMIN_PORT", "admin-port", "", "off: `/health`, `/ready` and `/metrics` on `PORT`", "TCP port (all interfaces) of the admin listener: `/health`, `/ready` and `/metrics` on a server of their own, with tight timeouts, so that probes and scrapes never wait behind `PORT`'s connections; `/metrics` then leaves `PORT` (`/health` and `/ready` stay there too); `0`: a free port, logged ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", adminPortValue(&c.AdminPort)},
 		{"THUMBD_MAX_CONNECTIONS", "max-connections", "0", "derived: `THUMBD_CONCURRENCY` + `THUMBD_QUEUE`", "connections open at once on `PORT`; past it new connections wait, unread, for one to close (held by thumbd, 4096 at most, then in the kernel's backlog), except probes (`GET /health`, `/ready`, and `/metrics` without `THUMBD_ADMIN_PORT`), served at once in a reserve of 8 places of their own; while connections wait, connections without a request in the works for over 1 s (keep-alive ones between requests, new ones still sending their head) are closed first, then those too slow with a body or an answer (`THUMBD_CLIENT_STALL_TIMEOUT`) ([hardening.md](hardening.md#connections-the-cap-and-the-admin-port))", flagenv.Int(&c.MaxConnections)},
@@ -176,7 +177,7 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_RESULT_STORE_TIMEOUT", "result-store-timeout", "200ms", "", "the longest a result store lookup may take before the thumbnail is computed instead; after 5 failures in a row the store is not asked for 5 s", flagenv.Duration(&c.ResultStoreTimeout)},
 		{"THUMBD_RESULT_STORE_QUEUE", "result-store-queue", "16777216", "16 MiB", "bytes of thumbnails waiting to be written to the result store, taken from the memory limit when the store is on; a write that would pass it is dropped (`thumbd_result_store_writes_dropped_total`)", flagenv.Int64(&c.ResultStoreQueue)},
 		{"THUMBD_RESULT_STORE_KEY", "result-store-key", "", "empty: unsigned objects", "hex keys (at least 16 bytes each), comma-separated, from a Secret: every object thumbd writes to the result store is signed (HMAC-SHA256 of its key, media type, metadata and body) with the first, and only an object signed by one of them is answered, so keys rotate; for a store that other writers share. Without it thumbd answers whatever image a writer of the store put there ([storage.md](storage.md#trust-boundaries)). The first key also keys the hash that identifies uploads, so replicas agree on an upload's identity: needed with `THUMBD_CACHE_UPLOADS=true` ([storage.md](storage.md#source-identity))", flagenv.Secret(&c.ResultStoreKeys, signing.ParseKeys)},
-		{"THUMBD_RESULT_STORE_NAMESPACE", "result-store-namespace", "", "the source location", "the name of this deployment's thumbnails in the result store, hashed into every key with the settings that change bytes (libvips' version, `THUMBD_JPEG_SHRINK`, `THUMBD_AVIF_EFFORT`, the limits): deployments with another namespace never answer each other's thumbnails. Empty: the source location (the directory's path; the bucket's endpoint, bucket and prefix). Set the same name on deployments that serve the same sources under different paths, and different names on deployments whose directories share a path but not their files ([storage.md](storage.md#trust-boundaries))", flagenv.Of(&c.ResultStoreNS, parseNamespace, func(s string) string { return s })},
+		{"THUMBD_RESULT_STORE_NAMESPACE", "result-store-namespace", "", "the source location", "the name of this deployment's thumbnails in the result store, hashed into every key with the settings that change bytes (libvips' version, `THUMBD_JPEG_SHRINK`, `THUMBD_AVIF_EFFORT`, the limits): deployments with another namespace never answer each other's thumbnails. Empty: the source location (the directory's path; the bucket's endpoint, bucket and prefix). Set the same name on deployments that serve the same sources under different paths, and different names on deployments whose directories share a path but not their files ([storage.md](storage.md#trust-boundaries))", flagenv.Of(&c.ResultStoreNS, resultstore.ParseNamespace, func(s string) string { return s })},
 		{"THUMBD_MERGE", "merge", "true", "", "identical thumbnail requests in the works share one job (one fetch, decode, encode and admission place; [Merged requests](thumbnails.md#merged-requests-and-the-result-cache)); `false`: every request runs its own, as before issue 22 (to measure the engine alone)", flagenv.Bool(&c.Merge)},
 		{"THUMBD_CLIENT_HINTS", "client-hints", "false", "", "`true`: thumbnail answers carry `Accept-CH: Sec-CH-DPR, Sec-CH-Width`; `Sec-CH-Width` gives `w` when the query gives none of `w`, `h`, `dpr`, `Sec-CH-DPR` gives `dpr` when it gives none, `Save-Data: on` lowers the default quality by 20; `Vary` names them; with `THUMBD_SIGNING_KEYS` set, only for URLs that sign `hints=on` ([Client hints](thumbnails.md#client-hints))", flagenv.Bool(&c.ClientHints)},
 		{"THUMBD_DEADLINE", "deadline", "10s", "", "queue wait plus processing per thumbnail; then 504", flagenv.Duration(&c.Deadline)},
@@ -191,22 +192,16 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_SOURCE_TIMEOUT", "source-timeout", "5s", "", "bucket sources: time for one call to the bucket (connect, headers, body), within the deadline; then 504 `bucket_timeout`", flagenv.Duration(&c.SourceTimeout)},
 		{"THUMBD_SOURCE_MAX_CONNS", "source-max-conns", "32", "", "bucket sources: connections open at once to the bucket's endpoint (kept alive when idle); more calls wait for one, within their deadline", flagenv.Int(&c.SourceMaxConns)},
 		{"THUMBD_S3_ADDRESSING", "s3-addressing", "auto", "", "how buckets are addressed: `auto` (path-style `ENDPOINT/BUCKET/KEY` for a custom `AWS_ENDPOINT_URL_S3`, virtual-hosted for AWS), `path` or `virtual`", flagenv.Enum(&c.S3Addressing, bucket.AddressingAuto, bucket.AddressingPath, bucket.AddressingVirtual)},
-		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", originsValue(&c.Origins)},
+		{"THUMBD_ORIGINS", "origins", "", "empty: `GET /thumbnail?url=` off", "origins `GET /thumbnail?url=` may fetch from: comma-separated `host`, `host:port` or `*.domain`, https only unless written `http://host`; no port: the scheme's default", flagenv.Of(&c.Origins, origin.ParsePatterns, origin.FormatPatterns)},
 		{"THUMBD_ORIGINS_ALLOW_LOOPBACK", "origins-allow-loopback", "false", "", "let entries that name loopback (loopback literals, `localhost`, `*.localhost`) through the address guard to loopback addresses; other entries, wildcards included, stay refused them (development and tests only; logged as a warning)", flagenv.Bool(&c.AllowLoopback)},
 		{"THUMBD_FETCH_TIMEOUT", "fetch-timeout", "5s", "", "time to fetch an origin's image (connect, redirects, body), within the deadline; then 504", flagenv.Duration(&c.FetchTimeout)},
 		{"THUMBD_ORIGIN_MAX_CONNS", "origin-max-conns", "32", "", "connections open at once to one origin host (kept alive when idle); more fetches wait for one, within the fetch timeout", flagenv.Int(&c.OriginMaxConns)},
 		{"THUMBD_SIGNING_KEYS", "signing-keys", "", "empty: unsigned URLs", "hex keys (at least 16 bytes each), comma-separated: every `GET /thumbnail` then needs a valid `sig=`; the first key signs (`thumbd sign`), all verify, so keys rotate; set but holding no key (blank, an empty Secret): start-up error; prefer the variable (a flag shows in `ps`)", flagenv.Secret(&c.SigningKeys, signing.ParseKeys)},
 		{"THUMBD_PRESETS", "presets", "", "none", "named option sets for `preset=NAME`: `NAME:OPTIONS` entries separated by `;`, such as `small:w=128&h=128&fit=cover;hero:w=1200&format=webp`; options given with a preset override its own", flagenv.Of(&c.Presets, params.ParsePresets, params.Presets.String)},
-		{"THUMBD_IMGPROXY", "imgproxy", "false", "", "`true`: imgproxy's URLs (`/SIGNATURE/OPTIONS/SOURCE`) are served too, through the same pipeline ([imgproxy.md](imgproxy.md))", flagenv.Bool(&c.Imgproxy.On)},
-		{"THUMBD_IMGPROXY_PREFIX", "imgproxy-prefix", "", "the root", "a path prefix for the imgproxy URLs, as `IMGPROXY_PATH_PREFIX` (such as `/img`): `/` then one or more segments, none of thumbd's own route names", flagenv.String(&c.Imgproxy.Prefix)},
-		{"THUMBD_IMGPROXY_KEY", "imgproxy-key", "", "empty: any signature", "imgproxy's `IMGPROXY_KEY`: hex keys, comma-separated, each paired with the salt at its place in `THUMBD_IMGPROXY_SALT`; set: a wrong or missing signature is a 403. With `THUMBD_SIGNING_KEYS` set, leaving it empty is a start-up error unless `THUMBD_IMGPROXY_UNSIGNED=true` ([imgproxy.md](imgproxy.md#signatures-and-sources))", flagenv.Secret(&c.Imgproxy.Keys, hexList)},
-		{"THUMBD_IMGPROXY_KEYS", "imgproxy-keys", "", "", "the same as `THUMBD_IMGPROXY_KEY`, for those who spell it in the plural; both set: start-up error (imgproxy reads `IMGPROXY_KEY` alone)", flagenv.Secret(&c.Imgproxy.PluralKeys, hexList)},
-		{"THUMBD_IMGPROXY_SALT", "imgproxy-salt", "", "", "imgproxy's `IMGPROXY_SALT`: hex salts, comma-separated, as many as keys", flagenv.Secret(&c.Imgproxy.Salts, hexList)},
-		{"THUMBD_IMGPROXY_SALTS", "imgproxy-salts", "", "", "the same as `THUMBD_IMGPROXY_SALT`, in the plural; both set: start-up error", flagenv.Secret(&c.Imgproxy.PluralSalts, hexList)},
-		{"THUMBD_IMGPROXY_UNSIGNED", "imgproxy-unsigned", "false", "", "with `THUMBD_SIGNING_KEYS` set and `THUMBD_IMGPROXY=true`: `true` serves imgproxy's URLs without an imgproxy key, so unsigned (anyone may then ask any size and option there; logged as a warning); `false`: that combination is a start-up error, so signing keys mean every thumbnail URL is signed", flagenv.Bool(&c.Imgproxy.Unsigned)},
-		{"THUMBD_IMGPROXY_SIGNATURE_SIZE", "imgproxy-signature-size", "32", "", "bytes of the HMAC an imgproxy signature holds, 1 to 32, as `IMGPROXY_SIGNATURE_SIZE`; below 8 with keys set, a warning at start (a short signature can be found by trying: 2^(8 x size) values at most)", flagenv.Int(&c.Imgproxy.SignatureSize)},
-		{"THUMBD_IMGPROXY_PRESETS", "imgproxy-presets", "", "none", "imgproxy's `IMGPROXY_PRESETS`, in its syntax: `NAME=OPTION/OPTION` entries separated by `,`, such as `default=q:70,thumb=rs:fill:128:128`; `default` applies to every imgproxy URL first", flagenv.String(&c.Imgproxy.Presets)},
-		{"THUMBD_IMGPROXY_AUTO_FORMAT", "imgproxy-auto-format", "false", "", "`true`: an imgproxy URL that names no format is answered in the best format its `Accept` allows (thumbd's `format=auto`, with `Vary: Accept`), as imgproxy's `IMGPROXY_AUTO_WEBP`/`IMGPROXY_AUTO_AVIF`; `false`: in the source's format", flagenv.Bool(&c.Imgproxy.AutoFormat)},
+	})
+	// imgproxy's endpoint gives its own rows, here in the table.
+	rows = append(rows, c.Imgproxy.Rows()...)
+	return append(rows, table([]setting{
 		{"THUMBD_PRESETS_ONLY", "presets-only", "false", "", "`true`: every thumbnail names a `preset` and gives no other option (a fixed set of variants, without signing)", flagenv.Bool(&c.PresetsOnly)},
 		{"THUMBD_WATERMARK", "watermark", "", "none: `wm=` is a 400", "an image file (JPEG, PNG with alpha, WebP, GIF) that `wm=OPACITY[,POSITION[,X,Y[,SCALE]]]` puts on thumbnails, last ([Watermarks](thumbnails.md#watermarks)); read and decoded once at start, within `THUMBD_MAX_BODY_BYTES` and `THUMBD_MAX_PIXELS` (in cells mode at most 90 KiB: each cell gets it in its settings); missing, too large or not an image: start-up error", flagenv.String(&c.Watermark)},
 		{"THUMBD_WATERMARK_REQUIRED", "watermark-required", "false", "", "`true`: every thumbnail carries the watermark, placed by `THUMBD_WATERMARK_OPTIONS`, and `wm=` is a 400 (an animated source then gives its first frame)", flagenv.Bool(&c.WatermarkRequired)},
@@ -238,7 +233,11 @@ func settings(c *config, defaultConcurrency int) []flagenv.Setting {
 		{"THUMBD_CELL_SPARES", "cell-spares", "1", "", "cells mode: cells started ahead beyond `concurrency`, so that a replacement never waits for a process start", flagenv.Int(&c.CellSpares)},
 		{"THUMBD_CELL_IDLE_RECYCLE", "cell-idle-recycle", "30s", "", "cells mode: a cell idle this long whose resident memory grew by more than 8 MiB since it started (large images) is replaced, so a burst's memory goes back to the system; `0s`: never", flagenv.Duration(&c.CellIdleRecycle)},
 		{"THUMBD_SANDBOX_REQUIRED", "sandbox-required", "false", "", "cells mode: `true`: a cell that cannot apply every sandbox layer (rlimits, capabilities, `no_new_privs`, Landlock, seccomp) is refused, so start-up fails naming the layer and why (a later replacement is refused the same way, logged and retried with back-off); `false`: the layer is logged once as a warning and the cell runs with the others. The images and manifests set `true`", flagenv.Bool(&c.SandboxRequired)},
-	}
+	})...)
+}
+
+// table turns package main's rows into flagenv's.
+func table(rows []setting) []flagenv.Setting {
 	out := make([]flagenv.Setting, len(rows))
 	for i, r := range rows {
 		out[i] = flagenv.Setting(r)
@@ -256,7 +255,7 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), stderr io.
 	if err != nil {
 		return config{}, err
 	}
-	errs = append(errs, c.Imgproxy.takePlurals()...)
+	errs = append(errs, c.Imgproxy.TakePlurals()...)
 	// A budget of 0 means "derive it", as its default says.
 	explicit["THUMBD_SOURCE_BUDGET"] = explicit["THUMBD_SOURCE_BUDGET"] && c.SourceBudget != 0
 	explicit["THUMBD_MEMORY_BUDGET"] = explicit["THUMBD_MEMORY_BUDGET"] && c.MemoryBudget != 0
@@ -345,18 +344,13 @@ func (c *config) sourceStore(getenv func(string) string) []error {
 		return nil
 	}
 	loc, err := bucket.ParseURL(c.Source)
+	if err == nil {
+		c.S3, err = bucket.Reach(loc, nil, getenv, c.S3Addressing)
+	}
 	if err != nil {
 		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
 	}
-	conn, err := bucket.FromEnv(getenv)
-	if err != nil {
-		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
-	}
-	conn.Addressing = c.S3Addressing
-	if _, err := bucket.New(loc, conn, bucket.Options{}); err != nil {
-		return []error{fmt.Errorf("THUMBD_SOURCE=%q: %w", c.Source, err)}
-	}
-	c.SourceBucket, c.S3 = &loc, conn
+	c.SourceBucket = &loc
 	return nil
 }
 
@@ -383,27 +377,16 @@ func (c *config) resultStoreConn(getenv func(string) string) []error {
 	if c.ResultStore.Bucket == nil {
 		return nil
 	}
-	if c.SourceBucket == nil {
-		conn, err := bucket.FromEnv(getenv)
-		if err != nil {
-			return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
-		}
-		conn.Addressing = c.S3Addressing
-		c.S3 = conn
+	var known *bucket.Conn
+	if c.SourceBucket != nil {
+		known = &c.S3
 	}
-	if _, err := bucket.New(*c.ResultStore.Bucket, c.S3, bucket.Options{}); err != nil {
+	conn, err := bucket.Reach(*c.ResultStore.Bucket, known, getenv, c.S3Addressing)
+	if err != nil {
 		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%q: %w", c.ResultStore, err)}
 	}
+	c.S3 = conn
 	return nil
-}
-
-// parseNamespace reads THUMBD_RESULT_STORE_NAMESPACE: printable, at most
-// 256 bytes.
-func parseNamespace(s string) (string, error) {
-	if len(s) > 256 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", errors.New("want at most 256 bytes without control characters")
-	}
-	return s, nil
 }
 
 // storeNamespace is the result store's namespace (resultstore.Config):
@@ -426,44 +409,10 @@ func (c config) storeNamespace(vips string) string {
 // same directory or bucket prefix, or one inside the other): whoever can
 // upload sources there could write results thumbd answers.
 func (c config) storeApart() []error {
-	refuse := func() []error {
-		return []error{fmt.Errorf("THUMBD_RESULT_STORE=%s overlaps the sources (%s): whoever uploads sources could write what thumbd answers; give the store a location of its own", c.ResultStore, cmp.Or(c.Source, c.SourceDir))}
+	if !c.ResultStore.Overlaps(c.SourceBucket, c.SourceDir) {
+		return nil
 	}
-	switch st, src := c.ResultStore, c.SourceBucket; {
-	case st.Bucket != nil && src != nil:
-		if st.Bucket.Bucket == src.Bucket && (strings.HasPrefix(st.Bucket.Prefix, src.Prefix) || strings.HasPrefix(src.Prefix, st.Bucket.Prefix)) {
-			return refuse()
-		}
-	case st.Dir != "" && c.SourceDir != "":
-		if within(st.Dir, c.SourceDir) || within(c.SourceDir, st.Dir) {
-			return refuse()
-		}
-	}
-	return nil
-}
-
-// within reports whether path is dir or inside it, as written and with
-// symbolic links resolved (where they resolve).
-func within(path, dir string) bool {
-	inside := func(p, d string) bool {
-		rel, err := filepath.Rel(d, p)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-	}
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return filepath.Clean(p)
-		}
-		return a
-	}
-	resolved := func(p string) string {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		return p
-	}
-	path, dir = abs(path), abs(dir)
-	return inside(path, dir) || inside(resolved(path), resolved(dir))
+	return []error{fmt.Errorf("THUMBD_RESULT_STORE=%s overlaps the sources (%s): whoever uploads sources could write what thumbd answers; give the store a location of its own", c.ResultStore, cmp.Or(c.Source, c.SourceDir))}
 }
 
 func (c config) validate() []error {
@@ -550,26 +499,15 @@ func printSettings(args []string, stdout, stderr io.Writer) error {
 	for i := range rows {
 		rows[i].Flag = "-" + rows[i].Flag
 	}
-	var otel []flagenv.Setting
-	for _, v := range tracing.Env {
-		otel = append(otel, flagenv.Setting{Env: v.Name, Meaning: v.Meaning})
-	}
+	otel := flagenv.Variables(tracing.Env)
 	if *tracingVars && !*asJSON {
-		var b strings.Builder
-		b.WriteString("| env | meaning |\n|---|---|\n")
-		for _, s := range otel {
-			fmt.Fprintf(&b, "| `%s` | %s |\n", s.Env, s.Meaning)
-		}
-		_, err := io.WriteString(stdout, b.String())
+		_, err := io.WriteString(stdout, flagenv.VariablesMarkdown(otel))
 		return err
 	}
 	if *asJSON {
 		// Tools (k8s/validate) get every variable thumbd reads: the
 		// object storage's AWS variables, then the OpenTelemetry ones.
-		for _, v := range bucket.EnvVars {
-			rows = append(rows, flagenv.Setting{Env: v.Name, Meaning: v.Meaning})
-		}
-		rows = append(rows, otel...)
+		rows = append(append(rows, flagenv.Variables(bucket.EnvVars)...), otel...)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
@@ -591,16 +529,6 @@ func (c config) rules() params.Rules {
 		r.Watermark.Required, _ = params.ParseWatermark(c.WatermarkOptions) // checked by loadWatermark
 	}
 	return r
-}
-
-func originsValue(p *[]origin.Pattern) flagenv.Value[[]origin.Pattern] {
-	return flagenv.Of(p, origin.ParsePatterns, func(ps []origin.Pattern) string {
-		out := make([]string, len(ps))
-		for i, o := range ps {
-			out[i] = o.String()
-		}
-		return strings.Join(out, ",")
-	})
 }
 
 // adminPort is THUMBD_ADMIN_PORT: off, or a port (0: any free one).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/bucket"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
@@ -371,7 +372,7 @@ func TestConfigSlowClientsAndAddresses(t *testing.T) {
 
 // `thumbd health` asks the admin port when one is set.
 func TestHealthSubcommandAsksTheAdminPort(t *testing.T) {
-	ok := httptest.NewServer((&pipeline.Responder{}).Handle(handleHealth))
+	ok := httptest.NewServer((&pipeline.Responder{}).Handle(lifecycle.HandleHealth))
 	defer ok.Close()
 	adminPort := ok.URL[strings.LastIndex(ok.URL, ":")+1:]
 	closed := httptest.NewServer(nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"io"
 	"log/slog"
 	"net/http"
@@ -107,8 +108,8 @@ func TestSharedJobPanicAnswersItsWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
-	life := newLifecycle()
-	life.engineStarted()
+	life := lifecycle.New()
+	life.EngineStarted()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := newDeps(cfg, logger, panicky{engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}}, life, root, nil)
 	srv := newTestServerFrom(t, d)
@@ -248,8 +249,8 @@ func (l looking) Run(ctx context.Context, src thumbjob.Source, job thumbjob.Job)
 // the header already read.
 func TestTheEngineGetsThePipelinesLook(t *testing.T) {
 	cfg := testConfig(t)
-	life := newLifecycle()
-	life.engineStarted()
+	life := lifecycle.New()
+	life.EngineStarted()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng := looking{engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, make(chan thumbjob.Source, 2)}
 	srv := newTestServerFrom(t, newDeps(cfg, logger, eng, life, nil, nil))

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 )
@@ -23,15 +21,5 @@ func printFormats(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("formats: unexpected arguments %q", fs.Args())
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(imagefmt.Table())
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "format\tmedia type\treads\twrites\tdefault q")
-	for _, s := range imagefmt.Table() {
-		fmt.Fprintf(tw, "%s\t%s\t%t\t%t\t%d\n", s.Format, s.ContentType, s.Input, s.Output, s.Quality)
-	}
-	return tw.Flush()
+	return imagefmt.WriteTable(stdout, *asJSON)
 }

@@ -365,20 +365,8 @@ func TestImgproxyWarnsAtStartUp(t *testing.T) {
 			}
 		})
 	}
-	// No warning where nothing is open: 8 bytes and more, a size without
-	// keys (nothing signed), the switch where thumbd's URLs are unsigned
-	// too, or imgproxy off.
-	for _, c := range []config{
-		{Imgproxy: imgproxySettings{On: true, Keys: [][]byte{{1}}, SignatureSize: 8}},
-		{Imgproxy: imgproxySettings{On: true, Keys: [][]byte{{1}}, SignatureSize: 32}},
-		{Imgproxy: imgproxySettings{On: true, SignatureSize: 1}},
-		{Imgproxy: imgproxySettings{On: true, Unsigned: true, SignatureSize: 32}},
-		{Imgproxy: imgproxySettings{Unsigned: true, SignatureSize: 1, Keys: [][]byte{{1}}}, SigningKeys: [][]byte{{1}}},
-	} {
-		if w := c.imgproxyWarnings(); len(w) != 0 {
-			t.Errorf("%+v: %q", c.Imgproxy, w)
-		}
-	}
+	// Where nothing is open, no warning: imgproxyendpoint's
+	// TestNoWarningWhereNothingIsOpen.
 }
 
 // THUMBD_IMGPROXY_KEYS and _SALTS are read as the singular names are:

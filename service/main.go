@@ -25,6 +25,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
@@ -58,7 +59,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if len(args) > 1 {
 		switch args[1] {
 		case "health":
-			return healthCheck(ctx, args[2:], getenv, stderr)
+			return lifecycle.HealthCheck(ctx, args[2:], getenv, stderr)
 		case "settings":
 			return printSettings(args[2:], stdout, stderr)
 		case "formats":
@@ -116,29 +117,104 @@ func (c config) cells() engines.CellSettings {
 	}
 }
 
-// serve runs the service with cfg until ctx is done. When listening is
-// non-nil it receives the bound address once the listener is open (tests
-// use port 0).
+// serve runs the service with cfg until ctx is done, as a list of steps.
+// When listening is non-nil it receives the bound address once the
+// listener is open (tests use port 0).
 func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- string) error {
 	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	applyMemoryPlan(cfg, logger)
+	sources, err := openSources(cfg)
+	if err != nil {
+		return err
+	}
+	if sources != nil {
+		defer sources.Close()
+	}
+	logWhatIsOpen(cfg, logger)
+	// Tracing is set up before anything starts, so that its error stops
+	// nothing but itself.
+	tr, err := startTracing(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	lns, err := listen(ctx, cfg)
+	if err != nil {
+		tr.Shutdown(context.Background()) // nothing traced yet: its exporter stops
+		return err
+	}
+	life := lifecycle.New()
+	engine, err := newEngine(cfg, logger, logOut)
+	if err != nil {
+		lns.close()
+		tr.Shutdown(context.Background())
+		return err
+	}
+	up := startEngine(engine, life, cfg, logger)
+	d := newDeps(cfg, logger, engine, life, sources, tr)
+	// The result store and the source bucket are checked beside the
+	// engine's start; a refusal stops the service.
+	storeRefused := d.store.CheckBeside(ctx)
+	sourceFailed := d.thumbs.Sources.Bucket.CheckAtStart(ctx, cfg.SourceTimeout, logger)
+	idleCtx, stopIdle := context.WithCancel(context.Background())
+	defer stopIdle()
+	startIdleRelease(idleCtx, d)
+	srv, served := startServing(d, lns.serving)
+	// The admin server outlives the serving one: probes answer while it
+	// drains. Every return below stops it.
+	adminFailed, stopAdmin := startAdmin(d, lns.admin)
+	defer stopAdmin()
+	if listening != nil {
+		listening <- lns.serving.Addr().String()
+	}
+
+	select {
+	case err := <-served:
+		<-up.done
+		return err
+	case err = <-adminFailed:
+		err = fmt.Errorf("admin port: %w", err)
+	case err = <-storeRefused:
+	case err = <-sourceFailed:
+	case err := <-up.failed:
+		srv.Close()
+		if errors.Is(err, cell.ErrSandboxOff) {
+			return fmt.Errorf("engine: %w; THUMBD_SANDBOX_REQUIRED is true, so thumbd does not start without it", err)
+		}
+		return fmt.Errorf("engine: %w", err)
+	case <-ctx.Done():
+		return drain(d, srv, served, engine, up)
+	}
+	srv.Close()
+	<-up.done
+	return err
+}
+
+// applyMemoryPlan keeps the Go heap, which holds the sources and the
+// answers, to its share of the limit: it collects sooner instead of
+// growing into libvips' share (GOMEMLIMIT, when set, was applied by the
+// runtime). Then the plan is logged.
+func applyMemoryPlan(cfg config, logger *slog.Logger) {
 	if cfg.memory.GoLimit > 0 {
-		// The Go heap holds the sources and the answers: kept to its
-		// share of the limit, it collects sooner instead of growing into
-		// libvips' share (GOMEMLIMIT, when set, was applied by the runtime).
 		debug.SetMemoryLimit(cfg.memory.GoLimit)
 	}
 	cfg.memory.Log(logger, cfg.memorySettings())
+}
 
-	var sources *os.Root
-	if cfg.SourceDir != "" {
-		root, err := os.OpenRoot(cfg.SourceDir)
-		if err != nil {
-			return fmt.Errorf("source directory: %w", err)
-		}
-		defer root.Close()
-		sources = root
+// openSources opens THUMBD_SOURCE's directory; nil when there is none.
+func openSources(cfg config) (*os.Root, error) {
+	if cfg.SourceDir == "" {
+		return nil, nil
 	}
+	root, err := os.OpenRoot(cfg.SourceDir)
+	if err != nil {
+		return nil, fmt.Errorf("source directory: %w", err)
+	}
+	return root, nil
+}
 
+// logWhatIsOpen logs whether URLs are signed, and warns of every setting
+// that leaves something open on purpose.
+func logWhatIsOpen(cfg config, logger *slog.Logger) {
 	if n := len(cfg.SigningKeys); n > 0 {
 		logger.Info(fmt.Sprintf("signed URLs: on, %d keys", n), "keys", n)
 	} else {
@@ -151,166 +227,167 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 		u, _ := url.Parse(cfg.S3.Endpoint)
 		logger.Warn("object storage: the endpoint is http:// on a host other than loopback: requests, objects and credentials' answers are not encrypted", "endpoint", u.Redacted())
 	}
-	for _, w := range cfg.imgproxyWarnings() {
+	for _, w := range cfg.Imgproxy.Warnings(len(cfg.SigningKeys) > 0) {
 		logger.Warn(w)
 	}
 	if cfg.AllowLoopback {
 		logger.Warn("THUMBD_ORIGINS_ALLOW_LOOPBACK is on: origins on loopback addresses are fetched; for development and tests only")
 	}
+}
 
-	// Tracing is set up before anything starts, so that its error stops
-	// nothing but itself.
+// startTracing starts the tracer provider (tracing.New), whose exporter
+// reads its OTEL_EXPORTER_OTLP_* variables through cfg.getenv.
+func startTracing(ctx context.Context, cfg config, logger *slog.Logger) (*tracing.Tracing, error) {
 	getenv := cfg.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	cfg.Tracing.Version = cfg.build.Version
 	tr, err := tracing.New(ctx, cfg.Tracing, getenv)
-	if err != nil {
-		return err
-	}
-	if tr.On {
+	if err == nil && tr.On {
 		logger.Info("tracing: on (OTLP/HTTP)")
 	}
+	return tr, err
+}
 
-	// Listen first: /health answers within milliseconds of exec, while
-	// libvips starts concurrently (its start-up maps many libraries). A
-	// connection is accepted once its first bytes have come, so that the
-	// cap can tell a probe's at once (connlimit.DeferAccept).
-	ln, err := (&net.ListenConfig{Control: connlimit.DeferAccept}).Listen(ctx, "tcp", ":"+strconv.Itoa(cfg.Port))
-	if err != nil {
-		tr.Shutdown(context.Background()) // nothing traced yet: its exporter stops
-		return err
+// listeners are the serving port's and the admin port's (nil without
+// THUMBD_ADMIN_PORT).
+type listeners struct{ serving, admin net.Listener }
+
+// listen opens the listeners first: /health answers within milliseconds
+// of exec, while libvips starts concurrently (its start-up maps many
+// libraries). A connection is accepted once its first bytes have come, so
+// that the cap can tell a probe's at once (connlimit.DeferAccept).
+func listen(ctx context.Context, cfg config) (listeners, error) {
+	var l listeners
+	var err error
+	if l.serving, err = (&net.ListenConfig{Control: connlimit.DeferAccept}).Listen(ctx, "tcp", ":"+strconv.Itoa(cfg.Port)); err != nil {
+		return l, err
 	}
-	var adminLn net.Listener
 	if cfg.AdminPort.On {
-		if adminLn, err = net.Listen("tcp", ":"+strconv.Itoa(cfg.AdminPort.Port)); err != nil {
-			ln.Close()
-			tr.Shutdown(context.Background())
-			return fmt.Errorf("admin port: %w", err)
+		if l.admin, err = net.Listen("tcp", ":"+strconv.Itoa(cfg.AdminPort.Port)); err != nil {
+			l.serving.Close()
+			return l, fmt.Errorf("admin port: %w", err)
 		}
 	}
-	life := newLifecycle()
-	engine, err := newEngine(cfg, logger, logOut)
-	if err != nil {
-		ln.Close()
-		if adminLn != nil {
-			adminLn.Close()
-		}
-		tr.Shutdown(context.Background())
-		return err
+	return l, nil
+}
+
+func (l listeners) close() {
+	l.serving.Close()
+	if l.admin != nil {
+		l.admin.Close()
 	}
-	// engineUp is closed once Start has returned; an engine that cannot
-	// start (cells that die before their hello) stops the service.
-	engineUp, engineFailed := make(chan struct{}), make(chan error, 1)
+}
+
+// engineStart is the engine's start, in the background: done is closed
+// once Start has returned; an engine that cannot start (cells that die
+// before their hello) sends its error on failed, which stops the service.
+type engineStart struct {
+	done   chan struct{}
+	failed chan error
+}
+
+func startEngine(engine engines.Engine, life *lifecycle.Lifecycle, cfg config, logger *slog.Logger) engineStart {
+	up := engineStart{done: make(chan struct{}), failed: make(chan error, 1)}
 	go func() {
-		defer close(engineUp)
+		defer close(up.done)
 		if err := engine.Start(); err != nil {
-			engineFailed <- err
+			up.failed <- err
 			return
 		}
-		life.engineStarted()
+		life.EngineStarted()
 		logger.Info("engine started", "mode", cfg.Engine, "libvips", thumb.Version(), "threads", cfg.Concurrency)
 		if issue := thumb.KnownCrash(thumb.Version()); issue != "" {
 			logger.Warn(issue)
 		}
 	}()
+	return up
+}
 
-	d := newDeps(cfg, logger, engine, life, sources, tr)
-	// The store is checked beside the engine's start: /health answers
-	// meanwhile, and a refusal stops the service as an engine failure does.
-	storeRefused := make(chan error, 1)
-	go func() {
-		if err := d.store.CheckAtStart(ctx); err != nil {
-			storeRefused <- err
-		}
-	}()
-	sourceFailed := d.thumbs.Sources.Bucket.CheckAtStart(ctx, cfg.SourceTimeout, logger)
-	idleCtx, stopIdle := context.WithCancel(context.Background())
-	defer stopIdle()
-	startIdleRelease(idleCtx, d)
-	srv := &http.Server{
+// startServing serves d's routes on ln; served receives Serve's end.
+func startServing(d deps, ln net.Listener) (srv *http.Server, served <-chan error) {
+	cfg := d.cfg
+	srv = &http.Server{
 		Handler:           newServer(d),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
 	}
 	// The cap learns which connections are idle and which wait for a
 	// request's body, to close them first when it is reached.
 	d.conns.Attach(srv)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(d.conns.Listen(ln)) }()
-	logger.Info("listening", "addr", ln.Addr().String(), "concurrency", cfg.Concurrency, "queue", cfg.Queue, "max_connections", cfg.MaxConnections)
-	// The admin server outlives the serving one: probes answer while it
-	// drains. Every return below stops it.
-	var adminErr chan error // nil, never ready, without an admin port
-	if adminLn != nil {
-		admin := newAdminHTTPServer(d, logger)
-		adminErr = make(chan error, 1)
-		go func() { adminErr <- admin.Serve(adminLn) }()
-		defer stopAdmin(admin, logger)
-		logger.Info("admin listening", "addr", adminLn.Addr().String())
-	}
-	if listening != nil {
-		listening <- ln.Addr().String()
-	}
+	end := make(chan error, 1)
+	go func() { end <- srv.Serve(d.conns.Listen(ln)) }()
+	d.logger.Info("listening", "addr", ln.Addr().String(), "concurrency", cfg.Concurrency, "queue", cfg.Queue, "max_connections", cfg.MaxConnections)
+	return srv, end
+}
 
-	select {
-	case err := <-serveErr:
-		<-engineUp
-		return err
-	case err := <-adminErr:
-		srv.Close()
-		<-engineUp
-		return fmt.Errorf("admin port: %w", err)
-	case err := <-storeRefused:
-		srv.Close()
-		<-engineUp
-		return err
-	case err := <-sourceFailed:
-		srv.Close()
-		<-engineUp
-		return err
-	case err := <-engineFailed:
-		srv.Close()
-		if errors.Is(err, cell.ErrSandboxOff) {
-			return fmt.Errorf("engine: %w; THUMBD_SANDBOX_REQUIRED is true, so thumbd does not start without it", err)
+// startAdmin serves THUMBD_ADMIN_PORT's server on ln, when there is one:
+// a listener and goroutines of its own, so that its probes never queue
+// behind the serving port's connections. failed receives Serve's end
+// (never, without one); stop lets the admin requests in flight finish,
+// briefly, then closes what is left.
+func startAdmin(d deps, ln net.Listener) (failed <-chan error, stop func()) {
+	if ln == nil {
+		return nil, func() {}
+	}
+	admin := &http.Server{
+		Handler:           newAdminServer(d),
+		ReadHeaderTimeout: adminReadTimeout,
+		ReadTimeout:       adminReadTimeout,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       adminIdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+	}
+	end := make(chan error, 1)
+	go func() { end <- admin.Serve(ln) }()
+	d.logger.Info("admin listening", "addr", ln.Addr().String())
+	return end, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminStopTimeout)
+		defer cancel()
+		if err := admin.Shutdown(ctx); err != nil {
+			admin.Close()
+			d.logger.Warn("admin port: requests still open at exit were closed", "err", err)
 		}
-		return fmt.Errorf("engine: %w", err)
-	case <-ctx.Done():
 	}
+}
 
-	// Drain: /ready fails at once so load balancers stop sending; keep
-	// serving for the delay while endpoints are removed; then close the
-	// listener and let every admitted request finish.
-	life.drain()
+// drain stops the service once ctx is done: /ready fails at once so load
+// balancers stop sending; it keeps serving for the delay while endpoints
+// are removed; then it closes the listener and lets every admitted
+// request finish.
+func drain(d deps, srv *http.Server, served <-chan error, engine engines.Engine, up engineStart) error {
+	cfg, logger := d.cfg, d.logger
+	d.life.Drain()
 	logger.Info("draining", "delay", cfg.ShutdownDelay.String(), "timeout", cfg.ShutdownTimeout.String())
 	time.Sleep(cfg.ShutdownDelay)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
+	err := srv.Shutdown(shutdownCtx)
 	// The results still queued for the store are written within what is
 	// left of the timeout; then the last requests' spans go out.
 	if serr := d.store.Close(shutdownCtx); serr != nil {
 		logger.Warn("result store: writes still queued at shutdown were dropped", "err", serr)
 	}
-	if terr := tr.Shutdown(shutdownCtx); terr != nil {
+	if terr := d.tracing.Shutdown(shutdownCtx); terr != nil {
 		logger.Warn("tracing: spans not flushed at shutdown", "err", terr)
 	}
-	<-engineUp
+	<-up.done
 	if err != nil {
 		// Requests are still running on libvips: stopping it now would
 		// crash them, so leave it to process exit (cells die with their
 		// supervisor).
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if e := <-serveErr; e != nil && !errors.Is(e, http.ErrServerClosed) {
+	if e := <-served; e != nil && !errors.Is(e, http.ErrServerClosed) {
 		return e
 	}
 	select {
-	case err := <-engineFailed:
+	case err := <-up.failed:
 		return fmt.Errorf("engine: %w", err)
 	default:
 	}
@@ -328,29 +405,3 @@ const (
 	adminIdleTimeout  = 60 * time.Second // Prometheus keeps its connection between scrapes
 	adminStopTimeout  = time.Second      // for the probes in flight at exit
 )
-
-// newAdminHTTPServer is THUMBD_ADMIN_PORT's server: a listener and
-// goroutines of its own, so that its probes never queue behind the
-// serving port's connections.
-func newAdminHTTPServer(d deps, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           newAdminServer(d),
-		ReadHeaderTimeout: adminReadTimeout,
-		ReadTimeout:       adminReadTimeout,
-		WriteTimeout:      adminWriteTimeout,
-		IdleTimeout:       adminIdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-}
-
-// stopAdmin lets the admin requests in flight finish, briefly, then
-// closes what is left.
-func stopAdmin(admin *http.Server, logger *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), adminStopTimeout)
-	defer cancel()
-	if err := admin.Shutdown(ctx); err != nil {
-		admin.Close()
-		logger.Warn("admin port: requests still open at exit were closed", "err", err)
-	}
-}

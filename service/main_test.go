@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"io"
 	"log/slog"
 	"net/http"
@@ -74,8 +75,8 @@ func sourceRoot(t *testing.T, cfg config) *os.Root {
 func newTestDeps(t *testing.T, cfg config) deps {
 	t.Helper()
 	root := sourceRoot(t, cfg)
-	life := newLifecycle()
-	life.engineStarted()
+	life := lifecycle.New()
+	life.EngineStarted()
 	// libvips is up (testEngine started it); an engine value of its own
 	// carries this configuration's limits.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

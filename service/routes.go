@@ -7,6 +7,10 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/benchroutes"
+	"github.com/thumbd/thumbd/service/internal/httpmetrics"
+	"github.com/thumbd/thumbd/service/internal/imgproxy"
+	"github.com/thumbd/thumbd/service/internal/imgproxyendpoint"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/params"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 )
@@ -35,7 +39,7 @@ func addRoutes(r chi.Router, d deps) {
 	}
 	if d.cfg.Imgproxy.On { // imgproxy's grammar: a catch-all below thumbd's fixed names
 		ic, _ := d.cfg.imgproxyConfig() // checked by loadConfig
-		r.Get(d.cfg.imgproxyRoot(), labelled("imgproxy", h(pipeline.Rejections(handleImgproxy(ic, d.cfg.Imgproxy.Prefix, d.thumbs)))))
+		r.Get(d.cfg.Imgproxy.Root(), httpmetrics.Labelled("imgproxy", h(pipeline.Rejections(imgproxyendpoint.Handler(ic, d.cfg.Imgproxy.Prefix, d.thumbs)))))
 	}
 	addUnrouted(r, d)
 }
@@ -53,8 +57,8 @@ func addAdminRoutes(r chi.Router, d deps) {
 // addProbes adds /health and /ready, served on both ports.
 func addProbes(r chi.Router, d deps) {
 	h := d.respond.Handle
-	r.Get("/health", h(handleHealth).ServeHTTP)
-	r.Get("/ready", h(handleReady(d.life)).ServeHTTP)
+	r.Get("/health", h(lifecycle.HandleHealth).ServeHTTP)
+	r.Get("/ready", h(lifecycle.HandleReady(d.life)).ServeHTTP)
 }
 
 // addUnrouted answers unknown paths and methods with the API's errors.
@@ -83,4 +87,18 @@ func uploadsOnly(cfg config, next pipeline.HandlerFunc) pipeline.HandlerFunc {
 func uploadsDisabled(r *http.Request) error {
 	return &apierr.Error{Code: apierr.UploadsDisabled, CloseConnection: true,
 		Message: "POST " + r.URL.Path + " is off on this service (THUMBD_UPLOADS=false); GET is served."}
+}
+
+// ownRoots are the first segments of thumbd's own routes: an imgproxy
+// prefix may not be one of them.
+var ownRoots = []string{"thumbnail", "info", "health", "ready", "metrics", "json", "compute", "hash"}
+
+// imgproxyConfig checks THUMBD_IMGPROXY_* against the other settings and
+// builds the imgproxy parser's config.
+func (c config) imgproxyConfig() (imgproxy.Config, error) {
+	svc := imgproxyendpoint.Service{MaxSide: c.MaxSide, Signed: len(c.SigningKeys) > 0, Roots: ownRoots}
+	if c.SourceBucket != nil {
+		svc.Bucket, svc.BucketPrefix = c.SourceBucket.Bucket, c.SourceBucket.Prefix
+	}
+	return c.Imgproxy.Config(svc)
 }

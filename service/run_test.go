@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
 	"image/png"
 	"io"
@@ -185,7 +186,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 }
 
 func TestHealthSubcommand(t *testing.T) {
-	ok := httptest.NewServer((&pipeline.Responder{}).Handle(handleHealth))
+	ok := httptest.NewServer((&pipeline.Responder{}).Handle(lifecycle.HandleHealth))
 	defer ok.Close()
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
 	defer bad.Close()

@@ -17,8 +17,8 @@ import (
 	"github.com/thumbd/thumbd/service/internal/bucketsource"
 	"github.com/thumbd/thumbd/service/internal/connlimit"
 	"github.com/thumbd/thumbd/service/internal/engines"
-	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/pipeline"
@@ -30,7 +30,6 @@ import (
 	"github.com/thumbd/thumbd/service/internal/thumb"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 	"github.com/thumbd/thumbd/service/internal/tracing"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // deps is what the handlers need, built once in run.
@@ -39,7 +38,7 @@ type deps struct {
 	logger   *slog.Logger
 	registry *prometheus.Registry
 	metrics  *metrics
-	life     *lifecycle
+	life     *lifecycle.Lifecycle
 	respond  *pipeline.Responder
 	thumbs   *pipeline.Pipeline // the engine routes' pipeline
 	tracing  *tracing.Tracing
@@ -49,7 +48,7 @@ type deps struct {
 
 // newDeps wires the service's parts. sources may be nil (GET /thumbnail
 // off); tr may be nil (tracing off).
-func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle, sources *os.Root, tr *tracing.Tracing) deps {
+func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycle.Lifecycle, sources *os.Root, tr *tracing.Tracing) deps {
 	if tr == nil {
 		tr = tracing.Off()
 	}
@@ -93,7 +92,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	return deps{
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store, conns: conns,
 		thumbs: pipeline.New(cfg.pipeline(), pipeline.Parts{
-			Engine: eng, Ready: life.engineReady, Gate: gate, Limits: limits,
+			Engine: eng, Ready: life.EngineReady(), Gate: gate, Limits: limits,
 			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, limits, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
 			Signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
 			Cache:   cache, Store: store, Tracer: tr.Tracer, Metrics: m.Metrics, Respond: rs,
@@ -163,7 +162,7 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 		// Every connection the cap allows can be kept.
 		IdleConns: cfg.OriginMaxConns, MaxConnsPerHost: cfg.OriginMaxConns,
 		Resolver: resolver, UserAgent: "thumbd/" + cfg.build.Version, Accept: strings.Join(accept, ", "),
-		Observe: m.observeFetch, Transport: tr.Transport,
+		Observe: m.origins.Observe, Transport: tr.Transport,
 	}, limits)
 }
 
@@ -174,7 +173,7 @@ func newServer(d deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(nosniff, requestlog.Middleware(d.logger, requestlog.NewIDs()), d.metrics.http.Instrument)
 	if d.tracing.On {
-		r.Use(nameSpan)
+		r.Use(tracing.NameSpan)
 	}
 	addRoutes(r, d)
 	return d.tracing.Handler(r, d.cfg.TracePublicEndpoint)
@@ -189,16 +188,6 @@ func newAdminServer(d deps) http.Handler {
 	r.Use(nosniff, requestlog.Middleware(d.logger, requestlog.NewIDs()), d.metrics.http.Instrument)
 	addAdminRoutes(r, d)
 	return r
-}
-
-// nameSpan names the request's server span by its method and route
-// pattern, known once chi has matched the route: it runs inside the
-// router, after the handler.
-func nameSpan(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r)
-		trace.SpanFromContext(r.Context()).SetName(httpmetrics.Method(r.Method) + " " + httpmetrics.Route(r))
-	})
 }
 
 // nosniff marks every answer, before any handler writes: no browser may

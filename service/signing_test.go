@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"io"
 	"log/slog"
 	"net/http"
@@ -366,8 +367,8 @@ func BenchmarkCachedGET(b *testing.B) {
 			b.Fatal(err)
 		}
 		cfg.SourceDir, cfg.SigningKeys = dir, keys
-		life := newLifecycle()
-		life.engineStarted()
+		life := lifecycle.New()
+		life.EngineStarted()
 		v := &variant{h: newServer(newDeps(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), engines.InProcess{Engine: testEngine}, life, root, nil)),
 			target: "/thumbnail?src=photo.jpg&w=320&h=240&format=webp&q=75"}
 		if keys != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
@@ -486,8 +487,8 @@ func TestTraceOfTheResultStore(t *testing.T) {
 		}
 		t.Cleanup(func() { root.Close() })
 		tr, rec := recorded()
-		life := newLifecycle()
-		life.engineStarted()
+		life := lifecycle.New()
+		life.EngineStarted()
 		logger := slog.New(slog.DiscardHandler)
 		d := newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, root, tr)
 		t.Cleanup(func() { d.store.Close(context.Background()) })

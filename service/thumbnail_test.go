@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 
 	_ "golang.org/x/image/webp"
 
@@ -428,8 +429,8 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 	t.Run("a thumbnail arriving before libvips is up waits for it", func(t *testing.T) {
 		cfg := testConfig(t)
 		d := newTestDeps(t, cfg)
-		d.life = newLifecycle() // not started yet
-		d.thumbs.Ready = d.life.engineReady
+		d.life = lifecycle.New() // not started yet
+		d.thumbs.Ready = d.life.EngineReady()
 		srv := newTestServerFrom(t, d)
 		done := make(chan int, 1)
 		go func() { s, _, _ := postThumb(t, srv.URL, "", src); done <- s }()
@@ -438,7 +439,7 @@ func TestThumbnailSaturationAndDeadline(t *testing.T) {
 			t.Fatalf("answered %d before libvips was up", s)
 		case <-time.After(100 * time.Millisecond):
 		}
-		d.life.engineStarted()
+		d.life.EngineStarted()
 		if s := <-done; s != 200 {
 			t.Fatalf("status %d", s)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/thumbd/thumbd/service/internal/engines"
+	"github.com/thumbd/thumbd/service/internal/lifecycle"
 	"io"
 	"log/slog"
 	"net/http"
@@ -51,8 +52,8 @@ func tracedServer(t *testing.T, cfg config) (*httptest.Server, *tracetest.SpanRe
 	tr, rec := recorded()
 	logs := &launch.Log{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	life := newLifecycle()
-	life.engineStarted()
+	life := lifecycle.New()
+	life.EngineStarted()
 	d := newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, nil, tr)
 	return newTestServerFrom(t, d), rec, logs
 }
@@ -536,8 +537,8 @@ func BenchmarkTracing(b *testing.B) {
 				tr = tracingOf(b, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL})
 				defer tr.Shutdown(context.Background())
 			}
-			life := newLifecycle()
-			life.engineStarted()
+			life := lifecycle.New()
+			life.EngineStarted()
 			logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 			h := newServer(newDeps(cfg, logger, engines.InProcess{Engine: thumb.New(engineConfig(cfg, logger))}, life, nil, tr))
 			b.ReportAllocs()

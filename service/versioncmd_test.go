@@ -52,7 +52,7 @@ func TestVersionListsTheRecipe(t *testing.T) {
 	if err := printVersion([]string{"-json"}, staticBuild(t), &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	var v versionInfo
+	var v buildinfo.Report
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatal(err)
 	}

@@ -199,3 +199,23 @@ func (c Conn) credentials(client *http.Client) *credentials.Credentials {
 	}
 	return credentials.New(&credentials.IAM{Client: client, Region: c.Region})
 }
+
+// Reach is how loc is reached: conn when given, else the AWS variables
+// read through getenv, with addressing (THUMBD_S3_ADDRESSING). A client of
+// loc is made once, so that a setting it refuses stops the start.
+func Reach(loc Location, conn *Conn, getenv func(string) string, addressing string) (Conn, error) {
+	var c Conn
+	if conn != nil {
+		c = *conn
+	} else {
+		var err error
+		if c, err = FromEnv(getenv); err != nil {
+			return Conn{}, err
+		}
+		c.Addressing = addressing
+	}
+	if _, err := New(loc, c, Options{}); err != nil {
+		return Conn{}, err
+	}
+	return c, nil
+}

@@ -8,9 +8,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"text/tabwriter"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Set by scripts/build.sh with -ldflags -X, which can only set a package's
@@ -173,4 +177,54 @@ func vcsRevision(settings []debug.BuildSetting) string {
 		rev += "-dirty"
 	}
 	return rev
+}
+
+// Collectors are the build's metrics: thumbd_build_info (libvips: the
+// version linked, as libvips reports it) and thumbd_library_info.
+func (i Info) Collectors(libvips string) []prometheus.Collector {
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "thumbd_build_info", Help: "Build of the running thumbd (thumbd version): always 1.",
+		ConstLabels: prometheus.Labels{"version": i.Version, "revision": i.Revision, "goversion": runtime.Version(),
+			"flavour": i.Flavour, "libvips": libvips},
+	})
+	buildInfo.Set(1)
+	// One series per C library of the recipe, none for the dynamic build
+	// (Debian's shared libraries): a fixed set of about 14, known at build.
+	libraryInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "thumbd_library_info", Help: "A C library of the libvips recipe linked into the running thumbd (thumbd version), with its upstream version and Debian revision: always 1.",
+	}, []string{"library", "version", "revision"})
+	for _, l := range i.Libraries {
+		libraryInfo.WithLabelValues(l.Package, l.Version, l.Revision).Set(1)
+	}
+	return []prometheus.Collector{buildInfo, libraryInfo}
+}
+
+// Report is `thumbd version`'s: the build, and the libvips
+// version the binary was compiled against (Debian's for the dynamic
+// flavour, the recipe's for slim and static).
+type Report struct {
+	Info
+	Libvips string `json:"libvips"`
+}
+
+// Print writes v as `thumbd version` shows it: text (a table of the
+// recipe's libraries, when linked), or a JSON object (asJSON).
+func (v Report) Print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	fmt.Fprintf(w, "thumbd %s (commit %s, %s, %s, %s build)\n", v.Version, v.Revision, v.GoVersion, v.Platform, v.Flavour)
+	if len(v.Libraries) == 0 {
+		fmt.Fprintf(w, "libvips %s and its codecs: the system's shared libraries (Debian's packages), not the recipe's\n", v.Libvips)
+		return nil
+	}
+	fmt.Fprintf(w, "libvips %s and its codecs: scripts/build-libvips.sh, recipe %s, from Debian source packages\n", v.Libvips, v.Recipe)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "library\tversion\tdebian revision\tsuite\tsource package\tlicence")
+	for _, l := range v.Libraries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Version, l.Revision, l.Suite, l.Package, l.License)
+	}
+	return tw.Flush()
 }

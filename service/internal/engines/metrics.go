@@ -64,3 +64,37 @@ func (m *cellMetrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.rss, prometheus.GaugeValue, float64(s.RSS))
 	ch <- prometheus.MustNewConstMetric(m.backOff, prometheus.GaugeValue, s.StartBackOff.Seconds())
 }
+
+// Collectors are eng's metrics: its mode's own (Collector), the mode
+// (thumbd_engine_info, mode as THUMBD_ENGINE names it) and libvips'
+// memory, read only once started is closed.
+func Collectors(eng Engine, mode string, started <-chan struct{}) []prometheus.Collector {
+	engineInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "thumbd_engine_info", Help: "The engine mode (THUMBD_ENGINE): always 1.", ConstLabels: prometheus.Labels{"mode": mode},
+	})
+	engineInfo.Set(1)
+	return []prometheus.Collector{engineInfo, eng.Collector(),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_libvips_memory_bytes", Help: "Memory libvips tracks as allocated now (cells mode: summed over the cells, as of their last job).",
+		}, func() float64 { return libvipsMemory(eng, started, false) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "thumbd_libvips_memory_peak_bytes", Help: "Highest memory libvips tracked as allocated since start (cells mode: in any one cell).",
+		}, func() float64 { return libvipsMemory(eng, started, true) }),
+	}
+}
+
+// libvipsMemory reads libvips' counters only once the engine has started
+// (in cells mode, from what the cells reported: the supervisor never
+// starts libvips).
+func libvipsMemory(eng Engine, started <-chan struct{}, peak bool) float64 {
+	select {
+	case <-started:
+	default:
+		return 0
+	}
+	cur, high := eng.Memory()
+	if peak {
+		return float64(high)
+	}
+	return float64(cur)
+}

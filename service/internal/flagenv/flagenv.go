@@ -1,8 +1,8 @@
 // Package flagenv reads a table of settings: each row an environment
 // variable with a flag twin, a default and a meaning, bound to a typed
 // field. The table itself is package main's (settings() in
-// service/config.go); this is how any such table is read, shown and
-// documented.
+// service/config.go, with the rows a package gives for its own settings);
+// this is how any such table is read, shown and documented.
 package flagenv
 
 import (
@@ -87,6 +87,26 @@ func Markdown(rows []Setting) string {
 			}
 		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", s.Env, s.Flag, def, s.Meaning)
+	}
+	return b.String()
+}
+
+// Variables are rows of variables thumbd reads without a flag twin (the
+// AWS SDKs' and OpenTelemetry's): only their names and meanings.
+func Variables(vars []struct{ Name, Meaning string }) []Setting {
+	out := make([]Setting, len(vars))
+	for i, v := range vars {
+		out[i] = Setting{Env: v.Name, Meaning: v.Meaning}
+	}
+	return out
+}
+
+// VariablesMarkdown renders such rows as a docs table (env, meaning).
+func VariablesMarkdown(rows []Setting) string {
+	var b strings.Builder
+	b.WriteString("| env | meaning |\n|---|---|\n")
+	for _, s := range rows {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Env, s.Meaning)
 	}
 	return b.String()
 }

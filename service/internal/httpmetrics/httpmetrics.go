@@ -66,6 +66,18 @@ func Route(r *http.Request) string {
 	return "unmatched"
 }
 
+// Labelled names the route label for the metrics, the log and the span
+// (Route reads chi's pattern after the handler ran): a catch-all route's
+// pattern says little, its label says what it serves.
+func Labelled(label string, next http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			rc.RoutePatterns = []string{label}
+		}
+	}
+}
+
 // Method keeps the label set bounded whatever methods clients invent.
 func Method(m string) string {
 	switch m {

@@ -45,6 +45,15 @@ func (p Pattern) String() string {
 	return p.Scheme + "://" + host + ":" + strconv.Itoa(p.Port)
 }
 
+// FormatPatterns writes patterns as THUMBD_ORIGINS reads them.
+func FormatPatterns(ps []Pattern) string {
+	out := make([]string, len(ps))
+	for i, o := range ps {
+		out[i] = o.String()
+	}
+	return strings.Join(out, ",")
+}
+
 // ParsePatterns reads THUMBD_ORIGINS: patterns separated by commas. Every
 // bad entry is reported.
 func ParsePatterns(s string) ([]Pattern, error) {

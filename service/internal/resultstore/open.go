@@ -63,6 +63,19 @@ func Open(s Settings) *Store {
 	return store
 }
 
+// CheckBeside runs CheckAtStart beside the service's start, so that
+// /health answers meanwhile: the channel gets its refusal, which stops
+// the service as an engine failure does.
+func (s *Store) CheckBeside(ctx context.Context) <-chan error {
+	refused := make(chan error, 1)
+	go func() {
+		if err := s.CheckAtStart(ctx); err != nil {
+			refused <- err
+		}
+	}()
+	return refused
+}
+
 // CheckAtStart probes the store once at start: a refusal (credentials,
 // permissions, a missing bucket or directory) is the operator's to fix
 // and an error naming the setting, which stops the service; a store that

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/thumbd/thumbd/service/internal/flagenv"
+	"github.com/thumbd/thumbd/service/internal/httpmetrics"
 	"github.com/thumbd/thumbd/service/internal/otlphttp"
 )
 
@@ -238,4 +239,14 @@ type withoutTraceState struct{ propagation.TraceContext }
 func (p withoutTraceState) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
 	sc := trace.SpanContextFromContext(ctx).WithTraceState(trace.TraceState{})
 	p.TraceContext.Inject(trace.ContextWithSpanContext(ctx, sc), carrier)
+}
+
+// NameSpan names the request's server span by its method and route
+// pattern, known once chi has matched the route: it runs inside the
+// router, after the handler.
+func NameSpan(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		trace.SpanFromContext(r.Context()).SetName(httpmetrics.Method(r.Method) + " " + httpmetrics.Route(r))
+	})
 }

@@ -1,4 +1,4 @@
-package main
+package lifecycle
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// healthCheck is `thumbd health`: images without a shell or curl use it as
+// HealthCheck is `thumbd health`: images without a shell or curl use it as
 // their probe. It exits 0 when /health answers 200 within the timeout. It
 // asks the admin port when THUMBD_ADMIN_PORT names one, else PORT.
-func healthCheck(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func HealthCheck(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	port := getenv("PORT")
 	if port == "" {
 		port = "8080"
