@@ -291,14 +291,31 @@ func bmpHeader(src []byte, format imagefmt.Format) (Header, error) {
 }
 
 // webpHeader reads the canvas size and counts ANMF chunks.
+// webpHeader is a WebP's canvas. An extended file's is its VP8X chunk's,
+// read as libwebp's demuxer (which libvips reads WebP through) reads it:
+// a chunk of 10 bytes or more, the rest skipped (image/webp wants exactly
+// 10, and refused a file libvips opens: FuzzLookAgainstLibvips'
+// b84f6265c3adf815). A simple file's is its VP8 or VP8L frame header.
 func webpHeader(src []byte) (Header, error) {
-	c, err := webp.DecodeConfig(bytes.NewReader(src))
-	if err != nil {
-		return Header{}, err
-	}
-	h := Header{Format: imagefmt.WebP, Width: c.Width, Height: c.Height, Bands: 3, BytesPerSample: 1}
-	if c.ColorModel == color.NYCbCrAModel {
-		h.Bands, h.Alpha = 4, true
+	h := Header{Format: imagefmt.WebP, Bands: 3, BytesPerSample: 1}
+	if len(src) >= 30 && string(src[12:16]) == "VP8X" {
+		if binary.LittleEndian.Uint32(src[16:]) < 10 {
+			return Header{}, errors.New("WebP's VP8X chunk is too short")
+		}
+		le24 := func(b []byte) int { return int(b[0]) | int(b[1])<<8 | int(b[2])<<16 }
+		h.Width, h.Height = 1+le24(src[24:]), 1+le24(src[27:])
+		if src[20]&0x10 != 0 { // the alpha flag
+			h.Bands, h.Alpha = 4, true
+		}
+	} else {
+		c, err := webp.DecodeConfig(bytes.NewReader(src))
+		if err != nil {
+			return Header{}, err
+		}
+		h.Width, h.Height = c.Width, c.Height
+		if c.ColorModel == color.NYCbCrAModel {
+			h.Bands, h.Alpha = 4, true
+		}
 	}
 	h.Frames = max(webpFramesBySize(src), webpFramesAsDemuxed(src), 1)
 	return h, nil
