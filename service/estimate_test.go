@@ -128,7 +128,7 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		child.srv.Stop(0)
 
 		cfg := testConfig(t)
-		cfg.JPEGShrink = thumbShrink(env)
+		cfg.JPEGShrink, cfg.FilterSpan = thumbShrink(env), 0 // as the child's
 		q, err := params.UploadQuery(c.query)
 		if err != nil {
 			t.Fatal(err)
