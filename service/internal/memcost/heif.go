@@ -589,6 +589,13 @@ func irefEntries(iref bmffBox) ([]irefEntry, error) {
 		for range n {
 			e.to = append(e.to, r.id(v > 0))
 		}
+		if r.err != nil && e.typ != "" && len(e.to) > 0 {
+			// The references run past the box: libheif 1.19 (the
+			// images') refuses the file ("iref box should contain N
+			// references"), Debian's 1.15 reads what the box holds and
+			// opens it; thumbd refuses it by its own rule either way.
+			return nil, fmt.Errorf("%w: iref's %q from item %d declares %d references and the box ends first", ErrNotServed, e.typ, e.from, n)
+		}
 		out = append(out, e)
 	}
 	if r.err != nil {
