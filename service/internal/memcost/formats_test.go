@@ -3,6 +3,7 @@ package memcost
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"image"
 	"image/png"
 	"os"
@@ -563,6 +564,26 @@ func TestLookReadsAsTheDecodersDo(t *testing.T) {
 			if err != nil || h.Width != want || h.Height != want {
 				t.Errorf("%q: %dx%d, %v; want %d a side", ext, h.Width, h.Height, err, want)
 			}
+		}
+	})
+	t.Run("HEIF: ipma's entries stop at its count or its end", func(t *testing.T) {
+		// libheif 1.19 reads entries while the box lasts (a count past
+		// them is no error) and refuses an entry the box's end cuts;
+		// Debian's 1.15 opens that too, which thumbd refuses by its rule
+		// (FuzzLookAgainstLibvips' 921c52bea954b781).
+		file := func() []byte {
+			return heifFile("avif", 1, []testItem{{1, "av01", []int{1}}}, [][]byte{ispe(640, 480)})
+		}
+		count := func(b []byte) int { return bytes.Index(b, []byte("ipma")) + 8 }
+		more := file()
+		binary.BigEndian.PutUint32(more[count(more):], 5)
+		if h, err := ReadHeader(more); err != nil || h.Width != 640 {
+			t.Errorf("a count past the entries: %+v, %v", h, err)
+		}
+		cut := file()
+		cut[count(cut)+6] = 3 // item 1 has 3 associations, the box holds 1
+		if h, err := ReadHeader(cut); !errors.Is(err, ErrNotServed) {
+			t.Errorf("an entry cut by the box's end: %+v, %v; want ErrNotServed", h, err)
 		}
 	})
 	t.Run("TIFF: a repeated tag is its first", func(t *testing.T) {

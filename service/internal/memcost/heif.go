@@ -630,8 +630,10 @@ func heifProps(meta []bmffBox, items map[uint32]*heifItem) error {
 		if err != nil {
 			return err
 		}
+		// As libheif reads it: the entries stop at the count or at the
+		// box's end, whichever comes first.
 		r := reader{b: payload}
-		for n := r.u32(); n > 0 && r.err == nil; n-- {
+		for n := r.u32(); n > 0 && r.err == nil && r.p < len(payload); n-- {
 			id := r.id(v > 0)
 			for k := r.u8(); k > 0 && r.err == nil; k-- {
 				var index int
@@ -652,7 +654,9 @@ func heifProps(meta []bmffBox, items map[uint32]*heifItem) error {
 			}
 		}
 		if r.err != nil {
-			return fmt.Errorf("ipma: %w", r.err)
+			// An entry cut by the box's end: libheif 1.19 (the images')
+			// refuses the file, Debian's 1.15 reads what is there.
+			return fmt.Errorf("%w: ipma: %w", ErrNotServed, r.err)
 		}
 	}
 	return nil
