@@ -73,6 +73,13 @@ func (b bmffBox) full() (version byte, flags uint32, payload []byte, err error) 
 	return b.body[0], binary.BigEndian.Uint32(b.body) & 0xFFFFFF, b.body[4:], nil
 }
 
+// errCutShort is a box whose fields run past its end. libheif 1.19 (the
+// images' decoder) refuses such a box, whichever it is but a few it
+// ignores; Debian's older libheif reads some of them anyway (a reference
+// list or a property association cut short): thumbd refuses them all by
+// its own rule, so its look never prices what the box does not hold.
+var errCutShort = fmt.Errorf("%w: a box's fields cut short", ErrNotServed)
+
 // reader reads big-endian fields from a box's payload, remembering the
 // first read past its end.
 type reader struct {
@@ -84,7 +91,7 @@ type reader struct {
 func (r *reader) take(n int) []byte {
 	if r.err != nil || n > len(r.b)-r.p {
 		if r.err == nil {
-			r.err = errors.New("a box's fields cut short")
+			r.err = errCutShort
 		}
 		return make([]byte, n)
 	}
