@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -293,7 +294,10 @@ func Age(pid int) time.Duration {
 	if err != nil {
 		return 0
 	}
-	return time.Duration(uptime*float64(time.Second)) - ticks(st.StartTime)
+	// uptime has two decimals: rounded to the millisecond, it is exact,
+	// where uptime*1e9 truncated could read 1 ns under a start time of the
+	// same centisecond (an age of -1 ns, seen in CI).
+	return time.Duration(math.Round(uptime*1e3))*time.Millisecond - ticks(st.StartTime)
 }
 
 // ticks converts clock ticks to a duration.
