@@ -497,8 +497,14 @@ func heifItems(meta []bmffBox) (map[uint32]*heifItem, uint32, error) {
 	}
 	items := map[uint32]*heifItem{}
 	for _, infe := range infes {
+		if infe.typ != "infe" {
+			// Counted among the entries, and otherwise ignored, as libheif
+			// does (it takes iinf's infe children only): a file with one
+			// opens (FuzzLookAgainstLibvips' 389b8a3005cd3e94).
+			continue
+		}
 		v, _, payload, err := infe.full()
-		if err != nil || infe.typ != "infe" {
+		if err != nil {
 			return nil, 0, errors.Join(err, fmt.Errorf("a %q box in iinf", infe.typ))
 		}
 		if v < 2 { // no item type: not an image item
