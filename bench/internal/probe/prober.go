@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/thumbd/thumbd/bench/internal/stats"
@@ -126,9 +127,13 @@ func RunProber(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // once sends one probe: milliseconds to the answer's last byte and to the
 // connection, and the status (0: no whole answer in time).
 func once(ctx context.Context, client *http.Client, u string) (total, connect float64, status int) {
-	var connected time.Time
+	// ConnectDone runs on the transport's dialing goroutine, which can
+	// outlive a probe that timed out: connected is shared with it (the race
+	// detector stopped a prober with its exit status, 66, in a CI
+	// rehearsal).
+	var connected atomic.Int64 // ns since start; 0: not connected
 	start := time.Now()
-	trace := &httptrace.ClientTrace{ConnectDone: func(string, string, error) { connected = time.Now() }}
+	trace := &httptrace.ClientTrace{ConnectDone: func(string, string, error) { connected.Store(int64(max(time.Since(start), 1))) }}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u, nil)
 	if err == nil {
 		var resp *http.Response
@@ -141,8 +146,8 @@ func once(ctx context.Context, client *http.Client, u string) (total, connect fl
 		}
 	}
 	total = ms(time.Since(start))
-	if !connected.IsZero() {
-		connect = ms(connected.Sub(start))
+	if c := connected.Load(); c != 0 {
+		connect = ms(time.Duration(c))
 	}
 	return total, connect, status
 }
