@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-readonly OUT=out/arm64
+readonly ARM64_OUT=out/arm64 # not OUT: build.sh reads OUT, and a readonly one cannot be given to it
 readonly QEMU=qemu-aarch64-static
 readonly ENGINE_SKIP=${THUMBD_ARM64_ENGINE_SKIP:-PeakRSS|TestInputsSettingBlocksLoaders}
 # Well under the PSNR (dB) where two thumbnails are told apart by eye; the
@@ -30,16 +30,16 @@ readonly MIN_PSNR=45
 step() { printf '\n--- %s (%s)\n' "$*" "$(date -u +%T)"; }
 
 build() {
-  THUMBD_TARGET=arm64 OUT=$OUT scripts/build.sh static
+  THUMBD_TARGET=arm64 OUT=$ARM64_OUT scripts/build.sh static
   OUT=out/amd64 scripts/build.sh static
-  THUMBD_TARGET=arm64 scripts/build.sh go static test -c -o "$OUT/thumb.test" ./service/internal/thumb
-  THUMBD_TARGET=arm64 scripts/build.sh go static test -c -o "$OUT/service.test" ./service
+  THUMBD_TARGET=arm64 scripts/build.sh go static test -c -o "$ARM64_OUT/thumb.test" ./service/internal/thumb
+  THUMBD_TARGET=arm64 scripts/build.sh go static test -c -o "$ARM64_OUT/service.test" ./service
 }
 
 # tools: qemu's wrapper as a command the bench can start, and the bench.
 tools() {
-  printf '#!/bin/sh\nexec %s %s "$@"\n' "$QEMU" "$PWD/$OUT/thumbd-static" >"$OUT/thumbd-qemu"
-  chmod +x "$OUT/thumbd-qemu"
+  printf '#!/bin/sh\nexec %s %s "$@"\n' "$QEMU" "$PWD/$ARM64_OUT/thumbd-static" >"$ARM64_OUT/thumbd-qemu"
+  chmod +x "$ARM64_OUT/thumbd-qemu"
   go build -o bin/thumbd-bench ./bench
 }
 
@@ -98,36 +98,36 @@ REQUESTS
 }
 
 main() {
-  mkdir -p "$OUT"
+  mkdir -p "$ARM64_OUT"
   local start=$SECONDS t
   if [ "${1:-}" != --no-build ]; then
     step "cross build: the static binary, the engine's and the service's test binaries"
     build
   fi
   tools
-  file -b "$OUT/thumbd-static"
-  "$OUT/thumbd-qemu" version
+  file -b "$ARM64_OUT/thumbd-static"
+  "$ARM64_OUT/thumbd-qemu" version
   step "service/internal/thumb under qemu (-skip '$ENGINE_SKIP')"
   t=$SECONDS
-  (cd service/internal/thumb && "$QEMU" "../../../$OUT/thumb.test" -test.skip "$ENGINE_SKIP" -test.count=1 -test.timeout=30m)
+  (cd service/internal/thumb && "$QEMU" "../../../$ARM64_OUT/thumb.test" -test.skip "$ENGINE_SKIP" -test.count=1 -test.timeout=30m)
   echo "  $((SECONDS - t)) s"
   step "the hostile corpus (service, TestHostile*) under qemu"
   t=$SECONDS
-  (cd service && "$QEMU" "../$OUT/service.test" -test.run '^TestHostile' -test.count=1 -test.timeout=30m)
+  (cd service && "$QEMU" "../$ARM64_OUT/service.test" -test.run '^TestHostile' -test.count=1 -test.timeout=30m)
   echo "  $((SECONDS - t)) s"
   step "the contract, against the arm64 server"
   t=$SECONDS
-  bin/thumbd-bench -target "arm64=process:$OUT/thumbd-qemu" -routes health,json,compute,hash,thumb-small,thumb-small-webp,thumb-small-avif,thumb-animated-webp,info-photo12-header \
-    -duration 1s -warmup 0s -runs 1 -concurrency 1 -out "$OUT/bench"
-  if grep '✗' "$OUT/bench/report.md"; then echo "test-arm64.sh: the arm64 server failed the contract" >&2; return 1; fi
+  bin/thumbd-bench -target "arm64=process:$ARM64_OUT/thumbd-qemu" -routes health,json,compute,hash,thumb-small,thumb-small-webp,thumb-small-avif,thumb-animated-webp,info-photo12-header \
+    -duration 1s -warmup 0s -runs 1 -concurrency 1 -out "$ARM64_OUT/bench"
+  if grep '✗' "$ARM64_OUT/bench/report.md"; then echo "test-arm64.sh: the arm64 server failed the contract" >&2; return 1; fi
   echo "  $((SECONDS - t)) s"
   step "thumbnails of amd64 and arm64 compared"
   local d; d=$(mktemp -d)
   sources "$d"
   # One server each; the inner one's -run sees the outer's URL as AMD64.
   printf 'AMD64=$THUMBD_URL bin/thumbd-bench serve -timeout 5m -log %s/arm64.log -run %q -- %s\n' \
-    "$d" "scripts/test-arm64.sh --compare \"\$AMD64\" \"\$THUMBD_URL\" $d" "$OUT/thumbd-qemu" >"$d/both.sh"
-  bin/thumbd-bench serve -log "$d/amd64.log" -run "sh $d/both.sh" -- out/amd64/thumbd-static | tee "$OUT/compare.md"
+    "$d" "scripts/test-arm64.sh --compare \"\$AMD64\" \"\$THUMBD_URL\" $d" "$ARM64_OUT/thumbd-qemu" >"$d/both.sh"
+  bin/thumbd-bench serve -log "$d/amd64.log" -run "sh $d/both.sh" -- out/amd64/thumbd-static | tee "$ARM64_OUT/compare.md"
   rm -rf "$d"
   echo "test-arm64.sh: passed in $((SECONDS - start)) s"
 }
