@@ -34,7 +34,8 @@ const peerPSNR = 29
 // min-width and min-height, extend_aspect_ratio, trim's equal_hor and
 // equal_ver) give, through thumbd's imgproxy endpoint, the size imgproxy
 // 4.0.12 gives and, within peerPSNR, its pixels, both on the same
-// libvips. THUMBD_IMGPROXY_BIN names imgproxy built against the recipe's
+// libvips. A test run by hand (toolbin.ByHand: CI cannot fetch imgproxy's
+// source, so there it skips): THUMBD_IMGPROXY_BIN names imgproxy built against the recipe's
 // libvips (bench/README.md, "bench peer"), and this test binary must be
 // built against it too:
 //
@@ -42,7 +43,7 @@ const peerPSNR = 29
 //	PKG_CONFIG_PATH=$P/lib/pkgconfig CGO_LDFLAGS=-Wl,-rpath,$P/lib THUMBD_IMGPROXY_BIN=/tmp/imgproxy \
 //	  go test -run TestImgproxyAgrees -v ./service
 func TestImgproxyAgrees(t *testing.T) {
-	bin := toolbin.ForTest(t, "THUMBD_IMGPROXY_BIN", "bench/README.md's imgproxy build", "imgproxy 4.0.12")
+	bin := toolbin.ByHand(t, "THUMBD_IMGPROXY_BIN", "its source is not on the Go module proxy here: bench/README.md's imgproxy build", "imgproxy 4.0.12")
 	t.Logf("thumbd on libvips %s", thumb.Version())
 	dir := t.TempDir()
 	framed := scene(300, 200)

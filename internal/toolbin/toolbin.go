@@ -3,6 +3,7 @@
 // sets from the script that builds and caches it. Outside CI a missing
 // variable skips the test, so `go test` works on a bare checkout; in CI it
 // fails the test, so a suite that silently tested nothing cannot pass.
+// ByHand is the exception for a reference CI cannot obtain at all.
 package toolbin
 
 import (
@@ -34,6 +35,20 @@ func ForTest(t testing.TB, env, script, what string) string {
 	}
 	if skip != "" {
 		t.Skip(skip)
+	}
+	return bin
+}
+
+// ByHand is ForTest for a reference that CI cannot obtain: its source is
+// not served by the module proxy or Debian here (imgproxy's), so the test
+// runs when a person builds it and names it in env, and skips otherwise,
+// in CI too, saying so in the skip's message (go test -v prints it, and
+// the docs record the last run by hand).
+func ByHand(t testing.TB, env, how, what string) string {
+	t.Helper()
+	bin := os.Getenv(env)
+	if bin == "" {
+		t.Skipf("by hand: %s is unset, and CI cannot build %s (%s); %s names the binary to run this test against it", env, what, how, env)
 	}
 	return bin
 }

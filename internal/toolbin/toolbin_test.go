@@ -33,3 +33,23 @@ func TestForTestReturnsTheBinary(t *testing.T) {
 		t.Fatalf("ForTest = %q", got)
 	}
 }
+
+// ByHand skips, never fails, when its variable is unset, in CI too, and
+// returns the binary when it is set.
+func TestByHand(t *testing.T) {
+	t.Setenv("CI", "true")
+	t.Setenv("THUMBD_TOOLBIN_BYHAND", "")
+	var skipped bool
+	t.Run("unset", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		ByHand(t, "THUMBD_TOOLBIN_BYHAND", "not served here", "a reference")
+		t.Error("ByHand returned with its variable unset")
+	})
+	if !skipped {
+		t.Fatal("ByHand did not skip with its variable unset in CI")
+	}
+	t.Setenv("THUMBD_TOOLBIN_BYHAND", "/opt/ref")
+	if got := ByHand(t, "THUMBD_TOOLBIN_BYHAND", "not served here", "a reference"); got != "/opt/ref" {
+		t.Fatalf("ByHand = %q", got)
+	}
+}
