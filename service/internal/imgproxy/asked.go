@@ -58,6 +58,7 @@ func (s *state) asked(c Config) (params.Asked, error) {
 	}
 	s.transforms(&o)
 	o.Format, o.Quality, o.MaxBytes = s.format, s.quality, s.maxBytes
+	o.KeepCopyright = s.keepCopyright || !s.stripMetadata // imgproxy's defaults: both true
 	o.AsIs = thumbjob.AsIsOf(s.skip)
 	if s.format == "" {
 		if len(s.formatQuality) > 0 {

@@ -42,7 +42,7 @@ func codeOf(err error) apierr.Code {
 
 // base is what every translated query holds: imgproxy's defaults.
 func base(extra map[string]string) map[string]string {
-	q := map[string]string{"hints": "off", "fit": "inside", "enlarge": "false", "gravity": "centre"}
+	q := map[string]string{"hints": "off", "fit": "inside", "enlarge": "false", "gravity": "centre", "copyright": "keep"}
 	maps.Copy(q, extra)
 	for k, v := range q {
 		if v == "-" {
@@ -262,9 +262,12 @@ func TestOptions(t *testing.T) {
 		{"wm:0.5:ce:-5:0", nil, apierr.BadParameter},
 		{"wm:0.5:ce:0:0:2", nil, apierr.BadParameter},
 		{"w:10/sm:1/strip_metadata:t", base(map[string]string{"w": "10"}), ""},
-		{"sm:0", nil, apierr.BadParameter},
-		{"w:10/kcr:0/keep_copyright:f", base(map[string]string{"w": "10"}), ""},
-		{"kcr:1", nil, apierr.BadParameter},
+		{"w:10/sm:0", base(map[string]string{"w": "10"}), ""},       // thumbd keeps at most the copyright
+		{"w:10/sm:0/kcr:0", base(map[string]string{"w": "10"}), ""}, // the same
+		{"w:10/kcr:0/keep_copyright:f", base(map[string]string{"w": "10", "copyright": "-"}), ""},
+		{"w:10/kcr:0/kcr:1", base(map[string]string{"w": "10"}), ""},
+		{"kcr:maybe", nil, apierr.BadParameter},
+		{"sm:2:2", nil, apierr.BadParameter},
 		{"w:10/scp:1/strip_color_profile:1", base(map[string]string{"w": "10"}), ""},
 		{"scp:0", nil, apierr.BadParameter},
 		{"w:10/f:webp/q:70", base(map[string]string{"w": "10", "format": "webp", "q": "70"}), ""},

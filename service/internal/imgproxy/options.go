@@ -49,6 +49,8 @@ type state struct {
 	wm                  *thumbjob.Watermark
 	quality             int
 	maxBytes            int
+	stripMetadata       bool
+	keepCopyright       bool
 	formatQuality       map[imagefmt.Format]int
 	format              imagefmt.Format
 	raw                 bool
@@ -80,7 +82,7 @@ func field(name string) int {
 }
 
 func newState() *state {
-	return &state{rt: "fit", gravity: gravity{kind: "ce"}, zoomW: 1, zoomH: 1, dpr: 1}
+	return &state{rt: "fit", gravity: gravity{kind: "ce"}, zoomW: 1, zoomH: 1, dpr: 1, stripMetadata: true, keepCopyright: true}
 }
 
 // gravity is imgproxy's gravity: a type and its offsets or focal point.
@@ -260,19 +262,13 @@ var setters = func() map[string]setter {
 	}, []string{"sharpen"}})
 	add([]string{"pixelate", "pix"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error { return oneInt(n, a, &s.pixelate) }, []string{"pixelate"}})
 	add([]string{"watermark", "wm"}, setter{5, func(s *state, _ Config, n string, a, _ []string) error { return s.setWatermark(n, a) }, []string{"wm"}})
+	// thumbd keeps at most the EXIF copyright and artist
+	// (thumbjob.Options.KeepCopyright): with sm:false, as with kcr.
 	add([]string{"strip_metadata", "sm"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
-		var on bool
-		if err := oneBool(n, a, &on); err != nil || on {
-			return err
-		}
-		return badOption(n, "is false, and thumbd always strips metadata")
+		return oneBool(n, a, &s.stripMetadata)
 	}, nil})
 	add([]string{"keep_copyright", "kcr"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
-		var on bool
-		if err := oneBool(n, a, &on); err != nil || !on {
-			return err
-		}
-		return badOption(n, "is true, and thumbd keeps no metadata, copyright included")
+		return oneBool(n, a, &s.keepCopyright)
 	}, nil})
 	add([]string{"strip_color_profile", "scp"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
 		var on bool

@@ -106,7 +106,7 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 }
 
 // optionNames are the parameters of every thumbnail request.
-var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated"}, transformNames...)
+var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated", "copyright"}, transformNames...)
 
 // Rules are the settings a thumbnail query is read with.
 type Rules struct {
@@ -324,6 +324,11 @@ func read(q map[string]string, maxSide int) (Asked, error) {
 	if o.Animated, err = boolean(q, "animated"); err != nil {
 		return a, err
 	}
+	copyright, err := oneOf(q, "copyright", []string{"strip", "keep"})
+	if err != nil {
+		return a, err
+	}
+	o.KeepCopyright = copyright == "keep"
 	if a.DPR, err = dprOf(q); err != nil {
 		return a, err
 	}

@@ -98,6 +98,9 @@ func TestUploadOptions(t *testing.T) {
 		{"format=png&q=0x", thumbjob.Options{}, "q"},
 		{"src=a.jpg", thumbjob.Options{}, "src"},
 		{"w=5&w=6", thumbjob.Options{}, "w"},
+		{"copyright=keep", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, KeepCopyright: true}, ""},
+		{"copyright=strip", def, ""},
+		{"copyright=true", thumbjob.Options{}, "copyright"},
 	}
 	for _, tc := range tests {
 		got, err := upload(Rules{MaxSide: 4096}, tc.raw)

@@ -1,5 +1,3 @@
-//go:build thumbd_ffmpeg
-
 // Package primaries converts linear RGB of the colour primaries ITU-T
 // H.273 (ISO/IEC 23091-2) names by code point into sRGB's (BT.709's): the
 // matrix a video frame or an nclx-tagged image needs before it is shown
@@ -49,7 +47,7 @@ func ToSRGB(code int) (Matrix, bool) {
 	srgb := h273[SRGB]
 	m := c.toXYZ()
 	if c.wx != srgb.wx || c.wy != srgb.wy {
-		src, dst := bradford.apply(xyz(c.wx, c.wy)), bradford.apply(xyz(srgb.wx, srgb.wy))
+		src, dst := bradford.Apply(xyz(c.wx, c.wy)), bradford.Apply(xyz(srgb.wx, srgb.wy))
 		scale := Matrix{{dst[0] / src[0], 0, 0}, {0, dst[1] / src[1], 0}, {0, 0, dst[2] / src[2]}}
 		m = bradford.inverse().mul(scale).mul(bradford).mul(m)
 	}
@@ -74,7 +72,7 @@ func xyz(x, y float64) [3]float64 { return [3]float64{x / y, 1, (1 - x - y) / y}
 func (c chromaticities) toXYZ() Matrix {
 	r, g, b := xyz(c.rx, c.ry), xyz(c.gx, c.gy), xyz(c.bx, c.by)
 	p := Matrix{{r[0], g[0], b[0]}, {r[1], g[1], b[1]}, {r[2], g[2], b[2]}}
-	s := p.inverse().apply(xyz(c.wx, c.wy))
+	s := p.inverse().Apply(xyz(c.wx, c.wy))
 	for i := range 3 {
 		for j := range 3 {
 			p[i][j] *= s[j]
@@ -99,7 +97,8 @@ func (a Matrix) mul(b Matrix) Matrix {
 	return m
 }
 
-func (a Matrix) apply(v [3]float64) [3]float64 {
+// Apply is a applied to the column vector v.
+func (a Matrix) Apply(v [3]float64) [3]float64 {
 	var out [3]float64
 	for i := range 3 {
 		out[i] = a[i][0]*v[0] + a[i][1]*v[1] + a[i][2]*v[2]

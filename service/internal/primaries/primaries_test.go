@@ -1,5 +1,3 @@
-//go:build thumbd_ffmpeg
-
 package primaries
 
 import (
@@ -44,7 +42,7 @@ func TestWhiteStaysWhite(t *testing.T) {
 			}
 			continue
 		}
-		w := m.apply([3]float64{1, 1, 1})
+		w := m.Apply([3]float64{1, 1, 1})
 		for i := range 3 {
 			if math.Abs(w[i]-1) > 1e-9 {
 				t.Errorf("%d: white to %v", code, w)

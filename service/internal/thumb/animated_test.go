@@ -165,7 +165,7 @@ func TestNoMetadataInAnyOutput(t *testing.T) {
 			// colrprof: an ISO BMFF colour box holding an ICC profile (AVIF).
 			for _, marker := range []string{"Exif", "EXIF", "eXIf", "XMP ", "http://ns.adobe.com/xap", "ICCP", "iCCP", "colrprof"} {
 				if f == imagefmt.WebP && webpStripBroken && (marker == "Exif" || marker == "EXIF") {
-					continue // libvips' own block (TestImgproxyMetadataStripped: none of the source's)
+					continue // libvips' own block (TestImgproxyMetadata: none of the source's)
 				}
 				if bytes.Contains(img.Bytes, []byte(marker)) {
 					t.Errorf("%s to %s (%d frames): %q in the output", name, f, img.Frames, marker)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -235,7 +236,11 @@ func (e *Engine) attempt(in thumbjob.Source, o thumbjob.Options) (thumbjob.Image
 	if o.Quality == 0 {
 		o.Quality = r.spec.Quality
 	}
-	buf, err := export(r.img, o, e.cfg)
+	strip, err := keptCopyright(r.img, o)
+	if err != nil {
+		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
+	}
+	buf, err := export(r.img, o, e.cfg, strip)
 	if err != nil {
 		return thumbjob.Image{}, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, vipsMessage(err))
 	}
@@ -360,32 +365,81 @@ var white = vips.Color{R: 255, G: 255, B: 255}
 const srgbProfile = "srgb"
 
 // exporters encode a finished thumbnail, one per output format of the
-// imagefmt table (a test checks that every output format has one), always
-// without metadata.
-var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config) ([]byte, error){
-	imagefmt.PNG: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config) ([]byte, error) {
-		buf, _, err := img.ExportPng(&vips.PngExportParams{StripMetadata: true, Compression: pngCompression, Filter: pngFilter})
+// imagefmt table (a test checks that every output format has one): with
+// strip, without metadata; else with only what keptCopyright left.
+var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config, strip bool) ([]byte, error){
+	imagefmt.PNG: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config, strip bool) ([]byte, error) {
+		buf, _, err := img.ExportPng(&vips.PngExportParams{StripMetadata: strip, Compression: pngCompression, Filter: pngFilter})
 		return buf, err
 	},
-	imagefmt.JPEG: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config) ([]byte, error) {
+	imagefmt.JPEG: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config, strip bool) ([]byte, error) {
 		// Optimised Huffman tables (sharp's and imgproxy's default): a second
 		// pass over a thumbnail's coefficients for smaller files.
-		buf, _, err := img.ExportJpeg(&vips.JpegExportParams{StripMetadata: true, Quality: o.Quality, OptimizeCoding: true})
+		buf, _, err := img.ExportJpeg(&vips.JpegExportParams{StripMetadata: strip, Quality: o.Quality, OptimizeCoding: true})
 		return buf, err
 	},
-	imagefmt.WebP: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config) ([]byte, error) {
-		if err := removeMetadata(img); err != nil {
-			return nil, err
+	imagefmt.WebP: func(img *vips.ImageRef, o thumbjob.Options, _ thumbjob.Config, strip bool) ([]byte, error) {
+		if strip {
+			if err := removeMetadata(img); err != nil {
+				return nil, err
+			}
 		}
-		buf, _, err := img.ExportWebp(webpParams(o.Quality, webpEffort))
+		params := webpParams(o.Quality, webpEffort)
+		params.StripMetadata = strip
+		buf, _, err := img.ExportWebp(params)
 		return buf, err
 	},
-	imagefmt.AVIF: func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config) ([]byte, error) {
+	imagefmt.AVIF: func(img *vips.ImageRef, o thumbjob.Options, c thumbjob.Config, strip bool) ([]byte, error) {
 		// 8 bits, lossy, libvips' automatic chroma subsampling (4:2:0 below
 		// Q 90). One frame: libheif 1.19 writes no AVIF sequences.
-		buf, _, err := img.ExportAvif(&vips.AvifExportParams{StripMetadata: true, Quality: o.Quality, Bitdepth: 8, Effort: c.AVIFEffort})
+		buf, _, err := img.ExportAvif(&vips.AvifExportParams{StripMetadata: strip, Quality: o.Quality, Bitdepth: 8, Effort: c.AVIFEffort})
 		return buf, err
 	},
+}
+
+// copyrightFields are the source's EXIF fields that keep_copyright keeps
+// (imgproxy's: IFD0's Copyright and Artist).
+var copyrightFields = []string{"exif-ifd0-Copyright", "exif-ifd0-Artist"}
+
+// keptCopyright readies img's metadata for its encoder and reports
+// whether the encoder strips it all. With KeepCopyright and the source's
+// EXIF Copyright or Artist on img, every other field of metadata goes
+// (the ICC profile, XMP, IPTC, the orientation already applied, the
+// source's EXIF block itself) and libvips' saver writes a fresh EXIF
+// block from these two fields alone: unlike keeping the source's block
+// with only these fields (imgproxy's way), no tag libvips does not name
+// (a maker's private one) can ride along. Otherwise everything is
+// stripped, the answer's bytes the same as without the option.
+func keptCopyright(img *vips.ImageRef, o thumbjob.Options) (strip bool, err error) {
+	if !o.KeepCopyright {
+		return true, nil
+	}
+	kept := map[string]string{}
+	for _, f := range copyrightFields {
+		if v := img.GetString(f); v != "" && slices.Contains(img.GetFields(), f) {
+			kept[f] = v
+		}
+	}
+	if len(kept) == 0 {
+		return true, nil
+	}
+	var frames []string // the animation's fields, which every saver reads
+	for _, f := range img.GetFields() {
+		if f == "page-height" || f == "n-pages" || f == "delay" || f == "loop" || f == "gif-delay" || f == "gif-loop" {
+			frames = append(frames, f)
+		}
+	}
+	// Each a copy: img's own image may be shared. RemoveMetadata keeps
+	// the profile and the orientation, removed after it.
+	for _, remove := range []func() error{func() error { return img.RemoveMetadata(frames...) }, img.RemoveICCProfile, img.RemoveOrientation} {
+		if err := remove(); err != nil {
+			return false, err
+		}
+	}
+	for f, v := range kept {
+		img.SetString(f, v)
+	}
+	return false, nil
 }
 
 // removeMetadata removes the source's EXIF, XMP and IPTC from img:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/thumbd/thumbd/internal/heiftest"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/primaries"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
@@ -23,11 +24,11 @@ import (
 // rows sum to 1), DCI-P3's through the Bradford adaptation of its white.
 func TestNCLXMatrix(t *testing.T) {
 	published := map[int]struct {
-		m   mat3
+		m   primaries.Matrix
 		tol float64
 	}{
-		12: {mat3{{1.2249401, -0.2249404, 0}, {-0.0420569, 1.0420571, 0}, {-0.0196376, -0.0786361, 1.0982735}}, 2e-4},
-		9:  {mat3{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}, 1e-3},
+		12: {primaries.Matrix{{1.2249401, -0.2249404, 0}, {-0.0420569, 1.0420571, 0}, {-0.0196376, -0.0786361, 1.0982735}}, 2e-4},
+		9:  {primaries.Matrix{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}, 1e-3},
 	}
 	for code, p := range published {
 		m, ok := nclxMatrix(thumbjob.NCLX{Primaries: code, Transfer: 13})
@@ -39,16 +40,19 @@ func TestNCLXMatrix(t *testing.T) {
 			}
 		}
 	}
-	for code := range h273Primaries {
+	for code := range 256 {
+		if !primaries.Known(code) {
+			continue
+		}
 		m, ok := nclxMatrix(thumbjob.NCLX{Primaries: code, Transfer: 1})
-		if code == 1 {
+		if code == primaries.SRGB {
 			if ok {
 				t.Errorf("sRGB's primaries converted: %v", m)
 			}
 			continue
 		}
-		for i, v := range m.apply([3]float64{1, 1, 1}) {
-			if !ok || math.Abs(v-1) > 1e-9 {
+		for i, row := range m {
+			if v := row[0] + row[1] + row[2]; !ok || math.Abs(v-1) > 1e-9 {
 				t.Errorf("primaries %d: white's channel %d is %v (%v)", code, i, v, ok)
 			}
 		}
@@ -113,12 +117,12 @@ func TestNCLXThumbnail(t *testing.T) {
 	}{
 		{"display-p3", thumbjob.NCLX{Primaries: 12, Transfer: 13, Matrix: 6, FullRange: true}, nil, 255, lcmsP3, nil},
 		{"bt2020", thumbjob.NCLX{Primaries: 9, Transfer: 1, Matrix: 6, FullRange: true}, nil, 255, func(t *testing.T, decoded string) [3]float64 {
-			bt2087 := mat3{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}
+			bt2087 := primaries.Matrix{{1.6605, -0.5876, -0.0728}, {-0.1246, 1.1329, -0.0083}, {-0.0182, -0.1006, 1.1187}}
 			c := centre(t, decoded)
 			for i := range c {
 				c[i] = linear(c[i] / 255)
 			}
-			c = bt2087.apply(c)
+			c = bt2087.Apply(c)
 			for i := range c {
 				c[i] = 255 * encoded(c[i])
 			}

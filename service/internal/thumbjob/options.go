@@ -119,6 +119,10 @@ type Options struct {
 	// sees it. Only formats thumbd reads, never with a watermark (params).
 	// A list written by AsIsOf (a string keeps Options comparable).
 	AsIs string `json:",omitempty"`
+	// KeepCopyright (imgproxy's keep_copyright, its default): the
+	// source's EXIF Copyright and Artist, when it has either, are written
+	// in the answer's EXIF, the only metadata it then carries.
+	KeepCopyright bool `json:",omitempty"`
 	Transforms
 }
 
@@ -188,6 +192,9 @@ func (o Options) Normalised() string {
 	}
 	if o.AsIs != "" {
 		formats += "|asis:" + o.AsIs
+	}
+	if o.KeepCopyright {
+		formats += "|copyright"
 	}
 	// The transforms add to the text only when set, so that a plain
 	// resize keeps the key (and ETag) it had before they existed.
