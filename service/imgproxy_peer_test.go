@@ -117,7 +117,59 @@ func TestImgproxyAgrees(t *testing.T) {
 			t.Errorf("%s: PSNR %.1f dB, want at least %d", path, psnr, peerPSNR)
 		}
 	}
+	// max_bytes: the quality lowered until the answer fits, by imgproxy's
+	// steps (plan.FitQuality): the same size, both within the bound (or
+	// both at the last quality tried), lengths within a tenth.
+	fmt.Fprintln(&table, "\n| URL options | format | imgproxy bytes | thumbd bytes |\n|---|---|---|---|")
+	for _, c := range []struct {
+		opts, format string
+		max          int
+	}{
+		{"rs:fit:400:400/mb:12000", "jpg", 12000},
+		{"rs:fit:400:400/mb:6000", "jpg", 6000},
+		{"rs:fit:400:400/mb:9000", "webp", 9000},
+		{"rs:fit:400:400/q:90/mb:20000", "jpg", 20000},
+	} {
+		path := "/insecure/" + c.opts + "/plain/local:///photo.jpg@" + c.format
+		want, err := fetchBytes(peer + path)
+		if err != nil {
+			t.Errorf("%s: imgproxy: %v", path, err)
+			continue
+		}
+		got, err := fetchBytes(own.addr + path)
+		if err != nil {
+			t.Errorf("%s: thumbd: %v", path, err)
+			continue
+		}
+		fmt.Fprintf(&table, "| `%s` | %s | %d | %d |\n", c.opts, c.format, len(want), len(got))
+		wc, _, werr := image.DecodeConfig(bytes.NewReader(want))
+		gc, _, gerr := image.DecodeConfig(bytes.NewReader(got))
+		switch {
+		case werr != nil || gerr != nil:
+			t.Errorf("%s: imgproxy's answer %v, thumbd's %v", path, werr, gerr)
+		case wc.Width != gc.Width || wc.Height != gc.Height:
+			t.Errorf("%s: imgproxy %dx%d, thumbd %dx%d", path, wc.Width, wc.Height, gc.Width, gc.Height)
+		case (len(want) <= c.max) != (len(got) <= c.max):
+			t.Errorf("%s: imgproxy %d bytes, thumbd %d, the bound %d", path, len(want), len(got), c.max)
+		case math.Abs(float64(len(got)-len(want))) > float64(len(want))/10:
+			t.Errorf("%s: imgproxy %d bytes, thumbd %d: more than a tenth apart", path, len(want), len(got))
+		}
+	}
 	t.Log("\n" + table.String())
+}
+
+// fetchBytes is url's answer, which must be a 200.
+func fetchBytes(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != 200 {
+		err = fmt.Errorf("%d %s", resp.StatusCode, b)
+	}
+	return b, err
 }
 
 // startImgproxy runs bin on a free loopback port serving dir, until the
@@ -152,14 +204,9 @@ func startImgproxy(t *testing.T, bin, dir string) string {
 
 // fetchPNG gets url's PNG answer.
 func fetchPNG(url string) (image.Image, error) {
-	resp, err := http.Get(url)
+	b, err := fetchBytes(url)
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("%d %s", resp.StatusCode, b)
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	return img, err
