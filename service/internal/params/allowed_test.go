@@ -385,3 +385,39 @@ func FuzzBounded(f *testing.F) {
 		}
 	})
 }
+
+// Same: every option it knows is the same between two equal requests and
+// differs when its value does (optional values compared by value, not by
+// pointer); an option it does not know is never the same.
+func TestSame(t *testing.T) {
+	for name := range asked {
+		if !Same(name, Asked{}, Asked{}) {
+			t.Errorf("%s: two empty requests differ", name)
+		}
+	}
+	red := func() *thumbjob.Colour { return &thumbjob.Colour{R: 255, A: 255} }
+	for name, change := range map[string]func(*Asked){
+		"w":         func(a *Asked) { a.Options.Width = 10 },
+		"dpr":       func(a *Asked) { a.DPR = 2 },
+		"bg":        func(a *Asked) { a.Options.Background = red() },
+		"trim":      func(a *Asked) { a.Options.Trim = &thumbjob.Trim{Threshold: 10, Colour: red()} },
+		"min":       func(a *Asked) { a.Options.MinHeight = 5 },
+		"max_bytes": func(a *Asked) { a.Options.MaxBytes = 1000 },
+	} {
+		var a, b, c Asked
+		change(&a)
+		change(&b)
+		if !Same(name, a, b) {
+			t.Errorf("%s: the same value (in another pointer) differs", name)
+		}
+		if Same(name, a, c) {
+			t.Errorf("%s: a changed value is the same", name)
+		}
+	}
+	if !Same("dpr", Asked{DPR: 0}, Asked{DPR: 1}) {
+		t.Error("dpr 0 (none) is not dpr 1")
+	}
+	if Same("fit", Asked{}, Asked{}) {
+		t.Error("an option Same does not know is the same")
+	}
+}

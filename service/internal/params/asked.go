@@ -272,61 +272,57 @@ func (a Asked) transformBounds(o thumbjob.Options, dpr float64, maxSide int) err
 }
 
 // Same reports whether two requests ask the same of option (thumbd's name
-// for it): what makes the same job.
+// for it): what makes the same job. An unknown option is never the same.
 func Same(option string, a, b Asked) bool {
-	x, y := a.Options, b.Options
-	switch option {
-	case "w":
-		return x.Width == y.Width
-	case "h":
-		return x.Height == y.Height
-	case "q":
-		return x.Quality == y.Quality
-	case "dpr":
-		return max(a.DPR, 1) == max(b.DPR, 1)
-	case "enlarge":
-		return x.NoEnlarge == y.NoEnlarge
-	case "rotate":
-		return x.Rotate == y.Rotate
-	case "flip":
-		return x.Flip == y.Flip
-	case "bg":
-		return equal(x.Background, y.Background)
-	case "pad":
-		return x.Pad == y.Pad
-	case "extend":
-		return x.Extend == y.Extend
-	case "crop":
-		return equal(x.Crop, y.Crop)
-	case "trim":
-		return x.Trim == nil && y.Trim == nil || x.Trim != nil && y.Trim != nil && x.Trim.Threshold == y.Trim.Threshold && equal(x.Trim.Colour, y.Trim.Colour)
-	case "blur":
-		return x.Blur == y.Blur
-	case "sharpen":
-		return x.Sharpen == y.Sharpen
-	case "pixelate":
-		return x.Pixelate == y.Pixelate
-	case "wm":
-		return equal(x.Watermark, y.Watermark)
-	case "min":
-		return x.MinWidth == y.MinWidth && x.MinHeight == y.MinHeight
-	case "extend_ar":
-		return equal(x.ExtendAspect, y.ExtendAspect)
-	case "offset":
-		return equal(x.Offset, y.Offset)
-	case "max_bytes":
-		return x.MaxBytes == y.MaxBytes
-	case "as_is":
-		return x.AsIs == y.AsIs
-	case "fx":
-		return x.FocalX == y.FocalX
-	case "fy":
-		return x.FocalY == y.FocalY
-	}
-	return false
+	of, ok := asked[option]
+	return ok && of(a) == of(b)
 }
 
-// equal compares two optional values.
-func equal[T comparable](a, b *T) bool {
-	return a == nil && b == nil || a != nil && b != nil && *a == *b
+// asked is, for each of thumbd's option names, what a request asks of it,
+// as a comparable value: its fields, an optional one by value (deref).
+var asked = map[string]func(Asked) any{
+	"w":         func(a Asked) any { return a.Options.Width },
+	"h":         func(a Asked) any { return a.Options.Height },
+	"q":         func(a Asked) any { return a.Options.Quality },
+	"dpr":       func(a Asked) any { return max(a.DPR, 1) },
+	"enlarge":   func(a Asked) any { return a.Options.NoEnlarge },
+	"rotate":    func(a Asked) any { return a.Options.Rotate },
+	"flip":      func(a Asked) any { return a.Options.Flip },
+	"bg":        func(a Asked) any { return deref(a.Options.Background) },
+	"pad":       func(a Asked) any { return a.Options.Pad },
+	"extend":    func(a Asked) any { return a.Options.Extend },
+	"crop":      func(a Asked) any { return deref(a.Options.Crop) },
+	"trim":      trimAsked,
+	"blur":      func(a Asked) any { return a.Options.Blur },
+	"sharpen":   func(a Asked) any { return a.Options.Sharpen },
+	"pixelate":  func(a Asked) any { return a.Options.Pixelate },
+	"wm":        func(a Asked) any { return deref(a.Options.Watermark) },
+	"min":       func(a Asked) any { return [2]int{a.Options.MinWidth, a.Options.MinHeight} },
+	"extend_ar": func(a Asked) any { return deref(a.Options.ExtendAspect) },
+	"offset":    func(a Asked) any { return deref(a.Options.Offset) },
+	"max_bytes": func(a Asked) any { return a.Options.MaxBytes },
+	"as_is":     func(a Asked) any { return a.Options.AsIs },
+	"fx":        func(a Asked) any { return a.Options.FocalX },
+	"fy":        func(a Asked) any { return a.Options.FocalY },
+}
+
+// trimAsked is a trim's threshold and colour (nil: no trim); its equal
+// sides are imgproxy's, compared with the rest of its options.
+func trimAsked(a Asked) any {
+	t := a.Options.Trim
+	if t == nil {
+		return nil
+	}
+	return struct {
+		threshold float64
+		colour    any
+	}{t.Threshold, deref(t.Colour)}
+}
+
+// deref is *p, or nil when p is: a comparable value for an optional one.
+func deref[T comparable](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
