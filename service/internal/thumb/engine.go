@@ -415,16 +415,21 @@ func keptCopyright(img *vips.ImageRef, o thumbjob.Options) (strip bool, err erro
 		return true, nil
 	}
 	kept := map[string]string{}
+	fields := img.GetFields()
 	for _, f := range copyrightFields {
-		if v := img.GetString(f); v != "" && slices.Contains(img.GetFields(), f) {
-			kept[f] = v
+		// Only a field that is there is read: libvips' get of a missing
+		// one leaves an error message behind for a later call to report.
+		if slices.Contains(fields, f) {
+			if v := img.GetString(f); v != "" {
+				kept[f] = v
+			}
 		}
 	}
 	if len(kept) == 0 {
 		return true, nil
 	}
 	var frames []string // the animation's fields, which every saver reads
-	for _, f := range img.GetFields() {
+	for _, f := range fields {
 		if f == "page-height" || f == "n-pages" || f == "delay" || f == "loop" || f == "gif-delay" || f == "gif-loop" {
 			frames = append(frames, f)
 		}
