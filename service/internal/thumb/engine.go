@@ -16,6 +16,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
+	"github.com/thumbd/thumbd/service/internal/exifthumb"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
 	"github.com/thumbd/thumbd/service/internal/plan"
@@ -397,35 +398,28 @@ var exporters = map[imagefmt.Format]func(img *vips.ImageRef, o thumbjob.Options,
 	},
 }
 
-// copyrightFields are the source's EXIF fields that keep_copyright keeps
-// (imgproxy's: IFD0's Copyright and Artist).
-var copyrightFields = []string{"exif-ifd0-Copyright", "exif-ifd0-Artist"}
-
 // keptCopyright readies img's metadata for its encoder and reports
-// whether the encoder strips it all. With KeepCopyright and the source's
-// EXIF Copyright or Artist on img, every other field of metadata goes
-// (the ICC profile, XMP, IPTC, the orientation already applied, the
-// source's EXIF block itself) and libvips' saver writes a fresh EXIF
-// block from these two fields alone: unlike keeping the source's block
-// with only these fields (imgproxy's way), no tag libvips does not name
-// (a maker's private one) can ride along. Otherwise everything is
-// stripped, the answer's bytes the same as without the option.
+// whether the encoder strips it all. With KeepCopyright and an EXIF
+// Copyright or Artist in the source's EXIF block (read from its bytes by
+// exifthumb.Rights: libvips' own fields hold libexif's rendering, a
+// photographer's notice followed by "(Photographer) - [None]", not the
+// notice), every other field of metadata goes (the ICC profile, XMP,
+// IPTC, the orientation already applied, the source's EXIF block itself)
+// and libvips' saver writes a fresh EXIF block from these two fields
+// alone: unlike keeping the source's block with only these fields
+// (imgproxy's way), no tag libvips does not name (a maker's private one)
+// can ride along. Otherwise everything is stripped, the answer's bytes
+// the same as without the option.
 func keptCopyright(img *vips.ImageRef, o thumbjob.Options) (strip bool, err error) {
 	if !o.KeepCopyright {
 		return true, nil
 	}
-	kept := map[string]string{}
 	fields := img.GetFields()
-	for _, f := range copyrightFields {
-		// Only a field that is there is read: libvips' get of a missing
-		// one leaves an error message behind for a later call to report.
-		if slices.Contains(fields, f) {
-			if v := img.GetString(f); v != "" {
-				kept[f] = v
-			}
-		}
+	if !slices.Contains(fields, "exif-data") { // a get of a missing field leaves libvips an error message for a later call to report
+		return true, nil
 	}
-	if len(kept) == 0 {
+	copyright, artist := exifthumb.Rights(img.GetBlob("exif-data"))
+	if copyright == "" && artist == "" {
 		return true, nil
 	}
 	var frames []string // the animation's fields, which every saver reads
@@ -441,8 +435,12 @@ func keptCopyright(img *vips.ImageRef, o thumbjob.Options) (strip bool, err erro
 			return false, err
 		}
 	}
-	for f, v := range kept {
-		img.SetString(f, v)
+	// libvips drops a field's last " (...)", the tail its own rendering
+	// adds: " ()" is that tail, so that a notice's own parentheses stay.
+	for field, v := range map[string]string{"exif-ifd0-Copyright": copyright, "exif-ifd0-Artist": artist} {
+		if v != "" {
+			img.SetString(field, v+" ()")
+		}
 	}
 	return false, nil
 }
