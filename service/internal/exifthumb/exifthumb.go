@@ -140,17 +140,9 @@ func readTIFF(tiff []byte) (Thumbnail, error) {
 	if len(tiff) < tiffHeaderLength {
 		return Thumbnail{}, errors.New("exifthumb: the EXIF is shorter than its TIFF header")
 	}
-	var order binary.ByteOrder
-	switch string(tiff[:2]) {
-	case "II":
-		order = binary.LittleEndian
-	case "MM":
-		order = binary.BigEndian
-	default:
-		return Thumbnail{}, fmt.Errorf("exifthumb: byte order %q", tiff[:2])
-	}
-	if order.Uint16(tiff[2:]) != 42 {
-		return Thumbnail{}, errors.New("exifthumb: no TIFF magic number")
+	order, err := byteOrder(tiff)
+	if err != nil {
+		return Thumbnail{}, err
 	}
 	ifd0 := order.Uint32(tiff[4:])
 	t := Thumbnail{Orientation: 1}
@@ -210,6 +202,24 @@ func readTIFF(tiff []byte) (Thumbnail, error) {
 		return Thumbnail{}, err
 	}
 	return t, nil
+}
+
+// byteOrder is the byte order a TIFF header (at least tiffHeaderLength
+// bytes) declares, once its magic number is checked.
+func byteOrder(tiff []byte) (binary.ByteOrder, error) {
+	var order binary.ByteOrder
+	switch string(tiff[:2]) {
+	case "II":
+		order = binary.LittleEndian
+	case "MM":
+		order = binary.BigEndian
+	default:
+		return nil, fmt.Errorf("exifthumb: byte order %q", tiff[:2])
+	}
+	if order.Uint16(tiff[2:]) != 42 {
+		return nil, errors.New("exifthumb: no TIFF magic number")
+	}
+	return order, nil
 }
 
 // readIFD calls f with each entry of the IFD at off (its value field: the

@@ -2,7 +2,6 @@ package exifthumb
 
 import (
 	"bytes"
-	"encoding/binary"
 	"strings"
 )
 
@@ -28,16 +27,8 @@ func Rights(exif []byte) (copyright, artist string) {
 	if len(tiff) < tiffHeaderLength {
 		return "", ""
 	}
-	var order binary.ByteOrder
-	switch string(tiff[:2]) {
-	case "II":
-		order = binary.LittleEndian
-	case "MM":
-		order = binary.BigEndian
-	default:
-		return "", ""
-	}
-	if order.Uint16(tiff[2:]) != 42 {
+	order, err := byteOrder(tiff)
+	if err != nil {
 		return "", ""
 	}
 	_, _ = readIFD(tiff, order, order.Uint32(tiff[4:]), func(tag, typ uint16, count uint32, value []byte) error {
