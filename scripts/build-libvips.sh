@@ -9,9 +9,11 @@
 #   util-linux 2.38.1 (bookworm) static libmount/libblkid for static gio
 #   aom 3.14.1 (sid)            AV1 encoder only (no decoder), for AVIF output
 #   dav1d 1.5.4 (sid)           AV1 decoder, 8- and 16-bit, for AVIF input (ADR 0007)
-#   libde265 1.0.15 (trixie)    HEVC decoder, for HEIC input (iPhone photos)
+#   FFmpeg 7.1.5 (trixie)       libavcodec's H.264, HEVC, VP8 and VP9 decoders and
+#                               AV1 through dav1d, for video sources and HEIC;
+#                               no demuxer, no filter, no encoder (ADR 0008)
 #   libheif 1.19.7 (bookworm-backports) AVIF writing through aom, AVIF reading
-#                               through dav1d, HEIC reading through libde265
+#                               through dav1d, HEIC reading through FFmpeg's HEVC
 #   libtiff 4.7.0 (trixie)      TIFF: deflate, LZW, PackBits, JPEG (libjpeg-turbo);
 #                               no old-style JPEG, JBIG, LERC, LZMA, ZSTD, WebP
 #   brotli 1.1.0 (trixie)       for libjxl (its boxes and encoder)
@@ -63,7 +65,7 @@ bookworm lcms2=2.14-2+deb12u1 28474ea6f6591c4d4cee972123587001a4e6e353412a41b3e9
 bookworm util-linux=2.38.1-5+deb12u3 60492a19b44e6cf9a3ddff68325b333b8b52b6c59ce3ebd6a0ecaa4c5117e84f
 sid aom=3.14.1-1 4ef9882eda023582499511b845f4d4368a34c9886f545a7eea4ca20799d3c161
 sid dav1d=1.5.4-1 686616b7c69eb88d44459391ab25cac13b6647a3b288835c5784e71c1514a5c5
-trixie libde265=1.0.15-1+deb13u2 00251986c29d34d3af7117ed05874950c875dd9292d016be29d3b3762666511d
+trixie ffmpeg=7:7.1.5-0+deb13u1 de668509caf9e35e3cd162473441fdb29538c6d96ed080292b3cf9e6fc5d558f
 trixie tiff=4.7.0-3+deb13u3 2b8b5c4e79cb2a4651796602e45d6179b7f18bc283feab417b8e881ef7e81862
 trixie brotli=1.1.0-2+deb13u1 10973f4b4199eafa1d5735ef661ddb2ec2f97319ee9fd1824d4aabe08cff5265
 trixie jpeg-xl=0.11.2-0.1~deb13u3 ab38928f7f6248e2a98cc184956021acb927b16a0dee71b4d260dc040a4320ea
@@ -360,11 +362,32 @@ build_dav1d() {
   pc_public "$PREFIX/lib/pkgconfig/dav1d.pc"
 }
 
-build_libde265() {
-  # The library only: no dec265/enc265 tools, no SDL.
-  cmake_install libde265 -DENABLE_SDL=OFF -DENABLE_DECODER=OFF -DENABLE_ENCODER=OFF \
-    "-DCMAKE_C_FLAGS=$SECTIONS" "-DCMAKE_CXX_FLAGS=$SECTIONS"
-  pc_public "$PREFIX/lib/pkgconfig/libde265.pc"
+build_ffmpeg() {
+  # libavcodec and libavutil, with the decoders of video sources and HEIC
+  # only (ADR 0008): thumbd reads containers in Go and hands the decoders
+  # packets, so no demuxer, protocol or device is built; no encoder, no
+  # filter, no swscale (videodecode converts), no hardware, nothing
+  # detected from the machine (no zlib, iconv, X11, ...); LGPL only (no
+  # --enable-gpl or nonfree). HEVC's parser is libheif's (it splits the
+  # NAL units it hands the decoder), VP9's superframe split is VP9's own.
+  # With FFmpeg's assembly (nasm); pthreads for a bounded thread count.
+  local cross=()
+  if [[ " ${CROSS_HOST[*]:-} " == *" --host=aarch64-linux-gnu "* ]]; then
+    cross=(--enable-cross-compile --arch=aarch64 --target-os=linux --cross-prefix=aarch64-linux-gnu-)
+  fi
+  mkdir -p "$WORK/ffmpeg-build"
+  (cd "$WORK/ffmpeg-build" && "${dirs[ffmpeg]}/configure" --prefix="$PREFIX" --libdir="$PREFIX/lib" \
+     "${cross[@]}" --disable-everything --disable-programs --disable-doc --disable-network \
+     --disable-avdevice --disable-avformat --disable-avfilter --disable-swscale --disable-swresample \
+     --disable-postproc --disable-encoders --disable-muxers --disable-demuxers --disable-protocols \
+     --disable-devices --disable-hwaccels --disable-autodetect --disable-iconv --enable-pthreads \
+     --enable-static --disable-shared --enable-pic --disable-debug \
+     --enable-libdav1d --enable-decoder=h264,hevc,vp8,vp9,libdav1d --enable-parser=hevc \
+     "--extra-cflags=$SECTIONS" \
+   && make -s -j "$JOBS" && make -s install)
+  grep -q 'FFMPEG_LICENSE "LGPL version 2.1 or later"' "$WORK/ffmpeg-build/config.h" ||
+    { log "FFmpeg's licence is not LGPL-2.1-or-later"; return 1; }
+  pc_public "$PREFIX"/lib/pkgconfig/lib{avcodec,avutil}.pc
 }
 
 build_tiff() {
@@ -398,15 +421,16 @@ build_jpeg_xl() {
 }
 
 build_libheif() {
-  # AVIF writing through aom; AVIF reading through dav1d and HEIC reading
-  # through libde265 (ADR 0007); no other codec, no plugins loaded at run
-  # time. aom rather than SVT-AV1 to write: 2.5-4x faster on a 256x256
+  # AVIF writing through aom; AVIF reading through dav1d (ADR 0007) and
+  # HEIC reading through FFmpeg's HEVC decoder (ADR 0008: faster than
+  # libde265, and one HEVC decoder in the binary); no other codec, no
+  # plugins loaded at run time. aom rather than SVT-AV1 to write: 2.5-4x faster on a 256x256
   # thumbnail at equal bytes and SSIM (docs/engine.md, "AVIF").
   # Its plugins are registered by heif_init (libvips calls it before its
   # first HEIF load or save) instead of by a static constructor at process
-  # start, where registering libde265 built its scan orders and context
-  # tables: 1.5 ms of every exec of thumbd, /health included (ADR 0007,
-  # "Start-up").
+  # start, where registering a decoder may do work (libde265 built its
+  # scan orders and context tables: 1.5 ms of every exec of thumbd,
+  # /health included; ADR 0007, "Start-up").
   local src=${dirs[libheif]}/libheif
   sed -i -e 's/^static class Register_Default_Plugins$/class Register_Default_Plugins/' \
     -e 's/^} dummy;$/}; \/\/ changed by thumbd: no instance, heif_init registers the plugins/' "$src/plugin_registry.cc"
@@ -414,17 +438,23 @@ build_libheif() {
   grep -q 'changed by thumbd: no instance' "$src/plugin_registry.cc" && grep -q 'changed by thumbd: registered by heif_init' "$src/init.cc" ||
     { log "the libheif start-up patch no longer applies"; return 1; }
   cmake_install libheif -DWITH_AOM_ENCODER=ON -DWITH_AOM_DECODER=OFF -DWITH_SvtEnc=OFF \
-    -DWITH_DAV1D=ON -DWITH_DAV1D_PLUGIN=OFF -DWITH_LIBDE265=ON -DWITH_LIBDE265_PLUGIN=OFF \
+    -DWITH_DAV1D=ON -DWITH_DAV1D_PLUGIN=OFF -DWITH_LIBDE265=OFF -DWITH_FFMPEG_DECODER=ON \
+    -DWITH_FFMPEG_DECODER_PLUGIN=OFF \
     -DWITH_X265=OFF -DWITH_RAV1E=OFF -DWITH_KVAZAAR=OFF \
     -DWITH_JPEG_DECODER=OFF -DWITH_JPEG_ENCODER=OFF -DWITH_OpenJPEG_DECODER=OFF \
-    -DWITH_OpenJPEG_ENCODER=OFF -DWITH_OPENJPH_ENCODER=OFF -DWITH_FFMPEG_DECODER=OFF \
+    -DWITH_OpenJPEG_ENCODER=OFF -DWITH_OPENJPH_ENCODER=OFF \
     -DWITH_OpenH264_DECODER=OFF -DWITH_VVDEC=OFF -DWITH_VVENC=OFF -DWITH_UNCOMPRESSED_CODEC=OFF \
     -DWITH_HEADER_COMPRESSION=OFF -DWITH_LIBSHARPYUV=OFF -DWITH_GDK_PIXBUF=OFF \
     -DWITH_EXAMPLES=OFF -DBUILD_TESTING=OFF -DENABLE_PLUGIN_LOADING=OFF \
     "-DCMAKE_C_FLAGS=$SECTIONS" "-DCMAKE_CXX_FLAGS=$SECTIONS" \
     "-DCMAKE_C_FLAGS_RELEASE=-Os -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELEASE=-Os -DNDEBUG"
   # Static archives only: a shared link (libvips.so) needs aom as much as a
-  # static one does.
+  # static one does. libheif 1.19.7's libheif.pc leaves FFmpeg out (it
+  # tests a variable its FFmpeg check never sets, and would name it
+  # "ffmpeg", which no .pc file is): the library it links is libavcodec.
+  sed -i -e '/^Requires/s/ ffmpeg\b//' -e 's/^Requires.private:.*/& libavcodec/' "$PREFIX/lib/pkgconfig/libheif.pc"
+  grep -q '^Requires.*libavcodec' "$PREFIX/lib/pkgconfig/libheif.pc" ||
+    { log "libheif.pc does not name libavcodec"; return 1; }
   pc_public "$PREFIX/lib/pkgconfig/libheif.pc"
 }
 
@@ -449,7 +479,7 @@ build_vips() {
   # which then fail to link. The library is linked by the C++ driver
   # (Highway, libheif), hence cpp_link_args.
   local private=libjpeg.a:libspng.a:libwebp.a:libsharpyuv.a:libwebpmux.a:libwebpdemux.a
-  private+=:liblcms2.a:libhwy.a:libheif.a:libaom.a:libdav1d.a:libde265.a:libtiff.a
+  private+=:liblcms2.a:libhwy.a:libheif.a:libaom.a:libdav1d.a:libavcodec.a:libavutil.a:libtiff.a
   private+=:libjxl.a:libjxl_cms.a:libjxl_threads.a:libbrotlienc.a:libbrotlidec.a:libbrotlicommon.a
   meson setup "$WORK/vips-build" "${dirs[vips]}" "${CROSS_MESON[@]}" --prefix="$PREFIX" --libdir=lib \
     --buildtype=release -Ddefault_library=both "-Dcpp_link_args=-Wl,--exclude-libs,$private -Wl,--gc-sections" \
@@ -525,7 +555,7 @@ main() {
   fi
   install_deps
   src="$CACHE/src"; mkdir -p "$src" "$PREFIX"
-  names="libjpeg-turbo highway lcms2 brotli jpeg-xl dav1d libde265 tiff libspng libwebp aom libheif util-linux vips"
+  names="libjpeg-turbo highway lcms2 brotli jpeg-xl dav1d ffmpeg tiff libspng libwebp aom libheif util-linux vips"
   if unseed "$arch$hash"; then
     sources=$(grep ' vips=' <<<"$SOURCES"); names=vips
   fi
@@ -557,6 +587,9 @@ main() {
     cp "${dirs[$name]}"/{LICENSE,COPYING,PATENTS,README.ijg}* "$PREFIX/share/licenses/$name/" 2>/dev/null || true
   done
   [ -z "${dirs[util-linux]:-}" ] || cp "${dirs[util-linux]}"/Documentation/licenses/COPYING.{LGPL,BSD}* "$PREFIX/share/licenses/util-linux/"
+  # FFmpeg's GPL and LGPL-3 texts cover parts this build leaves out
+  # (build_ffmpeg checks the licence): its LICENSE.md and the LGPL-2.1.
+  rm -f "$PREFIX"/share/licenses/ffmpeg/COPYING.{GPLv2,GPLv3,LGPLv3}
   cp "$0" "$PREFIX/share/licenses/build-libvips.sh"
   [ -n "$arch" ] || LD_LIBRARY_PATH="$PREFIX/lib" "$PREFIX/bin/vips" --vips-config | grep -iE 'SIMD|lcms|jpeg|png|webp|exif|heif|tiff|jxl|jpeg-xl' >&2 || true
   echo "$hash" >"$PREFIX/.thumbd-recipe"

@@ -20,9 +20,12 @@ main() {
   for what in "$@"; do
     case "$what" in
       # heif-enc, cjxl, tiffcp and convert make the new input formats' test files;
-      # ffmpeg and ffprobe the videos service/internal/video is held to.
+      # ffmpeg and ffprobe the videos service/internal/video is held to;
+      # libavcodec-dev the decoders service/internal/videodecode links in
+      # the dynamic build (FFmpeg 5.1: videodecode uses only API 5.1 and
+      # the recipe's 7.1 share).
       dev) apt_install libvips-dev libvips-tools pkg-config gcc libimage-exiftool-perl \
-        libheif-examples libjxl-tools libtiff-tools imagemagick ffmpeg ;;
+        libheif-examples libjxl-tools libtiff-tools imagemagick ffmpeg libavcodec-dev libavutil-dev ;;
       docker) apt_install docker.io ;;
       promtool) apt_install prometheus ;;
       node) (cd "$(dirname "$0")/../bench/twins/node" && npm ci --no-audit --no-fund --loglevel=error) ;;

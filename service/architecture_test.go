@@ -32,9 +32,9 @@ func TestPackageImports(t *testing.T) {
 		"signing":          {"apierr", "imagefmt", "params"},
 		"admission":        {},
 		"memlimit":         {},
-		"memcost":          {"bmp", "imagefmt", "plan", "thumbjob"},
+		"memcost":          {"bmp", "imagefmt", "plan", "thumbjob", "video"},
 		"plan":             {"imagefmt", "thumbjob"},
-		"thumb":            {"bmp", "exifthumb", "imagefmt", "memcost", "plan", "primaries", "thumbhash", "thumbjob"},
+		"thumb":            {"bmp", "exifthumb", "imagefmt", "memcost", "plan", "primaries", "thumbhash", "thumbjob", "video", "videodecode"},
 		"exifthumb":        {},
 		"bmp":              {"thumbjob"},
 		"thumbhashtest":    {},
@@ -99,7 +99,7 @@ func TestParseAndCellProtocolNeedNoCgo(t *testing.T) {
 			case ok:
 				imports[pkg] = append(imports[pkg], own)
 			case pkg == "videodecode" && path == "C":
-				// FFmpeg's decoders (ADR 0008), behind their build tag.
+				// FFmpeg's decoders (ADR 0008): libavcodec through cgo.
 			case pkg != "thumb" && (path == "C" || strings.Contains(path, "govips")):
 				t.Errorf("internal/%s imports %s: only thumb uses cgo and libvips", pkg, path)
 			}
@@ -197,10 +197,7 @@ func TestEveryServicePackageIsTheServices(t *testing.T) {
 	}
 	// Packages of an issue in progress, landed before the binary uses them:
 	// each named with the issue that wires it, never for good.
-	inProgress := map[string]string{
-		"internal/video":       "issue 47: the video containers, wired with the decoders",
-		"internal/videodecode": "issue 47: FFmpeg's decoders, behind the thumbd_ffmpeg build tag until the recipe builds FFmpeg (ADR 0008)",
-	}
+	inProgress := map[string]string{}
 	for dir := range imports {
 		if _, pending := inProgress[dir]; pending {
 			continue

@@ -94,6 +94,14 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"12 MP JPEG", photo12, "w=2048&sharpen=10&format=webp"},
 		{"12 MP JPEG", photo12, "w=1024&rotate=90&flip=hv&pixelate=256&pad=1024"},
 		{"3000x2000 RGBA PNG", pngOf(3000, 2000, true), "w=1024&h=1024&fit=inside&enlarge=false&extend=true&trim=10&blur=20"},
+		// Videos (issue 47): the default poster frame (a keyframe), and a
+		// frame late in its group of pictures (every frame others refer to
+		// decoded before it); 10-bit, 4K, AV1 through dav1d.
+		{"1080p H.264 MP4, 2 s", videoOf("1920x1080", 2, "-c:v", "libx264", "-preset", "veryfast", "-g", "50", "-pix_fmt", "yuv420p"), "w=256&h=256&format=webp"},
+		{"1080p H.264 MP4, 2 s", videoOf("1920x1080", 2, "-c:v", "libx264", "-preset", "veryfast", "-g", "50", "-pix_fmt", "yuv420p"), "t=1.9&w=1024&format=jpeg"},
+		{"1080p 10-bit HEVC MP4, 1 s", videoOf("1920x1080", 1, "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le", "-x265-params", "log-level=error"), "t=0.9&w=256&h=256"},
+		{"4K VP9 MP4, 1 s", videoOf("3840x2160", 1, "-c:v", "libvpx-vp9", "-b:v", "4M", "-deadline", "realtime", "-cpu-used", "8"), "w=256&h=256&format=webp"},
+		{"1080p AV1 MP4, 1 s", videoOf("1920x1080", 1, "-c:v", "libaom-av1", "-b:v", "2M", "-cpu-used", "8", "-row-mt", "1"), "t=0.5&w=512&format=avif"},
 	}
 	var table strings.Builder
 	fmt.Fprintln(&table, "| source (bytes) | query | measured peak | less 2 x source | estimate | estimate / job |\n|---|---|---|---|---|---|")
@@ -234,6 +242,13 @@ func converted(src func(t *testing.T) []byte, out string, cmd ...string) func(t 
 		}
 		return b
 	}
+}
+
+// videoOf is seconds of testsrc2 at size (25 frames a second), encoded
+// by Debian's ffmpeg with the encoder's args into an MP4.
+func videoOf(size string, seconds float64, args ...string) func(t *testing.T) []byte {
+	cmd := append([]string{"ffmpeg", "-v", "error", "-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=%s:rate=25:duration=%g", size, seconds)}, args...)
+	return converted(photo12, "out.mp4", append(cmd, "out.mp4")...)
 }
 
 func pngOf(w, h int, alpha bool) func(t *testing.T) []byte {

@@ -31,6 +31,14 @@ func inputSources(t *testing.T) map[string][]byte {
 		{"cjxl", "in.png", "out.jxl", "-d", "1", "--quiet"},
 		{"convert", "in.png", "BMP3:out.bmp"},
 		{"convert", "in.png", "-resize", "64x48", "out.ico"},
+		// Videos (issue 47): a second of testsrc2 in each codec and
+		// container; the MOV turned by its display matrix, as an iPhone's.
+		video("out.mp4", "-c:v", "libx264", "-g", "10"),
+		video("unturned.mov", "-c:v", "libx265", "-tag:v", "hvc1", "-x265-params", "log-level=error:keyint=10"),
+		{"ffmpeg", "-v", "error", "-y", "-i", "unturned.mov", "-c", "copy", "-metadata:s:v:0", "rotate=90", "out.mov"},
+		video("out.webm", "-c:v", "libvpx-vp9", "-b:v", "200k", "-g", "10", "-deadline", "realtime", "-cpu-used", "8"),
+		video("out.vp8.webm", "-c:v", "libvpx", "-b:v", "200k", "-g", "10"),
+		video("out.mkv", "-c:v", "libaom-av1", "-b:v", "200k", "-g", "10", "-cpu-used", "8"),
 	}
 	for _, s := range steps {
 		if _, err := exec.LookPath(s[0]); err != nil {
@@ -43,7 +51,7 @@ func inputSources(t *testing.T) map[string][]byte {
 		}
 	}
 	out := map[string][]byte{}
-	for _, name := range []string{"tif", "heic", "avif", "jxl", "bmp", "ico"} {
+	for _, name := range []string{"tif", "heic", "avif", "jxl", "bmp", "ico", "mp4", "mov", "webm", "vp8.webm", "mkv"} {
 		b, err := os.ReadFile(filepath.Join(dir, "out."+name))
 		if err != nil {
 			t.Fatal(err)
@@ -53,8 +61,16 @@ func inputSources(t *testing.T) map[string][]byte {
 	return out
 }
 
+// video is the ffmpeg command that writes a second of testsrc2 (160x120,
+// 25 frames a second) with the encoder's args to name.
+func video(name string, args ...string) []string {
+	cmd := []string{"ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=1", "-pix_fmt", "yuv420p"}
+	return append(append(cmd, args...), name)
+}
+
 // TestCellsReadEveryInputFormat: each new format's decoder (libheif with
-// dav1d and libde265, libtiff, libjxl, the Go BMP/ICO decoder) runs inside
+// dav1d and FFmpeg's HEVC, libtiff, libjxl, the Go BMP/ICO decoder, and
+// FFmpeg's video decoders fed by the Go container reader) runs inside
 // a sandboxed cell, seccomp and Landlock on, and answers exactly what the
 // in-process engine answers; its broken files are 4xx there too, and no
 // cell is killed (a decoder's thread or system call outside the filter
@@ -63,7 +79,7 @@ func TestCellsReadEveryInputFormat(t *testing.T) {
 	inproc, _ := newTestServer(t, testConfig(t))
 	cells := newCellsServer(t, cellsConfig(t), "")
 	for name, src := range inputSources(t) {
-		for _, q := range []string{"?w=64&h=64", "?w=80&format=avif", "?w=40&h=30&fit=contain&format=webp"} {
+		for _, q := range []string{"?w=64&h=64", "?w=80&format=avif", "?w=40&h=30&fit=contain&format=webp", "?w=48&t=0.5", "?w=48&t=50%25&keyframe=true"} {
 			s1, h1, b1 := postThumb(t, inproc.URL, q, src)
 			s2, h2, b2 := postThumb(t, cells.URL, q, src)
 			if s1 != 200 || s2 != 200 || h1.Get("Content-Type") != h2.Get("Content-Type") || !bytes.Equal(b1, b2) {
@@ -106,6 +122,12 @@ func TestInputsSettingRefusesFormats(t *testing.T) {
 		if json.Unmarshal(b, &e) != nil || s != 415 || e.Code != string(apierr.UnsupportedFormat) ||
 			!bytes.Contains(b, []byte("HEIC")) || !bytes.Contains(b, []byte("THUMBD_INPUTS")) {
 			t.Errorf("%s: HEIC left out: %d %s, want a 415 naming HEIC and THUMBD_INPUTS", mode, s, b)
+		}
+		// A video is refused by its codec's name.
+		s, _, b = postThumb(t, url, "?w=32", srcs["mp4"])
+		if json.Unmarshal(b, &e) != nil || s != 415 || e.Code != string(apierr.UnsupportedFormat) ||
+			!bytes.Contains(b, []byte("coded in H.264")) || !bytes.Contains(b, []byte("THUMBD_INPUTS")) {
+			t.Errorf("%s: H.264 left out: %d %s, want a 415 naming H.264 and THUMBD_INPUTS", mode, s, b)
 		}
 	}
 }

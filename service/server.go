@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,7 +156,9 @@ func newOrigins(cfg config, limits source.Limits, m *metrics, resolver *net.Reso
 	}
 	var accept []string
 	for _, f := range imagefmt.Inputs() {
-		accept = append(accept, f.ContentType())
+		if !slices.Contains(accept, f.ContentType()) { // the video codecs share video/*
+			accept = append(accept, f.ContentType())
+		}
 	}
 	return origin.New(origin.Config{
 		Patterns: cfg.Origins, AllowLoopback: cfg.AllowLoopback, FetchTimeout: cfg.FetchTimeout,

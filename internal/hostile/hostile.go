@@ -229,7 +229,6 @@ func Unsupported() map[string][]byte {
 		"matlab":    []byte("MATLAB 5.0 MAT-file"),
 		"fits":      []byte("SIMPLE  =                    T"),
 		"webp-wave": []byte("RIFF\x04\x00\x00\x00WAVE"),
-		"mp4":       []byte("\x00\x00\x00\x14ftypisom\x00\x00\x00\x00mp41"),
 		"cursor":    {0, 0, 2, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 40, 0, 0, 0, 22, 0, 0, 0},
 		"jpeg-2b":   {0xFF, 0xD8},
 		"png-7b":    []byte("\x89PNG\r\n\x1a"),
@@ -240,7 +239,7 @@ func Unsupported() map[string][]byte {
 }
 
 // Malformed returns, by name, headers of the formats read since issue 35
-// (HEIF, AVIF, TIFF, JPEG XL, BMP, ICO) that are sniffed as theirs and
+// (HEIF, AVIF, TIFF, JPEG XL, BMP, ICO, video) that are sniffed as theirs and
 // cannot be decoded: no pixel data, or a header that says nothing usable.
 // Each must be a 4xx (422), never a 5xx.
 func Malformed() map[string][]byte {
@@ -271,6 +270,11 @@ func Malformed() map[string][]byte {
 		// an entry of 40 bytes after the directory, the file ending there
 		"ico-no-entry": {0, 0, 1, 0, 1, 0, 16, 16, 0, 0, 1, 0, 32, 0, 40, 0, 0, 0, 22, 0, 0, 0},
 		"jxl-cut":      {0xFF, 0x0A, 0xFA, 0x7F, 0x01, 0x90},
+		// Videos (issue 47): a container with nothing in it, and one whose
+		// index is empty: sniffed as a video, never priced.
+		"video-mp4-ftyp-only":  []byte("\x00\x00\x00\x14ftypisom\x00\x00\x00\x00mp41"),
+		"video-mp4-empty-moov": []byte("\x00\x00\x00\x14ftypisom\x00\x00\x00\x00mp41\x00\x00\x00\x08moov"),
+		"video-webm-ebml-only": {0x1A, 0x45, 0xDF, 0xA3, 0x87, 0x42, 0x82, 0x84, 'w', 'e', 'b', 'm'},
 	}
 }
 

@@ -547,6 +547,8 @@ func infoResult(job thumbjob.InfoJob, meta resultMeta) (thumbjob.Info, error) {
 		return thumbjob.Info{}, fmt.Errorf("%w: an info result with %d delays for %d frames, space %d bytes", ErrProtocol, len(i.DelaysMS), i.Frames, len(i.Space))
 	case job.ThumbHash == (i.ThumbHash == "") || len(i.ThumbHash) > maxThumbHash || hashErr != nil || (job.ThumbHash && len(hash) < 5):
 		return thumbjob.Info{}, fmt.Errorf("%w: an info result with ThumbHash %.64q (asked: %t)", ErrProtocol, i.ThumbHash, job.ThumbHash)
+	case i.Video != nil && !validVideo(*i.Video):
+		return thumbjob.Info{}, fmt.Errorf("%w: an info result with video %+v", ErrProtocol, *i.Video)
 	}
 	return *i, nil
 }
@@ -624,4 +626,13 @@ func cellTrace(traceparent string, meta resultMeta, exchange thumbjob.Stage) thu
 	}
 	t.Job, t.Exchange = job, exchange
 	return t
+}
+
+// validVideo holds a cell's account of a video to what the container
+// reader can say: a known container, a finite duration and frame rate, a
+// quarter turn, a known HDR transfer.
+func validVideo(v thumbjob.VideoInfo) bool {
+	finite := func(f float64) bool { return f >= 0 && f < 1e12 }
+	return slices.Contains([]string{"mp4", "mov", "webm", "mkv"}, v.Container) && finite(v.Duration) && finite(v.FrameRate) &&
+		v.Rotation%90 == 0 && v.Rotation >= 0 && v.Rotation < 360 && (v.HDR == "" || v.HDR == "pq" || v.HDR == "hlg")
 }

@@ -33,6 +33,20 @@ const (
 	JXL  Format = "jxl"
 	BMP  Format = "bmp"
 	ICO  Format = "ico"
+
+	// The video codecs thumbd decodes a frame of (issue 47): a video
+	// source's format is its stream's codec, whatever its container
+	// (MP4, MOV, WebM, Matroska), so that THUMBD_INPUTS decides by what
+	// reaches a decoder.
+	H264 Format = "h264"
+	HEVC Format = "hevc"
+	VP8  Format = "vp8"
+	VP9  Format = "vp9"
+	AV1  Format = "av1"
+	// Video is a video container whose header could not be read, or
+	// whose codec thumbd does not decode: never accepted, it names what
+	// the bytes are in the refusal.
+	Video Format = "video"
 )
 
 // Spec is one row of the table. Its JSON form is what `thumbd formats
@@ -59,6 +73,9 @@ type Spec struct {
 	// ("image/webp"); a wildcard says nothing about newer formats, and
 	// every browser sends one.
 	Listed bool `json:"listed"`
+	// Video: a video codec (or Video), sniffed by its container in
+	// memcost's look (service/internal/video), never by Magic.
+	Video bool `json:"video,omitempty"`
 	// Magic reports whether bytes start like this format.
 	Magic func(b []byte) bool `json:"-"`
 }
@@ -83,7 +100,18 @@ var table = [...]Spec{
 	{Format: JXL, Name: "JPEG XL", ContentType: "image/jxl", Input: true, Magic: isJXL},
 	{Format: BMP, Name: "BMP", ContentType: "image/bmp", Input: true, Magic: isBMP},
 	{Format: ICO, Name: "ICO", ContentType: "image/x-icon", Input: true, Magic: isICO},
+	// Video sources: their media type is their container's (an origin is
+	// sent video/* in its Accept header).
+	{Format: H264, Name: "H.264", ContentType: "video/*", Input: true, Video: true, Magic: never},
+	{Format: HEVC, Name: "HEVC", ContentType: "video/*", Input: true, Video: true, Magic: never},
+	{Format: VP8, Name: "VP8", ContentType: "video/*", Input: true, Video: true, Magic: never},
+	{Format: VP9, Name: "VP9", ContentType: "video/*", Input: true, Video: true, Magic: never},
+	{Format: AV1, Name: "AV1", ContentType: "video/*", Input: true, Video: true, Magic: never},
+	{Format: Video, Name: "video", ContentType: "video/*", Video: true, Magic: never},
 }
+
+// never is a video row's Magic: the container is the look's to sniff.
+func never([]byte) bool { return false }
 
 func prefix(p string) func([]byte) bool {
 	return func(b []byte) bool { return bytes.HasPrefix(b, []byte(p)) }
@@ -199,8 +227,13 @@ func Sniff(buf []byte) (Spec, bool) {
 // Outputs lists the formats thumbd writes, in table order.
 func Outputs() []Format { return list(func(s Spec) bool { return s.Output }) }
 
-// Inputs lists the formats thumbd reads, in table order.
+// Inputs lists the formats thumbd reads, in table order: the images',
+// then the video codecs'.
 func Inputs() []Format { return list(func(s Spec) bool { return s.Input }) }
+
+// Images lists the image formats thumbd reads (Inputs without the video
+// codecs): what a source answered as it is may be.
+func Images() []Format { return list(func(s Spec) bool { return s.Input && !s.Video }) }
 
 func list(keep func(Spec) bool) []Format {
 	var out []Format
@@ -212,11 +245,17 @@ func list(keep func(Spec) bool) []Format {
 	return out
 }
 
-// InputNames lists the readable formats for a person: "PNG, JPEG, ... or ICO".
-func InputNames() string {
+// InputNames lists the readable image formats for a person: "PNG, JPEG,
+// ... or ICO".
+func InputNames() string { return names(func(s Spec) bool { return s.Input && !s.Video }) }
+
+// VideoNames lists the video codecs thumbd decodes: "H.264, HEVC, ... or AV1".
+func VideoNames() string { return names(func(s Spec) bool { return s.Input && s.Video }) }
+
+func names(keep func(Spec) bool) string {
 	var names []string
 	for _, s := range table {
-		if s.Input {
+		if keep(s) {
 			names = append(names, s.Name)
 		}
 	}

@@ -39,14 +39,20 @@ func TestTable(t *testing.T) {
 	if got := Outputs(); !slices.Equal(got, []Format{PNG, JPEG, WebP, AVIF}) {
 		t.Errorf("outputs %v", got)
 	}
-	if got := Inputs(); !slices.Equal(got, []Format{PNG, JPEG, WebP, AVIF, GIF, HEIC, TIFF, JXL, BMP, ICO}) {
+	if got := Inputs(); !slices.Equal(got, []Format{PNG, JPEG, WebP, AVIF, GIF, HEIC, TIFF, JXL, BMP, ICO, H264, HEVC, VP8, VP9, AV1}) {
 		t.Errorf("inputs %v", got)
+	}
+	if got := Images(); !slices.Equal(got, []Format{PNG, JPEG, WebP, AVIF, GIF, HEIC, TIFF, JXL, BMP, ICO}) {
+		t.Errorf("images %v", got)
+	}
+	if got := VideoNames(); got != "H.264, HEVC, VP8, VP9 or AV1" {
+		t.Errorf("video names %q", got)
 	}
 	if got := InputNames(); got != "PNG, JPEG, WebP, AVIF, GIF, HEIC, TIFF, JPEG XL, BMP or ICO" {
 		t.Errorf("input names %q", got)
 	}
 	for _, s := range table {
-		if s.ContentType == "" || s.Name == "" || s.Magic == nil || !(s.Input || s.Output) {
+		if s.ContentType == "" || s.Name == "" || s.Magic == nil || !(s.Input || s.Output || s.Format == Video) {
 			t.Errorf("incomplete row %+v", s)
 		}
 		if got, ok := Lookup(s.Format); !ok || got.Format != s.Format || s.Format.ContentType() != s.ContentType {

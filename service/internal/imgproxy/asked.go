@@ -59,6 +59,11 @@ func (s *state) asked(c Config) (params.Asked, error) {
 	s.transforms(&o)
 	o.Format, o.Quality, o.MaxBytes = s.format, s.quality, s.maxBytes
 	o.KeepCopyright = s.keepCopyright || !s.stripMetadata // imgproxy's defaults: both true
+	// Without a second, thumbd's default poster frame (made of keyframes
+	// already): vtk alone changes nothing, as keyframe alone does not.
+	if o.Frame = s.frame; !o.Frame.Given {
+		o.Frame = thumbjob.Frame{}
+	}
 	o.AsIs = thumbjob.AsIsOf(s.skip)
 	if s.format == "" {
 		if len(s.formatQuality) > 0 {
@@ -77,8 +82,9 @@ func (s *state) asked(c Config) (params.Asked, error) {
 	}
 	if s.raw {
 		// imgproxy's raw streams the source whatever the format asked:
-		// thumbd answers it as is in any format it reads.
-		o.AsIs, o.Format, o.Quality = thumbjob.AsIsOf(imagefmt.Inputs()), imagefmt.Source, 0
+		// thumbd answers it as is in any image format it reads (a video
+		// is a poster frame, never streamed).
+		o.AsIs, o.Format, o.Quality = thumbjob.AsIsOf(imagefmt.Images()), imagefmt.Source, 0
 	}
 	a.Options = o
 	return a, nil

@@ -534,7 +534,7 @@ func TestSourceSizedOptions(t *testing.T) {
 		{"w:10/skp:jpg:gif:svg:tif", func(o thumbjob.Options) bool { return o.AsIs == "jpeg,gif,tiff" && o.Format == imagefmt.Source }},
 		{"skip_processing:png/f:png", func(o thumbjob.Options) bool { return o.AsIs == "png" && o.Format == imagefmt.PNG }},
 		{"w:10/f:png/raw:1", func(o thumbjob.Options) bool {
-			return o.AsIs == thumbjob.AsIsOf(imagefmt.Inputs()) && o.Format == imagefmt.Source
+			return o.AsIs == thumbjob.AsIsOf(imagefmt.Images()) && o.Format == imagefmt.Source
 		}},
 	} {
 		r, err := config().Parse("/_/" + c.opts + "/plain/local:///a.jpg")

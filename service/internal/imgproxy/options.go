@@ -51,6 +51,7 @@ type state struct {
 	maxBytes            int
 	stripMetadata       bool
 	keepCopyright       bool
+	frame               thumbjob.Frame // vts, vtk (imgproxy Pro's)
 	formatQuality       map[imagefmt.Format]int
 	format              imagefmt.Format
 	raw                 bool
@@ -270,6 +271,19 @@ var setters = func() map[string]setter {
 	add([]string{"keep_copyright", "kcr"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
 		return oneBool(n, a, &s.keepCopyright)
 	}, nil})
+	// imgproxy Pro's video thumbnails: the second (a number of seconds)
+	// and whether to take the keyframe at or before it.
+	add([]string{"video_thumbnail_second", "vts"}, setter{1, func(s *state, _ Config, n string, a, _ []string) error {
+		t, err := number(a[0])
+		if err != nil || t < 0 || t > thumbjob.MaxFrameSeconds {
+			return badOption(n, "must be seconds from 0 to %d, not %q", thumbjob.MaxFrameSeconds, a[0])
+		}
+		s.frame.At, s.frame.Given = t, true
+		return nil
+	}, []string{"t"}})
+	add([]string{"video_thumbnail_keyframes", "vtk"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
+		return oneBool(n, a, &s.frame.Keyframe)
+	}, []string{"keyframe"}})
 	add([]string{"strip_color_profile", "scp"}, setter{0, func(s *state, _ Config, n string, a, _ []string) error {
 		var on bool
 		if err := oneBool(n, a, &on); err != nil || on {
@@ -297,7 +311,7 @@ var setters = func() map[string]setter {
 			case "tif":
 				f = imagefmt.TIFF
 			}
-			if !slices.Contains(imagefmt.Inputs(), f) {
+			if !slices.Contains(imagefmt.Images(), f) {
 				return badOption(n, "names format %q, which thumbd does not read", v)
 			}
 			s.skip = append(s.skip, f)

@@ -69,6 +69,9 @@ var encoderBytes = map[imagefmt.Format]float64{
 // in float (3 x 4 bytes); a BMP or ICO is decoded in Go and copied once
 // into the uncompressed TIFF libvips reads (the image's bytes twice).
 func codecBytes(h Header) float64 {
+	if h.Video != nil {
+		return videoCodecBytes(h)
+	}
 	switch h.Format {
 	case imagefmt.HEIC, imagefmt.AVIF:
 		return 5 * float64(max(h.BytesPerSample, 1))
@@ -91,6 +94,9 @@ func Estimate(h Header, j Job) int64 {
 		encoderBytes[j.Output]*k.out*k.frames
 	if h.Format == imagefmt.TIFF {
 		cost += float64(h.ChunkBytes) // libtiff reads a compressed strip or tile whole
+	}
+	if h.Video != nil {
+		cost += videoPacketBytes(h)
 	}
 	if h.Progressive {
 		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), k.maxPixels) * float64(h.Bands)

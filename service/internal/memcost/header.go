@@ -19,6 +19,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/bmp"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/video"
 )
 
 // ErrNotServed marks a header read whole that thumbd refuses by its own
@@ -50,6 +51,9 @@ func Look(src []byte) (thumbjob.Source, error) {
 	s := thumbjob.Source{Bytes: src}
 	spec, ok := imagefmt.Sniff(src)
 	if !ok {
+		if c, isVideo := video.Sniff(src); isVideo {
+			return lookVideo(s, c)
+		}
 		s.Unread = "not an input format"
 		return s, errors.New(s.Unread)
 	}

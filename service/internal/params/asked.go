@@ -140,8 +140,8 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 		return o, apierr.New(apierr.BadParameter, "%s is not taken unsigned: the source as it is carries its own metadata; give it in a preset, or sign the URL.", by)
 	}
 	for _, f := range o.AsIsFormats() {
-		if spec, ok := imagefmt.Lookup(f); !ok || !spec.Input {
-			return o, a.bad("as_is", "names %q, and thumbd answers as is only the formats it reads", f)
+		if !slices.Contains(imagefmt.Images(), f) {
+			return o, a.bad("as_is", "names %q, and thumbd answers as is only the image formats it reads", f)
 		}
 	}
 	if err := a.transformBounds(o, dpr, r.MaxSide); err != nil {

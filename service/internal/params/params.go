@@ -106,7 +106,7 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 }
 
 // optionNames are the parameters of every thumbnail request.
-var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated", "copyright"}, transformNames...)
+var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated", "copyright", "t", "keyframe"}, transformNames...)
 
 // Rules are the settings a thumbnail query is read with.
 type Rules struct {
@@ -329,6 +329,9 @@ func read(q map[string]string, maxSide int) (Asked, error) {
 		return a, err
 	}
 	o.KeepCopyright = copyright == "keep"
+	if o.Frame, err = frameOf(q); err != nil {
+		return a, err
+	}
 	if a.DPR, err = dprOf(q); err != nil {
 		return a, err
 	}

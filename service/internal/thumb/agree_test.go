@@ -52,7 +52,7 @@ func differ(src []byte) error {
 	if look.Format == "" {
 		return nil // no input format: the engine refuses it before libvips (checkSource)
 	}
-	dec, err := goDecoded(look, fuzzEngine.cfg.MaxPixels)
+	dec, err := goDecoded(look, thumbjob.Frame{}, fuzzEngine.cfg.MaxPixels)
 	if err != nil {
 		return nil // a BMP, ICO or sequence refused in Go: libvips never sees it
 	}

@@ -59,6 +59,13 @@ var loaderClasses = map[imagefmt.Format][]string{
 	imagefmt.JXL:  {"VipsForeignLoadJxl"},
 	imagefmt.BMP:  {"VipsForeignLoadTiff"},
 	imagefmt.ICO:  {"VipsForeignLoadTiff"},
+	// A video's frame is decoded by FFmpeg's decoder (videoFrame) and
+	// handed over the same way.
+	imagefmt.H264: {"VipsForeignLoadTiff"},
+	imagefmt.HEVC: {"VipsForeignLoadTiff"},
+	imagefmt.VP8:  {"VipsForeignLoadTiff"},
+	imagefmt.VP9:  {"VipsForeignLoadTiff"},
+	imagefmt.AV1:  {"VipsForeignLoadTiff"},
 }
 
 // New returns an engine; call Start before Thumbnail.
@@ -256,7 +263,7 @@ func (e *Engine) attempt(in thumbjob.Source, o thumbjob.Options) (thumbjob.Image
 // libvips' header no larger than the look's (agrees), and both within the
 // pixel and frame limits. No pixel is decoded here. With details, the
 // header read also gives what /info tells beyond it.
-func (e *Engine) open(in thumbjob.Source, withDetails bool) ([]byte, header, details, error) {
+func (e *Engine) open(in thumbjob.Source, frame thumbjob.Frame, withDetails bool) ([]byte, header, details, error) {
 	fail := func(err error) ([]byte, header, details, error) { return nil, header{}, details{}, err }
 	if err := e.checkSource(in); err != nil {
 		return fail(err)
@@ -264,7 +271,7 @@ func (e *Engine) open(in thumbjob.Source, withDetails bool) ([]byte, header, det
 	if err := checkLooked(in); err != nil {
 		return fail(err)
 	}
-	src, err := goDecoded(in, e.cfg.MaxPixels)
+	src, err := goDecoded(in, frame, e.cfg.MaxPixels)
 	if err != nil {
 		return fail(err)
 	}
@@ -293,10 +300,16 @@ func (e *Engine) open(in thumbjob.Source, withDetails bool) ([]byte, header, det
 // screen is over the pixel limit.
 func (e *Engine) checkSource(src thumbjob.Source) error {
 	spec, ok := imagefmt.Lookup(src.Format)
-	if !ok || !spec.Input {
-		return fmt.Errorf("%w: the body is not a %s image", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames())
+	if src.Format == imagefmt.Video {
+		return fmt.Errorf("%w: this video cannot be read (%s), so none of it is decoded", thumbjob.ErrUndecodable, src.Unread)
 	}
-	if !e.accepted()[src.Format] {
+	if !ok || !spec.Input {
+		return fmt.Errorf("%w: the body is not a %s image or a %s video", thumbjob.ErrUnsupportedFormat, imagefmt.InputNames(), imagefmt.VideoNames())
+	}
+	switch {
+	case !e.accepted()[src.Format] && spec.Video:
+		return fmt.Errorf("%w: the body is a video coded in %s, a codec this server does not accept (THUMBD_INPUTS)", thumbjob.ErrUnsupportedFormat, spec.Name)
+	case !e.accepted()[src.Format]:
 		return fmt.Errorf("%w: the body is a %s image, a format this server does not accept (THUMBD_INPUTS)", thumbjob.ErrUnsupportedFormat, spec.Name)
 	}
 	// libtiff hands a JPEG-compressed TIFF's strips to libjpeg: with JPEG

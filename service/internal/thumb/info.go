@@ -31,7 +31,7 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	if err := ctx.Err(); err != nil {
 		return thumbjob.Info{}, err
 	}
-	src, h, d, err := e.open(in, true)
+	src, h, d, err := e.open(in, thumbjob.Frame{}, true)
 	if err != nil {
 		return thumbjob.Info{}, err
 	}
@@ -39,6 +39,10 @@ func (e *Engine) info(ctx context.Context, in thumbjob.Source, job thumbjob.Info
 	info := thumbjob.Info{
 		Format: in.Format, Width: dw, Height: dh, StoredWidth: h.width, StoredHeight: h.height,
 		Orientation: max(h.orientation, 1), Frames: max(h.pages, 1), Alpha: h.alpha, Space: d.space, ICC: d.icc,
+	}
+	if v := in.Header.Video; v != nil {
+		info.Video = &thumbjob.VideoInfo{Container: v.Container, Duration: v.Duration, FrameRate: v.FrameRate,
+			Rotation: v.Rotation, Mirror: v.Mirror, HDR: v.HDR, Audio: v.Audio}
 	}
 	if info.Frames > 1 {
 		info.DelaysMS, info.Loop = d.delays, d.loop

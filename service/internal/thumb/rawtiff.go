@@ -26,11 +26,18 @@ import (
 //     first frame's coded samples (memcost.SequenceStill: nothing decoded);
 //   - a HEIF file whose ftyp's major brand libvips' loader does not know
 //     (avis: a sequence with a still image; isom listing avif): the same
-//     bytes with the brand its items' coding names (memcost.WithReadableBrand).
+//     bytes with the brand its items' coding names (memcost.WithReadableBrand);
+//   - a video (MP4, MOV, WebM, Matroska): the frame the job asks for
+//     (thumbjob.Frame), decoded by FFmpeg's decoder from the packets the
+//     Go container reader found, as an uncompressed TIFF turned by the
+//     display matrix (videoFrame).
 //
 // Other formats pass through. It runs inside the engine, so in cells mode
 // in the sandboxed cell, like every decoder.
-func goDecoded(in thumbjob.Source, maxPixels int64) ([]byte, error) {
+func goDecoded(in thumbjob.Source, frame thumbjob.Frame, maxPixels int64) ([]byte, error) {
+	if in.Header.Video != nil {
+		return videoFrame(in, frame, maxPixels)
+	}
 	if in.Header.Sequence {
 		still, err := memcost.SequenceStill(in.Bytes)
 		if err != nil {
@@ -48,7 +55,7 @@ func goDecoded(in thumbjob.Source, maxPixels int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rawTIFF(img.Pix, img.Width, img.Height, img.Bands)
+	return rawTIFF(img.Pix, img.Width, img.Height, img.Bands, 1)
 }
 
 // rowsPerStrip keeps the TIFF loader's read buffer small: it reads a
@@ -57,8 +64,10 @@ const rowsPerStrip = 16
 
 // rawTIFF wraps interleaved 8-bit RGB or RGBA pixels (rows from the top)
 // in a little-endian baseline TIFF: one IFD, uncompressed strips of
-// rowsPerStrip rows, alpha as an unassociated extra sample.
-func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
+// rowsPerStrip rows, alpha as an unassociated extra sample, and an
+// Orientation tag (EXIF's values: a video's display matrix) unless
+// orientation is 1.
+func rawTIFF(pix []byte, w, h, bands, orientation int) ([]byte, error) {
 	if (bands != 3 && bands != 4) || w <= 0 || h <= 0 || len(pix) != w*h*bands {
 		return nil, fmt.Errorf("raw TIFF of %dx%dx%d from %d bytes", w, h, bands, len(pix))
 	}
@@ -76,11 +85,16 @@ func rawTIFF(pix []byte, w, h, bands int) ([]byte, error) {
 		{thumbjob.TIFFTagCompression, short, 1, 1},               // none
 		{thumbjob.TIFFTagPhotometric, short, 1, 2},               // RGB
 		{thumbjob.TIFFTagStripOffsets, long, uint32(strips), 0},  // an array
+	}
+	if orientation != 1 {
+		entries = append(entries, entry{thumbjob.TIFFTagOrientation, short, 1, uint32(orientation)}) // the tags stay in order
+	}
+	entries = append(entries, []entry{
 		{thumbjob.TIFFTagSamplesPerPixel, short, 1, uint32(bands)},
 		{thumbjob.TIFFTagRowsPerStrip, long, 1, rowsPerStrip},
 		{thumbjob.TIFFTagStripByteCounts, long, uint32(strips), 0}, // an array
 		{thumbjob.TIFFTagPlanarConfig, short, 1, 1},                // interleaved
-	}
+	}...)
 	if bands == 4 {
 		entries = append(entries, entry{thumbjob.TIFFTagExtraSamples, short, 1, 2}) // unassociated alpha
 	}

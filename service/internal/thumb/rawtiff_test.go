@@ -16,7 +16,7 @@ func TestRawTIFFReadsBack(t *testing.T) {
 		for i := range pix {
 			pix[i] = byte(i*7 + i/13)
 		}
-		tiff, err := rawTIFF(pix, c.w, c.h, c.bands)
+		tiff, err := rawTIFF(pix, c.w, c.h, c.bands, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestRawTIFFReadsBack(t *testing.T) {
 			t.Errorf("%dx%dx%d: the pixels read back differ", c.w, c.h, c.bands)
 		}
 	}
-	if _, err := rawTIFF(make([]byte, 10), 2, 2, 3); err == nil {
+	if _, err := rawTIFF(make([]byte, 10), 2, 2, 3, 1); err == nil {
 		t.Error("a pixel buffer of the wrong length was wrapped")
 	}
 }

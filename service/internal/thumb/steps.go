@@ -48,7 +48,7 @@ func (e *Engine) limits() plan.Limits {
 // planned is a job's source opened, its output chosen and its plan made:
 // nothing decoded yet.
 func (e *Engine) planned(in thumbjob.Source, o thumbjob.Options) (*making, error) {
-	src, h, _, err := e.open(in, false)
+	src, h, _, err := e.open(in, o.Frame, false)
 	if err != nil {
 		return nil, err
 	}

@@ -37,8 +37,25 @@ type Info struct {
 	ICC   bool   `json:"icc"` // an ICC profile is embedded
 	Bytes int64  `json:"bytes"`
 	// ThumbHash is the placeholder, base64 (standard, padded); absent when
-	// not asked for.
+	// not asked for. A video's is its default poster frame's.
 	ThumbHash string `json:"thumbhash,omitempty"`
+	// Video is what a video source's container says; absent for images.
+	// Format is then the stream's codec, and Width x Height the frame as
+	// shown (its display matrix applied).
+	Video *VideoInfo `json:"video,omitempty"`
+}
+
+// VideoInfo is /info's account of a video source.
+type VideoInfo struct {
+	Container string  `json:"container"` // mp4, mov, webm, mkv
+	Duration  float64 `json:"duration"`  // seconds
+	FrameRate float64 `json:"fps,omitempty"`
+	// Rotation is the display matrix's turn, clockwise degrees, after a
+	// left-right flip when Mirror.
+	Rotation int    `json:"rotation"`
+	Mirror   bool   `json:"mirror,omitempty"`
+	HDR      string `json:"hdr,omitempty"` // pq, hlg
+	Audio    bool   `json:"audio"`         // the file has an audio track
 }
 
 // AsThumbnail is the thumbnail job an info job's decode resembles, for its

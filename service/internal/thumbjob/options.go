@@ -123,7 +123,49 @@ type Options struct {
 	// source's EXIF Copyright and Artist, when it has either, are written
 	// in the answer's EXIF, the only metadata it then carries.
 	KeepCopyright bool `json:",omitempty"`
+	// Frame picks a video source's frame (t, keyframe; imgproxy's
+	// video_thumbnail_second and video_thumbnail_keyframes); the zero
+	// value is the default poster frame. An image ignores it.
+	Frame Frame `json:",omitzero"`
 	Transforms
+}
+
+// MaxFrameSeconds bounds Frame.At in seconds (about 11.5 days).
+const MaxFrameSeconds = 1_000_000
+
+// Frame is the frame of a video a thumbnail is made of.
+type Frame struct {
+	// At is seconds from the start, or a percentage of the duration when
+	// Percent; Given says it was asked (else the default poster frame: the
+	// first of the first keyframes with detail). A time at or past the end
+	// is the last frame.
+	At      float64 `json:",omitempty"`
+	Percent bool    `json:",omitempty"`
+	Given   bool    `json:",omitempty"`
+	// Keyframe takes the keyframe at or before the time: one frame
+	// decoded, where the exact frame may need a whole group of pictures.
+	Keyframe bool `json:",omitempty"`
+}
+
+// normalised is the frame's text in Options.Normalised: "" for the
+// default, so that an image's key is the same with it or without.
+func (f Frame) normalised() string {
+	if f == (Frame{}) {
+		return ""
+	}
+	s := "|frame="
+	switch {
+	case f.Given && f.Percent:
+		s += fmt.Sprintf("%g%%", f.At)
+	case f.Given:
+		s += fmt.Sprintf("%gs", f.At)
+	default:
+		s += "default"
+	}
+	if f.Keyframe {
+		s += ",keyframe"
+	}
+	return s
 }
 
 // AnsweredAsIs reports whether a source in format in is answered as it
@@ -196,6 +238,7 @@ func (o Options) Normalised() string {
 	if o.KeepCopyright {
 		formats += "|copyright"
 	}
+	formats += o.Frame.normalised()
 	// The transforms add to the text only when set, so that a plain
 	// resize keeps the key (and ETag) it had before they existed.
 	return fmt.Sprintf("w=%d,h=%d,fit=%s,gravity=%s,format=%s,q=%d,animated=%t", o.Width, o.Height, o.Fit, g, formats, q, animated) + o.Transforms.normalised()

@@ -78,6 +78,40 @@ type Header struct {
 	// H.273, from the primary image's colr box of type nclx; zero when
 	// it has none (an ICC profile, colr prof or rICC, is libvips' to read).
 	NCLX NCLX `json:"nclx"`
+	// Video is what the container says of a video source (Format is then
+	// its codec: THUMBD_INPUTS decides by the stream, not the container);
+	// nil for images. Width x Height are the frame as decoded (the larger
+	// of the container's and the codec's sizes: the decoder never gives
+	// more), before the display matrix's rotation.
+	Video *Video `json:"video,omitempty"`
+}
+
+// Video is a video source's header, read in Go (service/internal/video)
+// before any decoder runs.
+type Video struct {
+	Container string `json:"container"` // mp4, mov, webm, mkv
+	// Duration is seconds; FrameRate frames a second (0: unknown).
+	Duration  float64 `json:"duration"`
+	FrameRate float64 `json:"fps,omitempty"`
+	// Rotation (clockwise degrees) and Mirror are the display matrix's,
+	// as Orientation gives them to the engine.
+	Rotation    int  `json:"rotation,omitempty"`
+	Mirror      bool `json:"mirror,omitempty"`
+	Orientation int  `json:"orientation"` // as an EXIF orientation, 1 to 8
+	// CodedWidth x CodedHeight is the codec's picture (its macroblocks or
+	// superblocks aligned), and Refs the frames the decoder may hold at
+	// once: what pricing its decode needs.
+	CodedWidth  int `json:"coded_w"`
+	CodedHeight int `json:"coded_h"`
+	Refs        int `json:"refs"`
+	// HDR is "pq" or "hlg" for an HDR stream, "" otherwise.
+	HDR   string `json:"hdr,omitempty"`
+	Audio bool   `json:"audio,omitempty"`
+	// Keyframes is how many keyframes the index lists (at most the video
+	// reader's bound): the default poster frame looks among the first.
+	Keyframes int `json:"keyframes,omitempty"`
+	// Bytes is the file's length.
+	Bytes int64 `json:"bytes"`
 }
 
 // NCLX is an nclx colr box: ITU-T H.273's colour primaries (1 BT.709 and
@@ -114,6 +148,7 @@ const (
 	TIFFTagCompression     = 259
 	TIFFTagPhotometric     = 262
 	TIFFTagStripOffsets    = 273
+	TIFFTagOrientation     = 274
 	TIFFTagSamplesPerPixel = 277
 	TIFFTagRowsPerStrip    = 278
 	TIFFTagStripByteCounts = 279

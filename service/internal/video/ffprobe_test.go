@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -406,8 +407,15 @@ func TestAgainstFFprobe(t *testing.T) {
 				checkRead(t, v, path, fr)
 			}
 			if info.Duration > 0 {
-				if _, err := v.FrameAt(info.Duration + 0.01); err == nil {
-					t.Error("a frame past the end")
+				start, err := v.Start()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := ffprobeStart(t, path); math.Abs(start-want) > 0.0005 {
+					t.Errorf("starts at %v s, ffprobe's start_time %v s", start, want)
+				}
+				if _, err := v.FrameAt(start + info.Duration + 0.01); !errors.Is(err, ErrPastEnd) {
+					t.Errorf("a frame past the end: %v", err)
 				}
 			}
 			t.Logf("%s: %d reads, %d bytes of %d for the header and 11 frames", r.name, v.Stats().Reads, v.Stats().Bytes, st.Size())
@@ -559,4 +567,15 @@ func moovSize(t *testing.T, path string) int64 {
 	}
 	m, _ := first(kids, "moov")
 	return int64(len(m.body)) + m.head
+}
+
+// ffprobeStart is ffprobe's start_time of the first picture stream: its
+// first frame's presentation time, in seconds.
+func ffprobeStart(t *testing.T, path string) float64 {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=start_time", "-of", "csv=p=0", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	return parseFloat(strings.TrimSpace(string(out)))
 }

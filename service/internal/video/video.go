@@ -244,10 +244,11 @@ type Stats struct {
 
 // Reader reads one video file. It is not safe for concurrent use.
 type Reader struct {
-	src  *source
-	info Info
-	mp4  *mp4Track // MP4 and MOV
-	mkv  *mkvFile  // Matroska and WebM
+	src   *source
+	info  Info
+	mp4   *mp4Track // MP4 and MOV
+	mkv   *mkvFile  // Matroska and WebM
+	start *float64  // Start's, once found
 }
 
 // Open reads r's header: size is the file's length (an object's
@@ -283,14 +284,41 @@ func (v *Reader) Stats() Stats { return v.src.stats }
 
 // FrameAt finds the frame displayed at t seconds (the last frame whose
 // presentation time is at most t; the first frame for a t before it) and
-// the packets its decoding needs. A t past the duration is ErrPastEnd.
+// the packets its decoding needs. t is a presentation time, as the
+// packets' (Start is the first frame's); a t at or past Start plus the
+// duration is ErrPastEnd.
 func (v *Reader) FrameAt(t float64) (Frame, error) {
 	if t < 0 || t != t {
 		return Frame{}, fmt.Errorf("a time of %v seconds", t)
 	}
-	if v.info.Duration > 0 && t >= v.info.Duration {
-		return Frame{}, fmt.Errorf("%w: %.3f s of %.3f s", ErrPastEnd, t, v.info.Duration)
+	if v.info.Duration > 0 {
+		start, err := v.Start()
+		if err != nil {
+			return Frame{}, err
+		}
+		if t >= start+v.info.Duration {
+			return Frame{}, fmt.Errorf("%w: %.3f s of %.3f s from %.3f s", ErrPastEnd, t, v.info.Duration, start)
+		}
 	}
+	return v.frameAt(t)
+}
+
+// Start is the presentation time of the first frame, in seconds: the
+// time a player shows as 0, from which ffmpeg's -ss counts (a fragmented
+// MP4 without an edit list, whose B-frames delay the first frame, starts
+// after 0). A Matroska file's first cluster is read to find it.
+func (v *Reader) Start() (float64, error) {
+	if v.start == nil {
+		f, err := v.frameAt(0)
+		if err != nil {
+			return 0, err
+		}
+		v.start = &f.Time
+	}
+	return *v.start, nil
+}
+
+func (v *Reader) frameAt(t float64) (Frame, error) {
 	if v.mp4 != nil {
 		return v.mp4.frameAt(v.src, t)
 	}
@@ -337,4 +365,15 @@ func merge(ps []Packet) []Range {
 		out = append(out, Range{Offset: p.Offset, Size: p.Size})
 	}
 	return out
+}
+
+// Keyframe is f cut to its first packet, the keyframe the frame decodes
+// from: one packet, and the frame shown is that keyframe. tb is the
+// track's Info.TimeBase.
+func (f Frame) Keyframe(tb TimeBase) Frame {
+	if len(f.Packets) == 0 {
+		return f
+	}
+	k := f.Packets[0]
+	return Frame{Time: tb.Seconds(k.PTS), PTS: k.PTS, Packets: []Packet{k}, Ranges: merge([]Packet{k})}
 }

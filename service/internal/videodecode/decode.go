@@ -1,5 +1,3 @@
-//go:build thumbd_ffmpeg
-
 // Package videodecode decodes the frame that service/internal/video found
 // with FFmpeg's decoders (libavcodec: H.264, HEVC, VP8, VP9, and AV1
 // through dav1d) and gives it as 8-bit sRGB rows. It is handed packets:

@@ -1,5 +1,3 @@
-//go:build thumbd_ffmpeg
-
 package videodecode
 
 import (

@@ -1,0 +1,228 @@
+package thumb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/thumbd/thumbd/internal/imagediff"
+	"github.com/thumbd/thumbd/service/internal/imagefmt"
+	"github.com/thumbd/thumbd/service/internal/memcost"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
+)
+
+// videoClip is a video made at test time by Debian's ffmpeg from a
+// generated source (testsrc2's coloured shapes, moving), 320x240 at 25
+// frames a second with a keyframe every second.
+type videoClip struct {
+	name  string // its extension is the container
+	input string // the lavfi graph; testsrc2 for 3 seconds by default
+	args  []string
+	// rotate is the display matrix's turn, in degrees anticlockwise as
+	// ffmpeg's rotate tag says it (an iPhone held upright: 90), written
+	// by remuxing: Debian's FFmpeg 5.1 writes it only on a stream copy.
+	rotate int
+}
+
+func (c videoClip) make(t *testing.T, dir string) string {
+	t.Helper()
+	needTools(t, "ffmpeg")
+	out := filepath.Join(dir, c.name)
+	input := c.input
+	if input == "" {
+		input = "testsrc2=size=320x240:rate=25:duration=3"
+	}
+	args := append([]string{"-v", "error", "-y", "-f", "lavfi", "-i", input}, c.args...)
+	encoded := out
+	if c.rotate != 0 {
+		encoded = filepath.Join(dir, "unrotated-"+c.name)
+	}
+	args = append(args, encoded)
+	if b, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg %v: %v\n%s", args, err, b)
+	}
+	if c.rotate != 0 {
+		args := []string{"-v", "error", "-y", "-i", encoded, "-c", "copy", "-metadata:s:v:0", fmt.Sprintf("rotate=%d", c.rotate), out}
+		if b, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ffmpeg %v: %v\n%s", args, err, b)
+		}
+	}
+	return out
+}
+
+var (
+	clipH264 = []string{"-c:v", "libx264", "-crf", "24", "-g", "25", "-pix_fmt", "yuv420p"} // B-frames: x264's default
+	clipHEVC = []string{"-c:v", "libx265", "-crf", "28", "-tag:v", "hvc1", "-pix_fmt", "yuv420p", "-x265-params", "log-level=error:keyint=25"}
+	clipVP8  = []string{"-c:v", "libvpx", "-b:v", "400k", "-g", "25"}
+	clipVP9  = []string{"-c:v", "libvpx-vp9", "-b:v", "400k", "-g", "25", "-deadline", "realtime", "-cpu-used", "8"}
+	clipAV1  = []string{"-c:v", "libaom-av1", "-b:v", "400k", "-g", "25", "-cpu-used", "8", "-row-mt", "1"}
+)
+
+// ffmpegPoster is ffmpeg's own decode of the frame shown at seconds (its
+// first frame at or after it), turned by the display matrix as ffmpeg
+// turns it by default.
+func ffmpegPoster(t *testing.T, path string, seconds float64) image.Image {
+	t.Helper()
+	args := []string{"-v", "error", "-ss", fmt.Sprintf("%.4f", max(seconds-0.0005, 0)), "-i", path,
+		"-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "-"}
+	var stderr bytes.Buffer
+	cmd := exec.Command("ffmpeg", args...)
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ffmpeg %v: %v\n%s", args, err, stderr.Bytes())
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// videoTolerance is the mean difference a channel allowed between the
+// engine's frame and ffmpeg's: the same decoder's planes (Debian's
+// FFmpeg in the dynamic build, the recipe's in the images'), converted to
+// RGB by videodecode (chroma interpolated at its siting) and by swscale
+// (chroma repeated over its block), which differ by 2 to 4.5 levels on
+// testsrc2's sharp colour edges (videodecode's swscaleTolerance).
+const videoTolerance = 5.0
+
+func poster(t *testing.T, e *Engine, src []byte, w, h int, f thumbjob.Frame) image.Image {
+	t.Helper()
+	img, err := e.Thumbnail(context.Background(), src, thumbjob.Options{Width: w, Height: h, Fit: thumbjob.FitInside, Format: imagefmt.PNG, Frame: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodePNG(t, img.Bytes)
+}
+
+// TestVideoPosterFrames makes a thumbnail of a frame of each codec and
+// container, through the engine as any job (the look, the price, the
+// decode, the plan's steps, the encoder), and holds it to ffmpeg's own
+// decode of the same frame: at its own size, so that no resize tells them
+// apart.
+func TestVideoPosterFrames(t *testing.T) {
+	dir := t.TempDir()
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	at1 := thumbjob.Frame{At: 1, Given: true}
+	for _, c := range []struct {
+		clip   videoClip
+		format imagefmt.Format
+		frame  thumbjob.Frame
+		w, h   int
+		// ref is the time ffmpeg is asked for: the frame's own. Between
+		// two frames, thumbd takes the one shown then (the last that
+		// starts at or before t), ffmpeg's -ss the next (the first at or
+		// after it): 50% of 3 s is 1.48 s's frame here, 1.52 s's there.
+		ref float64
+	}{
+		{videoClip{name: "h264.mp4", args: clipH264}, imagefmt.H264, at1, 320, 240, 1},
+		{videoClip{name: "h264-moov-first.mp4", args: append(clipH264, "-movflags", "+faststart")}, imagefmt.H264, thumbjob.Frame{At: 1.52, Given: true}, 320, 240, 1.52},
+		{videoClip{name: "h264-fragmented.mp4", args: append(clipH264, "-movflags", "+frag_keyframe+empty_moov")}, imagefmt.H264, thumbjob.Frame{At: 2.2, Given: true}, 320, 240, 2.2},
+		// An iPhone's MOV: HEVC, turned 90 degrees by its display matrix.
+		{videoClip{name: "hevc-rotated.mov", args: clipHEVC, rotate: 90}, imagefmt.HEVC, at1, 240, 320, 1},
+		{videoClip{name: "h264-rotated-270.mp4", args: clipH264, rotate: 270}, imagefmt.H264, at1, 240, 320, 1},
+		{videoClip{name: "h264-rotated-180.mp4", args: clipH264, rotate: 180}, imagefmt.H264, at1, 320, 240, 1},
+		{videoClip{name: "vp8.webm", args: clipVP8}, imagefmt.VP8, at1, 320, 240, 1},
+		{videoClip{name: "vp9.webm", args: clipVP9}, imagefmt.VP9, thumbjob.Frame{At: 50, Percent: true, Given: true}, 320, 240, 1.48},
+		{videoClip{name: "av1.mkv", args: clipAV1}, imagefmt.AV1, at1, 320, 240, 1},
+		{videoClip{name: "h264.mkv", args: clipH264}, imagefmt.H264, thumbjob.Frame{At: 1.5, Given: true, Keyframe: true}, 320, 240, 1},
+	} {
+		t.Run(c.clip.name, func(t *testing.T) {
+			path := c.clip.make(t, dir)
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			look, err := memcost.Look(src)
+			if err != nil || look.Format != c.format {
+				t.Fatalf("look: %s, %v; want %s", look.Format, err, c.format)
+			}
+			got := poster(t, e, src, c.w, c.h, c.frame)
+			if b := got.Bounds(); b.Dx() != c.w || b.Dy() != c.h {
+				t.Fatalf("%dx%d, want %dx%d", b.Dx(), b.Dy(), c.w, c.h)
+			}
+			if d := imagediff.MeanAbs(got, ffmpegPoster(t, path, c.ref)); d > videoTolerance {
+				t.Errorf("mean difference %.2f a channel from ffmpeg's frame at %g s (tolerance %g)", d, c.ref, videoTolerance)
+			}
+		})
+	}
+}
+
+// TestVideoFrameChoice: the default poster frame skips a black opening
+// (the first keyframe with detail: here the third, at 2 s), a time past
+// the end is the last frame, and a keyframe is the exact frame at its own
+// time.
+func TestVideoFrameChoice(t *testing.T) {
+	dir := t.TempDir()
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	black := videoClip{name: "black-first.mp4", args: clipH264,
+		input: "color=black:size=320x240:rate=25:duration=2[a];testsrc2=size=320x240:rate=25:duration=2[b];[a][b]concat"}
+	path := black.make(t, dir)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := poster(t, e, src, 320, 240, thumbjob.Frame{})
+	if d := imagediff.MeanAbs(def, ffmpegPoster(t, path, 2)); d > videoTolerance {
+		t.Errorf("default poster frame: mean difference %.2f from ffmpeg's frame at 2 s, the first keyframe with detail", d)
+	}
+	if d := imagediff.MeanAbs(def, ffmpegPoster(t, path, 0)); d < 20 {
+		t.Errorf("default poster frame: %.2f from the black first frame: it is the black frame", d)
+	}
+
+	last := poster(t, e, src, 320, 240, thumbjob.Frame{At: 3.96, Given: true})
+	for _, f := range []thumbjob.Frame{{At: 100, Given: true}, {At: 4, Given: true}, {At: 100, Percent: true, Given: true}} {
+		if d := imagediff.MeanAbs(poster(t, e, src, 320, 240, f), last); d != 0 {
+			t.Errorf("%+v: %.2f from the last frame (3.96 s), want the last frame", f, d)
+		}
+	}
+	exact := poster(t, e, src, 320, 240, thumbjob.Frame{At: 3, Given: true})
+	if d := imagediff.MeanAbs(poster(t, e, src, 320, 240, thumbjob.Frame{At: 3.7, Given: true, Keyframe: true}), exact); d != 0 {
+		t.Errorf("keyframe before 3.7 s: %.2f from the frame at 3 s (its keyframe)", d)
+	}
+	if d := imagediff.MeanAbs(poster(t, e, src, 320, 240, thumbjob.Frame{At: 3.7, Given: true}), exact); d == 0 {
+		t.Error("the frame at 3.7 s is the keyframe's: the exact frame was not decoded")
+	}
+}
+
+// TestVideoRefusals: a truncated or corrupt video is a 422 (never a
+// panic, never a half-decoded frame), and a codec left out of Inputs a
+// 415 naming it.
+func TestVideoRefusals(t *testing.T) {
+	dir := t.TempDir()
+	path := videoClip{name: "v.mp4", args: append(clipH264, "-movflags", "+faststart")}.make(t, dir)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	corrupt := bytes.Clone(src)
+	for i := len(corrupt) / 2; i < len(corrupt); i += 97 {
+		corrupt[i] ^= 0x5a
+	}
+	for name, b := range map[string][]byte{
+		"truncated in moov": src[:600],
+		"truncated in mdat": src[:len(src)/2],
+		"corrupt packets":   corrupt,
+	} {
+		_, err := e.Thumbnail(context.Background(), b, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Format: imagefmt.PNG, Frame: thumbjob.Frame{At: 2.5, Given: true}})
+		if !errors.Is(err, thumbjob.ErrUndecodable) {
+			t.Errorf("%s: %v, want undecodable (422)", name, err)
+		}
+	}
+	only := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1,
+		Inputs: []imagefmt.Format{imagefmt.JPEG, imagefmt.VP9}})
+	_, err = only.Thumbnail(context.Background(), src, thumbjob.Options{Width: 64, Height: 64, Fit: thumbjob.FitCover, Format: imagefmt.PNG})
+	if !errors.Is(err, thumbjob.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "coded in H.264") || !strings.Contains(err.Error(), "THUMBD_INPUTS") {
+		t.Errorf("H.264 left out of THUMBD_INPUTS: %v, want unsupported_format naming H.264 and the setting", err)
+	}
+}
