@@ -437,6 +437,38 @@ build_libheif() {
   sed -i 's/^static bool default_plugins_registered = true;.*$/static bool default_plugins_registered = false; \/\/ changed by thumbd: registered by heif_init/' "$src/init.cc"
   grep -q 'changed by thumbd: no instance' "$src/plugin_registry.cc" && grep -q 'changed by thumbd: registered by heif_init' "$src/init.cc" ||
     { log "the libheif start-up patch no longer applies"; return 1; }
+  # Its FFmpeg plugin hands over 8-bit pictures and 10-bit 4:2:0 only: a
+  # camera's 10-bit 4:2:2 HEIF (Canon's, Sony's), which libde265 read, was
+  # "Pixel format not implemented". Every planar YUV or grey format of 8
+  # to 16 bits is handed over as FFmpeg's pixel format descriptor says
+  # (libheif converts them as it did libde265's).
+  perl -0pi -e "$(cat <<'PERL'
+s{static heif_chroma ffmpeg_get_chroma_format\(enum AVPixelFormat pix_fmt\) \{.*?\n\}\n}{static heif_chroma ffmpeg_get_chroma_format(enum AVPixelFormat pix_fmt) {
+    // changed by thumbd: every planar YUV or grey format of 8 to 16 bits,
+    // little-endian, as FFmpeg's pixel format descriptor says
+    const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(pix_fmt);
+    if (!d || (d->flags & (AV_PIX_FMT_FLAG_BE | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_ALPHA | AV_PIX_FMT_FLAG_FLOAT | AV_PIX_FMT_FLAG_BITSTREAM)) ||
+        d->comp[0].depth < 8 || d->comp[0].depth > 16 || d->comp[0].shift != 0)
+        return heif_chroma_undefined;
+    if (d->nb_components == 1)
+        return heif_chroma_monochrome;
+    if (d->nb_components != 3 || !(d->flags & AV_PIX_FMT_FLAG_PLANAR))
+        return heif_chroma_undefined;
+    if (d->log2_chroma_w == 1 && d->log2_chroma_h == 1)
+        return heif_chroma_420;
+    if (d->log2_chroma_w == 1 && d->log2_chroma_h == 0)
+        return heif_chroma_422;
+    if (d->log2_chroma_w == 0 && d->log2_chroma_h == 0)
+        return heif_chroma_444;
+    return heif_chroma_undefined;
+}
+}s;
+s{int bpp = \(hevc_dec_ctx->pix_fmt == AV_PIX_FMT_YUV420P10LE\) \? 10 : 8;}{int bpp = av_pix_fmt_desc_get(hevc_dec_ctx->pix_fmt)->comp[0].depth; // changed by thumbd: the format's depth};
+s{(#include <libavcodec/avcodec.h>)}{$1\n    #include <libavutil/pixdesc.h> // changed by thumbd};
+PERL
+)" "$src/plugins/decoder_ffmpeg.cc"
+  [ "$(grep -c 'changed by thumbd' "$src/plugins/decoder_ffmpeg.cc")" = 3 ] ||
+    { log "the libheif FFmpeg pixel format patch no longer applies"; return 1; }
   cmake_install libheif -DWITH_AOM_ENCODER=ON -DWITH_AOM_DECODER=OFF -DWITH_SvtEnc=OFF \
     -DWITH_DAV1D=ON -DWITH_DAV1D_PLUGIN=OFF -DWITH_LIBDE265=OFF -DWITH_FFMPEG_DECODER=ON \
     -DWITH_FFMPEG_DECODER_PLUGIN=OFF \

@@ -57,7 +57,7 @@ func run(t *testing.T, dir string, name string, args ...string) {
 // needTools skips when a fixture tool is missing: scripts/deps.sh dev
 // installs them all (libvips-tools, libheif-examples, libjxl-tools,
 // libtiff-tools), so CI never skips.
-func needTools(t *testing.T, tools ...string) {
+func needTools(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -32,7 +32,7 @@ type videoClip struct {
 	rotate int
 }
 
-func (c videoClip) make(t *testing.T, dir string) string {
+func (c videoClip) make(t testing.TB, dir string) string {
 	t.Helper()
 	needTools(t, "ffmpeg")
 	out := filepath.Join(dir, c.name)
