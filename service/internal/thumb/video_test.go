@@ -226,3 +226,34 @@ func TestVideoRefusals(t *testing.T) {
 		t.Errorf("H.264 left out of THUMBD_INPUTS: %v, want unsupported_format naming H.264 and the setting", err)
 	}
 }
+
+// TestVideoInfo: /info of a video gives its codec as the format, the frame
+// as shown (the display matrix applied) and the container's account, and
+// the ThumbHash of its default poster frame.
+func TestVideoInfo(t *testing.T) {
+	dir := t.TempDir()
+	path := videoClip{name: "turned.mov", args: clipHEVC, rotate: 90}.make(t, dir)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	info, err := e.Info(context.Background(), src, thumbjob.InfoJob{ThumbHash: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := info.Video
+	if info.Format != imagefmt.HEVC || info.Width != 240 || info.Height != 320 || v == nil ||
+		v.Container != "mov" || v.Rotation != 270 || v.Audio || v.Duration < 2.9 || v.Duration > 3.1 || v.FrameRate != 25 {
+		// ffmpeg's rotate=90 tag is a display matrix that ffprobe reads
+		// as a rotation of 90 degrees counterclockwise: 270 clockwise.
+		t.Fatalf("info %+v, video %+v; want HEVC, 240x320 as shown, a 3 s MOV at 25 fps turned 270 degrees clockwise", info, v)
+	}
+	if info.ThumbHash == "" {
+		t.Error("no ThumbHash")
+	}
+	poster := poster(t, e, src, 240, 320, thumbjob.Frame{})
+	if b := poster.Bounds(); b.Dx() != info.Width || b.Dy() != info.Height {
+		t.Errorf("the default poster frame is %dx%d, /info says %dx%d", b.Dx(), b.Dy(), info.Width, info.Height)
+	}
+}
