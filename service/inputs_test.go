@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +79,8 @@ func video(name string, args ...string) []string {
 func TestCellsReadEveryInputFormat(t *testing.T) {
 	inproc, _ := newTestServer(t, testConfig(t))
 	cells := newCellsServer(t, cellsConfig(t), "")
-	for name, src := range inputSources(t) {
+	sources := inputSources(t)
+	for name, src := range sources {
 		for _, q := range []string{"?w=64&h=64", "?w=80&format=avif", "?w=40&h=30&fit=contain&format=webp", "?w=48&t=0.5", "?w=48&t=50%25&keyframe=true"} {
 			s1, h1, b1 := postThumb(t, inproc.URL, q, src)
 			s2, h2, b2 := postThumb(t, cells.URL, q, src)
@@ -93,6 +95,25 @@ func TestCellsReadEveryInputFormat(t *testing.T) {
 			var e errorBody
 			if json.Unmarshal(b, &e) != nil || s < 400 || s >= 500 || e.Code == string(apierr.EngineCrashed) {
 				t.Errorf("malformed %s at %s: %d %s, want a 4xx", name, url, s, b)
+			}
+		}
+	}
+	// Each video cut short, and with bits flipped past its header: a
+	// poster (the frames it still holds) or a 4xx, the same in both modes,
+	// never a 5xx or a killed cell.
+	for _, name := range []string{"mp4", "mov", "webm", "vp8.webm", "mkv"} {
+		src := sources[name]
+		damaged := hostile.Truncations(src)
+		for i, b := range hostile.BitFlips(src, uint64(len(name)), 3, 8) {
+			damaged[fmt.Sprintf("flipped-%d", i)] = b
+		}
+		for how, b := range damaged {
+			for _, q := range []string{"?w=48", "?w=48&t=0.9"} {
+				s1, _, b1 := postThumb(t, inproc.URL, q, b)
+				s2, _, b2 := postThumb(t, cells.URL, q, b)
+				if s1 >= 500 || s2 >= 500 || s1 != s2 || s1 == 200 && !bytes.Equal(b1, b2) {
+					t.Errorf("%s %s%s: in process %d %.120s, cells %d %.120s", name, how, q, s1, b1, s2, b2)
+				}
 			}
 		}
 	}
