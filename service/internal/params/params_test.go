@@ -101,6 +101,17 @@ func TestUploadOptions(t *testing.T) {
 		{"copyright=keep", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, KeepCopyright: true}, ""},
 		{"copyright=strip", def, ""},
 		{"copyright=true", thumbjob.Options{}, "copyright"},
+		// A video's frame (issue 47): keyframe alone is the default's job.
+		{"t=1.5&keyframe=true", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, Frame: thumbjob.Frame{At: 1.5, Given: true, Keyframe: true}}, ""},
+		{"t=50%25", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, Frame: thumbjob.Frame{At: 50, Percent: true, Given: true}}, ""},
+		{"keyframe=true", def, ""},
+		{"t=abc", thumbjob.Options{}, "t"},
+		{"t=-1", thumbjob.Options{}, "t"},
+		{"t=1e3", thumbjob.Options{}, "t"},
+		{"t=101%25", thumbjob.Options{}, "t"},
+		{"t=%25", thumbjob.Options{}, "t"},
+		{"t=1000001", thumbjob.Options{}, "t"},
+		{"t=1&keyframe=yes", thumbjob.Options{}, "keyframe"},
 	}
 	for _, tc := range tests {
 		got, err := upload(Rules{MaxSide: 4096}, tc.raw)
