@@ -174,11 +174,12 @@ func (b *bench) prepareCellArms(ctx context.Context) {
 		b.res.Notes = append(b.res.Notes, "Cell arms not measured: no thumbd binary in bin/ (scripts/build.sh static).")
 		return
 	}
-	if _, err := os.Stat(filepath.Join(b.cfg.sources, "photo12.jpg")); err != nil {
-		if _, err := sources.Ensure(b.cfg.sources, "small", "large", "photo12"); err != nil {
-			b.res.Notes = append(b.res.Notes, "Cell arms not measured: "+err.Error())
-			return
-		}
+	// Every source the arms read, each made if missing: a directory that
+	// holds photo12.jpg alone (a contract-only run's) once left large.jpg
+	// unmade and the arms failed on it.
+	if _, err := sources.Ensure(b.cfg.sources, cellSources()...); err != nil {
+		b.res.Notes = append(b.res.Notes, "Cell arms not measured: "+err.Error())
+		return
 	}
 	bin := filepath.Join(b.cfg.root, "bench", "results", "tmp", "cellpool-"+b.cellsFlavour+".test")
 	fmt.Fprintf(b.out, "bench: building the cell arms (%s)\n", b.cellsFlavour)
@@ -315,7 +316,7 @@ func (b *bench) cellArms(ctx context.Context) error {
 			b.res.Notes = append(b.res.Notes, fmt.Sprintf("Cell arms: no container arm (%s: %v).", b.cfg.cellsImage, err))
 		}
 	}
-	for _, name := range []string{"small", "large", "photo12"} {
+	for _, name := range cellSources() {
 		o.Sources = append(o.Sources, filepath.Join(b.cfg.sources, name+".jpg"))
 	}
 	b.prog.note("cell arms: %d rounds of %d jobs per arm and source", o.Rounds, o.Samples)
@@ -325,8 +326,17 @@ func (b *bench) cellArms(ctx context.Context) error {
 		b.prog.note("cell arms: %v", err)
 	}
 	b.res.Cells = &t
+	if err != nil {
+		// The report still says what failed (run writes it on the way
+		// out), and the run fails: a failing arm once left the bench, and
+		// test-arm64.sh with it, green.
+		return fmt.Errorf("cell arms: %w", err)
+	}
 	return nil
 }
+
+// cellSources are the bench sources the cell arms time, small to large.
+func cellSources() []string { return []string{"small", "large", "photo12"} }
 
 func (b *bench) imageSizes(ctx context.Context, ts []results.Target) {
 	n := 0

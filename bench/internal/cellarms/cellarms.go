@@ -245,7 +245,9 @@ func medianInts(xs []int64) float64 {
 // source, the time and its overhead, the faults, the cell's memory.
 func Markdown(w io.Writer, t Table) {
 	if t.Error != "" {
-		fmt.Fprintf(w, "Not measured: %s\n", t.Error)
+		// The ✗ is what scripts and readers look for: an arm that failed is
+		// a failed run, not a missing figure.
+		fmt.Fprintf(w, "✗ Not measured: %s\n", t.Error)
 		return
 	}
 	fmt.Fprintf(w, "256x256 cover PNG, one libvips thread, %s build", t.Flavour)

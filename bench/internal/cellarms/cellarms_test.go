@@ -31,7 +31,7 @@ func TestSummariseAgainstInProcess(t *testing.T) {
 	}
 	b.Reset()
 	Markdown(&b, Table{Error: "no binary"})
-	if !strings.Contains(b.String(), "Not measured: no binary") {
+	if !strings.Contains(b.String(), "✗ Not measured: no binary") {
 		t.Error(b.String())
 	}
 }
