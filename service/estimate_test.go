@@ -102,6 +102,8 @@ func TestEstimateCoversMeasuredPeaks(t *testing.T) {
 		{"1080p 10-bit HEVC MP4, 1 s", videoOf("1920x1080", 1, "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le", "-x265-params", "log-level=error"), "t=0.9&w=256&h=256"},
 		{"4K VP9 MP4, 1 s", videoOf("3840x2160", 1, "-c:v", "libvpx-vp9", "-b:v", "4M", "-deadline", "realtime", "-cpu-used", "8"), "w=256&h=256&format=webp"},
 		{"1080p AV1 MP4, 1 s", videoOf("1920x1080", 1, "-c:v", "libaom-av1", "-b:v", "2M", "-cpu-used", "8", "-row-mt", "1"), "t=0.5&w=512&format=avif"},
+		// A preview: every frame held until the animation is made.
+		{"1080p H.264 MP4, 2 s", videoOf("1920x1080", 2, "-c:v", "libx264", "-preset", "veryfast", "-g", "50", "-pix_fmt", "yuv420p"), "frames=8&w=512"},
 	}
 	var table strings.Builder
 	fmt.Fprintln(&table, "| source (bytes) | query | measured peak | less 2 x source | estimate | estimate / job |\n|---|---|---|---|---|---|")

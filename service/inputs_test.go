@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/thumbd/thumbd/internal/hostile"
@@ -77,15 +78,21 @@ func video(name string, args ...string) []string {
 // cell is killed (a decoder's thread or system call outside the filter
 // would kill the cell: a 500 engine_crashed).
 func TestCellsReadEveryInputFormat(t *testing.T) {
+	videoNames := map[string]bool{"mp4": true, "mov": true, "webm": true, "vp8.webm": true, "mkv": true}
 	inproc, _ := newTestServer(t, testConfig(t))
 	cells := newCellsServer(t, cellsConfig(t), "")
 	sources := inputSources(t)
 	for name, src := range sources {
-		for _, q := range []string{"?w=64&h=64", "?w=80&format=avif", "?w=40&h=30&fit=contain&format=webp", "?w=48&t=0.5", "?w=48&t=50%25&keyframe=true"} {
+		for _, q := range []string{"?w=64&h=64", "?w=80&format=avif", "?w=40&h=30&fit=contain&format=webp", "?w=48&t=0.5", "?w=48&t=50%25&keyframe=true", "?w=48&frames=3"} {
 			s1, h1, b1 := postThumb(t, inproc.URL, q, src)
 			s2, h2, b2 := postThumb(t, cells.URL, q, src)
 			if s1 != 200 || s2 != 200 || h1.Get("Content-Type") != h2.Get("Content-Type") || !bytes.Equal(b1, b2) {
 				t.Errorf("%s%s: in process %d %s (%d bytes), cells %d %s (%d bytes): %.200s", name, q, s1, h1.Get("Content-Type"), len(b1), s2, h2.Get("Content-Type"), len(b2), b2)
+			}
+			// A video's preview is an animated WebP of 3 frames (one
+			// ANMF chunk a frame); an image's is itself, one frame.
+			if _, isVideo := videoNames[name]; strings.Contains(q, "frames=3") && isVideo && bytes.Count(b2, []byte("ANMF")) != 3 {
+				t.Errorf("%s%s: %d WebP frames, want 3", name, q, bytes.Count(b2, []byte("ANMF")))
 			}
 		}
 	}
@@ -101,14 +108,14 @@ func TestCellsReadEveryInputFormat(t *testing.T) {
 	// Each video cut short, and with bits flipped past its header: a
 	// poster (the frames it still holds) or a 4xx, the same in both modes,
 	// never a 5xx or a killed cell.
-	for _, name := range []string{"mp4", "mov", "webm", "vp8.webm", "mkv"} {
+	for name := range videoNames {
 		src := sources[name]
 		damaged := hostile.Truncations(src)
 		for i, b := range hostile.BitFlips(src, uint64(len(name)), 3, 8) {
 			damaged[fmt.Sprintf("flipped-%d", i)] = b
 		}
 		for how, b := range damaged {
-			for _, q := range []string{"?w=48", "?w=48&t=0.9"} {
+			for _, q := range []string{"?w=48", "?w=48&t=0.9", "?w=48&frames=3"} {
 				s1, _, b1 := postThumb(t, inproc.URL, q, b)
 				s2, _, b2 := postThumb(t, cells.URL, q, b)
 				if s1 >= 500 || s2 >= 500 || s1 != s2 || s1 == 200 && !bytes.Equal(b1, b2) {

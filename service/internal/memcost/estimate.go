@@ -24,12 +24,14 @@ type Job struct {
 	MaxBytes int
 	// Transforms are the job's transforms beyond the resize.
 	Transforms thumbjob.Transforms
+	// Frame is a video's frame; its Count, a preview's frames.
+	Frame thumbjob.Frame
 }
 
 // JobOf is the part of a job that thumbnail options give; the engine's
 // settings (QualityShrink, MaxSide, MaxPixels) are the caller's to add.
 func JobOf(o thumbjob.Options) Job {
-	return Job{Width: o.Width, Height: o.Height, Fit: o.Fit, Output: o.Format, Animated: o.Animated, MaxBytes: o.MaxBytes, Transforms: o.Transforms}
+	return Job{Width: o.Width, Height: o.Height, Fit: o.Fit, Output: o.Format, Animated: o.Animated, MaxBytes: o.MaxBytes, Transforms: o.Transforms, Frame: o.Frame}
 }
 
 // The model's constants, calibrated against peaks measured one job at a
@@ -96,7 +98,7 @@ func Estimate(h Header, j Job) int64 {
 		cost += float64(h.ChunkBytes) // libtiff reads a compressed strip or tile whole
 	}
 	if h.Video != nil {
-		cost += videoPacketBytes(h)
+		cost += videoPacketBytes(h) + videoPreviewBytes(h, k.frames)
 	}
 	if h.Progressive {
 		cost += coefficientBytes * min(float64(h.Width)*float64(h.Height), k.maxPixels) * float64(h.Bands)
@@ -250,7 +252,7 @@ func peaks(h Header, j Job) stepPeaks {
 // source has no plan (the engine refuses it); with none, the job is
 // priced as the fixed part alone (the pipeline refuses it first).
 func plans(h Header, j Job) []plan.Plan {
-	o := thumbjob.Options{Width: j.Width, Height: j.Height, Fit: j.Fit, Gravity: thumbjob.GravityCentre, Format: j.Output, Animated: j.Animated, Transforms: j.Transforms}
+	o := thumbjob.Options{Width: j.Width, Height: j.Height, Fit: j.Fit, Gravity: thumbjob.GravityCentre, Format: j.Output, Animated: j.Animated, Transforms: j.Transforms, Frame: j.Frame}
 	l := plan.Limits{MaxSide: j.MaxSide, JPEGShrink: thumbjob.JPEGShrinkFast}
 	if j.QualityShrink {
 		l.JPEGShrink = thumbjob.JPEGShrinkQuality

@@ -108,6 +108,13 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 			}
 		}
 	}
+	if o.Frame.Count > 1 {
+		// A preview is an animation, held to the animation's rules below.
+		if spec, _ := imagefmt.Lookup(o.Format); o.Format != imagefmt.Auto && !spec.Animated {
+			return o, a.bad("frames", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
+		}
+		o.Animated = true
+	}
 	spec, _ := imagefmt.Lookup(o.Format)
 	if o.Animated && o.Format != imagefmt.Auto && o.Format != imagefmt.Source && !spec.Animated {
 		return o, a.bad("animated", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))

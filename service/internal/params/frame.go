@@ -1,6 +1,7 @@
 package params
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
@@ -8,29 +9,53 @@ import (
 
 // frameOf reads a video's frame: t, seconds ("1.5") or a percentage of
 // the duration ("50%"), and keyframe, true to take the keyframe at or
-// before it (one frame decoded). Without t the default poster frame is
-// made of keyframes already: keyframe alone changes nothing, and is
-// dropped so that the job (and its key) is the default's.
+// before it (one frame decoded); or frames=N, a preview of N frames
+// spread over the video (keyframe then applies to each). Without t or
+// frames the default poster frame is made of keyframes already: keyframe
+// alone changes nothing, and is dropped so that the job (and its key) is
+// the default's; frames=1 is the default too.
 func frameOf(q map[string]string) (thumbjob.Frame, error) {
 	keyframe, err := boolean(q, "keyframe")
 	if err != nil {
 		return thumbjob.Frame{}, err
 	}
+	count, err := previewCount(q)
+	if err != nil {
+		return thumbjob.Frame{}, err
+	}
 	v, ok := q["t"]
-	if !ok {
+	switch {
+	case ok && count > 1:
+		return thumbjob.Frame{}, bad("frames", "is not taken with t: a preview's frames are spread over the whole video")
+	case count > 1:
+		return thumbjob.Frame{Count: count, Keyframe: keyframe}, nil
+	case !ok:
 		return thumbjob.Frame{}, nil
 	}
 	f := thumbjob.Frame{Given: true, Keyframe: keyframe}
 	if p, isPercent := strings.CutSuffix(v, "%"); isPercent {
 		f.At, ok = decimal(p)
 		f.Percent = true
-		if !ok || f.At > 100 {
-			return thumbjob.Frame{}, bad("t", "must be seconds from 0 to %d, such as 1.5, or a percentage of the duration from 0%% to 100%%, such as 50%%", thumbjob.MaxFrameSeconds)
-		}
-		return f, nil
+		ok = ok && f.At <= 100
+	} else {
+		f.At, ok = decimal(v)
+		ok = ok && f.At <= thumbjob.MaxFrameSeconds
 	}
-	if f.At, ok = decimal(v); !ok || f.At > thumbjob.MaxFrameSeconds {
+	if !ok {
 		return thumbjob.Frame{}, bad("t", "must be seconds from 0 to %d, such as 1.5, or a percentage of the duration from 0%% to 100%%, such as 50%%", thumbjob.MaxFrameSeconds)
 	}
 	return f, nil
+}
+
+// previewCount reads frames: 1 (a poster frame) when absent.
+func previewCount(q map[string]string) (int, error) {
+	v, ok := q["frames"]
+	if !ok {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > thumbjob.MaxPreviewFrames || strings.TrimLeft(v, "0123456789") != "" {
+		return 0, bad("frames", "must be an integer from 1 to %d: the frames of a video's preview", thumbjob.MaxPreviewFrames)
+	}
+	return n, nil
 }

@@ -106,7 +106,7 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 }
 
 // optionNames are the parameters of every thumbnail request.
-var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated", "copyright", "t", "keyframe"}, transformNames...)
+var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated", "copyright", "t", "keyframe", "frames"}, transformNames...)
 
 // Rules are the settings a thumbnail query is read with.
 type Rules struct {
@@ -331,6 +331,9 @@ func read(q map[string]string, maxSide int) (Asked, error) {
 	o.KeepCopyright = copyright == "keep"
 	if o.Frame, err = frameOf(q); err != nil {
 		return a, err
+	}
+	if _, given := q["format"]; !given && o.Frame.Count > 1 {
+		o.Format = imagefmt.WebP // a preview animates: WebP unless format says otherwise
 	}
 	if a.DPR, err = dprOf(q); err != nil {
 		return a, err

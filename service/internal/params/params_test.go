@@ -112,6 +112,19 @@ func TestUploadOptions(t *testing.T) {
 		{"t=%25", thumbjob.Options{}, "t"},
 		{"t=1000001", thumbjob.Options{}, "t"},
 		{"t=1&keyframe=yes", thumbjob.Options{}, "keyframe"},
+		// A preview (frames=N): an animation, WebP unless format says
+		// otherwise; frames=1 is the default poster frame.
+		{"frames=4", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: true, Frame: thumbjob.Frame{Count: 4}}, ""},
+		{"frames=25&keyframe=true&format=auto", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.Auto, Animated: true, Frame: thumbjob.Frame{Count: 25, Keyframe: true}}, ""},
+		{"frames=1", def, ""},
+		{"frames=0", thumbjob.Options{}, "frames"},
+		{"frames=26", thumbjob.Options{}, "frames"},
+		{"frames=abc", thumbjob.Options{}, "frames"},
+		{"frames=+4", thumbjob.Options{}, "frames"},
+		{"frames=4&t=1", thumbjob.Options{}, "frames"},
+		{"frames=4&format=jpeg", thumbjob.Options{}, "frames"},
+		{"frames=4&format=png", thumbjob.Options{}, "frames"},
+		{"frames=4&rotate=90", thumbjob.Options{}, "rotate"},
 	}
 	for _, tc := range tests {
 		got, err := upload(Rules{MaxSide: 4096}, tc.raw)

@@ -520,9 +520,24 @@ func (p Plan) ratio(decoded image.Point) (rx, ry float64) {
 // when an animation is asked for and the format written holds one (and no
 // watermark is put on it); else the first.
 func frames(s Source, o thumbjob.Options) int {
+	if s.Look.Video != nil {
+		return PreviewFrames(o)
+	}
 	spec, _ := imagefmt.Lookup(o.Format)
 	if o.Animated && spec.Animated && s.Frames > 1 && AnimatedInput(s.Format) && o.Watermark == nil {
 		return s.Frames
+	}
+	return 1
+}
+
+// PreviewFrames is how many frames of a video a job decodes and writes:
+// a preview's count (frames=N) when the format written animates and no
+// watermark is put on it (an animation's rule, as for a GIF), else the
+// one frame. The engine decodes as many (thumb) and memcost prices them.
+func PreviewFrames(o thumbjob.Options) int {
+	spec, _ := imagefmt.Lookup(o.Format)
+	if o.Frame.Count > 1 && spec.Animated && o.Watermark == nil {
+		return o.Frame.Count
 	}
 	return 1
 }

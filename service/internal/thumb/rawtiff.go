@@ -68,51 +68,100 @@ const rowsPerStrip = 16
 // Orientation tag (EXIF's values: a video's display matrix) unless
 // orientation is 1.
 func rawTIFF(pix []byte, w, h, bands, orientation int) ([]byte, error) {
-	if (bands != 3 && bands != 4) || w <= 0 || h <= 0 || len(pix) != w*h*bands {
-		return nil, fmt.Errorf("raw TIFF of %dx%dx%d from %d bytes", w, h, bands, len(pix))
+	return rawTIFFPages([]tiffPage{{pix: pix, width: w, height: h, bands: bands, orientation: orientation}})
+}
+
+// tiffPage is one page of rawTIFFPages.
+type tiffPage struct {
+	pix                               []byte
+	width, height, bands, orientation int
+}
+
+// rawTIFFPages is rawTIFF with one IFD a page, chained in order: libvips
+// reads the pages as an animation's frames (n=-1) when they share a
+// size, as a video preview's do.
+func rawTIFFPages(pages []tiffPage) ([]byte, error) {
+	total := 8
+	for _, pg := range pages {
+		w, h, bands := pg.width, pg.height, pg.bands
+		if (bands != 3 && bands != 4) || w <= 0 || h <= 0 || len(pg.pix) != w*h*bands {
+			return nil, fmt.Errorf("raw TIFF of %dx%dx%d from %d bytes", w, h, bands, len(pg.pix))
+		}
+		total += pageBytes(pg)
 	}
-	if len(pix) > 1<<32-1-1<<20 {
-		return nil, fmt.Errorf("raw TIFF of %d bytes: over the 4 GiB a baseline TIFF addresses", len(pix))
+	if len(pages) == 0 || total > 1<<32-1 {
+		return nil, fmt.Errorf("raw TIFF of %d pages and %d bytes: none, or over the 4 GiB a baseline TIFF addresses", len(pages), total)
 	}
-	le := binary.LittleEndian
-	strips := (h + rowsPerStrip - 1) / rowsPerStrip
-	type entry struct{ tag, typ, count, value uint32 }
-	const short, long = 3, 4
-	entries := []entry{
-		{thumbjob.TIFFTagImageWidth, long, 1, uint32(w)},
-		{thumbjob.TIFFTagImageLength, long, 1, uint32(h)},
-		{thumbjob.TIFFTagBitsPerSample, short, uint32(bands), 0}, // an array
-		{thumbjob.TIFFTagCompression, short, 1, 1},               // none
-		{thumbjob.TIFFTagPhotometric, short, 1, 2},               // RGB
-		{thumbjob.TIFFTagStripOffsets, long, uint32(strips), 0},  // an array
+	out := make([]byte, total)
+	copy(out, "II*\x00")
+	binary.LittleEndian.PutUint32(out[4:], 8)
+	at := 8
+	for i, pg := range pages {
+		next := 0
+		if i < len(pages)-1 {
+			next = at + pageBytes(pg)
+		}
+		writePage(out, at, next, pg)
+		at += pageBytes(pg)
 	}
-	if orientation != 1 {
-		entries = append(entries, entry{thumbjob.TIFFTagOrientation, short, 1, uint32(orientation)}) // the tags stay in order
+	return out, nil
+}
+
+// pageEntry is one IFD entry of a raw TIFF page.
+type pageEntry struct{ tag, typ, count, value uint32 }
+
+const tiffShort, tiffLong = 3, 4
+
+// pageEntries are a page's IFD entries, in tag order.
+func pageEntries(pg tiffPage) []pageEntry {
+	strips := (pg.height + rowsPerStrip - 1) / rowsPerStrip
+	entries := []pageEntry{
+		{thumbjob.TIFFTagImageWidth, tiffLong, 1, uint32(pg.width)},
+		{thumbjob.TIFFTagImageLength, tiffLong, 1, uint32(pg.height)},
+		{thumbjob.TIFFTagBitsPerSample, tiffShort, uint32(pg.bands), 0}, // an array
+		{thumbjob.TIFFTagCompression, tiffShort, 1, 1},                  // none
+		{thumbjob.TIFFTagPhotometric, tiffShort, 1, 2},                  // RGB
+		{thumbjob.TIFFTagStripOffsets, tiffLong, uint32(strips), 0},     // an array
 	}
-	entries = append(entries, []entry{
-		{thumbjob.TIFFTagSamplesPerPixel, short, 1, uint32(bands)},
-		{thumbjob.TIFFTagRowsPerStrip, long, 1, rowsPerStrip},
-		{thumbjob.TIFFTagStripByteCounts, long, uint32(strips), 0}, // an array
-		{thumbjob.TIFFTagPlanarConfig, short, 1, 1},                // interleaved
+	if pg.orientation != 1 {
+		entries = append(entries, pageEntry{thumbjob.TIFFTagOrientation, tiffShort, 1, uint32(pg.orientation)}) // the tags stay in order
+	}
+	entries = append(entries, []pageEntry{
+		{thumbjob.TIFFTagSamplesPerPixel, tiffShort, 1, uint32(pg.bands)},
+		{thumbjob.TIFFTagRowsPerStrip, tiffLong, 1, rowsPerStrip},
+		{thumbjob.TIFFTagStripByteCounts, tiffLong, uint32(strips), 0}, // an array
+		{thumbjob.TIFFTagPlanarConfig, tiffShort, 1, 1},                // interleaved
 	}...)
-	if bands == 4 {
-		entries = append(entries, entry{thumbjob.TIFFTagExtraSamples, short, 1, 2}) // unassociated alpha
+	if pg.bands == 4 {
+		entries = append(entries, pageEntry{thumbjob.TIFFTagExtraSamples, tiffShort, 1, 2}) // unassociated alpha
 	}
-	row := w * bands
-	ifd := 8
+	return entries
+}
+
+// pageBytes is a page's IFD, its arrays and its pixels.
+func pageBytes(pg tiffPage) int {
+	strips := (pg.height + rowsPerStrip - 1) / rowsPerStrip
+	return 2 + 12*len(pageEntries(pg)) + 4 + 2*pg.bands + 8*strips + len(pg.pix)
+}
+
+// writePage lays out pg's IFD at ifd (its next IFD at next, 0 for the
+// last page), then its arrays and its pixels.
+func writePage(out []byte, ifd, next int, pg tiffPage) {
+	le := binary.LittleEndian
+	entries := pageEntries(pg)
+	strips := (pg.height + rowsPerStrip - 1) / rowsPerStrip
+	row := pg.width * pg.bands
 	bitsAt := ifd + 2 + 12*len(entries) + 4
-	offsetsAt := bitsAt + 2*bands
+	offsetsAt := bitsAt + 2*pg.bands
 	countsAt := offsetsAt + 4*strips
 	pixAt := countsAt + 4*strips
-	out := make([]byte, pixAt+len(pix))
-	copy(out, "II*\x00")
-	le.PutUint32(out[4:], uint32(ifd))
 	le.PutUint16(out[ifd:], uint16(len(entries)))
-	for i := range bands {
+	le.PutUint32(out[bitsAt-4:], uint32(next))
+	for i := range pg.bands {
 		le.PutUint16(out[bitsAt+2*i:], 8)
 	}
 	for s := range strips {
-		rows := min(rowsPerStrip, h-s*rowsPerStrip)
+		rows := min(rowsPerStrip, pg.height-s*rowsPerStrip)
 		le.PutUint32(out[offsetsAt+4*s:], uint32(pixAt+s*rowsPerStrip*row))
 		le.PutUint32(out[countsAt+4*s:], uint32(rows*row))
 	}
@@ -123,19 +172,18 @@ func rawTIFF(pix []byte, w, h, bands, orientation int) ([]byte, error) {
 		le.PutUint32(p[4:], e.count)
 		// An array's values lie at its offset; values that fit in 4 bytes
 		// (a single strip's offset or count) lie in the entry itself.
-		size := e.count * map[uint32]uint32{short: 2, long: 4}[e.typ]
+		size := e.count * map[uint32]uint32{tiffShort: 2, tiffLong: 4}[e.typ]
 		at, array := map[uint32]int{thumbjob.TIFFTagBitsPerSample: bitsAt, thumbjob.TIFFTagStripOffsets: offsetsAt, thumbjob.TIFFTagStripByteCounts: countsAt}[e.tag]
 		switch {
 		case array && size > 4:
 			le.PutUint32(p[8:], uint32(at))
 		case array:
 			copy(p[8:12], out[at:at+int(size)])
-		case e.typ == short:
+		case e.typ == tiffShort:
 			le.PutUint16(p[8:], uint16(e.value))
 		default:
 			le.PutUint32(p[8:], e.value)
 		}
 	}
-	copy(out[pixAt:], pix)
-	return out, nil
+	copy(out[pixAt:], pg.pix)
 }

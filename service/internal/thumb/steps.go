@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"slices"
 	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
@@ -48,7 +49,11 @@ func (e *Engine) limits() plan.Limits {
 // planned is a job's source opened, its output chosen and its plan made:
 // nothing decoded yet.
 func (e *Engine) planned(in thumbjob.Source, o thumbjob.Options) (*making, error) {
-	src, h, _, err := e.open(in, o.Frame, false)
+	// A video's preview decodes its frames only when the plan writes them
+	// (the format animates, no watermark): what memcost priced.
+	frame := o.Frame
+	frame.Count = plan.PreviewFrames(o.FromSource(in.Format))
+	src, h, _, err := e.open(in, frame, false)
 	if err != nil {
 		return nil, err
 	}
@@ -177,13 +182,43 @@ func (r *making) decode() error {
 			params.NumPages.Set(-1)
 		}
 		rs := p.Resize
+		if r.h.look.Video != nil && p.Frames > 1 {
+			img, err = loadPreview(src, rs, params)
+			break
+		}
 		img, err = vips.LoadThumbnailFromBuffer(src, rs.Width, rs.Height, crop(rs), size(rs), params)
 	}
 	if err != nil {
 		return err
 	}
+	if r.h.look.Video != nil && r.p.Frames > 1 {
+		// A video preview's pages carry no timing (a raw TIFF): each is
+		// shown for the preview's delay.
+		if err = img.SetPageDelay(slices.Repeat([]int{thumbjob.PreviewDelay}, r.p.Frames)); err != nil {
+			img.Close()
+			return err
+		}
+	}
 	r.img = img
 	return nil
+}
+
+// loadPreview is the thumbnail operation on a video preview's pages (a
+// raw TIFF, rawTIFFPages) loaded as one image: libvips' thumbnail from a
+// buffer reads a TIFF sequentially, and its resize asks for a page's
+// rows out of the order the TIFF loader gives them ("out of order
+// read"); loaded for random access, each strip is read where it lies in
+// memory (no codec: nothing is decoded twice).
+func loadPreview(src []byte, rs plan.Resize, params *vips.ImportParams) (*vips.ImageRef, error) {
+	img, err := vips.LoadImageFromBuffer(src, params)
+	if err != nil {
+		return nil, err
+	}
+	if err := img.ThumbnailWithSize(rs.Width, rs.Height, crop(rs), size(rs)); err != nil {
+		img.Close()
+		return nil, err
+	}
+	return img, nil
 }
 
 // crop cuts the upright decode to the plan's region.

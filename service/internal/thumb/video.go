@@ -41,16 +41,107 @@ func videoFrame(in thumbjob.Source, f thumbjob.Frame, maxPixels int64) ([]byte, 
 		return nil, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
 	info := r.Info()
+	var pics []picture
 	var pic picture
-	if f.Given {
+	switch {
+	case f.Count > 1:
+		pics, err = previewFrames(r, info, f, maxPixels)
+	case f.Given:
 		pic, err = givenFrame(r, info, f, maxPixels)
-	} else {
+		pics = []picture{pic}
+	default:
 		pic, err = posterFrame(r, info, maxPixels)
+		pics = []picture{pic}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return rawTIFF(pic.pix, pic.width, pic.height, 3, info.Orientation())
+	orientation := info.Orientation()
+	if len(pics) > 1 {
+		orientation = 1 // previewFrames turned them upright
+	}
+	pages := make([]tiffPage, len(pics))
+	for i, p := range pics {
+		pages[i] = tiffPage{pix: p.pix, width: p.width, height: p.height, bands: 3, orientation: orientation}
+	}
+	return rawTIFFPages(pages)
+}
+
+// previewFrames decodes a preview's f.Count frames, at the middles of as
+// many equal parts of the duration (so neither the first frame, often
+// black, nor the last), each exact or, with f.Keyframe, the keyframe at
+// or before it. A frame that does not decode fails the job, as for one
+// frame; every frame has the first's size (a stream that changes size is
+// refused: the animation's frames share one).
+func previewFrames(r *video.Reader, info video.Info, f thumbjob.Frame, maxPixels int64) ([]picture, error) {
+	if info.Duration <= 0 {
+		return nil, fmt.Errorf("%w: a preview needs the video's duration, which its container does not give", thumbjob.ErrUndecodable)
+	}
+	// Every frame is held until the last decodes: the pixel limit counts
+	// them all (as the plan does an animation's), before the first decode.
+	if px := int64(f.Count) * int64(max(info.Width, info.CodedWidth)) * int64(max(info.Height, info.CodedHeight)); maxPixels > 0 && px > maxPixels {
+		return nil, fmt.Errorf("%w: a preview's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, f.Count, info.Width, info.Height, px, maxPixels)
+	}
+	start, err := r.Start()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
+	}
+	pics := make([]picture, 0, f.Count)
+	for i := range f.Count {
+		t := info.Duration * (float64(i) + 0.5) / float64(f.Count)
+		pic, err := frameAt(r, info, start+t, f.Keyframe, maxPixels)
+		if err != nil {
+			return nil, err
+		}
+		if len(pics) > 0 && (pic.width != pics[0].width || pic.height != pics[0].height) {
+			return nil, fmt.Errorf("%w: the video's frames change size (%dx%d, then %dx%d at %.3fs)", thumbjob.ErrUndecodable, pics[0].width, pics[0].height, pic.width, pic.height, t)
+		}
+		pics = append(pics, pic)
+	}
+	// libvips turns an animation's frames as one tall image (the pages
+	// would land side by side), so a preview's are turned here, each by
+	// the display matrix (EXIF's orientation values).
+	o := info.Orientation()
+	for i := range pics {
+		pics[i] = upright(pics[i], o)
+	}
+	return pics, nil
+}
+
+// upright is p as shown under EXIF orientation o (1 to 8): each pixel of
+// the shown picture read from the one it comes from.
+func upright(p picture, o int) picture {
+	if o <= 1 || o > 8 {
+		return p
+	}
+	w, h := p.width, p.height
+	out := picture{width: w, height: h, pix: make([]byte, len(p.pix))}
+	if o >= 5 {
+		out.width, out.height = h, w
+	}
+	for dy := range out.height {
+		for dx := range out.width {
+			var sx, sy int
+			switch o {
+			case 2:
+				sx, sy = w-1-dx, dy
+			case 3:
+				sx, sy = w-1-dx, h-1-dy
+			case 4:
+				sx, sy = dx, h-1-dy
+			case 5: // transposed
+				sx, sy = dy, dx
+			case 6: // a quarter turn clockwise
+				sx, sy = dy, h-1-dx
+			case 7: // transversed
+				sx, sy = w-1-dy, h-1-dx
+			case 8: // a quarter turn anticlockwise
+				sx, sy = w-1-dy, dx
+			}
+			copy(out.pix[(dy*out.width+dx)*3:][:3], p.pix[(sy*w+sx)*3:])
+		}
+	}
+	return out
 }
 
 // seconds is f's time in seconds from the first frame (as a player

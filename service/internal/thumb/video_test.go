@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/davidbyttow/govips/v2/vips"
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
@@ -255,5 +258,122 @@ func TestVideoInfo(t *testing.T) {
 	poster := poster(t, e, src, 240, 320, thumbjob.Frame{})
 	if b := poster.Bounds(); b.Dx() != info.Width || b.Dy() != info.Height {
 		t.Errorf("the default poster frame is %dx%d, /info says %dx%d", b.Dx(), b.Dy(), info.Width, info.Height)
+	}
+}
+
+// previewTolerance is videoTolerance and what WebP's lossy encoding at
+// q=100 adds to testsrc2's sharp colour edges.
+const previewTolerance = 8.0
+
+// TestVideoPreview: frames=N is an animation of N frames at the middles
+// of N equal parts of the duration, each held to ffmpeg's own decode of
+// the frame shown then (or, with keyframe, of the keyframe before it),
+// turned by the display matrix like a poster frame, each shown for
+// thumbjob.PreviewDelay.
+func TestVideoPreview(t *testing.T) {
+	dir := t.TempDir()
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	shown := func(t float64) float64 { return math.Floor(t*25+1e-9) / 25 } // the 25 fps frame shown at t
+	for _, c := range []struct {
+		clip  videoClip
+		frame thumbjob.Frame
+		w, h  int
+		refs  []float64
+	}{
+		{videoClip{name: "h264.mp4", args: clipH264}, thumbjob.Frame{Count: 4}, 320, 240,
+			[]float64{shown(0.375), shown(1.125), shown(1.875), shown(2.625)}},
+		{videoClip{name: "hevc-rotated.mov", args: clipHEVC, rotate: 90}, thumbjob.Frame{Count: 3, Keyframe: true}, 240, 320, []float64{0, 1, 2}},
+	} {
+		t.Run(c.clip.name, func(t *testing.T) {
+			path := c.clip.make(t, dir)
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := thumbjob.Options{Width: c.w, Height: c.h, Fit: thumbjob.FitInside, Format: imagefmt.WebP, Quality: 100, Animated: true, Frame: c.frame}
+			img, err := e.Thumbnail(context.Background(), src, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := readBack(t, img.Bytes)
+			if img.Frames != len(c.refs) || back.Pages() != len(c.refs) || back.Width() != c.w || back.PageHeight() != c.h {
+				t.Fatalf("%d frames (read back %d) of %dx%d, want %d of %dx%d", img.Frames, back.Pages(), back.Width(), back.PageHeight(), len(c.refs), c.w, c.h)
+			}
+			if delays, err := back.PageDelay(); err != nil || !slices.Equal(delays, slices.Repeat([]int{thumbjob.PreviewDelay}, len(c.refs))) {
+				t.Errorf("delays %v (%v), want %d ms each", delays, err, thumbjob.PreviewDelay)
+			}
+			for i, ref := range c.refs {
+				p := vips.NewImportParams()
+				p.Page.Set(i)
+				page, err := vips.LoadImageFromBuffer(img.Bytes, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer page.Close()
+				b, _, err := page.ExportPng(vips.NewPngExportParams())
+				if err != nil {
+					t.Fatal(err)
+				}
+				// WebP is lossy even at q=100 (its YUV 4:2:0 above all): the
+				// tolerance is the poster's and what the encoder adds, and
+				// the frame must be nearer ffmpeg's than the frames on
+				// either side of it are.
+				got := decodePNG(t, b)
+				d := imagediff.MeanAbs(got, ffmpegPoster(t, path, ref))
+				if d > previewTolerance {
+					t.Errorf("frame %d: mean difference %.2f a channel from ffmpeg's frame at %g s (tolerance %g)", i, d, ref, previewTolerance)
+				}
+				if !c.frame.Keyframe {
+					for _, near := range []float64{ref - 0.04, ref + 0.04} {
+						if dn := imagediff.MeanAbs(got, ffmpegPoster(t, path, near)); dn <= d {
+							t.Errorf("frame %d: %.2f from ffmpeg's frame at %g s, no nearer than to the one at %g s (%.2f)", i, d, ref, near, dn)
+						}
+					}
+				}
+			}
+		})
+	}
+
+	// Shrunk from 720p, as most previews are: libvips' thumbnail from a
+	// buffer read the pages' TIFF sequentially and refused ("out of order
+	// read") once a frame was larger than its read-ahead.
+	big := videoClip{name: "720p.mp4", input: "testsrc2=size=1280x720:rate=25:duration=2", args: clipH264}.make(t, dir)
+	bigSrc, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int{320, 480, 1000} {
+		o := thumbjob.Options{Width: w, Fit: thumbjob.FitInside, Format: imagefmt.WebP, Animated: true, Frame: thumbjob.Frame{Count: 6}}
+		img, err := e.Thumbnail(context.Background(), bigSrc, o)
+		if err != nil {
+			t.Fatalf("720p to %d px: %v", w, err)
+		}
+		if back := readBack(t, img.Bytes); back.Pages() != 6 || back.Width() != w || back.PageHeight() != int(math.Round(float64(w)*720/1280)) {
+			t.Errorf("720p to %d px: %d frames of %dx%d", w, back.Pages(), back.Width(), back.PageHeight())
+		}
+	}
+
+	// Without an animated output (or under a watermark) a preview is the
+	// default poster frame, as an animated GIF gives its first frame: one
+	// frame decoded, as priced.
+	path := videoClip{name: "still.mp4", args: clipH264}.make(t, dir)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := imagediff.MeanAbs(poster(t, e, src, 320, 240, thumbjob.Frame{Count: 4}), poster(t, e, src, 320, 240, thumbjob.Frame{})); d != 0 {
+		t.Errorf("a PNG of frames=4: %.2f from the default poster frame", d)
+	}
+
+	// The pixel limit counts every frame, before any decode: 4 frames of
+	// 320x240 are 307,200 pixels.
+	small := New(thumbjob.Config{MaxPixels: 300_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	o := thumbjob.Options{Width: 64, Fit: thumbjob.FitInside, Format: imagefmt.WebP, Animated: true, Frame: thumbjob.Frame{Count: 4}}
+	if _, err := small.Thumbnail(context.Background(), src, o); !errors.Is(err, thumbjob.ErrTooManyPixels) {
+		t.Errorf("4 frames of 320x240 under a 300,000-pixel limit: %v, want ErrTooManyPixels", err)
+	}
+	o.Frame.Count = 3
+	if _, err := small.Thumbnail(context.Background(), src, o); err != nil {
+		t.Errorf("3 frames of 320x240 under a 300,000-pixel limit: %v", err)
 	}
 }

@@ -145,7 +145,22 @@ type Frame struct {
 	// Keyframe takes the keyframe at or before the time: one frame
 	// decoded, where the exact frame may need a whole group of pictures.
 	Keyframe bool `json:",omitempty"`
+	// Count (frames=N) above 1 asks for a preview: N frames spread over
+	// the video, at the middles of N equal parts of its duration, as an
+	// animation of PreviewDelay each (params makes the job animated).
+	// Never with Given.
+	Count int `json:",omitempty"`
 }
+
+// MaxPreviewFrames bounds Frame.Count: each frame is a decode (with
+// keyframe=true one packet, else up to a group of pictures), priced and
+// held until the animation is made.
+const MaxPreviewFrames = 25
+
+// PreviewDelay is how long a preview shows each frame, in milliseconds:
+// two frames a second, slow enough to take in each scene of a preview
+// whose frames are seconds or minutes apart.
+const PreviewDelay = 500
 
 // normalised is the frame's text in Options.Normalised: "" for the
 // default, so that an image's key is the same with it or without.
@@ -159,11 +174,16 @@ func (f Frame) normalised() string {
 		s += fmt.Sprintf("%g%%", f.At)
 	case f.Given:
 		s += fmt.Sprintf("%gs", f.At)
+	case f.Count > 1:
+		s += "preview"
 	default:
 		s += "default"
 	}
 	if f.Keyframe {
 		s += ",keyframe"
+	}
+	if f.Count > 1 {
+		s += fmt.Sprintf(",frames=%d", f.Count)
 	}
 	return s
 }
