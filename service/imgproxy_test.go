@@ -712,3 +712,24 @@ func TestImgproxyRawHeldOnTheBudget(t *testing.T) {
 	}
 	waitFor(t, "the budget back", func() bool { return d.thumbs.Limits.Budget.Used() == 0 })
 }
+
+// TestImgproxyVideoThumbnailSecond: imgproxy Pro's vts and vtk through
+// the real router are thumbd's t and keyframe, the same job and bytes as
+// /thumbnail's (every URL with vts once panicked: 500).
+func TestImgproxyVideoThumbnailSecond(t *testing.T) {
+	base, _ := dirServer(t, map[string][]byte{"clip.mp4": inputSources(t)["mp4"]}, func(c *config) { c.Imgproxy.On = true })
+	for _, c := range []struct{ imgproxy, own string }{
+		{"/_/w:64/vts:0.5/f:png/plain/local:///clip.mp4", "t=0.5"},
+		{"/_/w:64/video_thumbnail_second:0.7/vtk:1/f:png/plain/local:///clip.mp4", "t=0.7&keyframe=true"},
+		{"/_/w:64/f:png/plain/local:///clip.mp4", ""},
+	} {
+		a := imgproxyGet(t, base+c.imgproxy)
+		own := imgproxyGet(t, base+"/thumbnail?src=clip.mp4&w=64&fit=inside&enlarge=false&format=png&copyright=keep&"+c.own)
+		if a.status != 200 || !a.imgDecoded || own.status != 200 || a.header.Get("ETag") != own.header.Get("ETag") || !bytes.Equal(a.body, own.body) {
+			t.Errorf("%s: %d %s (ETag %s), /thumbnail's %s: %d %s (ETag %s)", c.imgproxy, a.status, a.message, a.header.Get("ETag"), c.own, own.status, own.message, own.header.Get("ETag"))
+		}
+	}
+	if a := imgproxyGet(t, base+"/_/w:64/vts:abc/plain/local:///clip.mp4"); a.status != 400 || a.code != apierr.BadParameter || !strings.Contains(a.message, "vts") {
+		t.Errorf("vts:abc: %d %s %s, want a 400 naming vts", a.status, a.code, a.message)
+	}
+}

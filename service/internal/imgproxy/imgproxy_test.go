@@ -267,6 +267,15 @@ func TestOptions(t *testing.T) {
 		{"w:10/kcr:0/keep_copyright:f", base(map[string]string{"w": "10", "copyright": "-"}), ""},
 		{"w:10/kcr:0/kcr:1", base(map[string]string{"w": "10"}), ""},
 		{"kcr:maybe", nil, apierr.BadParameter},
+		// imgproxy Pro's video thumbnails: vts is t, vtk keyframe.
+		{"w:10/vts:1.5", base(map[string]string{"w": "10", "t": "1.5"}), ""},
+		{"w:10/video_thumbnail_second:2/vtk:1", base(map[string]string{"w": "10", "t": "2", "keyframe": "true"}), ""},
+		{"w:10/vtk:1", base(map[string]string{"w": "10"}), ""}, // keyframe alone is the default poster's
+		{"vts:abc", nil, apierr.BadParameter},
+		{"vts:-1", nil, apierr.BadParameter},
+		{"vts:1000001", nil, apierr.BadParameter},
+		{"vts:1:2", nil, apierr.BadParameter},
+		{"vtk:maybe", nil, apierr.BadParameter},
 		{"sm:2:2", nil, apierr.BadParameter},
 		{"w:10/scp:1/strip_color_profile:1", base(map[string]string{"w": "10"}), ""},
 		{"scp:0", nil, apierr.BadParameter},
@@ -634,6 +643,19 @@ func TestSkipProcessingUnderAutoFormat(t *testing.T) {
 		r, err := c.Parse("/_/" + opts + "/plain/local:///a.gif")
 		if err != nil || r.Asked.Options.Format != want {
 			t.Errorf("%s: format %q, %v; want %q", opts, r.Asked.Options.Format, err, want)
+		}
+	}
+}
+
+// TestSettersSetKnownFields: every thumbd option a setter says it sets
+// has its place in fields (vts and vtk once set t and keyframe, which
+// had none: every URL with vts panicked).
+func TestSettersSetKnownFields(t *testing.T) {
+	for name, st := range setters {
+		for _, f := range st.sets {
+			if field(f) < 0 {
+				t.Errorf("%s sets %q, which fields lacks", name, f)
+			}
 		}
 	}
 }

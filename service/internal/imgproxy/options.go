@@ -70,7 +70,7 @@ type state struct {
 
 // fields are thumbd's names of the options a URL sets (params.Asked's).
 var fields = [...]string{"w", "h", "q", "dpr", "fit", "enlarge", "extend", "gravity", "fx", "fy", "crop",
-	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset", "max_bytes", "as_is"}
+	"trim", "pad", "bg", "rotate", "flip", "blur", "sharpen", "pixelate", "wm", "format", "min", "extend_ar", "offset", "max_bytes", "as_is", "t", "keyframe"}
 
 // field is the index of thumbd's option name in fields (-1: none).
 func field(name string) int {

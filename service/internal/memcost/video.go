@@ -10,11 +10,6 @@ import (
 	"github.com/thumbd/thumbd/service/internal/video"
 )
 
-// videoFormats are the codecs' rows of the format table.
-var videoFormats = map[video.Codec]imagefmt.Format{
-	video.H264: imagefmt.H264, video.HEVC: imagefmt.HEVC, video.VP8: imagefmt.VP8, video.VP9: imagefmt.VP9, video.AV1: imagefmt.AV1,
-}
-
 // defaultRefs are the frames a codec's decoder may hold when the stream
 // does not say (VP8: the last, golden and altref frames; VP9 and AV1:
 // their 8 reference slots; H.264 and HEVC: their levels' most, 16).
@@ -34,8 +29,10 @@ func videoHeader(src []byte) (Header, error) {
 		return Header{}, err
 	}
 	i := r.Info()
-	f, ok := videoFormats[i.Codec]
-	if !ok {
+	// The codec's row of the format table: the video package names its
+	// codecs as the table does.
+	f := imagefmt.Format(i.Codec)
+	if spec, ok := imagefmt.Lookup(f); !ok || !spec.Video {
 		return Header{}, fmt.Errorf("%w: a %s stream (%s)", ErrNotServed, i.Codec, i.Tag)
 	}
 	if i.SampleAspect[0] != i.SampleAspect[1] {
@@ -48,9 +45,8 @@ func videoHeader(src []byte) (Header, error) {
 	h := Header{Format: f, Width: max(i.Width, i.CodedWidth), Height: max(i.Height, i.CodedHeight),
 		Bands: 3, BytesPerSample: 1, Frames: 1, BitDepth: i.BitDepth,
 		Video: &thumbjob.Video{Container: string(i.Container), Duration: i.Duration, FrameRate: i.FrameRate,
-			Rotation: i.Rotation, Mirror: i.Mirror, Orientation: i.Orientation(),
-			CodedWidth: i.CodedWidth, CodedHeight: i.CodedHeight, Refs: refs,
-			HDR: string(i.HDR), Audio: i.Audio, Keyframes: len(i.Keyframes), Bytes: int64(len(src))}}
+			Rotation: i.Rotation, Mirror: i.Mirror, Refs: refs,
+			HDR: string(i.HDR), Audio: i.Audio, Bytes: int64(len(src))}}
 	return h, nil
 }
 

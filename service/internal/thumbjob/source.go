@@ -93,23 +93,17 @@ type Video struct {
 	// Duration is seconds; FrameRate frames a second (0: unknown).
 	Duration  float64 `json:"duration"`
 	FrameRate float64 `json:"fps,omitempty"`
-	// Rotation (clockwise degrees) and Mirror are the display matrix's,
-	// as Orientation gives them to the engine.
-	Rotation    int  `json:"rotation,omitempty"`
-	Mirror      bool `json:"mirror,omitempty"`
-	Orientation int  `json:"orientation"` // as an EXIF orientation, 1 to 8
-	// CodedWidth x CodedHeight is the codec's picture (its macroblocks or
-	// superblocks aligned), and Refs the frames the decoder may hold at
-	// once: what pricing its decode needs.
-	CodedWidth  int `json:"coded_w"`
-	CodedHeight int `json:"coded_h"`
-	Refs        int `json:"refs"`
+	// Rotation (clockwise degrees) and Mirror are the display matrix's
+	// (the engine reads them again from the container).
+	Rotation int  `json:"rotation,omitempty"`
+	Mirror   bool `json:"mirror,omitempty"`
+	// Refs are the frames the decoder may hold at once: what pricing its
+	// decode needs (at the header's size, which is the coded one when it
+	// is larger).
+	Refs int `json:"refs"`
 	// HDR is "pq" or "hlg" for an HDR stream, "" otherwise.
 	HDR   string `json:"hdr,omitempty"`
 	Audio bool   `json:"audio,omitempty"`
-	// Keyframes is how many keyframes the index lists (at most the video
-	// reader's bound): the default poster frame looks among the first.
-	Keyframes int `json:"keyframes,omitempty"`
 	// Bytes is the file's length.
 	Bytes int64 `json:"bytes"`
 }
