@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -197,6 +198,15 @@ func (s *Server) MakeBucket(ctx context.Context, name string) error {
 func (s *Server) Put(ctx context.Context, bucket, key string, body []byte) (string, error) {
 	info, err := s.client.PutObject(ctx, bucket, key, bytes.NewReader(body), int64(len(body)),
 		minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	return info.ETag, err
+}
+
+// PutReader stores size bytes of r as key in one streamed PUT (no
+// multipart, nothing held in memory): an object larger than a test would
+// hold, a video of a gigabyte.
+func (s *Server) PutReader(ctx context.Context, bucket, key string, r io.Reader, size int64) (string, error) {
+	info, err := s.client.PutObject(ctx, bucket, key, r, size,
+		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true})
 	return info.ETag, err
 }
 

@@ -269,6 +269,9 @@ type GetOptions struct {
 	// IfMatch: only this version (an ETag); another version answers an
 	// error that is ErrChanged.
 	IfMatch string
+	// Length, when above 0, asks for Length bytes at Offset (a Range
+	// request): the Reader's Size is then the range's.
+	Offset, Length int64
 }
 
 // Reader is an object's body, with what the bucket said of the object
@@ -320,6 +323,12 @@ func (c *Client) Get(ctx context.Context, key string, o GetOptions) (*Reader, er
 		opts := minio.GetObjectOptions{}
 		if o.IfMatch != "" {
 			opts.SetMatchETag(o.IfMatch)
+		}
+		if o.Length > 0 {
+			if err := opts.SetRange(o.Offset, o.Offset+o.Length-1); err != nil {
+				try.cancel()
+				return err
+			}
 		}
 		body, info, _, err := c.core.GetObject(ctx, c.loc.Bucket, c.loc.Prefix+key, opts)
 		if err != nil {

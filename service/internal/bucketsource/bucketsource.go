@@ -16,9 +16,11 @@
 package bucketsource
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -29,6 +31,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/bucket"
 	"github.com/thumbd/thumbd/service/internal/source"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Config is the kind's settings.
@@ -203,10 +206,16 @@ func (o *object) Read(ctx context.Context) (*source.Blob, error) {
 		return nil, o.named(err)
 	}
 	defer r.Close()
+	return o.readBody(ctx, r, nil)
+}
+
+// readBody reads r's body, whose first bytes head were read already,
+// through the budget.
+func (o *object) readBody(ctx context.Context, r *bucket.Reader, head []byte) (*source.Blob, error) {
 	if r.Size > o.b.limits.MaxBytes {
 		return nil, o.tooLarge() // closed unread: the rest is not downloaded
 	}
-	blob, err := o.b.limits.ReadSized(ctx, r, r.Size, o.identity(r.Object), o.tooLarge)
+	blob, err := o.b.limits.ReadSized(ctx, io.MultiReader(bytes.NewReader(head), r), r.Size, o.identity(r.Object), o.tooLarge)
 	if err != nil {
 		return nil, o.named(err)
 	}
@@ -214,6 +223,116 @@ func (o *object) Read(ctx context.Context) (*source.Blob, error) {
 		blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // the key holds the version: never stale
 	}
 	return blob, nil
+}
+
+// ReadRanges reads an identified object by range when plan finds the
+// ranges a job needs (a video's index and the packets of the frames it
+// decodes: source.Ranged). The GET is the one Read makes; its first bytes
+// are sniffed before the rest is read. A video is then read by range
+// instead, each range a GET of the version identified (Range and
+// If-Match), the object of any length and the bytes read within
+// MaxBytes. Anything else (an image, an object without an ETag to hold
+// the ranges to one version) is read from that same GET, whole, as Read
+// reads it; an object replaced meanwhile is read anew, whole.
+func (o *object) ReadRanges(ctx context.Context, plan source.Planner) (*source.Blob, error) {
+	if plan == nil || o.known == nil || o.known.ETag == "" {
+		return o.Read(ctx)
+	}
+	r, err := o.b.client.Get(ctx, o.name, bucket.GetOptions{IfMatch: o.known.ETag})
+	if errors.Is(err, bucket.ErrChanged) {
+		return o.changed(ctx)
+	}
+	if err != nil {
+		return nil, o.named(err)
+	}
+	defer r.Close()
+	head := make([]byte, min(max(r.Size, 0), sniffHead))
+	if _, err := io.ReadFull(r, head); err != nil {
+		return nil, o.named(err)
+	}
+	at := &objectAt{ctx: ctx, o: o, head: head}
+	var spans []thumbjob.Span
+	if r.Size > sniffHead {
+		spans = plan(at, r.Size)
+	}
+	switch {
+	case at.err != nil:
+		return o.changed(ctx) // its ranges failed partway: the object anew
+	case len(spans) == 0:
+		return o.readBody(ctx, r, head) // not a video: the rest of this GET
+	}
+	r.Close() // the rest unread: the ranges are read instead
+	n := thumbjob.SpanBytes(spans)
+	tooLarge := func() error {
+		return apierr.New(apierr.SourceTooLarge, "The %d bytes of video %q this job reads (its index and the packets of the frames it decodes) are more than the %d bytes a source may read (THUMBD_MAX_BODY_BYTES).", n, o.name, o.b.limits.MaxBytes)
+	}
+	if n > o.b.limits.MaxBytes {
+		return nil, tooLarge()
+	}
+	body := &source.RangeBodies{Open: at.openSpan, Spans: spans}
+	defer body.Close()
+	blob, err := o.b.limits.ReadSized(ctx, body, n, o.Identity()+"\x00"+version(*o.known), tooLarge)
+	if errors.Is(err, bucket.ErrChanged) {
+		return o.changed(ctx)
+	}
+	if err != nil {
+		return nil, o.named(err)
+	}
+	blob.Spans, blob.Size = spans, o.known.Size
+	blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // the key holds the version: never stale
+	return blob, nil
+}
+
+// sniffHead is how much of an object is read before deciding to read it
+// by range: as many bytes as a video's container is sniffed from.
+const sniffHead = 4096
+
+// changed reads an object replaced since it was identified: anew, whole.
+func (o *object) changed(ctx context.Context) (*source.Blob, error) {
+	if o.b.ids != nil {
+		o.b.ids.Invalidate(o.name)
+	}
+	return (&object{b: o.b, name: o.name}).Read(ctx)
+}
+
+// objectAt reads the identified version of an object by range: reads
+// within its first bytes from them, others one GET each. Its first
+// failure is kept: the object is then read anew, whole.
+type objectAt struct {
+	ctx  context.Context
+	o    *object
+	head []byte // the object's first bytes, read already
+	err  error
+}
+
+func (a *objectAt) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) <= int64(len(a.head)) {
+		return copy(p, a.head[off:]), nil
+	}
+	r, err := a.openSpan(thumbjob.Span{Offset: off, Size: int64(len(p))})
+	if err != nil {
+		a.err = err
+		return 0, err
+	}
+	defer r.Close()
+	n, err := io.ReadFull(r, p)
+	if err != nil {
+		a.err = err
+	}
+	return n, err
+}
+
+// openSpan opens the body of one span of the version identified.
+func (a *objectAt) openSpan(sp thumbjob.Span) (io.ReadCloser, error) {
+	r, err := a.o.b.client.Get(a.ctx, a.o.name, bucket.GetOptions{IfMatch: a.o.known.ETag, Offset: sp.Offset, Length: sp.Size})
+	if err != nil {
+		return nil, err
+	}
+	if r.Size != sp.Size {
+		r.Close()
+		return nil, fmt.Errorf("a range of %d bytes at %d answered with %d", sp.Size, sp.Offset, r.Size)
+	}
+	return r, nil
 }
 
 // identity is the identity of obj's bytes (source.Blob.ID), the version

@@ -48,7 +48,23 @@ func ReadHeader(src []byte) (Header, error) {
 // The error is the header's; Format is set whenever the bytes are an input
 // format, the Header only when it could be read.
 func Look(src []byte) (thumbjob.Source, error) {
-	s := thumbjob.Source{Bytes: src}
+	return LookSource(thumbjob.Source{Bytes: src})
+}
+
+// LookSource is Look of a source that may be ranged (a video read by
+// range: thumbjob.Source.Spans), whose container is read through its
+// spans. Only a video is read by range: any other ranged source is not
+// an input format.
+func LookSource(s thumbjob.Source) (thumbjob.Source, error) {
+	src := s.Bytes
+	if len(s.Spans) > 0 {
+		c, isVideo := video.Sniff(src)
+		if err := s.CheckSpans(); err != nil || !isVideo || s.Spans[0].Offset != 0 {
+			s.Unread = "a source read by range that is not a video's"
+			return s, errors.New(s.Unread)
+		}
+		return lookVideo(s, c)
+	}
 	spec, ok := imagefmt.Sniff(src)
 	if !ok {
 		if c, isVideo := video.Sniff(src); isVideo {

@@ -1,7 +1,6 @@
 package memcost
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -20,8 +19,9 @@ var defaultRefs = map[video.Codec]int{video.H264: 16, video.HEVC: 16, video.VP8:
 // under the video reader's limits. Its format is the stream's codec.
 // Pixels that are not square are refused by thumbd's rule (ErrNotServed):
 // ffmpeg would scale the frame to its display width, thumbd does not yet.
-func videoHeader(src []byte) (Header, error) {
-	r, err := video.Open(bytes.NewReader(src), int64(len(src)), video.DefaultLimits())
+func videoHeader(s thumbjob.Source) (Header, error) {
+	ra, size := s.ReaderAt()
+	r, err := video.Open(ra, size, video.DefaultLimits())
 	if err != nil {
 		if errors.Is(err, video.ErrNotServed) {
 			return Header{}, fmt.Errorf("%w: %w", ErrNotServed, err)
@@ -46,7 +46,7 @@ func videoHeader(src []byte) (Header, error) {
 		Bands: 3, BytesPerSample: 1, Frames: 1, BitDepth: i.BitDepth,
 		Video: &thumbjob.Video{Container: string(i.Container), Duration: i.Duration, FrameRate: i.FrameRate,
 			Rotation: i.Rotation, Mirror: i.Mirror, Refs: refs,
-			HDR: string(i.HDR), Audio: i.Audio, Bytes: int64(len(src))}}
+			HDR: string(i.HDR), Audio: i.Audio, Bytes: size}}
 	return h, nil
 }
 
@@ -101,7 +101,7 @@ func align(n, a int) int { return (n + a - 1) / a * a }
 // accepts (a 422 that says why: the source is a video, and thumbd prices
 // nothing it cannot read).
 func lookVideo(s thumbjob.Source, c video.Container) (thumbjob.Source, error) {
-	h, err := videoHeader(s.Bytes)
+	h, err := videoHeader(s)
 	if err != nil {
 		s.Format = imagefmt.Video
 		s.Unread = fmt.Sprintf("%s video: %s", c, err)

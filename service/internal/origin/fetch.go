@@ -5,8 +5,11 @@
 package origin
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/source"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // MaxRedirects is the number of redirects followed; each one is checked
@@ -207,11 +211,106 @@ func (s remote) fetch(ctx context.Context, prior *source.Freshness) (*source.Blo
 	case resp.StatusCode == http.StatusNotModified && prior != nil:
 		return &source.Blob{NotModified: true, Fresh: Renewed(*prior, resp.Header, now)}, nil
 	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
-		return nil, apierr.New(apierr.SourceNotFound, "The origin has no such image (it answered %d).", resp.StatusCode)
-	default:
-		return nil, apierr.New(apierr.OriginError, "The origin answered %d; thumbd needs a 200.", resp.StatusCode)
+		return s.whole(ctx, fetchCtx, resp, now)
 	}
+	return nil, statusError(resp.StatusCode)
+}
+
+// ReadRanges fetches the URL by range when plan finds the ranges a job
+// needs (a video's index and the packets of the frames it decodes:
+// source.Ranged). The GET is the one Read makes; its first bytes are
+// sniffed before the rest is read. A video whose origin says it serves
+// ranges (Accept-Ranges: bytes) under a strong ETag, with its length,
+// is then read by range instead, each range a GET held to that ETag
+// (If-Match), within the fetch timeout: the video of any length, the
+// bytes read within MaxBytes. Anything else (an image, an origin without
+// ranges or a strong ETag) is read from that same answer, whole and
+// bounded, as Read reads it: one GET, as before.
+func (s remote) ReadRanges(ctx context.Context, plan source.Planner) (*source.Blob, error) {
+	if plan == nil {
+		return s.Read(ctx)
+	}
+	return s.observed(ctx, func(ctx context.Context) (*source.Blob, error) { return s.fetchRanges(ctx, plan) })
+}
+
+// sniffHead is how much of an answer is read before deciding to read it
+// by range: as many bytes as a video's container is sniffed from.
+const sniffHead = 4096
+
+func (s remote) fetchRanges(ctx context.Context, plan source.Planner) (*source.Blob, error) {
+	fetchCtx, cancel := context.WithTimeout(ctx, s.f.cfg.FetchTimeout)
+	defer cancel()
+	resp, err := s.get(fetchCtx, 0, 0, "")
+	if err != nil {
+		return nil, s.fetchError(ctx, fetchCtx, err)
+	}
+	defer resp.Body.Close()
+	now := time.Now()
+	if resp.StatusCode != http.StatusOK {
+		return nil, statusError(resp.StatusCode)
+	}
+	etag, size := resp.Header.Get("ETag"), resp.ContentLength
+	if resp.Header.Get("Accept-Ranges") != "bytes" || etag == "" || strings.HasPrefix(etag, "W/") || size <= sniffHead {
+		return s.whole(ctx, fetchCtx, resp, now)
+	}
+	head := make([]byte, sniffHead)
+	if _, err := io.ReadFull(resp.Body, head); err != nil {
+		return nil, s.fetchError(ctx, fetchCtx, err)
+	}
+	at := &remoteAt{ctx: fetchCtx, s: s, etag: etag, head: head}
+	spans := plan(at, size)
+	if len(spans) == 0 || at.err != nil {
+		// Not a video (or one whose frames were not found): the answer,
+		// its first bytes read already, is read on, whole.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+		if at.err != nil {
+			resp.Body.Close()
+			return s.fetch(ctx, nil) // its ranges failed partway: the image anew
+		}
+		return s.whole(ctx, fetchCtx, resp, now)
+	}
+	resp.Body.Close() // the rest unread: the ranges are read instead
+	n := thumbjob.SpanBytes(spans)
+	tooLarge := func() error {
+		return apierr.New(apierr.SourceTooLarge, "The %d bytes of the origin's video this job reads (its index and the packets of the frames it decodes) are more than the %d bytes a source may read (THUMBD_MAX_BODY_BYTES).", n, s.f.limits.MaxBytes)
+	}
+	if n > s.f.limits.MaxBytes {
+		return nil, tooLarge()
+	}
+	body := &source.RangeBodies{Open: func(sp thumbjob.Span) (io.ReadCloser, error) { return at.open(sp.Offset, sp.Size) }, Spans: spans}
+	defer body.Close()
+	blob, err := s.f.limits.ReadSized(ctx, body, n, s.Key()+"\x00etag:"+etag, tooLarge)
+	if err != nil {
+		return nil, s.fetchError(ctx, fetchCtx, err)
+	}
+	blob.Spans, blob.Size = spans, size
+	blob.Fresh = Freshness(resp.Header, now)
+	return blob, nil
+}
+
+// get is a GET of the URL, of n bytes at off when n is above 0 (Range),
+// held to etag when given (If-Match).
+func (s remote) get(ctx context.Context, off, n int64, etag string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.u.String(), nil)
+	if err != nil {
+		return nil, apierr.New(apierr.BadURL, "Parameter \"url\" is not a URL thumbd can fetch.")
+	}
+	req.Header.Set("User-Agent", s.f.cfg.UserAgent)
+	req.Header.Set("Accept", s.f.cfg.Accept)
+	if n > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	}
+	if etag != "" {
+		req.Header.Set("If-Match", etag)
+	}
+	return s.f.client.Do(req)
+}
+
+// whole reads a 200 answer as Read does.
+func (s remote) whole(ctx, fetchCtx context.Context, resp *http.Response, now time.Time) (*source.Blob, error) {
 	tooLarge := func() error {
 		return apierr.New(apierr.SourceTooLarge, "The origin's image is larger than the %d bytes allowed.", s.f.limits.MaxBytes)
 	}
@@ -230,6 +329,56 @@ func (s remote) fetch(ctx context.Context, prior *source.Freshness) (*source.Blo
 		}
 	}
 	return blob, err
+}
+
+// statusError is the error of an answer that is neither a 200 nor a 206.
+func statusError(code int) error {
+	if code == http.StatusNotFound || code == http.StatusGone {
+		return apierr.New(apierr.SourceNotFound, "The origin has no such image (it answered %d).", code)
+	}
+	return apierr.New(apierr.OriginError, "The origin answered %d; thumbd needs a 200.", code)
+}
+
+// remoteAt reads an origin's image by range, held to its ETag: reads
+// within its first bytes (read from the first answer) from them, others
+// a GET each. Its first
+// failure is kept: the planner then reads the image whole.
+type remoteAt struct {
+	ctx  context.Context
+	s    remote
+	etag string
+	head []byte
+	err  error
+}
+
+func (a *remoteAt) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) <= int64(len(a.head)) {
+		return copy(p, a.head[off:]), nil
+	}
+	body, err := a.open(off, int64(len(p)))
+	if err != nil {
+		a.err = err
+		return 0, err
+	}
+	defer body.Close()
+	n, err := io.ReadFull(body, p)
+	if err != nil {
+		a.err = err
+	}
+	return n, err
+}
+
+// open is the body of n bytes at off: a 206 of exactly that range.
+func (a *remoteAt) open(off, n int64) (io.ReadCloser, error) {
+	resp, err := a.s.get(a.ctx, off, n, a.etag)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusPartialContent || resp.ContentLength != n {
+		resp.Body.Close()
+		return nil, apierr.New(apierr.OriginError, "The origin answered a range of %d bytes at %d with %d (%d bytes); the image changed, or its ranges are not served.", n, off, resp.StatusCode, resp.ContentLength)
+	}
+	return resp.Body, nil
 }
 
 // identity is the identity of the image an answer with header h carries

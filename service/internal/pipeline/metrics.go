@@ -16,9 +16,12 @@ type Metrics struct {
 	// made a ThumbHash (a decode) or read only the header.
 	InfoProcessing *prometheus.HistogramVec
 	SourceBytes    prometheus.Histogram
-	Rejections     *prometheus.CounterVec
-	Merged         prometheus.Counter
-	Panics         prometheus.Counter
+	// SourceRead counts the bytes read from sources, by whether they
+	// were read by range (a video's index and packets) or whole.
+	SourceRead *prometheus.CounterVec
+	Rejections *prometheus.CounterVec
+	Merged     prometheus.Counter
+	Panics     prometheus.Counter
 	// Fallbacks count the answers the fallback image made in place of a
 	// source that could not be read, by that error's code: the errors it
 	// hides from clients.
@@ -44,6 +47,9 @@ func NewMetrics(reg prometheus.Registerer, gate *admission.Gate) *Metrics {
 			Name: "thumbd_thumbnail_source_bytes", Help: "Size of the source images admitted.",
 			Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
 		}),
+		SourceRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "thumbd_source_read_bytes_total", Help: "Bytes read from sources (uploads, files, objects, origins' images), by whether they were read by range (a video: its index and the packets of the frames decoded, and what finding them read) or whole.",
+		}, []string{"ranged"}),
 		Rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "thumbd_thumbnail_rejections_total", Help: "Thumbnail and /info requests refused or failed, by reason.",
 		}, []string{"reason"}),
@@ -59,8 +65,9 @@ func NewMetrics(reg prometheus.Registerer, gate *admission.Gate) *Metrics {
 	}
 	for _, hash := range []string{"true", "false"} {
 		m.InfoProcessing.WithLabelValues(hash) // both series exist from the start
+		m.SourceRead.WithLabelValues(hash)
 	}
-	reg.MustRegister(m.QueueWait, m.Processing, m.InfoProcessing, m.SourceBytes, m.Rejections, m.Merged, m.Panics, m.Fallbacks,
+	reg.MustRegister(m.QueueWait, m.Processing, m.InfoProcessing, m.SourceBytes, m.SourceRead, m.Rejections, m.Merged, m.Panics, m.Fallbacks,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "thumbd_thumbnail_queue_length", Help: "Admitted thumbnails waiting for a processing slot.",
 		}, func() float64 { return float64(gate.Waiting()) }),

@@ -18,8 +18,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -33,11 +36,14 @@ import (
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"github.com/thumbd/thumbd/service/internal/origin"
 	"github.com/thumbd/thumbd/service/internal/params"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/results"
 	"github.com/thumbd/thumbd/service/internal/resultstore"
 	"github.com/thumbd/thumbd/service/internal/signing"
 	"github.com/thumbd/thumbd/service/internal/source"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/video"
+	"github.com/thumbd/thumbd/service/internal/videoframe"
 )
 
 // Config is what the pipeline reads of the settings.
@@ -284,7 +290,7 @@ func (p *Pipeline) run(w http.ResponseWriter, r *http.Request, start time.Time, 
 			return p.produce(ctx, src, nil, job, norm, stale, inm)
 		})
 	}
-	blob, err := p.read(ctx, src, nil)
+	blob, err := p.read(ctx, src, nil, job)
 	if err != nil {
 		return err
 	}
@@ -324,7 +330,7 @@ func (p *Pipeline) produce(ctx context.Context, src source.Source, blob *source.
 			since = &stale.Fresh
 		}
 		var err error
-		if blob, err = p.read(ctx, src, since); err != nil {
+		if blob, err = p.read(ctx, src, since, job); err != nil {
 			return nil, err
 		}
 		if blob.NotModified {
@@ -342,11 +348,13 @@ func (p *Pipeline) produce(ctx context.Context, src source.Source, blob *source.
 	// The one look at the source's bytes (its format sniffed, its header
 	// read): admission prices the job with it and the engine gets it, so
 	// neither sniffs again (in cells mode it travels with the bytes).
-	look, _ := memcost.Look(blob.Bytes)
+	look, _ := memcost.LookSource(thumbjob.Source{Bytes: blob.Bytes, Spans: blob.Spans, Size: blob.Size})
 	if err := p.priceable(look); err != nil {
 		return nil, err
 	}
-	if job.Info == nil && job.Options.AnsweredAsIs(look.Format) {
+	// A source read by range is never answered as it is: its bytes are
+	// parts of it (a video, which no as-is list can name anyway).
+	if job.Info == nil && job.Options.AnsweredAsIs(look.Format) && len(blob.Spans) == 0 {
 		if err := p.servableAsIs(look); err != nil {
 			return nil, err
 		}
@@ -368,7 +376,7 @@ func (p *Pipeline) produce(ctx context.Context, src source.Source, blob *source.
 		return nil, err
 	}
 	if res.Info != nil {
-		res.Info.Bytes = int64(len(blob.Bytes))
+		res.Info.Bytes = blob.Len()
 		body, err := jsonBody(res.Info)
 		return &results.Entry{Body: body, Type: jsonType, ETag: tag, Fresh: blob.Fresh}, err
 	}
@@ -429,25 +437,81 @@ func (p *Pipeline) identify(ctx context.Context, src source.Identifiable) (sourc
 // unread, then refuses before reading it: under overload most requests
 // are turned away without their upload, and no faster than one per
 // client per doorWait.
-func (p *Pipeline) read(ctx context.Context, src source.Source, since *source.Freshness) (*source.Blob, error) {
+func (p *Pipeline) read(ctx context.Context, src source.Source, since *source.Freshness, job thumbjob.Job) (*source.Blob, error) {
 	if err := p.door(ctx); err != nil {
 		return nil, err
 	}
 	var blob *source.Blob
 	err := stage(ctx, p.Tracer, "source", func(ctx context.Context, span trace.Span) (err error) {
-		if cond, ok := src.(source.Conditional); ok && since != nil {
+		cond, conditional := src.(source.Conditional)
+		ranged, byRange := src.(source.Ranged)
+		switch {
+		case conditional && since != nil:
 			blob, err = cond.ReadSince(ctx, *since)
-		} else {
+		case byRange:
+			blob, err = ranged.ReadRanges(ctx, p.videoRanges(job))
+		default:
 			blob, err = src.Read(ctx)
 		}
 		if err != nil {
 			return p.deadlineOrGone(err) // an origin fetch ends with the request
 		}
-		span.SetAttributes(attribute.Int("thumbd.source.bytes", len(blob.Bytes)))
+		span.SetAttributes(attribute.Int("thumbd.source.bytes", len(blob.Bytes)), attribute.Int("thumbd.source.spans", len(blob.Spans)))
+		p.Metrics.SourceRead.WithLabelValues(strconv.FormatBool(len(blob.Spans) > 0)).Add(float64(len(blob.Bytes)))
 		return nil
 	})
 	return blob, err
 }
+
+// videoRanges is the planner of a job's ranged read: for a video, the
+// byte ranges its engine reads (videoframe.Spans: the index, and the
+// packets of the frame the job decodes, a preview's frames, or the
+// default poster frame's candidates for /info and its ThumbHash); nil,
+// a whole read, for anything else or a video whose frames are not found
+// (the look then refuses it as it would).
+//
+// The bytes finding the ranges read (the container's index, mostly, read
+// again with the ranges) are counted with the ranges' in
+// thumbd_source_read_bytes_total{ranged="true"}.
+func (p *Pipeline) videoRanges(job thumbjob.Job) source.Planner {
+	frame := plan.VideoFrame(job.Options)
+	if job.Info != nil {
+		frame = thumbjob.Frame{}
+	}
+	return func(r io.ReaderAt, size int64) []thumbjob.Span {
+		head := make([]byte, min(size, videoSniffBytes))
+		if n, _ := r.ReadAt(head, 0); n != len(head) {
+			return nil
+		}
+		if _, isVideo := video.Sniff(head); !isVideo {
+			return nil
+		}
+		counted := &countedAt{r: r}
+		spans, err := videoframe.Spans(counted, size, frame)
+		if err != nil {
+			return nil
+		}
+		p.Metrics.SourceRead.WithLabelValues("true").Add(float64(counted.n.Load()))
+		return spans
+	}
+}
+
+// countedAt counts the bytes read through it.
+type countedAt struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countedAt) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(b, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// videoSniffBytes are the bytes video.Sniff is given: as many as
+// video.Open sniffs, so that the two never disagree (ftyp's brands, EBML's
+// DocType lie within them).
+const videoSniffBytes = 4096
 
 // door waits, with every place taken or the queue too long for the
 // request's deadline (admission's estimate, before the job's cost is

@@ -542,6 +542,17 @@ func PreviewFrames(o thumbjob.Options) int {
 	return 1
 }
 
+// VideoFrame is the frame (or a preview's frames) a job decodes of a
+// video source: o.Frame, a preview only when PreviewFrames keeps it (a
+// video's own format is never written: o's source format is JPEG). The
+// engine decodes it, and a ranged source reads what it needs
+// (videoframe.Spans).
+func VideoFrame(o thumbjob.Options) thumbjob.Frame {
+	f := o.Frame
+	f.Count = PreviewFrames(o.FromSource(imagefmt.Video))
+	return f
+}
+
 // AnimatedInput: the formats whose frames thumbd reads when an animation
 // is asked for. A multi-page TIFF, a HEIF collection, an AVIF or JPEG XL
 // sequence give their first page or frame, whatever their count.

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/thumbd/thumbd/service/internal/apierr"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Dir is the source directory of GET /thumbnail?src=NAME.
@@ -76,8 +78,40 @@ func validName(name string) bool {
 }
 
 func (f file) Read(ctx context.Context) (*Blob, error) {
+	return f.ReadRanges(ctx, nil)
+}
+
+// ReadRanges reads the file whole, or, when plan finds the ranges a job
+// needs (a video's: its index and the packets of the frames decoded),
+// only those, through the budget and within MaxBytes; a file read by
+// range may then be of any length. A file that changes while it is read
+// by range is read again whole: its ranges were another version's.
+func (f file) ReadRanges(ctx context.Context, plan Planner) (*Blob, error) {
+	fh, info, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	var spans []thumbjob.Span
+	if plan != nil {
+		spans = plan(fh, info.Size())
+	}
+	if len(spans) == 0 {
+		return f.read(ctx, fh, info, nil)
+	}
+	blob, err := f.read(ctx, fh, info, spans)
+	if err == nil && len(blob.Spans) == 0 {
+		// Changed while read: its ranges are of no version a stat names.
+		blob.Release()
+		return f.read(ctx, fh, info, nil)
+	}
+	return blob, err
+}
+
+// open opens the named file, a regular file inside the directory.
+func (f file) open() (*os.File, fs.FileInfo, error) {
 	if !validName(f.name) {
-		return nil, apierr.New(apierr.BadSourceName, "Parameter \"src\" must name a file inside the source directory: relative and canonical, without \"..\", \".\" or empty segments.")
+		return nil, nil, apierr.New(apierr.BadSourceName, "Parameter \"src\" must name a file inside the source directory: relative and canonical, without \"..\", \".\" or empty segments.")
 	}
 	// Non-blocking: opening a FIFO for reading otherwise waits for a
 	// writer, forever. Regular files ignore the flag; anything else is
@@ -85,26 +119,47 @@ func (f file) Read(ctx context.Context) (*Blob, error) {
 	fh, err := f.dir.Root.OpenFile(f.name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, apierr.New(apierr.SourceNotFound, "No source named %q.", f.name)
+			return nil, nil, apierr.New(apierr.SourceNotFound, "No source named %q.", f.name)
 		}
-		return nil, apierr.New(apierr.BadSourceName, "Source name %q is not inside the source directory.", f.name)
+		return nil, nil, apierr.New(apierr.BadSourceName, "Source name %q is not inside the source directory.", f.name)
 	}
-	defer fh.Close()
 	info, err := fh.Stat()
 	if err != nil || !info.Mode().IsRegular() {
-		return nil, apierr.New(apierr.SourceNotFound, "No source file named %q.", f.name)
+		fh.Close()
+		return nil, nil, apierr.New(apierr.SourceNotFound, "No source file named %q.", f.name)
 	}
+	return fh, info, nil
+}
+
+// read reads the open file whole (spans nil) or its spans. A whole file
+// written while it was read is identified by its bytes' hash and kept
+// nowhere; spans read from a file written meanwhile come back without
+// their Spans, for the caller to read it whole.
+func (f file) read(ctx context.Context, fh *os.File, info fs.FileInfo, spans []thumbjob.Span) (*Blob, error) {
+	size := info.Size()
+	var r io.Reader = fh
 	tooLarge := func() error {
 		return apierr.New(apierr.SourceTooLarge, "Source %q is larger than the %d bytes allowed.", f.name, f.dir.MaxBytes)
 	}
-	if info.Size() > f.dir.MaxBytes {
+	if spans != nil {
+		size = thumbjob.SpanBytes(spans)
+		parts := make([]io.Reader, len(spans))
+		for i, s := range spans {
+			parts[i] = io.NewSectionReader(fh, s.Offset, s.Size)
+		}
+		r = io.MultiReader(parts...)
+		tooLarge = func() error {
+			return apierr.New(apierr.SourceTooLarge, "The %d bytes of video %q this job reads (its index and the packets of the frames it decodes) are more than the %d bytes a source may read (THUMBD_MAX_BODY_BYTES).", size, f.name, f.dir.MaxBytes)
+		}
+	}
+	if size > f.dir.MaxBytes {
 		return nil, tooLarge()
 	}
 	// The bytes' identity is the version opened, as the key's is: not
 	// their hash (a same-size rewrite within the file system's timestamp
 	// granularity aside, the same version is the same bytes).
 	version := versionOf(info)
-	blob, err := f.dir.Limits.ReadSized(ctx, fh, info.Size(), f.Identity()+"\x00"+version, tooLarge)
+	blob, err := f.dir.Limits.ReadSized(ctx, r, size, f.Identity()+"\x00"+version, tooLarge)
 	if err != nil {
 		if apierr.From(err).Code == apierr.Internal {
 			return nil, &apierr.Error{Code: apierr.Internal, Message: "The source could not be read.", Cause: err}
@@ -114,8 +169,14 @@ func (f file) Read(ctx context.Context) (*Blob, error) {
 	if after, err := fh.Stat(); err != nil || versionOf(after) != version {
 		// Written while being read: the bytes are of no version a stat
 		// names, so their hash is their identity, and nothing is kept.
+		if spans != nil {
+			return blob, nil
+		}
 		blob.ID = f.dir.Limits.Sum(blob.Bytes)
 		return blob, nil
+	}
+	if spans != nil {
+		blob.Spans, blob.Size = spans, info.Size()
 	}
 	if version == f.version {
 		// The bytes read are the version the key names.

@@ -32,6 +32,7 @@ import (
 	"github.com/thumbd/thumbd/service/internal/admission"
 	"github.com/thumbd/thumbd/service/internal/apierr"
 	"github.com/thumbd/thumbd/service/internal/prefault"
+	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
 
 // Source yields one request's source bytes. Read is called once.
@@ -57,7 +58,74 @@ type Blob struct {
 	// NotModified: a conditional read (Conditional.ReadSince) found the
 	// bytes unchanged; Bytes is then empty and Fresh renewed.
 	NotModified bool
-	release     func()
+	// Spans, for a source read by range (Ranged), are the byte ranges of
+	// its Size bytes that Bytes holds, one after the other; empty: Bytes
+	// is the whole source.
+	Spans   []thumbjob.Span
+	Size    int64
+	release func()
+}
+
+// Len is the source's length: Size when read by range, else its bytes'.
+func (b *Blob) Len() int64 {
+	if len(b.Spans) > 0 {
+		return b.Size
+	}
+	return int64(len(b.Bytes))
+}
+
+// Planner finds the byte ranges of a source that a job needs, reading
+// what it must to find them through r (the source, size bytes long): nil
+// to read it whole.
+type Planner func(r io.ReaderAt, size int64) []thumbjob.Span
+
+// RangeBodies reads spans' bytes one after the other, each span's body
+// opened (a range GET) when the read reaches it, and closed at its end.
+// Close closes the one open.
+type RangeBodies struct {
+	Open  func(thumbjob.Span) (io.ReadCloser, error)
+	Spans []thumbjob.Span
+	cur   io.ReadCloser
+}
+
+func (b *RangeBodies) Read(p []byte) (int, error) {
+	for {
+		if b.cur == nil {
+			if len(b.Spans) == 0 {
+				return 0, io.EOF
+			}
+			body, err := b.Open(b.Spans[0])
+			if err != nil {
+				return 0, err
+			}
+			b.cur, b.Spans = body, b.Spans[1:]
+		}
+		n, err := b.cur.Read(p)
+		if err == io.EOF {
+			b.cur.Close()
+			b.cur = nil
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
+}
+
+// Close closes the span's body being read, if any.
+func (b *RangeBodies) Close() error {
+	if b.cur == nil {
+		return nil
+	}
+	return b.cur.Close()
+}
+
+// Ranged is a source that can read only the ranges a job needs: a video
+// (its index and the packets of the frames decoded) of any length,
+// within MaxBytes read.
+type Ranged interface {
+	ReadRanges(ctx context.Context, plan Planner) (*Blob, error)
 }
 
 // Freshness is how long a thumbnail made from a source may be reused

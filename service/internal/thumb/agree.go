@@ -18,6 +18,14 @@ import (
 // job was not priced from it, so nothing of it is decoded. Only bytes of no
 // input format at all (refused as such by checkSource) have no header.
 func checkLooked(src thumbjob.Source) error {
+	if len(src.Spans) > 0 {
+		// A ranged source is a video's (memcost.LookSource): its spans
+		// must hold its bytes exactly, or the reads through them would
+		// stray (a cell checks what its supervisor sent).
+		if err := src.CheckSpans(); err != nil || src.Header.Video == nil {
+			return fmt.Errorf("%w: a source read by range that is not a video's, or whose ranges do not hold its bytes (%v)", thumbjob.ErrUndecodable, err)
+		}
+	}
 	if src.Header.Width > 0 && src.Header.Height > 0 {
 		return nil
 	}

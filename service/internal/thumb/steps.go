@@ -51,9 +51,7 @@ func (e *Engine) limits() plan.Limits {
 func (e *Engine) planned(in thumbjob.Source, o thumbjob.Options) (*making, error) {
 	// A video's preview decodes its frames only when the plan writes them
 	// (the format animates, no watermark): what memcost priced.
-	frame := o.Frame
-	frame.Count = plan.PreviewFrames(o.FromSource(in.Format))
-	src, h, _, err := e.open(in, frame, false)
+	src, h, _, err := e.open(in, plan.VideoFrame(o), false)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,10 @@ import (
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/memcost"
+	"github.com/thumbd/thumbd/service/internal/plan"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
+	"github.com/thumbd/thumbd/service/internal/video"
+	"github.com/thumbd/thumbd/service/internal/videoframe"
 )
 
 // videoClip is a video made at test time by Debian's ffmpeg from a
@@ -376,4 +379,99 @@ func TestVideoPreview(t *testing.T) {
 	if _, err := small.Thumbnail(context.Background(), src, o); err != nil {
 		t.Errorf("3 frames of 320x240 under a 300,000-pixel limit: %v", err)
 	}
+}
+
+// TestVideoRangedSource: a video read by range (videoframe.Spans: the
+// bytes opening it, choosing the frames and reading their packets read)
+// makes the very thumbnail the whole file makes, for each container and
+// each kind of frame; the spans are a part of the file; and a ranged
+// source that lacks a span the decode needs is refused, never decoded
+// from other bytes.
+func TestVideoRangedSource(t *testing.T) {
+	dir := t.TempDir()
+	e := New(thumbjob.Config{MaxPixels: 40_000_000, MaxFrames: 256, MaxSide: 4096, MaxAnimationPixels: 1 << 24, Threads: 1})
+	long := "testsrc2=size=320x240:rate=25:duration=6"
+	frames := []thumbjob.Frame{{}, {At: 4.5, Given: true, Keyframe: true}, {At: 3.3, Given: true}, {Count: 3, Keyframe: true}}
+	for _, clip := range []videoClip{
+		{name: "h264.mp4", input: long, args: clipH264},
+		{name: "h264-moov-first.mp4", input: long, args: append(clipH264, "-movflags", "+faststart")},
+		{name: "h264-fragmented.mp4", input: long, args: append(clipH264, "-movflags", "+frag_keyframe+empty_moov")},
+		{name: "hevc-rotated.mov", input: long, args: clipHEVC, rotate: 90},
+		{name: "vp9.webm", input: long, args: clipVP9},
+		{name: "h264.mkv", input: long, args: clipH264},
+	} {
+		t.Run(clip.name, func(t *testing.T) {
+			src, err := os.ReadFile(clip.make(t, dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range frames {
+				o := thumbjob.Options{Width: 64, Fit: thumbjob.FitInside, Format: imagefmt.PNG, Frame: f}
+				if f.Count > 1 {
+					o.Format, o.Animated = imagefmt.WebP, true
+				}
+				want, err := e.Thumbnail(context.Background(), src, o)
+				if err != nil {
+					t.Fatalf("%+v, whole: %v", f, err)
+				}
+				spans, err := videoframe.Spans(bytes.NewReader(src), int64(len(src)), plan.VideoFrame(o))
+				if err != nil {
+					t.Fatalf("%+v: spans: %v", f, err)
+				}
+				ranged := rangedSource(src, spans)
+				got, err := e.Run(context.Background(), lookRanged(t, ranged), thumbjob.Job{Options: o})
+				if err != nil || !bytes.Equal(got.Image.Bytes, want.Bytes) {
+					t.Errorf("%+v: by range %d bytes (%v), whole %d bytes", f, len(got.Image.Bytes), err, len(want.Bytes))
+				}
+				// The last span left out (the last packets the frame needs).
+				// The span of the first frame's first packet left out: the
+				// look is the whole ranged source's (the pipeline's), the
+				// engine reads the short one.
+				if len(spans) > 1 {
+					short := rangedSource(src, withoutFirstPacket(t, src, spans, plan.VideoFrame(o)))
+					look := lookRanged(t, ranged)
+					look.Bytes, look.Spans = short.Bytes, short.Spans
+					if _, err := e.Run(context.Background(), look, thumbjob.Job{Options: o}); !errors.Is(err, thumbjob.ErrUndecodable) {
+						t.Errorf("%+v: a span left out: %v, want ErrUndecodable", f, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// withoutFirstPacket is spans without the one that holds the first
+// packet the job decodes.
+func withoutFirstPacket(t *testing.T, src []byte, spans []thumbjob.Span, f thumbjob.Frame) []thumbjob.Span {
+	t.Helper()
+	r, err := video.Open(bytes.NewReader(src), int64(len(src)), video.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := videoframe.Choose(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.Frames[0].Ranges[0]
+	return slices.DeleteFunc(slices.Clone(spans), func(s thumbjob.Span) bool {
+		return first.Offset >= s.Offset && first.Offset < s.Offset+s.Size
+	})
+}
+
+// rangedSource is src's spans as a ranged source's bytes.
+func rangedSource(src []byte, spans []thumbjob.Span) thumbjob.Source {
+	s := thumbjob.Source{Spans: spans, Size: int64(len(src))}
+	for _, sp := range spans {
+		s.Bytes = append(s.Bytes, src[sp.Offset:sp.Offset+sp.Size]...)
+	}
+	return s
+}
+
+func lookRanged(t *testing.T, s thumbjob.Source) thumbjob.Source {
+	t.Helper()
+	look, err := memcost.LookSource(s)
+	if err != nil {
+		t.Fatalf("look: %v", err)
+	}
+	return look
 }

@@ -19,6 +19,12 @@ type Source struct {
 	// engine decodes nothing it could not price: such a source is
 	// refused, whatever libvips would make of it.
 	Unread string `json:"unread,omitempty"`
+	// Spans, for a ranged source (a video read by range: its index and
+	// the packets of the frames the job decodes), are the byte ranges of
+	// the file of Size bytes that Bytes holds, one after the other
+	// (ReaderAt). Empty: Bytes is the whole source.
+	Spans []Span `json:"spans,omitempty"`
+	Size  int64  `json:"size,omitempty"`
 }
 
 // Header is what sizing a job needs of a source (memcost reads it).
