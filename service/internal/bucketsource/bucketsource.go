@@ -262,23 +262,13 @@ func (o *object) ReadRanges(ctx context.Context, plan source.Planner) (*source.B
 		return o.readBody(ctx, r, head) // not a video: the rest of this GET
 	}
 	r.Close() // the rest unread: the ranges are read instead
-	n := thumbjob.SpanBytes(spans)
-	tooLarge := func() error {
-		return apierr.New(apierr.SourceTooLarge, "The %d bytes of video %q this job reads (its index and the packets of the frames it decodes) are more than the %d bytes a source may read (THUMBD_MAX_BODY_BYTES).", n, o.name, o.b.limits.MaxBytes)
-	}
-	if n > o.b.limits.MaxBytes {
-		return nil, tooLarge()
-	}
-	body := &source.RangeBodies{Open: at.openSpan, Spans: spans}
-	defer body.Close()
-	blob, err := o.b.limits.ReadSized(ctx, body, n, o.Identity()+"\x00"+version(*o.known), tooLarge)
+	blob, err := o.b.limits.ReadSpans(ctx, spans, o.known.Size, at.openSpan, o.Identity()+"\x00"+version(*o.known), fmt.Sprintf("video %q", o.name))
 	if errors.Is(err, bucket.ErrChanged) {
 		return o.changed(ctx)
 	}
 	if err != nil {
 		return nil, o.named(err)
 	}
-	blob.Spans, blob.Size = spans, o.known.Size
 	blob.Fresh = source.Freshness{Store: true, Until: time.Unix(1<<62, 0)} // the key holds the version: never stale
 	return blob, nil
 }

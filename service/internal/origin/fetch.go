@@ -273,20 +273,11 @@ func (s remote) fetchRanges(ctx context.Context, plan source.Planner) (*source.B
 		return s.whole(ctx, fetchCtx, resp, now)
 	}
 	resp.Body.Close() // the rest unread: the ranges are read instead
-	n := thumbjob.SpanBytes(spans)
-	tooLarge := func() error {
-		return apierr.New(apierr.SourceTooLarge, "The %d bytes of the origin's video this job reads (its index and the packets of the frames it decodes) are more than the %d bytes a source may read (THUMBD_MAX_BODY_BYTES).", n, s.f.limits.MaxBytes)
-	}
-	if n > s.f.limits.MaxBytes {
-		return nil, tooLarge()
-	}
-	body := &source.RangeBodies{Open: func(sp thumbjob.Span) (io.ReadCloser, error) { return at.open(sp.Offset, sp.Size) }, Spans: spans}
-	defer body.Close()
-	blob, err := s.f.limits.ReadSized(ctx, body, n, s.Key()+"\x00etag:"+etag, tooLarge)
+	open := func(sp thumbjob.Span) (io.ReadCloser, error) { return at.open(sp.Offset, sp.Size) }
+	blob, err := s.f.limits.ReadSpans(ctx, spans, size, open, s.Key()+"\x00etag:"+etag, "the origin's video")
 	if err != nil {
 		return nil, s.fetchError(ctx, fetchCtx, err)
 	}
-	blob.Spans, blob.Size = spans, size
 	blob.Fresh = Freshness(resp.Header, now)
 	return blob, nil
 }

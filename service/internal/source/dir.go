@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -136,30 +137,27 @@ func (f file) open() (*os.File, fs.FileInfo, error) {
 // nowhere; spans read from a file written meanwhile come back without
 // their Spans, for the caller to read it whole.
 func (f file) read(ctx context.Context, fh *os.File, info fs.FileInfo, spans []thumbjob.Span) (*Blob, error) {
-	size := info.Size()
-	var r io.Reader = fh
 	tooLarge := func() error {
 		return apierr.New(apierr.SourceTooLarge, "Source %q is larger than the %d bytes allowed.", f.name, f.dir.MaxBytes)
-	}
-	if spans != nil {
-		size = thumbjob.SpanBytes(spans)
-		parts := make([]io.Reader, len(spans))
-		for i, s := range spans {
-			parts[i] = io.NewSectionReader(fh, s.Offset, s.Size)
-		}
-		r = io.MultiReader(parts...)
-		tooLarge = func() error {
-			return apierr.New(apierr.SourceTooLarge, "The %d bytes of video %q this job reads (its index and the packets of the frames it decodes) are more than the %d bytes a source may read (THUMBD_MAX_BODY_BYTES).", size, f.name, f.dir.MaxBytes)
-		}
-	}
-	if size > f.dir.MaxBytes {
-		return nil, tooLarge()
 	}
 	// The bytes' identity is the version opened, as the key's is: not
 	// their hash (a same-size rewrite within the file system's timestamp
 	// granularity aside, the same version is the same bytes).
 	version := versionOf(info)
-	blob, err := f.dir.Limits.ReadSized(ctx, r, size, f.Identity()+"\x00"+version, tooLarge)
+	id := f.Identity() + "\x00" + version
+	var blob *Blob
+	var err error
+	switch {
+	case spans != nil:
+		open := func(s thumbjob.Span) (io.ReadCloser, error) {
+			return io.NopCloser(io.NewSectionReader(fh, s.Offset, s.Size)), nil
+		}
+		blob, err = f.dir.Limits.ReadSpans(ctx, spans, info.Size(), open, id, fmt.Sprintf("video %q", f.name))
+	case info.Size() > f.dir.MaxBytes:
+		return nil, tooLarge()
+	default:
+		blob, err = f.dir.Limits.ReadSized(ctx, fh, info.Size(), id, tooLarge)
+	}
 	if err != nil {
 		if apierr.From(err).Code == apierr.Internal {
 			return nil, &apierr.Error{Code: apierr.Internal, Message: "The source could not be read.", Cause: err}
@@ -170,13 +168,11 @@ func (f file) read(ctx context.Context, fh *os.File, info fs.FileInfo, spans []t
 		// Written while being read: the bytes are of no version a stat
 		// names, so their hash is their identity, and nothing is kept.
 		if spans != nil {
+			blob.Spans, blob.Size = nil, 0 // the caller reads it anew, whole
 			return blob, nil
 		}
 		blob.ID = f.dir.Limits.Sum(blob.Bytes)
 		return blob, nil
-	}
-	if spans != nil {
-		blob.Spans, blob.Size = spans, info.Size()
 	}
 	if version == f.version {
 		// The bytes read are the version the key names.

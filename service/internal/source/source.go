@@ -121,6 +121,29 @@ func (b *RangeBodies) Close() error {
 	return b.cur.Close()
 }
 
+// ReadSpans reads spans of a source of size bytes through the budget,
+// each span's body opened by open when the read reaches it (RangeBodies),
+// their bytes within MaxBytes (a refusal that names the source as what
+// says), waiting for the budget as ReadSized does. The Blob carries the
+// spans and size.
+func (l Limits) ReadSpans(ctx context.Context, spans []thumbjob.Span, size int64, open func(thumbjob.Span) (io.ReadCloser, error), id, what string) (*Blob, error) {
+	n := thumbjob.SpanBytes(spans)
+	tooLarge := func() error {
+		return apierr.New(apierr.SourceTooLarge, "The %d bytes of %s this job reads (its index and the packets of the frames it decodes) are more than the %d bytes a source may read (THUMBD_MAX_BODY_BYTES).", n, what, l.MaxBytes)
+	}
+	if n > l.MaxBytes {
+		return nil, tooLarge()
+	}
+	body := &RangeBodies{Open: open, Spans: spans}
+	defer body.Close()
+	blob, err := l.ReadSized(ctx, body, n, id, tooLarge)
+	if err != nil {
+		return nil, err
+	}
+	blob.Spans, blob.Size = spans, size
+	return blob, nil
+}
+
 // Ranged is a source that can read only the ranges a job needs: a video
 // (its index and the packets of the frames decoded) of any length,
 // within MaxBytes read.
