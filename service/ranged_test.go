@@ -44,7 +44,7 @@ func TestVideoReadByRange(t *testing.T) {
 	whole, _ := newTestServer(t, testConfig(t)) // uploads of the whole file
 	inproc, d := newTestServer(t, small(testConfig(t)))
 	cells := newCellsServer(t, small(cellsConfig(t)), "")
-	queries := []string{"w=96", "w=96&t=4.5&keyframe=true", "w=96&t=3.3", "w=96&frames=3&keyframe=true"}
+	queries := []string{"w=96", "w=96&t=4.5&keyframe=true", "w=96&t=3.3", "w=96&frames=3&keyframe=true", "w=96&every=2&keyframe=true"}
 	for _, q := range queries {
 		s0, _, want := postThumb(t, whole.URL, "?"+q, clip)
 		if s0 != 200 {

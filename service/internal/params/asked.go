@@ -111,7 +111,11 @@ func (r Rules) bounds(a Asked) (thumbjob.Options, error) {
 	if o.Frame.Count > 1 {
 		// A preview is an animation, held to the animation's rules below.
 		if spec, _ := imagefmt.Lookup(o.Format); o.Format != imagefmt.Auto && !spec.Animated {
-			return o, a.bad("frames", "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
+			name := "frames"
+			if o.Frame.Every > 0 {
+				name = "every"
+			}
+			return o, a.bad(name, "needs an output format that animates: %s or auto", strings.Join(animatedFormats(), ", "))
 		}
 		o.Animated = true
 	}

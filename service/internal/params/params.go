@@ -106,7 +106,7 @@ func (t *Thumbnail) Negotiate(accept string) bool {
 }
 
 // optionNames are the parameters of every thumbnail request.
-var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated", "copyright", "t", "keyframe", "frames"}, transformNames...)
+var optionNames = append([]string{"w", "h", "fit", "gravity", "fx", "fy", "format", "q", "dpr", "animated", "copyright", "t", "keyframe", "frames", "every"}, transformNames...)
 
 // Rules are the settings a thumbnail query is read with.
 type Rules struct {

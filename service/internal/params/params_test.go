@@ -125,6 +125,19 @@ func TestUploadOptions(t *testing.T) {
 		{"frames=4&format=jpeg", thumbjob.Options{}, "frames"},
 		{"frames=4&format=png", thumbjob.Options{}, "frames"},
 		{"frames=4&rotate=90", thumbjob.Options{}, "rotate"},
+		// every=S: a frame every S seconds, at most frames (25 unless
+		// given); as frames otherwise.
+		{"every=2", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: true, Frame: thumbjob.Frame{Count: 25, Every: 2}}, ""},
+		{"every=0.5&frames=6&keyframe=true", thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Quality: 80, Animated: true, Frame: thumbjob.Frame{Count: 6, Every: 0.5, Keyframe: true}}, ""},
+		{"every=0", thumbjob.Options{}, "every"},
+		{"every=-1", thumbjob.Options{}, "every"},
+		{"every=abc", thumbjob.Options{}, "every"},
+		{"every=1e3", thumbjob.Options{}, "every"},
+		{"every=1000001", thumbjob.Options{}, "every"},
+		{"every=2&frames=1", thumbjob.Options{}, "frames"},
+		{"every=2&t=1", thumbjob.Options{}, "every"},
+		{"every=2&format=jpeg", thumbjob.Options{}, "every"},
+		{"every=2&pad=10", thumbjob.Options{}, "pad"},
 	}
 	for _, tc := range tests {
 		got, err := upload(Rules{MaxSide: 4096}, tc.raw)

@@ -521,7 +521,11 @@ func (p Plan) ratio(decoded image.Point) (rx, ry float64) {
 // watermark is put on it); else the first.
 func frames(s Source, o thumbjob.Options) int {
 	if s.Look.Video != nil {
-		return PreviewFrames(o)
+		n := PreviewFrames(o)
+		if times := o.Frame.PreviewTimes(s.Look.Video.Duration); n > 1 && len(times) > 0 {
+			n = len(times) // the engine's frames (videoframe.Choose), fewer with every=S on a short video
+		}
+		return n
 	}
 	spec, _ := imagefmt.Lookup(o.Format)
 	if o.Animated && spec.Animated && s.Frames > 1 && AnimatedInput(s.Format) && o.Watermark == nil {
@@ -550,6 +554,9 @@ func PreviewFrames(o thumbjob.Options) int {
 func VideoFrame(o thumbjob.Options) thumbjob.Frame {
 	f := o.Frame
 	f.Count = PreviewFrames(o.FromSource(imagefmt.Video))
+	if f.Count <= 1 {
+		f.Every = 0
+	}
 	return f
 }
 

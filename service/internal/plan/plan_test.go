@@ -493,3 +493,32 @@ func TestFitQuality(t *testing.T) {
 		}
 	}
 }
+
+// A video's preview is priced by the frames the engine decodes: frames=N,
+// or with every=S the stretches of S seconds its duration holds (at most
+// N); a still output is one frame.
+func TestPreviewFramesPriced(t *testing.T) {
+	clip := Source{Format: imagefmt.JPEG, Width: 320, Height: 240, Orientation: 1, Frames: 1,
+		Look: thumbjob.Header{Video: &thumbjob.Video{Duration: 3}}}
+	for _, c := range []struct {
+		frame  thumbjob.Frame
+		format imagefmt.Format
+		want   int
+	}{
+		{thumbjob.Frame{Count: 8}, imagefmt.WebP, 8},
+		{thumbjob.Frame{Count: 25, Every: 1}, imagefmt.WebP, 3},
+		{thumbjob.Frame{Count: 2, Every: 1}, imagefmt.WebP, 2},
+		{thumbjob.Frame{Count: 25, Every: 10}, imagefmt.WebP, 1},
+		{thumbjob.Frame{Count: 25, Every: 1}, imagefmt.JPEG, 1},
+		{thumbjob.Frame{}, imagefmt.WebP, 1},
+	} {
+		o := thumbjob.Options{Width: 100, Fit: thumbjob.FitInside, Format: c.format, Animated: true, Frame: c.frame}
+		p, err := Make(clip, o, limits)
+		if err != nil || p.Frames != c.want {
+			t.Errorf("%+v to %s: %d frames (%v), want %d", c.frame, c.format, p.Frames, err, c.want)
+		}
+		if f := VideoFrame(o); c.want == 1 && c.frame.Count > 1 && c.format == imagefmt.JPEG && (f.Count != 1 || f.Every != 0) {
+			t.Errorf("%+v to a still: the engine is asked %+v, want the default poster frame", c.frame, f)
+		}
+	}
+}

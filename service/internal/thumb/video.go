@@ -39,12 +39,12 @@ func videoFrame(in thumbjob.Source, f thumbjob.Frame, maxPixels int64) ([]byte, 
 		return nil, fmt.Errorf("%w: %s", thumbjob.ErrUndecodable, err)
 	}
 	info := r.Info()
-	if f.Count > 1 {
+	if n := len(f.PreviewTimes(info.Duration)); n > 1 {
 		// Every frame is held until the last decodes: the pixel limit
 		// counts them all (as the plan does an animation's), before the
 		// container is read further.
-		if px := int64(f.Count) * int64(max(info.Width, info.CodedWidth)) * int64(max(info.Height, info.CodedHeight)); maxPixels > 0 && px > maxPixels {
-			return nil, fmt.Errorf("%w: a preview's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, f.Count, info.Width, info.Height, px, maxPixels)
+		if px := int64(n) * int64(max(info.Width, info.CodedWidth)) * int64(max(info.Height, info.CodedHeight)); maxPixels > 0 && px > maxPixels {
+			return nil, fmt.Errorf("%w: a preview's %d frames of %dx%d are %d pixels to decode, more than the %d allowed", thumbjob.ErrTooManyPixels, n, info.Width, info.Height, px, maxPixels)
 		}
 	}
 	p, err := videoframe.Choose(r, f)

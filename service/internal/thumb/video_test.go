@@ -286,6 +286,9 @@ func TestVideoPreview(t *testing.T) {
 		{videoClip{name: "h264.mp4", args: clipH264}, thumbjob.Frame{Count: 4}, 320, 240,
 			[]float64{shown(0.375), shown(1.125), shown(1.875), shown(2.625)}},
 		{videoClip{name: "hevc-rotated.mov", args: clipHEVC, rotate: 90}, thumbjob.Frame{Count: 3, Keyframe: true}, 240, 320, []float64{0, 1, 2}},
+		// every=1 over 3 s: the middles of its three seconds.
+		{videoClip{name: "h264.mp4", args: clipH264}, thumbjob.Frame{Count: 25, Every: 1}, 320, 240,
+			[]float64{shown(0.5), shown(1.5), shown(2.5)}},
 	} {
 		t.Run(c.clip.name, func(t *testing.T) {
 			path := c.clip.make(t, dir)

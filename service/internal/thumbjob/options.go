@@ -3,6 +3,7 @@ package thumbjob
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -150,6 +151,35 @@ type Frame struct {
 	// animation of PreviewDelay each (params makes the job animated).
 	// Never with Given.
 	Count int `json:",omitempty"`
+	// Every (every=S) above 0 spreads a preview's frames S seconds apart
+	// instead: one at the middle of each S seconds of the video (the
+	// last stretch cut at its end), the first Count of them. Only with
+	// Count above 1.
+	Every float64 `json:",omitempty"`
+}
+
+// PreviewTimes is when a preview's frames are shown, in seconds from the
+// first frame of a video lasting duration: the middles of the stretches
+// of Every seconds (the last cut at the end), or of Count equal parts
+// without Every; at most Count. Nil without a preview or a duration. The
+// engine decodes these (videoframe.Choose) and the plan prices as many.
+func (f Frame) PreviewTimes(duration float64) []float64 {
+	if f.Count <= 1 || !(duration > 0) {
+		return nil
+	}
+	step := f.Every
+	if step <= 0 {
+		step = duration / float64(f.Count)
+	}
+	// The stretches that begin before the end; a float's rounding of an
+	// exact multiple (10 s every 2.5) makes no stretch of its own.
+	n := min(f.Count, int(math.Ceil(duration/step-1e-9)))
+	times := make([]float64, 0, max(n, 1))
+	for i := range max(n, 1) {
+		begin := float64(i) * step
+		times = append(times, (begin+min(begin+step, duration))/2)
+	}
+	return times
 }
 
 // MaxPreviewFrames bounds Frame.Count: each frame is a decode (with
@@ -184,6 +214,9 @@ func (f Frame) normalised() string {
 	}
 	if f.Count > 1 {
 		s += fmt.Sprintf(",frames=%d", f.Count)
+	}
+	if f.Every > 0 {
+		s += fmt.Sprintf(",every=%gs", f.Every)
 	}
 	return s
 }

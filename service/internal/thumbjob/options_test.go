@@ -1,6 +1,7 @@
 package thumbjob
 
 import (
+	"math"
 	"testing"
 
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
@@ -62,5 +63,42 @@ func TestFromSource(t *testing.T) {
 	b := Options{Width: 1, Format: imagefmt.Source, Quality: 60}.Normalised()
 	if a == b {
 		t.Errorf("the source format's quality is not in the key: %s", a)
+	}
+}
+
+func TestPreviewTimes(t *testing.T) {
+	for _, c := range []struct {
+		f        Frame
+		duration float64
+		want     []float64
+	}{
+		{Frame{Count: 4}, 3, []float64{0.375, 1.125, 1.875, 2.625}},
+		// every=S: the middles of S-second stretches, the last cut at the end.
+		{Frame{Count: 25, Every: 3}, 10, []float64{1.5, 4.5, 7.5, 9.5}},
+		{Frame{Count: 25, Every: 2.5}, 10, []float64{1.25, 3.75, 6.25, 8.75}},
+		{Frame{Count: 25, Every: 0.1}, 0.3, []float64{0.05, 0.15, 0.25}},
+		// At most Count, from the start; one frame when S outlasts the video.
+		{Frame{Count: 2, Every: 1}, 10, []float64{0.5, 1.5}},
+		{Frame{Count: 25, Every: 60}, 10, []float64{5}},
+		// No preview, or no duration: none.
+		{Frame{Count: 1, Every: 2}, 10, nil},
+		{Frame{}, 10, nil},
+		{Frame{Count: 4}, 0, nil},
+	} {
+		got := c.f.PreviewTimes(c.duration)
+		if len(got) != len(c.want) {
+			t.Errorf("%+v over %g s: %v, want %v", c.f, c.duration, got, c.want)
+			continue
+		}
+		for i := range got {
+			if math.Abs(got[i]-c.want[i]) > 1e-9 {
+				t.Errorf("%+v over %g s: %v, want %v", c.f, c.duration, got, c.want)
+				break
+			}
+		}
+	}
+	a, b := Options{Frame: Frame{Count: 25, Every: 2}}, Options{Frame: Frame{Count: 25}}
+	if a.Normalised() == b.Normalised() {
+		t.Errorf("every not in the normalised options: %s", a.Normalised())
 	}
 }

@@ -36,7 +36,7 @@ type Plan struct {
 var ErrNoDuration = errors.New("a preview needs the video's duration, which its container does not give")
 
 // Choose finds the frames f asks of r: with f.Count above 1, a preview's
-// f.Count frames at the middles of as many equal parts of the duration
+// frames at f.PreviewTimes, the middles of equal parts of the duration
 // (so neither the opening frame, often black, nor the closing one);
 // with f.Given, the frame shown at its time from the first frame (a
 // percentage of the duration, the last frame at or past the end); else
@@ -56,8 +56,8 @@ func Choose(r *video.Reader, f thumbjob.Frame) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		for i := range f.Count {
-			times = append(times, start+info.Duration*(float64(i)+0.5)/float64(f.Count))
+		for _, t := range f.PreviewTimes(info.Duration) {
+			times = append(times, start+t)
 		}
 	case f.Given:
 		start, err := r.Start()
