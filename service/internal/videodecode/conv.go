@@ -46,6 +46,9 @@ type frameInfo struct {
 	RGB                                           bool
 	Format                                        string
 	MaxCLL, MaxLuminance                          float64
+	// SampleAspect is the pixel aspect ratio the bitstream says; {0, 1}
+	// or {0, 0} when it says none.
+	SampleAspect [2]int
 }
 
 // conversion is the C side's vd_conv, with its two tables.

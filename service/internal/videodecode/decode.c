@@ -157,6 +157,8 @@ int vd_receive(vd_dec *d, vd_frame *f) {
 	f->primaries = fr->color_primaries;
 	f->transfer = fr->color_trc;
 	f->chroma_loc = fr->chroma_location;
+	f->sar_num = fr->sample_aspect_ratio.num;
+	f->sar_den = fr->sample_aspect_ratio.den;
 	desc = av_pix_fmt_desc_get(fr->format);
 	f->name = desc ? desc->name : "none";
 	if (desc && planar(desc, &f->depth)) {

@@ -198,6 +198,9 @@ func decode(info video.Info, f video.Frame, lim Limits, keep func(*C.vd_dec, fra
 			if !fr.Supported {
 				return fmt.Errorf("%w: the pixel format %s", video.ErrNotServed, fr.Format)
 			}
+			if err := sameAspect(info, fr); err != nil {
+				return err
+			}
 			found = true
 			return keep(d, fr)
 		}
@@ -295,6 +298,7 @@ func goFrame(c C.vd_frame) frameInfo {
 		ChromaLoc: int(c.chroma_loc), Supported: c.supported != 0, Depth: int(c.depth),
 		Log2ChromaW: int(c.log2_cw), Log2ChromaH: int(c.log2_ch), Components: int(c.components),
 		RGB: c.rgb != 0, Format: C.GoString(c.name), MaxCLL: float64(c.max_cll), MaxLuminance: float64(c.max_luminance),
+		SampleAspect: [2]int{int(c.sar_num), int(c.sar_den)},
 	}
 }
 
@@ -314,4 +318,22 @@ func (cv conversion) c() C.vd_conv {
 	c.hlg_gain, c.hlg_exp, c.peak = C.float(cv.HLGGain), C.float(cv.HLGExp), C.float(cv.Peak)
 	c.eotf_max = C.float(cv.EOTFMax)
 	return c
+}
+
+// sameAspect refuses a frame whose bitstream says a pixel aspect ratio
+// other than the container's (H.264's or HEVC's VUI under an MP4 without
+// pasp, or whose pasp says otherwise): ffmpeg would show it by the
+// stream's, thumbd's plan was made from the container's, so the two
+// readers disagree and the answer is a refusal, not a picture at the
+// wrong aspect. A bitstream that says nothing agrees with any container.
+func sameAspect(info video.Info, fr frameInfo) error {
+	num, den := fr.SampleAspect[0], fr.SampleAspect[1]
+	if num <= 0 || den <= 0 {
+		return nil
+	}
+	want := info.SampleAspect
+	if int64(num)*int64(want[1]) != int64(den)*int64(want[0]) {
+		return fmt.Errorf("%w: the stream's pixels are of aspect %d:%d where its container says %d:%d (only square pixels are served)", video.ErrNotServed, num, den, want[0], want[1])
+	}
+	return nil
 }

@@ -28,6 +28,9 @@ typedef struct {
 	const char *name;
 	// HDR metadata the bitstream carries (cd/m2; 0 when unsaid).
 	double max_cll, max_luminance;
+	// The pixel aspect ratio the bitstream says (H.264's and HEVC's VUI,
+	// dav1d's render size); sar_num 0 when unsaid.
+	int sar_num, sar_den;
 } vd_frame;
 
 // vd_conv is the conversion the Go side decided (conv.go). The three

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -235,4 +236,41 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("a %dx%d picture of %d bytes", pic.Width, pic.Height, len(pic.Pix))
 		}
 	})
+}
+
+// TestStreamAspectAgainstContainer: a bitstream whose VUI says pixels of
+// 32:27 (h264_metadata and hevc_metadata write the VUI only) under an MP4
+// without pasp is shown stretched by ffmpeg, while thumbd's plan read
+// square pixels from the container: refused. Under a pasp of 1:1 ffmpeg
+// follows the container, but the two readers still disagree: refused
+// too, by the decoders' rule. A VUI that says 1:1 agrees, and decodes.
+func TestStreamAspectAgainstContainer(t *testing.T) {
+	dir := t.TempDir()
+	needFFmpeg(t)
+	vui := func(codec, sar string) []string { return []string{"-bsf:v", codec + "_metadata=sample_aspect_ratio=" + sar} }
+	for _, c := range []struct {
+		clip clip
+		sar  string // what ffprobe reads of the stream
+		want error
+	}{
+		{clip{name: "h264-sar.mp4", filter: "setsar=0", args: join(x264, vui("h264", "32/27"))}, "32:27", video.ErrNotServed},
+		{clip{name: "hevc-sar.mp4", filter: "setsar=0", args: join(x265, vui("hevc", "32/27"))}, "32:27", video.ErrNotServed},
+		{clip{name: "h264-sar-pasp.mp4", args: join(x264, vui("h264", "32/27"))}, "1:1", video.ErrNotServed},
+		{clip{name: "h264-square.mp4", filter: "setsar=0", args: join(x264, vui("h264", "1/1"))}, "1:1", nil},
+	} {
+		c.clip.size, c.clip.seconds = "320x240", 1
+		path := c.clip.make(t, dir)
+		out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=sample_aspect_ratio", "-of", "csv=p=0", path).Output()
+		if err != nil || strings.TrimSpace(string(out)) != c.sar {
+			t.Fatalf("%s: ffprobe reads the stream's aspect as %q (%v), want %s", c.clip.name, out, err, c.sar)
+		}
+		info, f := frameAt(t, path, 0.5)
+		if info.SampleAspect != [2]int{1, 1} {
+			t.Fatalf("%s: the container reads %v, want square", c.clip.name, info.SampleAspect)
+		}
+		_, err = Decode(info, f, DefaultLimits())
+		if !errors.Is(err, c.want) || (c.want != nil && !strings.Contains(err.Error(), "32:27")) {
+			t.Errorf("%s: %v, want %v", c.clip.name, err, c.want)
+		}
+	}
 }
