@@ -247,7 +247,9 @@ func FuzzDecode(f *testing.F) {
 func TestStreamAspectAgainstContainer(t *testing.T) {
 	dir := t.TempDir()
 	needFFmpeg(t)
-	vui := func(codec, sar string) []string { return []string{"-bsf:v", codec + "_metadata=sample_aspect_ratio=" + sar} }
+	vui := func(codec, sar string) []string {
+		return []string{"-bsf:v", codec + "_metadata=sample_aspect_ratio=" + sar}
+	}
 	for _, c := range []struct {
 		clip clip
 		sar  string // what ffprobe reads of the stream
