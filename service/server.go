@@ -72,9 +72,14 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 	limits := source.Limits{MaxBytes: cfg.MaxBodyBytes, Budget: admission.NewBytes(cfg.SourceBudget), Wait: cfg.Deadline / 2,
 		Hashers: source.NewHashers(runtime.GOMAXPROCS(0)), IDs: source.NewIDHash(idSecret)}
 	memplan.Register(reg, cfg.memory, gate, limits.Budget)
+	// Files and bucket objects are read at disk or data-centre speed: a
+	// few held are enough to keep the slots fed, and more only hold memory
+	// (admission's WithHeld). Uploads and origins keep the bytes alone.
+	held := limits
+	held.Budget = limits.Budget.WithHeld(cfg.memory.SourcesHeld)
 	var dir *source.Dir
 	if sources != nil {
-		dir = &source.Dir{Limits: limits, Root: sources}
+		dir = &source.Dir{Limits: held, Root: sources}
 	}
 	cache := results.New(cfg.CacheSize)
 	reg.MustRegister(cache.Collector())
@@ -94,7 +99,7 @@ func newDeps(cfg config, logger *slog.Logger, eng engines.Engine, life *lifecycl
 		cfg: cfg, logger: logger, registry: reg, metrics: m, life: life, respond: rs, tracing: tr, store: store, conns: conns,
 		thumbs: pipeline.New(cfg.pipeline(), pipeline.Parts{
 			Engine: eng, Ready: life.EngineReady(), Gate: gate, Limits: limits,
-			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, limits, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
+			Sources: pipeline.Sources{Dir: dir, Bucket: newSourceBucket(cfg, held, buckets, tr, logger), Origins: newOrigins(cfg, limits, m, nil, tr)},
 			Signer:  signing.NewVerifier(cfg.SigningKeys, time.Now),
 			Cache:   cache, Store: store, Tracer: tr.Tracer, Metrics: m.Metrics, Respond: rs,
 		}),

@@ -246,3 +246,65 @@ func TestBytesReserveNegative(t *testing.T) {
 		t.Fatalf("used %d after a refused reservation", b.Used())
 	}
 }
+
+// WithHeld: past n bodies reserved, the next waits (its bytes free or
+// not) until one is given back, or gives up with its context; a body that
+// could not get its bytes gives its place back; bodies of unknown length
+// (Reader) count only their bytes; the view's bytes are the budget's.
+func TestBytesHeldBoundsBodies(t *testing.T) {
+	budget := NewBytes(1000)
+	b := budget.WithHeld(2)
+	r1, err1 := b.Reserve(context.Background(), strings.NewReader("a"), 10)
+	r2, err2 := b.Reserve(context.Background(), strings.NewReader("b"), 10)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("two bodies: %v, %v", err1, err2)
+	}
+	if budget.Used() != 20 {
+		t.Fatalf("the budget's bytes used: %d, want the view's 20", budget.Used())
+	}
+	other, err := budget.Reserve(context.Background(), strings.NewReader("x"), 10)
+	if err != nil {
+		t.Fatalf("a body outside the view, its places taken: %v", err)
+	}
+	other.Close()
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := b.Reserve(short, strings.NewReader("c"), 10); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a third body with 980 bytes free: %v, want it to wait", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		r3, err := b.Reserve(context.Background(), strings.NewReader("c"), 10)
+		if err == nil {
+			r3.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("the third body went ahead of a place: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	r1.Close()
+	if err := <-got; err != nil {
+		t.Fatalf("the third body once a place is free: %v", err)
+	}
+	// Over the bytes: the place taken is given back.
+	if _, err := b.Reserve(short, strings.NewReader("d"), 995); err == nil {
+		t.Fatal("995 bytes with 990 free")
+	}
+	wait, cancelWait := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelWait()
+	r4, err := b.Reserve(wait, strings.NewReader("e"), 10)
+	if err != nil {
+		t.Fatalf("a body after one refused its bytes: %v", err)
+	}
+	if rd := b.Reader(strings.NewReader("unknown")); func() error { _, err := io.ReadAll(rd); rd.Close(); return err }() != nil {
+		t.Fatal("a body of unknown length with every place taken")
+	}
+	r2.Close()
+	r4.Close()
+	if b.Used() != 0 {
+		t.Fatalf("used %d after closing everything", b.Used())
+	}
+}

@@ -36,8 +36,13 @@ import (
 type Plan struct {
 	Limit   memlimit.Limit
 	Sources int64 // THUMBD_SOURCE_BUDGET: bytes of sources held at once
-	Outputs int64 // the Go heap's share for answers and requests in flight
-	Cache   int64 // THUMBD_CACHE_SIZE: the result cache, in the Go heap
+	// SourcesHeld is how many files and bucket objects are held at once
+	// (admission's WithHeld): one running and one read ahead a slot, and
+	// one more (an answer that is a source's own bytes holds its source
+	// while a client reads it).
+	SourcesHeld int64
+	Outputs     int64 // the Go heap's share for answers and requests in flight
+	Cache       int64 // THUMBD_CACHE_SIZE: the result cache, in the Go heap
 	// StoreQueue is THUMBD_RESULT_STORE_QUEUE when the result store is
 	// on: thumbnails waiting to be written, in the Go heap.
 	StoreQueue int64
@@ -183,6 +188,7 @@ func Derive(c Settings, l memlimit.Limit, explicit func(env string) bool, goMemL
 	} else {
 		p.Sources = max(min(avail/4, budgetBodies(c.Concurrency)*c.MaxBodyBytes), c.MaxBodyBytes)
 	}
+	p.SourcesHeld = int64(2*max(c.Concurrency, 1) + 1)
 	if explicit("THUMBD_MEMORY_BUDGET") {
 		p.Jobs = c.MemoryBudget
 		if most := avail - p.Outputs - p.Cells - p.Sources; p.Jobs > most {
@@ -240,7 +246,7 @@ func (p Plan) Log(logger *slog.Logger, c Settings) {
 		goLimit = MiB(p.GoLimit)
 	}
 	logger.Info("memory", "limit", p.Limit.Bytes, "limit_from", p.Limit.Source+" "+p.Limit.Path,
-		"jobs_budget", p.Jobs, "source_budget", p.Sources, "outputs", p.Outputs, "cache", p.Cache, "result_store_queue", p.StoreQueue, "cells_idle", p.Cells,
+		"jobs_budget", p.Jobs, "source_budget", p.Sources, "sources_held", p.SourcesHeld, "outputs", p.Outputs, "cache", p.Cache, "result_store_queue", p.StoreQueue, "cells_idle", p.Cells,
 		"queue", p.Queue, "max_connections", p.Connections, "go_memory_limit", goLimit)
 	if p.Largest > p.Jobs {
 		logger.Warn(fmt.Sprintf("memory limit %s: the largest job the limits allow (a %s source to %s) needs about %s, more than the %s budget for jobs; such jobs answer 422 needs_more_memory. About %s would serve them",
