@@ -70,6 +70,23 @@ func TestVideoReadByRange(t *testing.T) {
 	if json.Unmarshal(b, &e) != nil || s != 422 || e.Code != string(apierr.SourceTooLarge) || !strings.Contains(e.Error, "the packets of the frames it decodes") {
 		t.Errorf("12 exact frames: %d %s, want a 422 source_too_large about the bytes the frames need", s, b)
 	}
+
+	// Finding the ranges holds what it reads (the index) in the source
+	// budget: with no room for it, the job is the budget's 503, not a
+	// "too large" for the whole file, and the budget is whole again after.
+	tight, td := newTestServer(t, func(cfg config) config {
+		cfg = small(cfg)
+		cfg.SourceBudget = 2 << 10
+		return cfg
+	}(testConfig(t)))
+	s, _, b = do(t, "GET", tight.URL+"/thumbnail?src=clip.mp4&w=96", nil)
+	e = errorBody{}
+	if json.Unmarshal(b, &e) != nil || s != 503 || e.Code != string(apierr.QueueFull) {
+		t.Errorf("ranges found beyond the source budget: %d %s, want a 503 queue_full", s, b)
+	}
+	if used := metricSum(t, td, "thumbd_memory_budget_used_bytes"); used != 0 {
+		t.Errorf("%.0f bytes of the budgets still taken after the refusal", used)
+	}
 }
 
 // TestVideoReadByRangeFromBucket: a video object of a gigabyte in a real

@@ -93,6 +93,27 @@ func (b *Bytes) Reserve(ctx context.Context, r io.Reader, n int64) (*BytesReader
 	return &BytesReader{b: b, r: r, taken: n, reserved: n, held: b.held != nil}, nil
 }
 
+// Take takes n bytes if they are free now, without waiting: false when
+// they are not. Give gives them back.
+func (b *Bytes) Take(n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	if !b.sem.TryAcquire(n) {
+		return false
+	}
+	b.used.Add(n)
+	return true
+}
+
+// Give gives back n bytes Take took.
+func (b *Bytes) Give(n int64) {
+	if n > 0 {
+		b.sem.Release(n)
+		b.used.Add(-n)
+	}
+}
+
 // BytesReader is a body reader that takes from a budget.
 type BytesReader struct {
 	b               *Bytes

@@ -449,7 +449,14 @@ func (p *Pipeline) read(ctx context.Context, src source.Source, since *source.Fr
 		case conditional && since != nil:
 			blob, err = cond.ReadSince(ctx, *since)
 		case byRange:
-			blob, err = ranged.ReadRanges(ctx, p.videoRanges(job))
+			var spent bool
+			blob, err = ranged.ReadRanges(ctx, p.videoRanges(job, &spent))
+			if err != nil && spent {
+				// The ranges could not be found within the budget, and the
+				// whole read failed: the budget's refusal, not the whole
+				// read's (a long video is no "too large" when ranged).
+				err = source.ErrNoRoom()
+			}
 		default:
 			blob, err = src.Read(ctx)
 		}
@@ -473,7 +480,7 @@ func (p *Pipeline) read(ctx context.Context, src source.Source, since *source.Fr
 // The bytes finding the ranges read (the container's index, mostly, read
 // again with the ranges) are counted with the ranges' in
 // thumbd_source_read_bytes_total{ranged="true"}.
-func (p *Pipeline) videoRanges(job thumbjob.Job) source.Planner {
+func (p *Pipeline) videoRanges(job thumbjob.Job, spent *bool) source.Planner {
 	frame := plan.VideoFrame(job.Options)
 	if job.Info != nil {
 		frame = thumbjob.Frame{}
@@ -486,8 +493,10 @@ func (p *Pipeline) videoRanges(job thumbjob.Job) source.Planner {
 		if _, isVideo := video.Sniff(head); !isVideo {
 			return nil
 		}
-		counted := &countedAt{r: r}
+		counted := &countedAt{r: r, budget: p.Limits.Budget}
+		defer counted.give()
 		spans, err := videoframe.Spans(counted, size, frame)
+		*spent = counted.spent
 		if err != nil {
 			return nil
 		}
@@ -496,17 +505,43 @@ func (p *Pipeline) videoRanges(job thumbjob.Job) source.Planner {
 	}
 }
 
-// countedAt counts the bytes read through it.
+// countedAt counts the bytes read through it and holds them in the
+// source budget until give: what finding a video's ranges reads (its
+// index, mostly) is held while it is parsed, as a source's bytes are.
+// A read the budget has no room for fails (spent), without waiting: a
+// planner waiting with bytes taken could wait for another that waits
+// for it.
 type countedAt struct {
-	r io.ReaderAt
-	n atomic.Int64
+	r      io.ReaderAt
+	budget *admission.Bytes // nil: counted only
+	n      atomic.Int64
+	taken  atomic.Int64
+	spent  bool
 }
 
 func (c *countedAt) ReadAt(b []byte, off int64) (int, error) {
+	if c.budget != nil {
+		if !c.budget.Take(int64(len(b))) {
+			c.spent = true
+			return 0, errPlanSpent
+		}
+		c.taken.Add(int64(len(b)))
+	}
 	n, err := c.r.ReadAt(b, off)
 	c.n.Add(int64(n))
 	return n, err
 }
+
+// give gives back what the reads took.
+func (c *countedAt) give() {
+	if c.budget != nil {
+		c.budget.Give(c.taken.Swap(0))
+	}
+}
+
+// errPlanSpent is a read for a video's ranges the source budget had no
+// room for.
+var errPlanSpent = errors.New("the source budget has no room for the video's index")
 
 // videoSniffBytes are the bytes video.Sniff is given: as many as
 // video.Open sniffs, so that the two never disagree (ftyp's brands, EBML's

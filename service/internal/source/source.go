@@ -463,6 +463,10 @@ func (hs Hashers) hash(h hash.Hash, p []byte) {
 	h.Write(p)
 }
 
+// ErrNoRoom is the refusal of a source the budget has no room for: a
+// 503 that asks the client to retry shortly.
+func ErrNoRoom() error { return noRoom() }
+
 func noRoom() error {
 	return &apierr.Error{Code: apierr.QueueFull, Message: "Too many sources are being held; retry shortly.", CloseConnection: true}
 }
