@@ -238,3 +238,51 @@ func bucketGets(t *testing.T, d deps) uint64 {
 	}
 	return n
 }
+
+// TestVideoRevalidatedByRange: a thumbnail of an origin's video whose
+// freshness has run out is revalidated with a conditional GET. A 304
+// renews it without a range read; a 200 (the video changed: a new ETag)
+// is read by range as a first read is, where a whole read would refuse
+// the video as larger than THUMBD_MAX_BODY_BYTES.
+func TestVideoRevalidatedByRange(t *testing.T) {
+	clip := videoOf("640x360", 6, "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-b:v", "4M", "-pix_fmt", "yuv420p")(t)
+	var served, conditional atomic.Int64
+	var etag atomic.Value
+	etag.Store(`"v1"`)
+	origin := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") != "" {
+			conditional.Add(1)
+		}
+		w.Header().Set("ETag", etag.Load().(string))
+		w.Header().Set("Cache-Control", "max-age=0") // stale at once: every request revalidates
+		var cw http.ResponseWriter = w
+		if r.Header.Get("Range") != "" {
+			cw = &countingWriter{ResponseWriter: w, n: &served}
+		}
+		http.ServeContent(cw, r, "", time.Unix(1e9, 0), bytes.NewReader(clip))
+	})
+	cfg := originConfig(t, true, "http://"+origin.hostPort())
+	cfg.MaxBodyBytes, cfg.CacheSize = 1<<20, 16<<20
+	srv, _ := newTestServer(t, cfg)
+	whole, _ := newTestServer(t, testConfig(t))
+	const q = "w=96&t=4.5&keyframe=true"
+	_, _, want := postThumb(t, whole.URL, "?"+q, clip)
+	get := func(what string, wantRanged bool) {
+		t.Helper()
+		before, conds := served.Load(), conditional.Load()
+		s, _, got := do(t, "GET", thumbURL(srv.URL, origin.URL+"/clip.mp4", q), nil)
+		if s != 200 || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d (%d bytes; %.200s), want the clip's thumbnail", what, s, len(got), got)
+		}
+		if ranged := served.Load() > before; ranged != wantRanged {
+			t.Errorf("%s: ranges read %v (%d bytes), want %v", what, ranged, served.Load()-before, wantRanged)
+		}
+		if what != "first" && conditional.Load() == conds {
+			t.Errorf("%s: no conditional GET", what)
+		}
+	}
+	get("first", true)
+	get("revalidated, unchanged (304)", false)
+	etag.Store(`"v2"`)
+	get("revalidated, changed (200)", true)
+}

@@ -187,21 +187,7 @@ func (s remote) observed(ctx context.Context, fetch func(context.Context) (*sour
 func (s remote) fetch(ctx context.Context, prior *source.Freshness) (*source.Blob, error) {
 	fetchCtx, cancel := context.WithTimeout(ctx, s.f.cfg.FetchTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(fetchCtx, http.MethodGet, s.u.String(), nil)
-	if err != nil {
-		return nil, apierr.New(apierr.BadURL, "Parameter \"url\" is not a URL thumbd can fetch.")
-	}
-	req.Header.Set("User-Agent", s.f.cfg.UserAgent)
-	req.Header.Set("Accept", s.f.cfg.Accept)
-	if prior != nil {
-		if prior.ETag != "" {
-			req.Header.Set("If-None-Match", prior.ETag)
-		}
-		if prior.LastModified != "" {
-			req.Header.Set("If-Modified-Since", prior.LastModified)
-		}
-	}
-	resp, err := s.f.client.Do(req)
+	resp, err := s.get(fetchCtx, 0, 0, "", prior)
 	if err != nil {
 		return nil, s.fetchError(ctx, fetchCtx, err)
 	}
@@ -230,23 +216,35 @@ func (s remote) ReadRanges(ctx context.Context, plan source.Planner) (*source.Bl
 	if plan == nil {
 		return s.Read(ctx)
 	}
-	return s.observed(ctx, func(ctx context.Context) (*source.Blob, error) { return s.fetchRanges(ctx, plan) })
+	return s.observed(ctx, func(ctx context.Context) (*source.Blob, error) { return s.fetchRanges(ctx, plan, nil) })
+}
+
+// ReadRangesSince is ReadSince for a job that may read by range
+// (source.ConditionalRanged): a conditional GET whose 304 renews the
+// thumbnail kept, and whose 200 (the image changed, or an origin that
+// ignores the condition) is read as ReadRanges reads it: a long video by
+// range, where a whole read would refuse it as too large.
+func (s remote) ReadRangesSince(ctx context.Context, prior source.Freshness, plan source.Planner) (*source.Blob, error) {
+	return s.observed(ctx, func(ctx context.Context) (*source.Blob, error) { return s.fetchRanges(ctx, plan, &prior) })
 }
 
 // sniffHead is how much of an answer is read before deciding to read it
 // by range: as many bytes as a video's container is sniffed from.
 const sniffHead = 4096
 
-func (s remote) fetchRanges(ctx context.Context, plan source.Planner) (*source.Blob, error) {
+func (s remote) fetchRanges(ctx context.Context, plan source.Planner, prior *source.Freshness) (*source.Blob, error) {
 	fetchCtx, cancel := context.WithTimeout(ctx, s.f.cfg.FetchTimeout)
 	defer cancel()
-	resp, err := s.get(fetchCtx, 0, 0, "")
+	resp, err := s.get(fetchCtx, 0, 0, "", prior)
 	if err != nil {
 		return nil, s.fetchError(ctx, fetchCtx, err)
 	}
 	defer resp.Body.Close()
 	now := time.Now()
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode == http.StatusNotModified && prior != nil:
+		return &source.Blob{NotModified: true, Fresh: Renewed(*prior, resp.Header, now)}, nil
+	case resp.StatusCode != http.StatusOK:
 		return nil, statusError(resp.StatusCode)
 	}
 	etag, size := resp.Header.Get("ETag"), resp.ContentLength
@@ -283,8 +281,9 @@ func (s remote) fetchRanges(ctx context.Context, plan source.Planner) (*source.B
 }
 
 // get is a GET of the URL, of n bytes at off when n is above 0 (Range),
-// held to etag when given (If-Match).
-func (s remote) get(ctx context.Context, off, n int64, etag string) (*http.Response, error) {
+// held to etag when given (If-Match), conditional on prior when given
+// (If-None-Match, If-Modified-Since).
+func (s remote) get(ctx context.Context, off, n int64, etag string, prior *source.Freshness) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.u.String(), nil)
 	if err != nil {
 		return nil, apierr.New(apierr.BadURL, "Parameter \"url\" is not a URL thumbd can fetch.")
@@ -296,6 +295,14 @@ func (s remote) get(ctx context.Context, off, n int64, etag string) (*http.Respo
 	}
 	if etag != "" {
 		req.Header.Set("If-Match", etag)
+	}
+	if prior != nil {
+		if prior.ETag != "" {
+			req.Header.Set("If-None-Match", prior.ETag)
+		}
+		if prior.LastModified != "" {
+			req.Header.Set("If-Modified-Since", prior.LastModified)
+		}
 	}
 	return s.f.client.Do(req)
 }
@@ -361,7 +368,7 @@ func (a *remoteAt) ReadAt(p []byte, off int64) (int, error) {
 
 // open is the body of n bytes at off: a 206 of exactly that range.
 func (a *remoteAt) open(off, n int64) (io.ReadCloser, error) {
-	resp, err := a.s.get(a.ctx, off, n, a.etag)
+	resp, err := a.s.get(a.ctx, off, n, a.etag, nil)
 	if err != nil {
 		return nil, err
 	}

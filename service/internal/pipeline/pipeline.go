@@ -444,21 +444,24 @@ func (p *Pipeline) read(ctx context.Context, src source.Source, since *source.Fr
 	var blob *source.Blob
 	err := stage(ctx, p.Tracer, "source", func(ctx context.Context, span trace.Span) (err error) {
 		cond, conditional := src.(source.Conditional)
+		condRanged, condByRange := src.(source.ConditionalRanged)
 		ranged, byRange := src.(source.Ranged)
+		var spent bool
 		switch {
+		case condByRange && since != nil:
+			blob, err = condRanged.ReadRangesSince(ctx, *since, p.videoRanges(job, &spent))
 		case conditional && since != nil:
 			blob, err = cond.ReadSince(ctx, *since)
 		case byRange:
-			var spent bool
 			blob, err = ranged.ReadRanges(ctx, p.videoRanges(job, &spent))
-			if err != nil && spent {
-				// The ranges could not be found within the budget, and the
-				// whole read failed: the budget's refusal, not the whole
-				// read's (a long video is no "too large" when ranged).
-				err = source.ErrNoRoom()
-			}
 		default:
 			blob, err = src.Read(ctx)
+		}
+		if err != nil && spent {
+			// The ranges could not be found within the budget, and the
+			// whole read failed: the budget's refusal, not the whole
+			// read's (a long video is no "too large" when ranged).
+			err = source.ErrNoRoom()
 		}
 		if err != nil {
 			return p.deadlineOrGone(err) // an origin fetch ends with the request

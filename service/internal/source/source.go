@@ -255,6 +255,13 @@ type Identifiable interface {
 	Identify(ctx context.Context) (Keyed, error)
 }
 
+// ConditionalRanged is a Conditional source that can read by range too:
+// a revalidation whose answer says the bytes changed reads them as
+// Ranged's ReadRanges does (a long video by range, not whole).
+type ConditionalRanged interface {
+	ReadRangesSince(ctx context.Context, prior Freshness, plan Planner) (*Blob, error)
+}
+
 // Conditional is a source that can be asked whether its bytes changed
 // since a read that gave prior (an origin's If-None-Match and
 // If-Modified-Since).
