@@ -67,8 +67,9 @@ func (b *Bytes) Used() int64 { return b.used.Load() }
 func (b *Bytes) Reader(r io.Reader) *BytesReader { return &BytesReader{b: b, r: r} }
 
 // Reserve waits until n bytes are free, and a body's place in a WithHeld
-// view (or ctx is done: its error), takes them, and returns a reader of r that reads its first n bytes on them;
-// bytes beyond n are taken as they arrive, as Reader does.
+// view (or ctx is done: its error), takes them, and returns a reader of r
+// that reads its first n bytes on them; bytes beyond n are taken as they
+// arrive, as Reader does.
 func (b *Bytes) Reserve(ctx context.Context, r io.Reader, n int64) (*BytesReader, error) {
 	if n < 0 {
 		return nil, ErrBadLength
