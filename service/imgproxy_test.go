@@ -685,10 +685,15 @@ func jpegWithCopyright(t *testing.T, notice, artist, camera string) []byte {
 // A source answered as it is stays on the source budget until its answer
 // is written: a client that reads it slowly holds its bytes, counted.
 func TestImgproxyRawHeldOnTheBudget(t *testing.T) {
-	img := scene(1500, 1500)
+	// Noise: about 12 MB, well past what the two sockets' buffers hold
+	// (the sender's up to net.ipv4.tcp_wmem's 4 MiB, the receiver's
+	// initial 128 KiB). A 4.25 MB answer once fitted in them on this
+	// machine and was written whole, released, while the client read
+	// nothing.
+	img := scene(2500, 2500)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range img.Pix {
-		img.Pix[i] ^= byte(rng.IntN(256)) // noise: megabytes, more than the sockets' buffers hold
+		img.Pix[i] ^= byte(rng.IntN(256))
 	}
 	big := encodeJPEG(t, img, 100)
 	base, d := dirServer(t, map[string][]byte{"big.jpg": big}, func(c *config) { c.Imgproxy.On, c.Imgproxy.Presets = true, "orig=raw:1" })
