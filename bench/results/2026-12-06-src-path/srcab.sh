@@ -5,6 +5,9 @@
 # ReadAt and a sniff, then the rest), each server pinned to CPU 1, curl on
 # CPU 0, result cache off; ROUNDS interleaved rounds of N per target per
 # case, after 3 unmeasured requests each. Prints: case target seconds.
+# CASES picks the sources; ALTERNATE=1 swaps the targets' order every
+# other round (srcab2.out: CASES="small.jpg large.jpg" ROUNDS=6 N=40
+# ALTERNATE=1).
 set -euo pipefail
 D=${D:-/tmp/seq47}
 ROUNDS=${ROUNDS:-5} N=${N:-20}
@@ -16,10 +19,12 @@ for v in base main; do
 done
 trap 'kill ${pids[*]} 2>/dev/null' EXIT
 sleep 2
-for src in small.jpg large.jpg photo12.jpg photo12.png photo12.tif; do
+for src in ${CASES:-small.jpg large.jpg photo12.jpg photo12.png photo12.tif}; do
   q="src=$src&w=256&h=256&format=webp"
   for t in base main; do for i in 1 2 3; do taskset -c 0 curl -sf -o /dev/null "localhost:${port[$t]}/thumbnail?$q"; done; done
-  for r in $(seq $ROUNDS); do for t in base main; do
+  for r in $(seq $ROUNDS); do
+    order="base main"; [ "${ALTERNATE:-0}" = 1 ] && [ $((r % 2)) = 0 ] && order="main base"
+    for t in $order; do
     for i in $(seq $N); do taskset -c 0 curl -sf -o /dev/null -w "$src $t %{time_total}\n" "localhost:${port[$t]}/thumbnail?$q"; done
   done; done
 done

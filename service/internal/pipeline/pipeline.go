@@ -461,7 +461,7 @@ func (p *Pipeline) read(ctx context.Context, src source.Source, since *source.Fr
 			// The ranges could not be found within the budget, and the
 			// whole read failed: the budget's refusal, not the whole
 			// read's (a long video is no "too large" when ranged).
-			err = source.ErrNoRoom()
+			err = source.NoRoom()
 		}
 		if err != nil {
 			return p.deadlineOrGone(err) // an origin fetch ends with the request

@@ -373,7 +373,7 @@ func (l Limits) ReadSized(ctx context.Context, r io.Reader, n int64, id string, 
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
-	return nil, noRoom()
+	return nil, NoRoom()
 }
 
 func (l Limits) read(budget *admission.BytesReader, size int64, id string, tooLarge func() error) (*Blob, error) {
@@ -395,7 +395,7 @@ func (l Limits) read(budget *admission.BytesReader, size int64, id string, tooLa
 	if err != nil {
 		budget.Close()
 		if errors.Is(err, admission.ErrNoRoom) {
-			return nil, noRoom()
+			return nil, NoRoom()
 		}
 		return nil, err
 	}
@@ -470,10 +470,8 @@ func (hs Hashers) hash(h hash.Hash, p []byte) {
 	h.Write(p)
 }
 
-// ErrNoRoom is the refusal of a source the budget has no room for: a
-// 503 that asks the client to retry shortly.
-func ErrNoRoom() error { return noRoom() }
-
-func noRoom() error {
+// NoRoom is the refusal of a source the budget has no room for: a 503
+// that asks the client to retry shortly.
+func NoRoom() error {
 	return &apierr.Error{Code: apierr.QueueFull, Message: "Too many sources are being held; retry shortly.", CloseConnection: true}
 }
