@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Jaeger v2 binary (OTLP in, query API and UI on 16686) that the
-# tracing end-to-end test (service/tracing_jaeger_test.go) exports to. Its
+# Builds the Jaeger v2 binary (OTLP in, query API and UI on 16686) for
+# looking at thumbd's traces by hand (docs/observability.md); the tracing
+# test uses a lighter collector (scripts/build-otelcol.sh). Its
 # module graph (hundreds of modules: the OpenTelemetry collector, storage
 # clients) lives in scripts/jaeger/go.mod as a Go tool dependency, apart from
 # the service's own go.mod; Jaeger's replace directives are why it cannot be

@@ -2,7 +2,8 @@
 # The project's test command (the README's second line; CI runs it through
 # .ci/run). Installs what the tests need, then runs every suite:
 #   gofmt, go vet, go mod tidy -diff, go test -race (service, bench; the tracing
-#   test against a real Jaeger, built once by scripts/build-jaeger.sh; the
+#   test against a real OpenTelemetry Collector, built once by
+#   scripts/build-otelcol.sh; the
 #   object storage tests against a real S3 server, versitygw, built once by
 #   scripts/build-versitygw.sh), promtool on a live /metrics,
 #   the README's run command (builds the images' libvips on the host once),
@@ -105,11 +106,12 @@ main() {
   fi
   go vet ./...
   go mod tidy -diff
-  # The tracing test's collector (service/tracing_jaeger_test.go): the
-  # first run builds it (minutes, under the build lock), later ones reuse it.
-  step "Jaeger for the tracing test (scripts/build-jaeger.sh)"
-  THUMBD_JAEGER=$(scripts/build-jaeger.sh | tail -1)
-  export THUMBD_JAEGER
+  # The tracing test's collector (service/tracing_collector_test.go): the
+  # first run builds it (about 2 minutes, under the build lock), later ones
+  # reuse it.
+  step "OpenTelemetry Collector for the tracing test (scripts/build-otelcol.sh)"
+  THUMBD_OTELCOL=$(scripts/build-otelcol.sh | tail -1)
+  export THUMBD_OTELCOL
   # The object storage tests' S3 server (internal/s3test), built and cached
   # the same way (about 2 minutes, once).
   step "versitygw for the object storage tests (scripts/build-versitygw.sh)"

@@ -3,14 +3,17 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,59 +23,58 @@ import (
 	"github.com/thumbd/thumbd/internal/toolbin"
 )
 
-// jaegerConfig is a Jaeger v2 that listens on loopback only: OTLP/HTTP in,
-// memory storage, the query API (and UI) out; no other receiver, no
-// telemetry of its own.
-const jaegerConfig = `
-service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_storage:
-    backends:
-      mem:
-        memory:
-          max_traces: 1000
-  jaeger_query:
-    storage:
-      traces: mem
-    http:
-      endpoint: 127.0.0.1:%d
-    grpc:
-      endpoint: 127.0.0.1:%d
+// collectorConfig is an OpenTelemetry Collector on loopback: OTLP/HTTP in
+// (thumbd's exporter, as it would speak to any collector), the same spans
+// out as OTLP/HTTP JSON to the test's own endpoint; no telemetry of its own.
+const collectorConfig = `
 receivers:
   otlp:
     protocols:
       http:
         endpoint: 127.0.0.1:%d
 exporters:
-  jaeger_storage_exporter:
-    trace_storage: mem
+  otlphttp:
+    endpoint: %s
+    encoding: json
+    compression: none
+    retry_on_failure:
+      enabled: false
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [otlphttp]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: warn
 `
 
-// jaeger is a running Jaeger: where to send OTLP, where to query.
-type jaeger struct {
-	otlp, query string
+// collector is a running OpenTelemetry Collector: where to send OTLP, and
+// the spans it has forwarded, by trace.
+type collector struct {
+	otlp string
+
+	mu     sync.Mutex
+	traces map[string][]exportedSpan
 }
 
-// startJaeger runs the binary THUMBD_JAEGER names (scripts/build-jaeger.sh
-// builds it; scripts/test.sh sets it). Without it the test is skipped,
-// except in CI, where it fails.
-func startJaeger(t *testing.T) *jaeger {
+// startCollector runs the binary THUMBD_OTELCOL names
+// (scripts/build-otelcol.sh builds it; scripts/test.sh sets it). Without
+// it the test is skipped, except in CI, where it fails. The collector's
+// receiver decodes what thumbd sends; the test reads only the JSON the
+// collector forwards.
+func startCollector(t *testing.T) *collector {
 	t.Helper()
-	bin := toolbin.ForTest(t, "THUMBD_JAEGER", "scripts/build-jaeger.sh", "a real Jaeger")
-	ports := freePorts(t, 3)
+	bin := toolbin.ForTest(t, "THUMBD_OTELCOL", "scripts/build-otelcol.sh", "a real OpenTelemetry Collector")
+	c := &collector{traces: map[string][]exportedSpan{}}
+	sink := httptest.NewServer(http.HandlerFunc(c.receive))
+	t.Cleanup(sink.Close)
+	port := freePorts(t, 1)[0]
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jaeger.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, jaegerConfig, ports[0], ports[1], ports[2]), 0o600); err != nil {
+	cfg := filepath.Join(dir, "otelcol.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, collectorConfig, port, sink.URL), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logs := &launch.Log{}
@@ -82,24 +84,103 @@ func startJaeger(t *testing.T) *jaeger {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	j := &jaeger{otlp: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), query: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+	c.otlp = fmt.Sprintf("http://127.0.0.1:%d", port)
+	// Ready when its receiver takes an (empty) export.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(j.query + "/api/services")
+		resp, err := http.Post(c.otlp+"/v1/traces", "application/json", strings.NewReader("{}"))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return j
+				return c
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Jaeger's query API did not answer within 60 s: %v\n%s", err, logs)
+			t.Fatalf("the collector's OTLP receiver did not answer within 60 s: %v\n%s", err, logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// freePorts finds n free loopback ports (closed again for Jaeger to bind).
+// otlpJSON is the part of an OTLP/JSON ExportTraceServiceRequest the test
+// reads. IDs are hex; 64-bit integers are strings, as protobuf's JSON
+// mapping writes them.
+type otlpJSON struct {
+	ResourceSpans []struct {
+		ScopeSpans []struct {
+			Spans []struct {
+				TraceID           string `json:"traceId"`
+				SpanID            string `json:"spanId"`
+				ParentSpanID      string `json:"parentSpanId"`
+				Name              string `json:"name"`
+				StartTimeUnixNano string `json:"startTimeUnixNano"`
+				EndTimeUnixNano   string `json:"endTimeUnixNano"`
+				Attributes        []struct {
+					Key   string `json:"key"`
+					Value struct {
+						String *string  `json:"stringValue"`
+						Int    *string  `json:"intValue"`
+						Double *float64 `json:"doubleValue"`
+						Bool   *bool    `json:"boolValue"`
+					} `json:"value"`
+				} `json:"attributes"`
+			} `json:"spans"`
+		} `json:"scopeSpans"`
+	} `json:"resourceSpans"`
+}
+
+// receive is the endpoint the collector exports to: it keeps each span.
+// An export it cannot read fails the export (and so the test, which then
+// misses spans), with the reason in the collector's log.
+func (c *collector) receive(w http.ResponseWriter, r *http.Request) {
+	var req otlpJSON
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var spans []exportedSpan
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				start, err1 := strconv.ParseInt(s.StartTimeUnixNano, 10, 64)
+				end, err2 := strconv.ParseInt(s.EndTimeUnixNano, 10, 64)
+				if err := errors.Join(err1, err2); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				e := exportedSpan{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Name: s.Name,
+					StartTime: start / 1000, Duration: (end - start) / 1000, Attributes: map[string]any{}}
+				for _, kv := range s.Attributes {
+					switch v := kv.Value; {
+					case v.String != nil:
+						e.Attributes[kv.Key] = *v.String
+					case v.Int != nil:
+						n, err := strconv.ParseInt(*v.Int, 10, 64)
+						if err != nil {
+							http.Error(w, err.Error(), http.StatusBadRequest)
+							return
+						}
+						e.Attributes[kv.Key] = float64(n)
+					case v.Double != nil:
+						e.Attributes[kv.Key] = *v.Double
+					case v.Bool != nil:
+						e.Attributes[kv.Key] = *v.Bool
+					}
+				}
+				spans = append(spans, e)
+			}
+		}
+	}
+	c.mu.Lock()
+	for _, s := range spans {
+		c.traces[s.TraceID] = append(c.traces[s.TraceID], s)
+	}
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte("{}"))
+}
+
+// freePorts finds n free loopback ports (closed again for the collector to bind).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ports []int
@@ -118,63 +199,30 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// jaegerSpan is a span as Jaeger's query API gives it.
-type jaegerSpan struct {
-	TraceID       string `json:"traceID"`
-	SpanID        string `json:"spanID"`
-	OperationName string `json:"operationName"`
-	References    []struct {
-		RefType string `json:"refType"`
-		SpanID  string `json:"spanID"`
-	} `json:"references"`
-	StartTime int64 `json:"startTime"` // µs
-	Duration  int64 `json:"duration"`  // µs
-	Tags      []struct {
-		Key   string `json:"key"`
-		Value any    `json:"value"`
-	} `json:"tags"`
+// exportedSpan is a span as the collector forwarded it. Times are in µs;
+// integer attributes are float64, as encoding/json gives numbers.
+type exportedSpan struct {
+	TraceID, SpanID, ParentSpanID, Name string
+	StartTime, Duration                 int64
+	Attributes                          map[string]any
 }
 
-func (s jaegerSpan) parent() string {
-	for _, r := range s.References {
-		if r.RefType == "CHILD_OF" {
-			return r.SpanID
-		}
-	}
-	return ""
-}
+func (s exportedSpan) parent() string { return s.ParentSpanID }
 
-func (s jaegerSpan) tag(key string) any {
-	for _, kv := range s.Tags {
-		if kv.Key == key {
-			return kv.Value
-		}
-	}
-	return nil
-}
+func (s exportedSpan) tag(key string) any { return s.Attributes[key] }
 
-// trace reads a trace back until it holds every span named in want.
-func (j *jaeger) trace(t *testing.T, traceID string, want []string) map[string]jaegerSpan {
+// trace waits until the collector has forwarded every span named in want
+// for the trace, and returns the trace's spans by name.
+func (c *collector) trace(t *testing.T, traceID string, want []string) map[string]exportedSpan {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		spans := map[string]jaegerSpan{}
-		resp, err := http.Get(j.query + "/api/traces/" + traceID)
-		if err == nil {
-			var body struct {
-				Data []struct {
-					Spans []jaegerSpan `json:"spans"`
-				} `json:"data"`
-			}
-			if resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&body) == nil {
-				for _, tr := range body.Data {
-					for _, s := range tr.Spans {
-						spans[s.OperationName] = s
-					}
-				}
-			}
-			resp.Body.Close()
+		spans := map[string]exportedSpan{}
+		c.mu.Lock()
+		for _, s := range c.traces[traceID] {
+			spans[s.Name] = s
 		}
+		c.mu.Unlock()
 		missing := false
 		for _, name := range want {
 			_, ok := spans[name]
@@ -184,13 +232,13 @@ func (j *jaeger) trace(t *testing.T, traceID string, want []string) map[string]j
 			return spans
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("trace %s in Jaeger: spans %v, want %v", traceID, keys(spans), want)
+			t.Fatalf("trace %s through the collector: spans %v, want %v", traceID, keys(spans), want)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func keys(m map[string]jaegerSpan) []string {
+func keys(m map[string]exportedSpan) []string {
 	var k []string
 	for name := range m {
 		k = append(k, name)
@@ -199,7 +247,7 @@ func keys(m map[string]jaegerSpan) []string {
 }
 
 // checkTree checks each child's parent: tree maps a child to its parent.
-func checkTree(t *testing.T, spans map[string]jaegerSpan, tree map[string]string) {
+func checkTree(t *testing.T, spans map[string]exportedSpan, tree map[string]string) {
 	t.Helper()
 	for child, parent := range tree {
 		if got, want := spans[child].parent(), spans[parent].SpanID; got != want {
@@ -208,13 +256,13 @@ func checkTree(t *testing.T, spans map[string]jaegerSpan, tree map[string]string
 	}
 }
 
-// The whole path to a real collector: the built program exports to Jaeger
-// over OTLP/HTTP, in process and in cells mode; the traces read back
-// through Jaeger's query API join the caller's, hold every stage under
+// The whole path to a real collector: the built program exports to an
+// OpenTelemetry Collector over OTLP/HTTP, in process and in cells mode; the
+// traces the collector forwards join the caller's, hold every stage under
 // the server span, the cell's stages under the engine span, and the
 // origin fetch whose traceparent the origin received.
-func TestTracesInJaeger(t *testing.T) {
-	j := startJaeger(t)
+func TestTracesThroughCollector(t *testing.T) {
+	j := startCollector(t)
 	src := encodeJPEG(t, scene(1200, 900), 85)
 	var mu sync.Mutex
 	received := map[string]string{} // origin path → traceparent
@@ -314,18 +362,18 @@ func TestTracesInJaeger(t *testing.T) {
 
 // row is a span in tree order, at its depth.
 type row struct {
-	span  jaegerSpan
+	span  exportedSpan
 	depth int
 }
 
 // treeOrder lists the spans depth first, children by start time.
-func treeOrder(spans map[string]jaegerSpan) []row {
-	children := map[string][]jaegerSpan{}
+func treeOrder(spans map[string]exportedSpan) []row {
+	children := map[string][]exportedSpan{}
 	byID := map[string]bool{}
 	for _, s := range spans {
 		byID[s.SpanID] = true
 	}
-	var roots []jaegerSpan
+	var roots []exportedSpan
 	for _, s := range spans {
 		if p := s.parent(); byID[p] {
 			children[p] = append(children[p], s)
@@ -334,11 +382,11 @@ func treeOrder(spans map[string]jaegerSpan) []row {
 		}
 	}
 	var rows []row
-	var walk func(s jaegerSpan, depth int)
-	walk = func(s jaegerSpan, depth int) {
+	var walk func(s exportedSpan, depth int)
+	walk = func(s exportedSpan, depth int) {
 		rows = append(rows, row{s, depth})
 		kids := children[s.SpanID]
-		slices.SortFunc(kids, func(a, b jaegerSpan) int { return cmp.Compare(a.StartTime, b.StartTime) })
+		slices.SortFunc(kids, func(a, b exportedSpan) int { return cmp.Compare(a.StartTime, b.StartTime) })
 		for _, k := range kids {
 			walk(k, depth+1)
 		}
@@ -351,14 +399,13 @@ func treeOrder(spans map[string]jaegerSpan) []row {
 
 // logTrace prints the trace as an indented tree (docs/observability.md's example);
 // with THUMBD_TRACE_HTML=DIR it also writes it as a waterfall page,
-// DIR/NAME.html (docs/trace-jaeger.png is a screenshot of one: the Jaeger
-// binary built from the module proxy has no UI assets).
-func logTrace(t *testing.T, spans map[string]jaegerSpan, title string) {
+// DIR/NAME.html (docs/trace.png is a screenshot of one).
+func logTrace(t *testing.T, spans map[string]exportedSpan, title string) {
 	t.Helper()
 	rows := treeOrder(spans)
 	var b strings.Builder
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%s%-*s +%6.2f ms %7.2f ms\n", strings.Repeat("  ", r.depth), 24-2*r.depth, r.span.OperationName,
+		fmt.Fprintf(&b, "%s%-*s +%6.2f ms %7.2f ms\n", strings.Repeat("  ", r.depth), 24-2*r.depth, r.span.Name,
 			float64(r.span.StartTime-rows[0].span.StartTime)/1000, float64(r.span.Duration)/1000)
 	}
 	t.Logf("%s trace:\n%s", title, b.String())
@@ -402,12 +449,12 @@ h1{font-size:17px;margin:0 0 4px} p{margin:0 0 12px;color:#555}
 .b.cell{background:#e08a1e} .b.io{background:#4aa564}
 .d{position:absolute;font-size:12px;color:#333;white-space:nowrap;top:0}
 .k{font-size:12px;color:#777;margin-top:10px}
-</style><h1>thumbd · %s · %s</h1><p>trace %s · %.2f ms · %d spans (read back from Jaeger's query API)</p>`,
-		html.EscapeString(root.OperationName), html.EscapeString(title), root.TraceID, total/1000, len(rows))
+</style><h1>thumbd · %s · %s</h1><p>trace %s · %.2f ms · %d spans (as an OpenTelemetry Collector forwarded them)</p>`,
+		html.EscapeString(root.Name), html.EscapeString(title), root.TraceID, total/1000, len(rows))
 	for _, r := range rows {
 		s := r.span
 		class := "b"
-		switch s.OperationName {
+		switch s.Name {
 		case "cell.send", "decode", "resize", "encode", "cell.return":
 			class += " cell"
 		case "source", "origin GET":
@@ -416,7 +463,7 @@ h1{font-size:17px;margin:0 0 4px} p{margin:0 0 12px;color:#555}
 		left := float64(s.StartTime-root.StartTime) / total * 100
 		width := max(float64(s.Duration)/total*100, 0.3)
 		label := fmt.Sprintf("%.2f ms", float64(s.Duration)/1000)
-		if v := s.tag("thumbd.source.format"); v != nil && s.OperationName == "engine" {
+		if v := s.tag("thumbd.source.format"); v != nil && s.Name == "engine" {
 			label += fmt.Sprintf(" · %v, %s px → %v, %s bytes · shrink-on-load %v", v, number(s.tag("thumbd.source.pixels")),
 				s.tag("thumbd.output.format"), number(s.tag("thumbd.output.bytes")), s.tag("thumbd.shrink_on_load"))
 		}
@@ -428,7 +475,7 @@ h1{font-size:17px;margin:0 0 4px} p{margin:0 0 12px;color:#555}
 			pos = fmt.Sprintf("right:calc(%.2f%% + 6px)", 100-left)
 		}
 		fmt.Fprintf(&b, `<div class="r"><div class="n" style="padding-left:%dpx">%s</div><div class="t"><div class="%s" style="left:%.2f%%;width:%.2f%%"></div><div class="d" style="%s">%s</div></div></div>`,
-			r.depth*16, html.EscapeString(s.OperationName), class, left, width, pos, html.EscapeString(label))
+			r.depth*16, html.EscapeString(s.Name), class, left, width, pos, html.EscapeString(label))
 	}
 	b.WriteString(`<div class="k">blue: the HTTP process · green: the source · orange: measured inside the cell (or the hand-off to and from it)</div>`)
 	return b.String()
