@@ -73,11 +73,15 @@ type Row struct {
 	// compared.
 	ThumbdBytes   int64 `json:"thumbd_bytes"`
 	ImgproxyBytes int64 `json:"imgproxy_bytes"`
+	// Answers are the 2xx each rate counts: a rate of few answers moves
+	// by one answer's share of it.
+	ThumbdAnswers   int64 `json:"thumbd_answers"`
+	ImgproxyAnswers int64 `json:"imgproxy_answers"`
 }
 
 type flags struct {
 	thumbd, imgproxy, sources, out string
-	rounds, clients                int
+	rounds, clients, answers       int
 	duration                       time.Duration
 	cases                          string
 	cpus                           affinity.Split
@@ -94,13 +98,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.sources, "sources", "", "directory holding photo12.{jpg,webp,avif,heic,jxl,tif,png} and large.jpg (bench peer -make-sources makes them)")
 	fs.IntVar(&f.rounds, "rounds", 2, "interleaved rounds")
 	fs.IntVar(&f.clients, "clients", 10, "hey's clients")
-	fs.DurationVar(&f.duration, "duration", 8*time.Second, "each server's step per case and round")
+	fs.DurationVar(&f.duration, "duration", 8*time.Second, "each server's step per case and round (with -answers, its bound)")
+	fs.IntVar(&f.answers, "answers", 0, "end each step after this many requests instead, within -duration: the same count for a 1/s source as for a 15/s one (0: -duration alone)")
 	fs.StringVar(&f.cases, "cases", "formats,transforms", "formats, transforms, or both")
 	fs.StringVar(&f.out, "json", "", "write the rows as JSON to this file")
 	makeSources := fs.Bool("make-sources", false, "make the sources in -sources (from its photo12.jpg) first, with Debian's vips, heif-enc and cjxl")
 	f.cpus.Register(fs, "hey")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if f.answers < 0 {
+		return fmt.Errorf("peer: -answers %d: want 0 (off) or more", f.answers)
 	}
 	if err := f.cpus.Parsed(); err != nil {
 		return err
@@ -155,20 +163,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				order = []int{1, 0}
 			}
 			for _, i := range order {
-				rps, bytes, err := servers[i].measure(ctx, c, f, stderr)
+				out, bytes, err := servers[i].measure(ctx, c, f, stderr)
 				if err != nil {
 					return fmt.Errorf("peer: %s, %s: %w", servers[i].name, c.Name, err)
 				}
 				if i == 0 {
-					row.Thumbd, row.ThumbdBytes = rps, bytes
+					row.Thumbd, row.ThumbdBytes, row.ThumbdAnswers = out.RPS, bytes, out.OK
 				} else {
-					row.Imgproxy, row.ImgproxyBytes = rps, bytes
+					row.Imgproxy, row.ImgproxyBytes, row.ImgproxyAnswers = out.RPS, bytes, out.OK
 				}
 			}
 			if row.Imgproxy > 0 {
 				row.Ratio = row.Thumbd / row.Imgproxy
 			}
-			fmt.Fprintf(stderr, "peer: round %d %-22s thumbd %7.2f/s imgproxy %7.2f/s ratio %.2f\n", round, c.Name, row.Thumbd, row.Imgproxy, row.Ratio)
+			fmt.Fprintf(stderr, "peer: round %d %-22s thumbd %7.2f/s (%d) imgproxy %7.2f/s (%d) ratio %.2f\n", round, c.Name,
+				row.Thumbd, row.ThumbdAnswers, row.Imgproxy, row.ImgproxyAnswers, row.Ratio)
 			rows = append(rows, row)
 		}
 	}
@@ -191,11 +200,13 @@ type server struct {
 
 // measure starts the server pinned to the server CPUs, checks the case's
 // answer, runs hey on it for the step and stops the server: each step on
-// a fresh process, as the other's.
-func (s server) measure(ctx context.Context, c Case, f flags, log io.Writer) (float64, int64, error) {
+// a fresh process, as the other's. It returns hey's outcome and the size
+// of the case's answer.
+func (s server) measure(ctx context.Context, c Case, f flags, log io.Writer) (load.Outcome, int64, error) {
+	var none load.Outcome
 	port, err := launch.FreePort()
 	if err != nil {
-		return 0, 0, err
+		return none, 0, err
 	}
 	env := s.env
 	if s.bind {
@@ -205,33 +216,33 @@ func (s server) measure(ctx context.Context, c Case, f flags, log io.Writer) (fl
 	srv, err := launch.Start(ctx, launch.Spec{Command: []string{s.bin}, Env: env, Port: port, Stdout: f.serverLog, Stderr: f.serverLog,
 		StartProcess: func(cmd *exec.Cmd) error { return affinity.Start(cmd, cpus) }})
 	if err != nil {
-		return 0, 0, err
+		return none, 0, err
 	}
 	defer srv.Stop(5 * time.Second)
 	base := "http://" + srv.Addr
 	if err := waitFor(ctx, base+s.health, srv.Exited); err != nil {
-		return 0, 0, err
+		return none, 0, err
 	}
 	url := base + s.prefix + c.Path
 	resp, err := http.Get(url)
 	if err != nil {
-		return 0, 0, err
+		return none, 0, err
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("%s: %d %.200s", url, resp.StatusCode, body)
+		return none, 0, fmt.Errorf("%s: %d %.200s", url, resp.StatusCode, body)
 	}
 	pid, _ := srv.PID(ctx)
 	out, err := load.Run(load.Step{Request: load.Request{Method: http.MethodGet, URL: url}, Concurrency: f.clients,
-		Duration: f.duration, Timeout: 30 * time.Second, ServerPID: pid})
+		Duration: f.duration, MaxRequests: f.answers, Timeout: 30 * time.Second, ServerPID: pid})
 	if err != nil {
-		return 0, 0, err
+		return none, 0, err
 	}
 	if out.ErrorCount > 0 {
 		fmt.Fprintf(log, "peer: %s %s: %d errors %v %v\n", s.name, c.Name, out.ErrorCount, out.Non2xx, out.Errors)
 	}
-	return out.RPS, int64(len(body)), nil
+	return out, int64(len(body)), nil
 }
 
 // waitFor polls url until it answers 200, for at most 60 s, or the

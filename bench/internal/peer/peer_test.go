@@ -23,3 +23,12 @@ func TestCasesAndTable(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// A negative -answers is refused before anything starts.
+func TestAnswersFlag(t *testing.T) {
+	var out, errs strings.Builder
+	err := Run(t.Context(), []string{"-answers", "-1", "-imgproxy", "/nonexistent", "-sources", t.TempDir()}, &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), "-answers -1") {
+		t.Errorf("-answers -1: %v", err)
+	}
+}
