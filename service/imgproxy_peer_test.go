@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/toolbin"
 	"github.com/thumbd/thumbd/service/internal/thumb"
 )
@@ -176,7 +177,10 @@ func fetchBytes(url string) ([]byte, error) {
 // test ends; it returns its base URL once it answers /health.
 func startImgproxy(t *testing.T, bin, dir string) string {
 	t.Helper()
-	port := freePorts(t, 1)[0]
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("IMGPROXY_BIND=127.0.0.1:%d", port), "IMGPROXY_LOCAL_FILESYSTEM_ROOT="+dir,
 		"IMGPROXY_LOG_LEVEL=error", "IMGPROXY_WORKERS=1")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -71,7 +70,10 @@ func startCollector(t *testing.T) *collector {
 	c := &collector{traces: map[string][]exportedSpan{}}
 	sink := httptest.NewServer(http.HandlerFunc(c.receive))
 	t.Cleanup(sink.Close)
-	port := freePorts(t, 1)[0]
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "otelcol.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, collectorConfig, port, sink.URL), 0o600); err != nil {
@@ -178,25 +180,6 @@ func (c *collector) receive(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Write([]byte("{}"))
-}
-
-// freePorts finds n free loopback ports (closed again for the collector to bind).
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
 }
 
 // exportedSpan is a span as the collector forwarded it. Times are in µs;
