@@ -626,6 +626,13 @@ func (l *Limiter) Waiting() int {
 	return len(l.waiting) + len(l.probes)
 }
 
+// queued: connections wait for a place (probes in their reserve aside).
+func (l *Limiter) queued() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.waiting) > 0
+}
+
 // AtCap is the time the listener has spent at its cap, the current
 // stretch included: time during which a new connection waited, or would
 // have.

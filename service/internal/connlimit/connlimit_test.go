@@ -395,3 +395,52 @@ func TestWaitingForAConnectionIsNotAtTheCap(t *testing.T) {
 		t.Fatalf("at the cap for %s with no connection open", d)
 	}
 }
+
+// While a connection waits for a place, an answer ends its own
+// (Connection: close), so that the place passes to the next in line and
+// no keep-alive connection is left for the cap to close idle, racing the
+// client's next request; with none waiting, connections are kept alive.
+func TestAnswersEndTheirConnectionWhileOthersWait(t *testing.T) {
+	l := listenWith(t, Config{Max: 1, IdleBound: time.Minute})
+	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	c := dial(t, l)
+	br := bufio.NewReader(c)
+	ask := func() *http.Response {
+		t.Helper()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
+			t.Fatalf("answer %q", b)
+		}
+		return resp
+	}
+	if resp := ask(); resp.Close {
+		t.Fatal("none waiting: the answer closed its connection")
+	}
+	waiter := dial(t, l)
+	io.WriteString(waiter, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	for end := time.Now().Add(5 * time.Second); l.Waiting() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d connections waiting, want 1", l.Waiting())
+		}
+	}
+	if resp := ask(); !resp.Close {
+		t.Fatal("one waiting: the answer kept its connection alive")
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after an answer with Connection: close: %v, want the connection's end", err)
+	}
+	waiter.SetDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(waiter), nil)
+	if err != nil {
+		t.Fatalf("the waiting connection, with its place freed: %v", err)
+	}
+	resp.Body.Close()
+	if n := l.IdleClosed(); n != 0 {
+		t.Fatalf("%d connections closed idle, want 0", n)
+	}
+}

@@ -245,6 +245,16 @@ func (l *Limiter) ConnContext(ctx context.Context, nc net.Conn) context.Context 
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(*conn)
+		if c != nil && !c.probe && !c.evicted.Load() && l.queued() {
+			// Connections wait for a place: this one ends after its
+			// answer, so that its place goes to the next in line, not
+			// kept by a keep-alive client, and the cap never has to close
+			// it idle. Such a close races the client's next request,
+			// which is lost (net/http's "server closed idle connection",
+			// or a broken pipe on its body): HTTP/1.1 lets a server end a
+			// connection cleanly only after an answer.
+			w.Header().Set("Connection", "close")
+		}
 		switch {
 		case c == nil:
 		case c.evicted.Load():
