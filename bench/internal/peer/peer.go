@@ -17,10 +17,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,7 +84,8 @@ type Row struct {
 type flags struct {
 	thumbd, imgproxy, sources, out string
 	rounds, clients, answers       int
-	duration                       time.Duration
+	duration, bound                time.Duration
+	match                          string
 	cases                          string
 	cpus                           affinity.Split
 	serverLog                      io.Writer // the servers' output
@@ -98,8 +101,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.sources, "sources", "", "directory holding photo12.{jpg,webp,avif,heic,jxl,tif,png} and large.jpg (bench peer -make-sources makes them)")
 	fs.IntVar(&f.rounds, "rounds", 2, "interleaved rounds")
 	fs.IntVar(&f.clients, "clients", 10, "hey's clients")
-	fs.DurationVar(&f.duration, "duration", 8*time.Second, "each server's step per case and round (with -answers, its bound)")
-	fs.IntVar(&f.answers, "answers", 0, "end each step after this many requests instead, within -duration: the same count for a 1/s source as for a 15/s one (0: -duration alone)")
+	fs.DurationVar(&f.duration, "duration", 8*time.Second, "each server's step per case and round, at least")
+	fs.IntVar(&f.answers, "answers", 0, "at least this many answers a step too: a step short of them after -duration goes on for the rest, so that a 1/s source's rate counts as many answers as a 15/s one's (0: -duration alone)")
+	fs.DurationVar(&f.bound, "bound", 3*time.Minute, "with -answers: the most a step's rest may last")
+	fs.StringVar(&f.match, "match", "", "only the cases whose name holds this text (for example jxl)")
 	fs.StringVar(&f.cases, "cases", "formats,transforms", "formats, transforms, or both")
 	fs.StringVar(&f.out, "json", "", "write the rows as JSON to this file")
 	makeSources := fs.Bool("make-sources", false, "make the sources in -sources (from its photo12.jpg) first, with Debian's vips, heif-enc and cjxl")
@@ -109,6 +114,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if f.answers < 0 {
 		return fmt.Errorf("peer: -answers %d: want 0 (off) or more", f.answers)
+	}
+	if f.duration <= 0 || f.bound <= 0 {
+		return fmt.Errorf("peer: -duration %v, -bound %v: want both above 0", f.duration, f.bound)
 	}
 	if err := f.cpus.Parsed(); err != nil {
 		return err
@@ -131,6 +139,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		default:
 			return fmt.Errorf("peer: -cases: %q is neither formats nor transforms", c)
 		}
+	}
+	cases = slices.DeleteFunc(cases, func(c Case) bool { return !strings.Contains(c.Name, f.match) })
+	if len(cases) == 0 {
+		return fmt.Errorf("peer: -match %q: no case's name holds it", f.match)
 	}
 	if err := f.cpus.PinDriver(); err != nil {
 		return err
@@ -234,15 +246,57 @@ func (s server) measure(ctx context.Context, c Case, f flags, log io.Writer) (lo
 		return none, 0, fmt.Errorf("%s: %d %.200s", url, resp.StatusCode, body)
 	}
 	pid, _ := srv.PID(ctx)
-	out, err := load.Run(load.Step{Request: load.Request{Method: http.MethodGet, URL: url}, Concurrency: f.clients,
-		Duration: f.duration, MaxRequests: f.answers, Timeout: 30 * time.Second, ServerPID: pid})
+	step := load.Step{Request: load.Request{Method: http.MethodGet, URL: url}, Concurrency: f.clients,
+		Duration: f.duration, Timeout: 30 * time.Second, ServerPID: pid}
+	out, err := load.Run(step)
 	if err != nil {
 		return none, 0, err
+	}
+	// Short of -answers after -duration: the rest, as a step of its own
+	// on the same process, and one rate over both steps' answers and
+	// walls (each wall holds its step's drain).
+	if rest := int64(f.answers) - out.OK; rest > 0 {
+		// hey gives each client N/C requests: N rounds up to C's multiple.
+		c := int64(f.clients)
+		step.Duration, step.MaxRequests = f.bound, int((rest+c-1)/c*c)
+		more, err := load.Run(step)
+		if err != nil {
+			return none, 0, err
+		}
+		out = joined(out, more)
 	}
 	if out.ErrorCount > 0 {
 		fmt.Fprintf(log, "peer: %s %s: %d errors %v %v\n", s.name, c.Name, out.ErrorCount, out.Non2xx, out.Errors)
 	}
 	return out, int64(len(body)), nil
+}
+
+// joined is one rate over two steps run one after the other: their
+// answers over their walls, their errors added up (the latencies stay the
+// first step's: the table compares rates only).
+func joined(a, b load.Outcome) load.Outcome {
+	out := a
+	out.Wall, out.Requests, out.OK, out.ErrorCount = a.Wall+b.Wall, a.Requests+b.Requests, a.OK+b.OK, a.ErrorCount+b.ErrorCount
+	out.RPS = 0
+	if out.Wall > 0 {
+		out.RPS = float64(out.OK) / out.Wall
+	}
+	out.Non2xx, out.Errors = addCounts(a.Non2xx, b.Non2xx), addCounts(a.Errors, b.Errors)
+	return out
+}
+
+func addCounts(a, b map[string]int) map[string]int {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]int{}
+	}
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
 }
 
 // waitFor polls url until it answers 200, for at most 60 s, or the

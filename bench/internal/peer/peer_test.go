@@ -3,6 +3,8 @@ package peer
 import (
 	"strings"
 	"testing"
+
+	"github.com/thumbd/thumbd/bench/internal/load"
 )
 
 // Every case is an imgproxy path to a 256x256 WebP cover of a source the
@@ -30,5 +32,41 @@ func TestAnswersFlag(t *testing.T) {
 	err := Run(t.Context(), []string{"-answers", "-1", "-imgproxy", "/nonexistent", "-sources", t.TempDir()}, &out, &errs)
 	if err == nil || !strings.Contains(err.Error(), "-answers -1") {
 		t.Errorf("-answers -1: %v", err)
+	}
+}
+
+// -match keeps the cases whose name holds it, and refuses a text no case
+// holds; -duration and -bound must be above 0. All before anything starts.
+func TestMatchAndDurationFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-match", "webm"}, `-match "webm"`},
+		{[]string{"-duration", "0s"}, "-duration 0s"},
+		{[]string{"-answers", "50", "-bound", "-1s"}, "-bound -1s"},
+	} {
+		var out, errs strings.Builder
+		args := append(c.args, "-imgproxy", "/nonexistent", "-sources", t.TempDir())
+		if err := Run(t.Context(), args, &out, &errs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// A step short of -answers goes on: the joined rate is both steps'
+// answers over both walls, and their errors add up.
+func TestJoined(t *testing.T) {
+	a := load.Outcome{Wall: 8, Requests: 17, OK: 16, RPS: 2, ErrorCount: 1, Non2xx: map[string]int{"503": 1}}
+	b := load.Outcome{Wall: 12, Requests: 34, OK: 34, RPS: 34.0 / 12, Errors: map[string]int{"EOF": 0}}
+	j := joined(a, b)
+	if j.OK != 50 || j.Requests != 51 || j.Wall != 20 || j.RPS != 2.5 || j.ErrorCount != 1 || j.Non2xx["503"] != 1 {
+		t.Errorf("joined: %+v", j)
+	}
+	if _, ok := j.Errors["EOF"]; !ok {
+		t.Errorf("joined errors: %v", j.Errors)
+	}
+	if a.Non2xx["503"] != 1 || len(a.Non2xx) != 1 {
+		t.Errorf("joined changed its first step: %v", a.Non2xx)
 	}
 }
