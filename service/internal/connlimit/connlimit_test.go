@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -399,17 +400,34 @@ func TestWaitingForAConnectionIsNotAtTheCap(t *testing.T) {
 // While a connection waits for a place, an answer ends its own
 // (Connection: close), so that the place passes to the next in line and
 // no keep-alive connection is left for the cap to close idle, racing the
-// client's next request; with none waiting, connections are kept alive.
+// client's next request: an answer to a request begun while one waits,
+// and one to a request begun before anyone waited (decided at the
+// answer's head). With none waiting, connections are kept alive.
 func TestAnswersEndTheirConnectionWhileOthersWait(t *testing.T) {
 	l := listenWith(t, Config{Max: 1, IdleBound: time.Minute})
-	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
-	c := dial(t, l)
-	br := bufio.NewReader(c)
-	ask := func() *http.Response {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			entered <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}))
+	type client struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	open := func() client {
+		c := dial(t, l)
+		return client{c, bufio.NewReader(c)}
+	}
+	send := func(cl client, path string) {
+		cl.c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(cl.c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	answer := func(cl client) *http.Response {
 		t.Helper()
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		resp, err := http.ReadResponse(br, nil)
+		resp, err := http.ReadResponse(cl.br, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,29 +436,83 @@ func TestAnswersEndTheirConnectionWhileOthersWait(t *testing.T) {
 		}
 		return resp
 	}
-	if resp := ask(); resp.Close {
-		t.Fatal("none waiting: the answer closed its connection")
-	}
-	waiter := dial(t, l)
-	io.WriteString(waiter, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	for end := time.Now().Add(5 * time.Second); l.Waiting() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%d connections waiting, want 1", l.Waiting())
+	ended := func(cl client) {
+		t.Helper()
+		if _, err := cl.br.ReadByte(); err != io.EOF {
+			t.Fatalf("after an answer with Connection: close: %v, want the connection's end", err)
 		}
 	}
-	if resp := ask(); !resp.Close {
-		t.Fatal("one waiting: the answer kept its connection alive")
+	waiting := func() {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Second); l.Waiting() != 1; time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%d connections waiting, want 1", l.Waiting())
+			}
+		}
 	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		t.Fatalf("after an answer with Connection: close: %v, want the connection's end", err)
+
+	first := open()
+	send(first, "/")
+	if answer(first).Close {
+		t.Fatal("none waiting: the answer closed its connection")
 	}
-	waiter.SetDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(waiter), nil)
-	if err != nil {
-		t.Fatalf("the waiting connection, with its place freed: %v", err)
+	// Begun before anyone waited, answered while one does.
+	send(first, "/hold")
+	<-entered
+	second := open()
+	send(second, "/")
+	waiting()
+	close(release)
+	if !answer(first).Close {
+		t.Fatal("a request begun before one waited, answered while one does: its connection kept alive")
 	}
-	resp.Body.Close()
+	ended(first)
+	if answer(second).Close {
+		t.Fatal("none waiting: the answer closed its connection")
+	}
+	// Begun while one waits.
+	third := open()
+	send(third, "/")
+	waiting()
+	send(second, "/")
+	if !answer(second).Close {
+		t.Fatal("a request begun while one waits: its connection kept alive")
+	}
+	ended(second)
+	answer(third)
 	if n := l.IdleClosed(); n != 0 {
 		t.Fatalf("%d connections closed idle, want 0", n)
+	}
+}
+
+// The answer's writer the cap wraps still lets http.ResponseController
+// reach net/http's (the pipeline hijacks a connection it closes with an
+// upload unread), and io.Copy into it still writes the answer.
+func TestWrappedWriterUnwraps(t *testing.T) {
+	l := listenWith(t, Config{Max: 2})
+	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/copy" {
+			io.Copy(w, strings.NewReader("copied"))
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+		conn.Close()
+	}))
+	for path, want := range map[string]string{"/": "hijacked", "/copy": "copied"} {
+		c := dial(t, l)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if b, _ := io.ReadAll(resp.Body); string(b) != want {
+			t.Fatalf("%s: %d %q, want %q", path, resp.StatusCode, b, want)
+		}
 	}
 }

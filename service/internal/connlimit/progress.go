@@ -245,15 +245,8 @@ func (l *Limiter) ConnContext(ctx context.Context, nc net.Conn) context.Context 
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(*conn)
-		if c != nil && !c.probe && !c.evicted.Load() && l.queued() {
-			// Connections wait for a place: this one ends after its
-			// answer, so that its place goes to the next in line, not
-			// kept by a keep-alive client, and the cap never has to close
-			// it idle. Such a close races the client's next request,
-			// which is lost (net/http's "server closed idle connection",
-			// or a broken pipe on its body): HTTP/1.1 lets a server end a
-			// connection cleanly only after an answer.
-			w.Header().Set("Connection", "close")
+		if c != nil && !c.probe && !c.evicted.Load() {
+			w = &closeWhenQueued{ResponseWriter: w, l: l}
 		}
 		switch {
 		case c == nil:
@@ -275,6 +268,53 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// closeWhenQueued is an answer's writer that decides, as the answer's
+// head is written, whether its connection ends after it: it does while
+// connections wait for a place, so that the place goes to the next in
+// line, not kept by a keep-alive client, and the cap never has to close
+// it idle. Such a close races the client's next request, which is lost
+// (net/http's "server closed idle connection", or a broken pipe on its
+// body): HTTP/1.1 lets a server end a connection cleanly only after an
+// answer. Deciding at the head, not when the request starts, also ends
+// the connections of requests that began before anyone waited (the
+// crowd's first wave).
+type closeWhenQueued struct {
+	http.ResponseWriter
+	l       *Limiter
+	decided bool
+}
+
+func (w *closeWhenQueued) decide(code int) {
+	if w.decided || code < http.StatusOK { // an informational head is not the answer's
+		return
+	}
+	w.decided = true
+	if w.l.queued() {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+func (w *closeWhenQueued) WriteHeader(code int) {
+	w.decide(code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *closeWhenQueued) Write(b []byte) (int, error) {
+	w.decide(http.StatusOK)
+	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom keeps net/http's own (sendfile from a file).
+func (w *closeWhenQueued) ReadFrom(r io.Reader) (int64, error) {
+	w.decide(http.StatusOK)
+	return io.Copy(w.ResponseWriter, r)
+}
+
+// Unwrap lets http.ResponseController reach net/http's writer (Flush,
+// Hijack, deadlines). A head flushed before any write is not decided:
+// its connection stays as net/http leaves it.
+func (w *closeWhenQueued) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Attach sets srv's hooks (ConnState, ConnContext) and wraps its Handler,
 // so that the limiter knows which connections are idle and which wait for
