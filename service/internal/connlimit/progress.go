@@ -305,12 +305,6 @@ func (w *closeWhenQueued) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// ReadFrom keeps net/http's own (sendfile from a file).
-func (w *closeWhenQueued) ReadFrom(r io.Reader) (int64, error) {
-	w.decide(http.StatusOK)
-	return io.Copy(w.ResponseWriter, r)
-}
-
 // Unwrap lets http.ResponseController reach net/http's writer (Flush,
 // Hijack, deadlines). A head flushed before any write is not decided:
 // its connection stays as net/http leaves it.
