@@ -93,6 +93,7 @@ type Limiter struct {
 	perAddress int           // 0: no cap per address
 	refusing   chan struct{} // a place per refused connection being answered
 	lingerFor  time.Duration // lingerFor; a test holds refusals open longer
+	idleGrace  time.Duration // idleGrace; a test waits less
 	now        func() time.Time
 	epoch      time.Time // clock()'s zero
 	stall      int64     // Config.Stall in ns; 0: progress not judged
@@ -120,8 +121,10 @@ type Limiter struct {
 	addrShut  uint64          // connections past their address's cap refused
 	probed    uint64          // probe connections served past the cap
 
-	unanswered [unansweredReasons]atomic.Uint64 // requests begun and closed without an answer, by reason
-	unread     atomic.Uint64                    // connections closed with the client's bytes unread
+	unanswered  [unansweredReasons]atomic.Uint64 // requests begun and closed without an answer, by reason
+	unread      atomic.Uint64                    // connections closed with the client's bytes unread
+	graced      atomic.Int64                     // connections taken back idle, kept for a request on its way (evict.go)
+	idleRefused atomic.Uint64                    // of those, the ones whose request came and was refused
 }
 
 // arrival is a connection accepted from the socket, not yet handed to the
@@ -143,7 +146,7 @@ func New(cfg Config) *Limiter {
 	}
 	l := &Limiter{
 		max: max(cfg.Max, 1), idleBound: idleBound, refusal: cfg.Refusal, refuseCap: cfg.RefusePastCap, perAddress: max(cfg.PerAddress, 0),
-		refusing: make(chan struct{}, maxRefusing), lingerFor: lingerFor, now: time.Now,
+		refusing: make(chan struct{}, maxRefusing), lingerFor: lingerFor, idleGrace: idleGrace, now: time.Now,
 		probePaths: cfg.Probes, evictedErr: evicted, waitMax: waitingBound(),
 		conns: map[*conn]struct{}{}, byAddress: map[netip.Addr]int{}, changed: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -461,9 +464,13 @@ func (l *Limiter) answer(c net.Conn) {
 
 // linger reads and discards what c still sends, at most lingerBytes for
 // at most lingerFor, then closes it: see refuse.
-func (l *Limiter) linger(c net.Conn) {
-	_ = c.SetReadDeadline(time.Now().Add(l.lingerFor))
-	_, _ = io.CopyN(io.Discard, c, lingerBytes)
+func (l *Limiter) linger(c net.Conn) { l.discard(c, lingerBytes, l.lingerFor) }
+
+// discard reads and discards what c still sends, at most n bytes for at
+// most d, then closes it.
+func (l *Limiter) discard(c net.Conn, n int64, d time.Duration) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	_, _ = io.CopyN(io.Discard, c, n)
 	_ = l.closeRaw(c)
 }
 
@@ -688,6 +695,10 @@ func (l *Limiter) Probed() uint64 {
 // and no answer, for one reason (unansweredName names it).
 func (l *Limiter) Unanswered(reason int) uint64 { return l.unanswered[reason].Load() }
 
+// IdleRefused is how many connections taken back idle at the cap sent a
+// request in their grace, and were sent the refusal for it (evict.go).
+func (l *Limiter) IdleRefused() uint64 { return l.idleRefused.Load() }
+
 // ClosedUnread is how many connections were closed with bytes of the
 // client's unread, which the kernel answers with a reset.
 func (l *Limiter) ClosedUnread() uint64 { return l.unread.Load() }
@@ -707,6 +718,10 @@ type conn struct {
 	// bytes of it have come: a head begun (evict.go).
 	inHead, headBytes atomic.Bool
 	evicted           atomic.Bool // the cap took its place back; answered, or to be
+	// Taken back idle: kept for idleGrace, its next request refused
+	// (graced); its grace ended with no request (quiet); a request came
+	// and was refused (late). evict.go.
+	graced, quiet, late atomic.Bool
 	// Guarded by l.mu.
 	idle      bool
 	idleSince time.Time
@@ -716,10 +731,17 @@ type conn struct {
 // Close closes the socket and gives the place back. A connection the cap
 // took back with a request begun lingers first, for its answer (evict.go).
 func (c *conn) Close() error {
-	if c.evicted.Load() {
+	if c.evicted.Load() && !c.graced.Load() && !c.quiet.Load() {
 		c.release()
-		c.l.linger(c.Conn)
+		if c.late.Load() {
+			c.l.discard(c.Conn, lateBytes, c.l.idleGrace)
+		} else {
+			c.l.linger(c.Conn)
+		}
 		return nil
+	}
+	if c.graced.CompareAndSwap(true, false) {
+		c.l.graced.Add(-1) // closed in its grace (the server's shutdown)
 	}
 	err := c.l.closeRaw(c.Conn)
 	c.release()

@@ -294,6 +294,7 @@ func TestQuietConnectionClosedFirstAtTheCap(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := listenWith(t, Config{Max: 2, IdleBound: 50 * time.Millisecond, Refusal: []byte(refusal)})
+			l.idleGrace = 100 * time.Millisecond // the idle one's close (evict_test.go: what it is for)
 			release := make(chan struct{})
 			serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Query().Has("hold") {
@@ -363,6 +364,7 @@ func TestCollectors(t *testing.T) {
 		"thumbd_connections_at_cap_seconds_total":  func(v float64) bool { return v >= 0.01 },
 		"thumbd_connections_idle_closed_total":     func(v float64) bool { return v == 0 },
 		"thumbd_connections_refused_total":         func(v float64) bool { return v == 0 },
+		"thumbd_connections_idle_refused_total":    func(v float64) bool { return v == 0 },
 		"thumbd_connections_address_refused_total": func(v float64) bool { return v == 0 },
 		"thumbd_connections_slow_closed_total":     func(v float64) bool { return v == 0 },
 		"thumbd_connections_waiting":               func(v float64) bool { return v == 0 },

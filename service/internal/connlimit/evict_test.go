@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -215,4 +216,80 @@ func TestCloseWriteReachesTheSocket(t *testing.T) {
 		t.Fatalf("read %q, %v; want the answer and its end", got, err)
 	}
 	s.Close()
+}
+
+// A keep-alive connection taken back idle at the cap gives its place at
+// once, but its socket is kept for the grace: a request its client sends
+// in that time (one already on its way as the cap decided) gets the
+// refusal, not a close under it, and its upload is read before the close,
+// so that a client slower than the other refusals' 500 ms linger still
+// reads the refusal instead of a reset. With no request it is closed once
+// the grace ends, not before. At most the cap's number are kept so: past
+// it, one is closed at once.
+func TestIdleTakenBackRefusesItsNextRequest(t *testing.T) {
+	refusal := "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+	const grace = 1500 * time.Millisecond
+	l := listenWith(t, Config{Max: 1, IdleBound: 50 * time.Millisecond, Refusal: []byte(refusal)})
+	l.idleGrace = grace
+	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+
+	first := dial(t, l)
+	if got := get(t, first); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	second := dial(t, l) // takes the place of first, idle
+	if got := get(t, second); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	if n, open := l.IdleClosed(), l.Open(); n != 1 || open != 1 {
+		t.Fatalf("%d taken back idle, %d open; want 1 and 1", n, open)
+	}
+	// first's client, late, sends its next request on it: an upload
+	// larger than the socket buffers, its body written after a pause
+	// longer than the other refusals' linger, and its answer read last.
+	first.SetDeadline(time.Now().Add(10 * time.Second))
+	const upload = 24 << 20
+	io.WriteString(first, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(upload)+"\r\n\r\n")
+	time.Sleep(lingerFor + 300*time.Millisecond)
+	if _, err := first.Write(make([]byte, upload)); err != nil {
+		t.Fatalf("the upload on the connection taken back: %v (closed under it before it was read)", err)
+	}
+	if got, err := io.ReadAll(first); err != nil || string(got) != refusal {
+		t.Fatalf("the request on the connection taken back read %q, %v; want the refusal and the end", got, err)
+	}
+	if n := l.IdleRefused(); n != 1 {
+		t.Fatalf("%d refused, want 1", n)
+	}
+
+	third := dial(t, l) // takes the place of second, which sends nothing more
+	start := time.Now()
+	if got := get(t, third); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	fourth := dial(t, l) // takes third's place while second is in its grace: past the bound of 1
+	if got := get(t, fourth); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(third); err != nil || len(got) != 0 {
+		t.Fatalf("third read %q, %v; want its end", got, err)
+	}
+	if el := time.Since(start); el >= grace/2 {
+		t.Fatalf("third, past the bound of connections kept, closed after %s: want at once", el)
+	}
+	second.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(second); err != nil || len(got) != 0 {
+		t.Fatalf("second read %q, %v; want its end", got, err)
+	}
+	if el := time.Since(start); el < grace/2 {
+		t.Fatalf("second, taken back with no request, closed after %s: want its grace kept (%s)", el, grace)
+	}
+	if n := l.IdleRefused(); n != 1 {
+		t.Fatalf("%d refused, want 1", n)
+	}
+	for r := range unansweredReasons {
+		if n := l.Unanswered(r); n != 0 {
+			t.Fatalf("%d closed unanswered: %s", n, unansweredName(r))
+		}
+	}
 }
