@@ -124,7 +124,10 @@ func TestRefusalPastTheConnectionCap(t *testing.T) {
 	if n := metricValue(t, probe, admin, "thumbd_connections_refused_total"); n != 0 {
 		t.Fatalf("thumbd_connections_refused_total %v before any request past the cap, want 0", n)
 	}
-	serving := &http.Client{Timeout: 5 * time.Second}
+	// A transport of its own: a new connection past the cap. (The start-up
+	// check's connection, taken back idle, would still answer a request
+	// sent on it in its grace, with a 503 of its own kind.)
+	serving := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	resp, err := serving.Get(c.addr + "/nothing")
 	if err != nil {
 		t.Fatalf("a request past the cap: %v; want a 503", err)

@@ -695,6 +695,47 @@ func (l *Limiter) Probed() uint64 {
 // and no answer, for one reason (unansweredName names it).
 func (l *Limiter) Unanswered(reason int) uint64 { return l.unanswered[reason].Load() }
 
+// readmit gives c, taken back idle, a place again for the request it has
+// begun in its grace, once there is room and no one waits for one (the
+// crowd has gone), waiting at most d for that (evict.go). Reports whether
+// it did.
+func (l *Limiter) readmit(c *conn, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		ok, changed := l.tryReadmit(c)
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return false
+		case <-l.done:
+			return false
+		}
+	}
+}
+
+// tryReadmit is readmit's one try: whether c has its place, else the
+// channel closed at the next change.
+func (l *Limiter) tryReadmit(c *conn) (bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.open >= l.max || len(l.waiting) > 0 || (l.perAddress > 0 && c.addr.IsValid() && l.byAddress[c.addr] >= l.perAddress) {
+		return false, l.changed
+	}
+	c.released = false
+	c.closing = false
+	l.open++
+	l.conns[c] = struct{}{}
+	if l.perAddress > 0 && c.addr.IsValid() {
+		l.byAddress[c.addr]++
+	}
+	l.update()
+	return true, nil
+}
+
 // IdleRefused is how many connections taken back idle at the cap sent a
 // request in their grace, and were sent the refusal for it (evict.go).
 func (l *Limiter) IdleRefused() uint64 { return l.idleRefused.Load() }
@@ -709,7 +750,8 @@ type conn struct {
 	l     *Limiter
 	addr  netip.Addr // the client address counted (invalid: none)
 	probe bool       // a probe's, in the reserve: one request, no place
-	once  sync.Once
+	// released: its place given back (guarded by l.mu).
+	released bool
 	// What the cap judges a request's progress by, updated by the
 	// connection's own reads and writes without a lock (progress.go).
 	read, write progress
@@ -748,26 +790,28 @@ func (c *conn) Close() error {
 	return err
 }
 
-// release gives c's place back, once.
+// release gives c's place back, once (until readmit gives it one again).
 func (c *conn) release() {
-	c.once.Do(func() {
-		l := c.l
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if c.probe {
-			l.probeOpen--
-			l.wake()
-			return
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.released {
+		return
+	}
+	c.released = true
+	if c.probe {
+		l.probeOpen--
+		l.wake()
+		return
+	}
+	delete(l.conns, c)
+	if l.perAddress > 0 && c.addr.IsValid() {
+		if l.byAddress[c.addr]--; l.byAddress[c.addr] <= 0 {
+			delete(l.byAddress, c.addr)
 		}
-		delete(l.conns, c)
-		if l.perAddress > 0 && c.addr.IsValid() {
-			if l.byAddress[c.addr]--; l.byAddress[c.addr] <= 0 {
-				delete(l.byAddress, c.addr)
-			}
-		}
-		l.open--
-		l.update()
-	})
+	}
+	l.open--
+	l.update()
 }
 
 // CloseWrite half-closes the socket (the FIN after an answer), when it

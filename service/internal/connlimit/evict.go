@@ -73,11 +73,18 @@ func unansweredName(r int) string {
 // if the client has not read it yet (with the 500 ms linger of the other
 // refusals, 500 clients on two shared cores saw 31 broken pipes on their
 // uploads against 7 before, for 43 such refusals:
-// bench/results/2026-12-06-idle-grace). These are few (at most the cap's number at once),
-// so reading their uploads costs little, unlike the budget's refusals.
+// bench/results/2026-12-06-idle-grace). These are few (at most the cap's
+// number at once), so reading their uploads costs little, unlike the
+// budget's refusals.
+//
+// Before it is refused, such a request waits up to readmitWait for the
+// cap to have room again with no one waiting (a client whose connection
+// was taken back as the crowd left is served, not refused); it does not
+// queue with the connections waiting, which are ahead of it.
 const (
-	idleGrace = 5 * time.Second
-	lateBytes = 32 << 20 // over the largest upload by default (THUMBD_MAX_BODY_BYTES, 20 MiB)
+	readmitWait = time.Second
+	idleGrace   = 5 * time.Second
+	lateBytes   = 32 << 20 // over the largest upload by default (THUMBD_MAX_BODY_BYTES, 20 MiB)
 )
 
 // evictBound is how long a connection whose body was cut short has for
@@ -127,7 +134,8 @@ func (l *Limiter) evict(victim *conn, why int) {
 
 // refuseNext ends the read of a connection taken back idle (evict), got
 // and err being what its socket gave: a request begun within its grace
-// gets the refusal (the rest of its head read first: an answer written
+// is served when the cap has room for it again within readmitWait
+// (readmit); else it gets the refusal (the rest of its head read first: an answer written
 // before the whole request is one HTTP clients drop as unsolicited), and
 // its close then lingers for the client to read it; none, and it is
 // closed at once. Either way net/http, reading a head, takes io.EOF as
@@ -140,6 +148,12 @@ func (c *conn) refuseNext(got []byte, err error) (int, error) {
 	if len(got) == 0 {
 		c.quiet.Store(true)
 		return 0, io.EOF
+	}
+	if c.l.readmit(c, readmitWait) {
+		// Room again (the crowd has gone): served as any request.
+		c.evicted.Store(false)
+		_ = c.Conn.SetReadDeadline(time.Time{})
+		return len(got), err
 	}
 	if err == nil && !bytes.Contains(got, []byte("\r\n\r\n")) {
 		readHead(c.Conn)

@@ -220,8 +220,9 @@ func TestCloseWriteReachesTheSocket(t *testing.T) {
 
 // A keep-alive connection taken back idle at the cap gives its place at
 // once, but its socket is kept for the grace: a request its client sends
-// in that time (one already on its way as the cap decided) gets the
-// refusal, not a close under it, and its upload is read before the close,
+// in that time (one already on its way as the cap decided), with the cap
+// still full, gets the refusal after readmitWait, not a close under it,
+// and its upload is read before the close,
 // so that a client slower than the other refusals' 500 ms linger still
 // reads the refusal instead of a reset. With no request it is closed once
 // the grace ends, not before. At most the cap's number are kept so: past
@@ -291,5 +292,44 @@ func TestIdleTakenBackRefusesItsNextRequest(t *testing.T) {
 		if n := l.Unanswered(r); n != 0 {
 			t.Fatalf("%d closed unanswered: %s", n, unansweredName(r))
 		}
+	}
+}
+
+// A connection taken back idle whose client sends its next request once
+// the cap has room again (no one waiting) is served, not refused: it
+// takes a place again.
+func TestIdleTakenBackServedWhenRoomAgain(t *testing.T) {
+	refusal := "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+	l := listenWith(t, Config{Max: 1, IdleBound: 50 * time.Millisecond, Refusal: []byte(refusal)})
+	l.idleGrace = 5 * time.Second
+	serveHTTP(t, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	first := dial(t, l)
+	if got := get(t, first); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	second := dial(t, l) // takes first's place
+	if got := get(t, second); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	second.Close() // and leaves: room again
+	for end := time.Now().Add(5 * time.Second); l.Open() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d open after the second left", l.Open())
+		}
+	}
+	if got := get(t, first); got != "ok" {
+		t.Fatalf("the request on the connection taken back, with room again: %q; want it served", got)
+	}
+	if open, refused := l.Open(), l.IdleRefused(); open != 1 || refused != 0 {
+		t.Fatalf("%d open, %d refused; want 1 (its place again) and 0", open, refused)
+	}
+	// It holds its place as any: a newcomer waits for it, then takes it
+	// back once it is idle again.
+	third := dial(t, l)
+	if got := get(t, third); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	if n := l.IdleClosed(); n != 2 {
+		t.Fatalf("%d taken back idle, want 2", n)
 	}
 }

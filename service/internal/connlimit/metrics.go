@@ -26,10 +26,10 @@ func (l *Limiter) Collectors() []prometheus.Collector {
 			Name: "thumbd_connections_closed_unread_total", Help: "Connections closed with bytes the client sent still unread (the rest of an upload refused unread, mostly), which the kernel answers with a reset: a client that has not read its answer by then loses it.",
 		}, func() float64 { return float64(l.ClosedUnread()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "thumbd_connections_idle_closed_total", Help: "Connections whose place was taken back to make room at the cap, or at their address's cap (THUMBD_MAX_CONNECTIONS_PER_ADDRESS), after a second without a request in the works: keep-alive ones between requests, new ones that had not sent a whole request head. Those without a byte of a request are kept 5 s more, out of the cap, for a request on its way (answered with a 503), then closed.",
+			Name: "thumbd_connections_idle_closed_total", Help: "Connections whose place was taken back to make room at the cap, or at their address's cap (THUMBD_MAX_CONNECTIONS_PER_ADDRESS), after a second without a request in the works: keep-alive ones between requests, new ones that had not sent a whole request head. Those without a byte of a request are kept 5 s more, out of the cap, for a request on its way (served if the cap has room again within 1 s, else answered with a 503), then closed.",
 		}, func() float64 { return float64(l.IdleClosed()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "thumbd_connections_idle_refused_total", Help: "Connections closed to make room at the cap (thumbd_connections_idle_closed_total) whose client sent a request in the 5 s they were kept for one, and was sent a 503 for it instead of a close.",
+			Name: "thumbd_connections_idle_refused_total", Help: "Connections closed to make room at the cap (thumbd_connections_idle_closed_total) whose client sent a request in the 5 s they were kept for one, and was sent a 503 for it (the cap had no room within 1 s) instead of a close.",
 		}, func() float64 { return float64(l.IdleRefused()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "thumbd_connections_refused_total", Help: "Connections past the cap accepted only to be sent a 503 and closed (THUMBD_PAST_CONNECTION_CAP=refuse).",
