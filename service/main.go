@@ -192,10 +192,14 @@ func serve(ctx context.Context, cfg config, logOut io.Writer, listening chan<- s
 // applyMemoryPlan keeps the Go heap, which holds the sources and the
 // answers, to its share of the limit: it collects sooner instead of
 // growing into libvips' share (GOMEMLIMIT, when set, was applied by the
-// runtime). Then the plan is logged.
+// runtime). Below that limit the collector's goal is defaultGCPercent
+// unless GOGC was given. Then the plan is logged.
 func applyMemoryPlan(cfg config, logger *slog.Logger) {
 	if cfg.memory.GoLimit > 0 {
 		debug.SetMemoryLimit(cfg.memory.GoLimit)
+	}
+	if cfg.gcPercent > 0 {
+		debug.SetGCPercent(cfg.gcPercent)
 	}
 	cfg.memory.Log(logger, cfg.memorySettings())
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"github.com/thumbd/thumbd/service/internal/memplan"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -193,5 +195,35 @@ func TestNeedsMoreMemory(t *testing.T) {
 		if !strings.Contains(string(mb), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// Without GOGC the collector's goal is defaultGCPercent, set with the
+// memory plan; with GOGC the runtime's reading of it stands.
+func TestGCPercentUnlessGOGC(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{"THUMBD_MEMORY_LIMIT": "1073741824"}, defaultGCPercent},
+		{map[string]string{"THUMBD_MEMORY_LIMIT": "1073741824", "GOGC": "50"}, 0},
+	} {
+		c, err := loadConfig(nil, envOf(tc.env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.gcPercent != tc.want {
+			t.Errorf("%v: GC percent %d, want %d", tc.env, c.gcPercent, tc.want)
+		}
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	c, err := loadConfig(nil, envOf(map[string]string{"THUMBD_MEMORY_LIMIT": "1073741824"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	applyMemoryPlan(c, slog.New(slog.DiscardHandler))
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Fatalf("after the plan the collector's GOGC is %d, want %d", got, defaultGCPercent)
 	}
 }
