@@ -250,8 +250,8 @@ func table(rows []setting) []flagenv.Setting {
 // none. At Go's 100 the heap goal is twice the live heap, about 4 MB
 // idle, so that every second 12 MP upload (3.7 MB) set off a cycle, and
 // the scavenger handed back pages that the next upload then faulted in
-// again. At 200 the same binary answered the 12 MP photo 4 to 11 % faster
-// in 5 of 6 paired comparisons (bench/results/2026-12-06-gc). The heap
+// again. At 200 the 12 MP photo was answered 5 to 12 % faster in 10 of
+// 12 paired comparisons (bench/results/2026-12-06-gc). The heap
 // stays within its share of the memory limit all the same: the Go limit
 // (applyMemoryPlan) makes the collector run sooner as the heap nears it.
 const defaultGCPercent = 200

@@ -759,11 +759,8 @@ type conn struct {
 	// A request's head is awaited (new, or idle between requests), and
 	// bytes of it have come: a head begun (evict.go).
 	inHead, headBytes atomic.Bool
-	evicted           atomic.Bool // the cap took its place back; answered, or to be
-	// Taken back idle: kept for idleGrace, its next request refused
-	// (graced); its grace ended with no request (quiet); a request came
-	// and was refused (late). evict.go.
-	graced, quiet, late atomic.Bool
+	evicted           atomic.Bool  // the cap took its place back; answered, or to be
+	grace             atomic.Int32 // what became of it once taken back idle (evict.go)
 	// Guarded by l.mu.
 	idle      bool
 	idleSince time.Time
@@ -773,16 +770,19 @@ type conn struct {
 // Close closes the socket and gives the place back. A connection the cap
 // took back with a request begun lingers first, for its answer (evict.go).
 func (c *conn) Close() error {
-	if c.evicted.Load() && !c.graced.Load() && !c.quiet.Load() {
-		c.release()
-		if c.late.Load() {
-			c.l.discard(c.Conn, lateBytes, c.l.idleGrace)
-		} else {
+	if c.evicted.Load() {
+		switch c.grace.Load() {
+		case graceNone:
+			c.release()
 			c.l.linger(c.Conn)
+			return nil
+		case graceLate:
+			c.release()
+			c.l.discard(c.Conn, lateBytes, c.l.idleGrace)
+			return nil
 		}
-		return nil
 	}
-	if c.graced.CompareAndSwap(true, false) {
+	if c.grace.CompareAndSwap(graceKept, graceQuiet) {
 		c.l.graced.Add(-1) // closed in its grace (the server's shutdown)
 	}
 	err := c.l.closeRaw(c.Conn)

@@ -87,6 +87,15 @@ const (
 	lateBytes   = 32 << 20 // over the largest upload by default (THUMBD_MAX_BODY_BYTES, 20 MiB)
 )
 
+// What became of a connection taken back idle without a byte of a
+// request (conn.grace).
+const (
+	graceNone  = iota // not taken back so, or readmitted
+	graceKept         // in its grace: its next request is refused or readmitted
+	graceQuiet        // its grace ended with no request: closed at once
+	graceLate         // its request came and was refused: its close reads the upload first
+)
+
 // evictBound is how long a connection whose body was cut short has for
 // its handler's answer before its socket is closed whatever it does.
 const evictBound = 2 * time.Second
@@ -107,7 +116,7 @@ func (l *Limiter) evict(victim *conn, why int) {
 			_ = victim.Close()
 			return
 		}
-		victim.graced.Store(true)
+		victim.grace.Store(graceKept)
 		victim.evicted.Store(true) // from now net/http's deadlines do not move its reads
 		_ = victim.Conn.SetReadDeadline(time.Now().Add(l.idleGrace))
 		victim.release()
@@ -133,20 +142,20 @@ func (l *Limiter) evict(victim *conn, why int) {
 }
 
 // refuseNext ends the read of a connection taken back idle (evict), got
-// and err being what its socket gave: a request begun within its grace
-// is served when the cap has room for it again within readmitWait
-// (readmit); else it gets the refusal (the rest of its head read first: an answer written
-// before the whole request is one HTTP clients drop as unsolicited), and
-// its close then lingers for the client to read it; none, and it is
-// closed at once. Either way net/http, reading a head, takes io.EOF as
-// the connection's quiet end.
+// and err being what its socket gave. A request begun within its grace is
+// served when the cap has room for it again within readmitWait
+// (readmit); else it gets the refusal (the rest of its head read first:
+// an answer written before the whole request is one HTTP clients drop as
+// unsolicited), and its close then reads the upload for the client to
+// read the refusal. With none it is closed at once. Either way net/http,
+// reading a head, takes io.EOF as the connection's quiet end.
 func (c *conn) refuseNext(got []byte, err error) (int, error) {
-	if !c.graced.CompareAndSwap(true, false) {
+	if !c.grace.CompareAndSwap(graceKept, graceNone) {
 		return 0, io.EOF // ended before (a read of a head cut short)
 	}
 	c.l.graced.Add(-1)
 	if len(got) == 0 {
-		c.quiet.Store(true)
+		c.grace.Store(graceQuiet)
 		return 0, io.EOF
 	}
 	if c.l.readmit(c, readmitWait) {
@@ -159,7 +168,7 @@ func (c *conn) refuseNext(got []byte, err error) (int, error) {
 		readHead(c.Conn)
 	}
 	c.l.idleRefused.Add(1)
-	c.late.Store(true) // its close reads the upload first (idleGrace)
+	c.grace.Store(graceLate)
 	c.l.answer(c.Conn)
 	return 0, io.EOF
 }

@@ -222,9 +222,9 @@ func TestCloseWriteReachesTheSocket(t *testing.T) {
 // once, but its socket is kept for the grace: a request its client sends
 // in that time (one already on its way as the cap decided), with the cap
 // still full, gets the refusal after readmitWait, not a close under it,
-// and its upload is read before the close,
-// so that a client slower than the other refusals' 500 ms linger still
-// reads the refusal instead of a reset. With no request it is closed once
+// and its upload is read before the close, so that a client slower than
+// the other refusals' 500 ms linger still reads the refusal instead of a
+// reset. With no request it is closed once
 // the grace ends, not before. At most the cap's number are kept so: past
 // it, one is closed at once.
 func TestIdleTakenBackRefusesItsNextRequest(t *testing.T) {
@@ -331,5 +331,24 @@ func TestIdleTakenBackServedWhenRoomAgain(t *testing.T) {
 	}
 	if n := l.IdleClosed(); n != 2 {
 		t.Fatalf("%d taken back idle, want 2", n)
+	}
+}
+
+// A connection whose grace ended with no request is closed at once: a
+// linger there (reading what comes, then a reset) would lose a request
+// sent just then (TestIdleTakenBackRefusesItsNextRequest has the refused
+// one, whose close reads first).
+func TestQuietGraceClosesAtOnce(t *testing.T) {
+	l := listen(t, 1, time.Hour)
+	l.lingerFor = 5 * time.Second // a linger would show as a 5 s Close
+	accepted := acceptAll(l)
+	dial(t, l)
+	c := (<-accepted).(*conn)
+	c.evicted.Store(true)
+	c.grace.Store(graceQuiet)
+	start := time.Now()
+	c.Close()
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("closed after %s: it lingered", el)
 	}
 }

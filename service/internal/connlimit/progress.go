@@ -192,7 +192,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	l := c.l
 	if l.stall == 0 || !c.body.Load() {
 		n, err := c.Conn.Read(p)
-		if c.graced.Load() && c.inHead.Load() {
+		if c.grace.Load() == graceKept && c.inHead.Load() {
 			return c.refuseNext(p[:n], err) // taken back idle (evict.go)
 		}
 		c.sawRead(n, err)
