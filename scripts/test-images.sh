@@ -2,7 +2,7 @@
 # CI for the images: builds thumbd:slim and thumbd:scratch (scripts/images.sh)
 # and runs their Go tests (bench/internal/imagecheck): a container of each on
 # a loopback port (/health, a real thumbnail, /metrics, a bad body, `thumbd
-# health` inside, a non-root user, MALLOC_ARENA_MAX=2, CA certificates,
+# health` inside, a non-root user, MALLOC_ARENA_MAX=2 and GLIBC_TUNABLES, CA certificates,
 # licence notices, GET /thumbnail?url= from a loopback origin; the scratch
 # container read-only, with no capabilities and no-new-privileges), then
 # thumbd:scratch with no settings under a 256 MiB memory limit, saturated by

@@ -23,6 +23,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
+// imageEnv is the image's environment: Dockerfile.scratch's ENV lines,
+// which say why (TestImageEnvIsDockerfileScratch holds them equal): 2
+// malloc arenas, malloc's thresholds and huge pages, and cells that refuse
+// to start with fewer sandbox layers than asked.
+func imageEnv() []string {
+	return []string{"MALLOC_ARENA_MAX=2",
+		"GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864",
+		"THUMBD_SANDBOX_REQUIRED=true"}
+}
+
 // platformImage is one architecture's scratch image: a root file system
 // (the static binary at /thumbd, the notices, the CA set), laid out by
 // scripts/release.sh, and the SBOM that describes it.
@@ -127,10 +137,8 @@ func scratchImage(p *platformImage, meta imageMeta) (v1.Image, error) {
 	cfg := &v1.ConfigFile{
 		Architecture: p.Arch, OS: "linux", Variant: variant(p.Arch), Created: created,
 		Config: v1.Config{
-			Entrypoint: []string{"/thumbd"},
-			// As Dockerfile.scratch says why: 2 malloc arenas; cells
-			// refuse to start with fewer sandbox layers than asked.
-			Env:          []string{"MALLOC_ARENA_MAX=2", "THUMBD_SANDBOX_REQUIRED=true"},
+			Entrypoint:   []string{"/thumbd"},
+			Env:          imageEnv(),
 			User:         "65532:65532",
 			ExposedPorts: map[string]struct{}{"8080/tcp": {}},
 			Labels:       labels,

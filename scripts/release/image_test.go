@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +246,23 @@ func TestPushRefusesABadReference(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"publish"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Errorf("an unknown command: %v", err)
+	}
+}
+
+// TestImageEnvIsDockerfileScratch: the release image runs with the
+// environment the scratch image built by Docker has.
+func TestImageEnvIsDockerfileScratch(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile.scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for line := range strings.Lines(string(b)) {
+		if kv, ok := strings.CutPrefix(strings.TrimSpace(line), "ENV "); ok {
+			want = append(want, kv)
+		}
+	}
+	if got := imageEnv(); !slices.Equal(got, want) {
+		t.Errorf("imageEnv() = %q,\nDockerfile.scratch's ENV = %q", got, want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/thumbd/thumbd/bench/internal/memory"
 	"github.com/thumbd/thumbd/bench/internal/originload"
 	"github.com/thumbd/thumbd/bench/internal/sources"
+	"github.com/thumbd/thumbd/internal/glibcmalloc"
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/procfs"
@@ -60,7 +61,7 @@ func sourceDir(t *testing.T) (dir string, paths map[string]string) {
 // /health, a real thumbnail (decoded, its size checked, the same picture
 // in both images), /metrics, a bad body answered with a 4xx, `thumbd
 // health` inside, a non-root user, the CA certificates for https origins,
-// the licence notices and MALLOC_ARENA_MAX=2; then GET /thumbnail?url=
+// the licence notices, MALLOC_ARENA_MAX=2 and GLIBC_TUNABLES; then GET /thumbnail?url=
 // from a loopback origin (bench origin: the same thumbnail as the POST).
 func TestImages(t *testing.T) {
 	dir, paths := sourceDir(t)
@@ -203,10 +204,13 @@ func smoke(t *testing.T, flavour string, dockerArgs []string, small []byte) imag
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env, err := procfs.Environ(pid); err != nil || !slices.Contains(env, "MALLOC_ARENA_MAX=2") {
-		t.Errorf("MALLOC_ARENA_MAX=2 not in the process environment (%v)", err)
-	} else {
-		ok("runs with MALLOC_ARENA_MAX=2")
+	env, err := procfs.Environ(pid)
+	for _, want := range []string{"MALLOC_ARENA_MAX=2", "GLIBC_TUNABLES=" + glibcmalloc.Tunables()} {
+		if err != nil || !slices.Contains(env, want) {
+			t.Errorf("%s not in the process environment (%v)", want, err)
+		} else {
+			ok("runs with " + want)
+		}
 	}
 	return thumb
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
 	"github.com/thumbd/thumbd/bench/internal/load"
+	"github.com/thumbd/thumbd/internal/glibcmalloc"
 	"github.com/thumbd/thumbd/internal/launch"
 )
 
@@ -83,6 +84,7 @@ type Row struct {
 
 type flags struct {
 	thumbd, imgproxy, sources, out string
+	tunables                       string // thumbd's GLIBC_TUNABLES
 	rounds, clients, answers       int
 	duration, bound                time.Duration
 	match                          string
@@ -97,6 +99,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("peer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.thumbd, "thumbd", "bin/thumbd-static", "thumbd binary")
+	fs.StringVar(&f.tunables, "tunables", glibcmalloc.Tunables(), "thumbd's GLIBC_TUNABLES, as its images set it (\"\": none, glibc's defaults for the huge pages; the thresholds are set in process either way)")
 	fs.StringVar(&f.imgproxy, "imgproxy", os.Getenv("IMGPROXY_BIN"), "imgproxy binary, built against the recipe's libvips (default $IMGPROXY_BIN)")
 	fs.StringVar(&f.sources, "sources", "", "directory holding photo12.{jpg,webp,avif,heic,jxl,tif,png} and large.jpg (bench peer -make-sources makes them)")
 	fs.IntVar(&f.rounds, "rounds", 2, "interleaved rounds")
@@ -158,10 +161,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// Both measured for throughput, not overload: sources up to
 		// 64 MiB (the 25 MB TIFF, the 31 MB PNG) and a minute's deadline,
 		// so that 10 clients queued behind one slot are served, not
-		// refused.
+		// refused. thumbd runs with its images' GLIBC_TUNABLES (-tunables);
+		// imgproxy with what this process has, as its docs leave malloc.
 		{name: "thumbd", bin: f.thumbd, env: []string{"THUMBD_SOURCE=" + f.sources, "THUMBD_IMGPROXY=true",
 			"THUMBD_MERGE=false", "THUMBD_CONCURRENCY=1", "THUMBD_MAX_BODY_BYTES=67108864", "THUMBD_DEADLINE=60s", "THUMBD_WRITE_TIMEOUT=90s",
-			"THUMBD_LOG_LEVEL=warn"}, health: "/ready", prefix: "/insecure"},
+			"THUMBD_LOG_LEVEL=warn", "GLIBC_TUNABLES=" + f.tunables}, health: "/ready", prefix: "/insecure"},
 		{name: "imgproxy", bin: f.imgproxy, env: []string{"IMGPROXY_LOCAL_FILESYSTEM_ROOT=" + f.sources, "IMGPROXY_WORKERS=1",
 			"IMGPROXY_MAX_SRC_FILE_SIZE=67108864", "IMGPROXY_TIMEOUT=60", "IMGPROXY_LOG_LEVEL=warn"}, health: "/health", prefix: "/insecure", bind: true},
 	}

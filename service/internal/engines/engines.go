@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/thumbd/thumbd/internal/glibcmalloc"
 	"github.com/thumbd/thumbd/service/internal/cell"
 	"github.com/thumbd/thumbd/service/internal/cellpool"
 	"github.com/thumbd/thumbd/service/internal/thumb"
@@ -69,9 +70,14 @@ func (e Cells) Collector() prometheus.Collector { return newCellMetrics(e.Pool) 
 const cellIdleGrowth = 8 << 20
 
 // cellEnviron is what a cell inherits of environ: the allocator's
-// variables (MALLOC_ARENA_MAX, an LD_PRELOADed jemalloc), libvips' and
-// GLib's, and the Go runtime's. Everything else, secrets included, stays
-// in the supervisor.
+// variables (MALLOC_ARENA_MAX, GLIBC_TUNABLES, an LD_PRELOADed jemalloc),
+// libvips' and GLib's, and the Go runtime's. Everything else, secrets
+// included, stays in the supervisor.
+//
+// Without GLIBC_TUNABLES a cell is given thumbd's (glibcmalloc.Tunables):
+// glibc reads it only at a process's start, and a cell's start is thumbd's
+// to make, so a cell has malloc's huge pages even when the supervisor,
+// started by hand, has not.
 //
 // GODEBUG gains containermaxprocs=0 (a later setting wins): otherwise the
 // cell's Go runtime opens its cgroup's CPU limit files at start and keeps
@@ -80,17 +86,20 @@ const cellIdleGrowth = 8 << 20
 func cellEnviron(environ []string) []string {
 	var out []string
 	godebug := "GODEBUG=containermaxprocs=0"
+	tunables := "GLIBC_TUNABLES=" + glibcmalloc.Tunables()
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
 		case name == "GODEBUG" && value != "":
 			godebug = kv + ",containermaxprocs=0"
+		case name == "GLIBC_TUNABLES":
+			tunables = kv
 		case slices.ContainsFunc([]string{"MALLOC_", "LD_", "VIPS_", "G_"}, func(p string) bool { return strings.HasPrefix(name, p) }) ||
 			slices.Contains([]string{"GOGC", "GOMEMLIMIT", "GOTRACEBACK", "GORACE"}, name):
 			out = append(out, kv)
 		}
 	}
-	return append(out, godebug)
+	return append(out, tunables, godebug)
 }
 
 // CellSettings are what cells mode reads of the settings.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -74,8 +75,10 @@ func New(cfg thumbjob.Config) *Engine { return &Engine{cfg: cfg} }
 // Start starts libvips with its operation cache off (a thumbnail server
 // almost never sees the same operation twice, and the cache holds memory),
 // routes its logging into slog at warning level, and blocks every loader
-// except those of the accepted input formats (Inputs).
+// except those of the accepted input formats (Inputs). It first fixes
+// malloc's thresholds (tuneHeap), which hold libvips' pixels.
 func (e *Engine) Start() {
+	tuneHeap(os.LookupEnv)
 	logger := e.cfg.Logger
 	if logger == nil {
 		logger = slog.Default()

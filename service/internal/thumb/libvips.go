@@ -8,6 +8,7 @@ package thumb
 #cgo pkg-config: vips
 #include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 #include <vips/vips.h>
 
 typedef struct {
@@ -22,6 +23,28 @@ typedef struct {
 static void thumbd_harden(void) {
 	vips_block_untrusted_set(TRUE);
 	vips_operation_block_set("VipsForeignLoad", TRUE);
+}
+
+// thumbd_heap_probe allocates n bytes and frees them, as a job does its
+// buffers, and says whether malloc mapped them on their own (mallinfo2's
+// hblks) and how many bytes its arenas hold after the free (arena): what
+// tuneHeap's two thresholds decide.
+static void thumbd_heap_probe(size_t n, int *mapped, size_t *held) {
+	size_t before = mallinfo2().hblks;
+	// volatile: without a use, the compiler may drop the malloc and free.
+	char *volatile p = malloc(n);
+	*mapped = mallinfo2().hblks > before;
+	free(p);
+	*held = mallinfo2().arena;
+}
+
+// thumbd_touched allocates n bytes and writes them, as a decoder fills its
+// output: for the test of the huge pages (glibcmalloc.Tunables).
+static void *thumbd_touched(size_t n) {
+	void *p = malloc(n);
+	if (p)
+		memset(p, 1, n);
+	return p;
 }
 
 static void thumbd_allow(const char *loader) {
@@ -100,6 +123,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/thumbd/thumbd/internal/glibcmalloc"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )
@@ -214,3 +238,34 @@ func cError(cerr *C.char) error {
 // otherwise keep them, so a burst of large images would leave the process
 // at its peak RSS.
 func TrimHeap() { C.malloc_trim(0) }
+
+// tuneHeap sets malloc's mmap and trim thresholds (glibcmalloc: fixed, so
+// that a job's buffers under 32 MiB are kept for the next job instead of
+// being faulted in again each time), each unless the environment (lookup:
+// os.LookupEnv) sets it; glibc then applied the operator's at start.
+func tuneHeap(lookup func(string) (string, bool)) {
+	if !glibcmalloc.Given(lookup, "mmap_threshold") {
+		C.mallopt(C.M_MMAP_THRESHOLD, glibcmalloc.MmapThreshold)
+	}
+	if !glibcmalloc.Given(lookup, "trim_threshold") {
+		C.mallopt(C.M_TRIM_THRESHOLD, glibcmalloc.TrimThreshold)
+	}
+}
+
+// touched allocates n bytes of the C heap and writes them; free frees
+// them. For the test of the huge pages, which reads the process's
+// AnonHugePages between the two.
+func touched(n int) (free func()) {
+	p := C.thumbd_touched(C.size_t(n))
+	return func() { C.free(p) }
+}
+
+// heapProbe allocates n bytes of the C heap and frees them: it reports
+// whether malloc mapped them on their own, and the bytes its arenas hold
+// after the free. For tuneHeap's test.
+func heapProbe(n int) (mapped bool, held int64) {
+	var m C.int
+	var h C.size_t
+	C.thumbd_heap_probe(C.size_t(n), &m, &h)
+	return m != 0, int64(h)
+}

@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("THUMBD_TEST_BLOCKED_LOADER"); path != "" {
 		os.Exit(blockedLoaderChild(path))
 	}
+	if mode := os.Getenv("THUMBD_HEAP_CHILD"); mode != "" {
+		os.Exit(heapChild(mode)) // before Start tunes this process's heap
+	}
 	// One libvips thread, as the bench's engine comparison runs sharp; the
 	// thread-count study (docs/engine.md) sets $THUMBD_ENGINE_THREADS.
 	threads := 1
