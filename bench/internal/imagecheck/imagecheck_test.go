@@ -19,8 +19,8 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/memory"
 	"github.com/thumbd/thumbd/bench/internal/originload"
+	"github.com/thumbd/thumbd/bench/internal/peer"
 	"github.com/thumbd/thumbd/bench/internal/sources"
-	"github.com/thumbd/thumbd/internal/glibcmalloc"
 	"github.com/thumbd/thumbd/internal/imagediff"
 	"github.com/thumbd/thumbd/internal/launch"
 	"github.com/thumbd/thumbd/internal/procfs"
@@ -205,7 +205,7 @@ func smoke(t *testing.T, flavour string, dockerArgs []string, small []byte) imag
 		t.Fatal(err)
 	}
 	env, err := procfs.Environ(pid)
-	for _, want := range []string{"MALLOC_ARENA_MAX=2", "GLIBC_TUNABLES=" + glibcmalloc.Tunables()} {
+	for _, want := range []string{"MALLOC_ARENA_MAX=2", "GLIBC_TUNABLES=" + peer.ImageTunables} {
 		if err != nil || !slices.Contains(env, want) {
 			t.Errorf("%s not in the process environment (%v)", want, err)
 		} else {

@@ -30,7 +30,6 @@ import (
 
 	"github.com/thumbd/thumbd/bench/internal/affinity"
 	"github.com/thumbd/thumbd/bench/internal/load"
-	"github.com/thumbd/thumbd/internal/glibcmalloc"
 	"github.com/thumbd/thumbd/internal/launch"
 )
 
@@ -93,13 +92,17 @@ type flags struct {
 	serverLog                      io.Writer // the servers' output
 }
 
+// ImageTunables is the images' GLIBC_TUNABLES (Dockerfile.scratch's ENV
+// line; a test holds them equal): thumbd runs as its images run it.
+const ImageTunables = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864"
+
 // Run is `bench peer`.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f flags
 	fs := flag.NewFlagSet("peer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.thumbd, "thumbd", "bin/thumbd-static", "thumbd binary")
-	fs.StringVar(&f.tunables, "tunables", glibcmalloc.Tunables(), "thumbd's GLIBC_TUNABLES, as its images set it (\"\": none, glibc's defaults for the huge pages; the thresholds are set in process either way)")
+	fs.StringVar(&f.tunables, "tunables", ImageTunables, "thumbd's GLIBC_TUNABLES, as its images set it (\"\": none, glibc's defaults for the huge pages; the thresholds are set in process either way)")
 	fs.StringVar(&f.imgproxy, "imgproxy", os.Getenv("IMGPROXY_BIN"), "imgproxy binary, built against the recipe's libvips (default $IMGPROXY_BIN)")
 	fs.StringVar(&f.sources, "sources", "", "directory holding photo12.{jpg,webp,avif,heic,jxl,tif,png} and large.jpg (bench peer -make-sources makes them)")
 	fs.IntVar(&f.rounds, "rounds", 2, "interleaved rounds")

@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,5 +70,19 @@ func TestJoined(t *testing.T) {
 	}
 	if a.Non2xx["503"] != 1 || len(a.Non2xx) != 1 {
 		t.Errorf("joined changed its first step: %v", a.Non2xx)
+	}
+}
+
+// TestImageTunablesAreTheImages': thumbd is measured with the
+// GLIBC_TUNABLES both images set.
+func TestImageTunablesAreTheImages(t *testing.T) {
+	for _, name := range []string{"Dockerfile.slim", "Dockerfile.scratch"} {
+		b, err := os.ReadFile("../../../" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(strings.Split(string(b), "\n"), "ENV GLIBC_TUNABLES="+ImageTunables) {
+			t.Errorf("%s has no line ENV GLIBC_TUNABLES=%s", name, ImageTunables)
+		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/thumbd/thumbd/internal/glibcmalloc"
+	"github.com/thumbd/thumbd/service/internal/glibcmalloc"
 )
 
 // TestCellEnviron: a cell inherits the allocator's, libvips' and Go's

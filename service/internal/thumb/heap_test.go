@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/thumbd/thumbd/internal/glibcmalloc"
+	"github.com/thumbd/thumbd/service/internal/glibcmalloc"
 )
 
 // heapSeen is what a child process of TestHeap saw: whether a 24 MiB

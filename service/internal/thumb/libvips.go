@@ -123,7 +123,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/thumbd/thumbd/internal/glibcmalloc"
+	"github.com/thumbd/thumbd/service/internal/glibcmalloc"
 	"github.com/thumbd/thumbd/service/internal/imagefmt"
 	"github.com/thumbd/thumbd/service/internal/thumbjob"
 )

@@ -52,7 +52,7 @@ func TestTunables(t *testing.T) {
 // TestDockerfilesSetTunables: both images run with Tunables.
 func TestDockerfilesSetTunables(t *testing.T) {
 	for _, name := range []string{"Dockerfile.slim", "Dockerfile.scratch"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", name))
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", name))
 		if err != nil {
 			t.Fatal(err)
 		}
