@@ -37,8 +37,9 @@ const (
 
 // Tunables is GLIBC_TUNABLES as the images set it and as thumbd gives its
 // cells: the two thresholds, and hugetlb=1, with which malloc asks the
-// kernel for transparent huge pages (madvise) on the blocks it maps, so
-// that a 36 MB buffer costs 18 faults instead of 9,000. glibc reads it only
+// kernel for transparent huge pages (madvise) on the blocks it maps, which
+// are then faulted in 2 MiB at a time (a 12 MP JPEG XL: 2,340 faults a
+// request instead of 11,800, bench/results/2026-12-06-malloc). glibc reads it only
 // at a process's start, so a binary run by hand has the thresholds (set
 // with mallopt when libvips starts) but not the huge pages unless it is
 // given this variable (docs/configuration.md, "The C heap").
