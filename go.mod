@@ -69,3 +69,5 @@ require (
 	google.golang.org/grpc v1.83.2 // indirect
 	gopkg.in/ini.v1 v1.67.3 // indirect
 )
+
+replace github.com/davidbyttow/govips/v2 => ./third_party/govips

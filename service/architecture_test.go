@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -254,6 +257,38 @@ func TestDockerContextHoldsTheBinarysPackages(t *testing.T) {
 	if !needed["procfs"] {
 		t.Error("the walk found no internal/procfs, which cells import: the test is broken")
 	}
+	// A module replaced by a directory of the repository (go.mod's
+	// replace) is read by `go mod download`, before `COPY . .`.
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, line := range strings.Split(string(mod), "\n") {
+		if _, to, ok := strings.Cut(line, "=> ./"); ok && strings.HasPrefix(line, "replace ") {
+			dirs = append(dirs, strings.Fields(to)[0])
+		}
+	}
+	if len(dirs) == 0 {
+		t.Error("go.mod replaces no module by a directory (govips' patched copy): update this test")
+	}
+	for _, dir := range dirs {
+		top, _, _ := strings.Cut(dir, "/")
+		if !slices.Contains(lines, "!"+top) {
+			t.Errorf("go.mod replaces a module by ./%s, which .dockerignore leaves out of the images' build context: add !%s", dir, top)
+		}
+		for _, name := range []string{"Dockerfile.scratch", "Dockerfile.slim"} {
+			b, err := os.ReadFile(filepath.Join("..", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			df := string(b)
+			at, download := strings.Index(df, "COPY "+top+"/ "+top+"/"), strings.Index(df, "RUN go mod download")
+			if at < 0 || download < 0 || at > download {
+				t.Errorf("%s: COPY %s/ %s/ before RUN go mod download (go.mod replaces a module by ./%s)", name, top, top, dir)
+			}
+		}
+	}
 }
 
 // docs/architecture.md's package tables list every package under service/
@@ -348,5 +383,59 @@ func TestServiceUsesNoKitButProcfs(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// third_party/govips is govips' release as go.mod requires it and
+// thumbd.patch, nothing else (its README.md): the release is fetched
+// through the Go module proxy and each copied file diffed against it.
+func TestGovipsCopy(t *testing.T) {
+	const copyDir, module = "../third_party/govips", "github.com/davidbyttow/govips/v2"
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version string
+	for _, line := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == module && strings.HasPrefix(f[1], "v") {
+			version = f[1]
+		}
+	}
+	if version == "" {
+		t.Fatalf("go.mod requires no %s", module)
+	}
+	out, err := exec.Command("go", "mod", "download", "-json", module+"@"+version).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s@%s: %v", module, version, err)
+	}
+	var dl struct{ Dir string }
+	if err := json.Unmarshal(out, &dl); err != nil || dl.Dir == "" {
+		t.Fatalf("go mod download: %v %s", err, out)
+	}
+	files, err := filepath.Glob(filepath.Join(copyDir, "vips", "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s/vips: %v", copyDir, err)
+	}
+	var diff bytes.Buffer
+	for _, ours := range files {
+		name := "vips/" + filepath.Base(ours)
+		a, b := "a/"+name, "b/"+name
+		cmd := exec.Command("diff", "-u", "--label", a, "--label", b, filepath.Join(dl.Dir, name), ours)
+		cmd.Stdout = &diff
+		if err := cmd.Run(); err != nil && cmd.ProcessState.ExitCode() != 1 {
+			t.Fatalf("diff %s: %v (a file upstream does not have?)", name, err)
+		}
+	}
+	patch, err := os.ReadFile(filepath.Join(copyDir, "thumbd.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff.String() != string(patch) {
+		t.Errorf("%s differs from %s@%s by more or less than thumbd.patch; the diff:\n%s", copyDir, module, version, diff.String())
+	}
+	for _, f := range []string{"LICENSE", "go.mod", "README.md"} {
+		if _, err := os.Stat(filepath.Join(copyDir, f)); err != nil {
+			t.Error(err)
+		}
 	}
 }

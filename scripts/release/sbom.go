@@ -118,6 +118,32 @@ func debPURL(l library) string {
 	return "pkg:deb/debian/" + l.Package + "@" + url.PathEscape(l.Version) + "?arch=source&distro=" + l.Suite
 }
 
+// goPURL is a Go module's package URL.
+func goPURL(path, version string) string { return "pkg:golang/" + path + "@" + version }
+
+// goComponent is one Go module compiled in: the module that replaces it,
+// if any. A module replaced by a directory of the repository (govips'
+// patched copy) keeps its upstream name and version, marked as patched:
+// the directory's "(devel)" names nothing anyone could fetch.
+func goComponent(d *debug.Module) component {
+	m := d
+	var local string
+	if r := d.Replace; r != nil && (strings.HasPrefix(r.Path, "./") || strings.HasPrefix(r.Path, "../")) {
+		local = strings.TrimPrefix(r.Path, "./")
+	} else if r != nil {
+		m = r
+	}
+	c := component{Type: "library", BOMRef: goPURL(m.Path, m.Version), Name: m.Path, Version: m.Version, PURL: goPURL(m.Path, m.Version)}
+	if m.Sum != "" {
+		c.Props = append(c.Props, property{"go:sum", m.Sum})
+	}
+	if local != "" {
+		c.Description = m.Version + " as patched in thumbd's " + local + " (its README.md lists the changes)"
+		c.Props = append(c.Props, property{"thumbd:patched-copy", local})
+	}
+	return c
+}
+
 // makeSBOM is the CycloneDX document of one image: the Go modules compiled
 // into its binary (read from the binary, whatever its architecture) and
 // every C library of the recipe with its version, licence and the recipe's
@@ -140,21 +166,12 @@ func makeSBOM(in sbomInput) ([]byte, error) {
 		comps = append(comps, c)
 		refs = append(refs, c.BOMRef)
 	}
-	goPURL := func(path, version string) string { return "pkg:golang/" + path + "@" + version }
 	add(component{Type: "library", BOMRef: goPURL("stdlib", bi.GoVersion), Name: "stdlib", Version: bi.GoVersion,
 		Description: "the Go standard library and runtime", Licenses: []license{{"BSD-3-Clause"}}, PURL: goPURL("stdlib", bi.GoVersion)})
 	deps := slices.Clone(bi.Deps)
 	slices.SortFunc(deps, func(a, b *debug.Module) int { return strings.Compare(a.Path, b.Path) })
 	for _, d := range deps {
-		m := d
-		if d.Replace != nil {
-			m = d.Replace
-		}
-		c := component{Type: "library", BOMRef: goPURL(m.Path, m.Version), Name: m.Path, Version: m.Version, PURL: goPURL(m.Path, m.Version)}
-		if m.Sum != "" {
-			c.Props = append(c.Props, property{"go:sum", m.Sum})
-		}
-		add(c)
+		add(goComponent(d))
 	}
 	for _, l := range in.Recipe {
 		add(component{Type: "library", BOMRef: debPURL(l), Name: l.Name, Version: upstream(l.Version),

@@ -8,6 +8,8 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,5 +121,22 @@ func TestSBOMRefusesAnotherArchitecture(t *testing.T) {
 		"-version", "v1", "-epoch", "0"}, &bytes.Buffer{}, os.Stderr)
 	if err == nil || !strings.Contains(err.Error(), "not "+other) {
 		t.Errorf("a binary of another architecture: %v", err)
+	}
+}
+
+// A module replaced by a directory of the repository keeps its upstream
+// name and version, marked as patched; one replaced by another module is
+// that module.
+func TestSBOMNamesAPatchedCopy(t *testing.T) {
+	patched := goComponent(&debug.Module{Path: "github.com/davidbyttow/govips/v2", Version: "v2.16.0",
+		Replace: &debug.Module{Path: "./third_party/govips", Version: "(devel)"}})
+	if patched.PURL != "pkg:golang/github.com/davidbyttow/govips/v2@v2.16.0" || !slices.Contains(patched.Props, property{"thumbd:patched-copy", "third_party/govips"}) ||
+		!strings.Contains(patched.Description, "patched") {
+		t.Errorf("a patched copy: %+v", patched)
+	}
+	fork := goComponent(&debug.Module{Path: "example.com/a", Version: "v1.0.0",
+		Replace: &debug.Module{Path: "example.com/b", Version: "v1.0.1", Sum: "h1:x"}})
+	if fork.PURL != "pkg:golang/example.com/b@v1.0.1" || !slices.Contains(fork.Props, property{"go:sum", "h1:x"}) || fork.Description != "" {
+		t.Errorf("a module replaced by another: %+v", fork)
 	}
 }

@@ -100,8 +100,14 @@ type Plan struct {
 	// operation picks (LoadThumbnail: half the fast shrink with
 	// THUMBD_JPEG_SHRINK=quality, which leaves 2x for its reduce); 1 none.
 	Shrink int
-	HEIF   HEIF
-	Source image.Point // as displayed
+	// Sequential is a LoadUpright decode that reads the source's rows
+	// once, top to bottom, as imgproxy loads: a JPEG cropped without a
+	// trim (which reads the image twice) and upright as stored (turning
+	// it reads out of order). The rows below the crop are never decoded,
+	// nor the whole image held in memory. Else the decode is random access.
+	Sequential bool
+	HEIF       HEIF
+	Source     image.Point // as displayed
 	// Region is the part of the displayed source the resize reads: the
 	// crop's, then the trim's; the whole source without them.
 	Region image.Rectangle
@@ -359,6 +365,7 @@ func (p *Plan) load(region, box image.Point, fit thumbjob.Fit) {
 		if f == imagefmt.JPEG && fast {
 			p.Shrink = shrinkOnLoad(region, need(region, box, fit))
 		}
+		p.Sequential = f == imagefmt.JPEG && p.opts.Trim == nil && p.src.Orientation <= 1
 		return
 	case f == imagefmt.JPEG:
 		p.Load, p.Shrink = LoadThumbnail, shrinkOnLoad(p.Source, need(p.Source, box, fit))

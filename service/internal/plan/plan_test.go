@@ -16,6 +16,34 @@ func jpeg(w, h, orientation int) Source {
 	return Source{Format: imagefmt.JPEG, Width: w, Height: h, Orientation: orientation, Frames: 1}
 }
 
+// Only a crop of an upright JPEG without a trim is read sequentially
+// (Plan.Sequential; the engine's TestSequentialCrop shows what each case
+// would break). A plain resize keeps its random-access shrunk load, which
+// measured faster than a sequential one (bench/results/2026-12-06-sequential).
+func TestSequential(t *testing.T) {
+	crop := thumbjob.Transforms{Crop: &thumbjob.Region{W: 960, H: 640}}
+	png := Source{Format: imagefmt.PNG, Width: 1920, Height: 1280, Frames: 1}
+	for _, c := range []struct {
+		name string
+		src  Source
+		tr   thumbjob.Transforms
+		want bool
+	}{
+		{"a crop", jpeg(1920, 1280, 1), crop, true},
+		{"a crop, no orientation read", jpeg(1920, 1280, 0), crop, true},
+		{"a crop on its side", jpeg(1920, 1280, 6), crop, false},
+		{"a crop and a trim", jpeg(1920, 1280, 1), thumbjob.Transforms{Crop: crop.Crop, Trim: &thumbjob.Trim{Threshold: 10}}, false},
+		{"a plain resize", jpeg(1920, 1280, 1), thumbjob.Transforms{}, false},
+		{"a PNG's crop", png, crop, false},
+	} {
+		o := thumbjob.Options{Width: 256, Height: 256, Fit: thumbjob.FitCover, Gravity: thumbjob.GravityCentre, Format: imagefmt.WebP, Transforms: c.tr}
+		p, err := Make(c.src, o, limits)
+		if err != nil || p.Sequential != c.want {
+			t.Errorf("%s: sequential %v, %v; want %v", c.name, p.Sequential, err, c.want)
+		}
+	}
+}
+
 // The JPEG shrink on load: the largest that still covers what the fit
 // needs of the source as displayed (the engine's TestJPEGShrink's table).
 func TestShrinkOnLoad(t *testing.T) {

@@ -158,11 +158,12 @@ func (r *making) decode() error {
 	switch p := r.p; p.Load {
 	case plan.LoadUpright, plan.LoadShrunk:
 		if p.Shrink > 1 {
-			// The shrunk image is decoded whole into memory (govips loads
-			// with random access): at most a quarter of the source's pixels.
+			// Unless the load is sequential, the shrunk image is decoded
+			// whole into memory: at most a quarter of the source's pixels.
 			params.JpegShrinkFactor.Set(p.Shrink)
 			r.tr.Shrink = p.Shrink
 		}
+		params.Sequential.Set(p.Sequential && endsWithEOI(r.src))
 		if img, err = vips.LoadImageFromBuffer(r.src, params); err == nil && p.Load == plan.LoadUpright {
 			if err = img.AutoRotate(); err != nil {
 				img.Close()
@@ -199,6 +200,15 @@ func (r *making) decode() error {
 	}
 	r.img = img
 	return nil
+}
+
+// endsWithEOI reports whether a JPEG ends with its end-of-image marker. A
+// sequential load stops at the crop's last row: a file cut short below it
+// would make a thumbnail where the random-access load, which decodes every
+// row, answers 422 as for any truncated source. A file without the marker
+// at its end (cut short, or with a trailer after it) keeps that load.
+func endsWithEOI(src []byte) bool {
+	return len(src) >= 2 && src[len(src)-2] == 0xFF && src[len(src)-1] == 0xD9
 }
 
 // loadPreview is the thumbnail operation on a video preview's pages (a

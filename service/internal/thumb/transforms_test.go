@@ -497,10 +497,10 @@ func TestWatermarkOnThePicture(t *testing.T) {
 	}
 }
 
-// A JPEG crop shrinks on load as far as the region still covers the box,
-// and the region is the same part of the image at any shrink.
-func TestCropShrinksOnLoad(t *testing.T) {
-	img, _, err := image.Decode(bytes.NewReader(quadrants(t, 800, 400)))
+// jpegQuadrants is quadrants as a baseline JPEG (Go's encoder, quality 95).
+func jpegQuadrants(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img, _, err := image.Decode(bytes.NewReader(quadrants(t, w, h)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +508,13 @@ func TestCropShrinksOnLoad(t *testing.T) {
 	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
 		t.Fatal(err)
 	}
-	src := buf.Bytes()
+	return buf.Bytes()
+}
+
+// A JPEG crop shrinks on load as far as the region still covers the box,
+// and the region is the same part of the image at any shrink.
+func TestCropShrinksOnLoad(t *testing.T) {
+	src := jpegQuadrants(t, 800, 400)
 	for _, c := range []struct {
 		o      thumbjob.Options
 		shrink int
@@ -543,6 +549,71 @@ func TestCropShrinksOnLoad(t *testing.T) {
 		}
 		check(t, fmt.Sprintf("crop %+v", *c.o.Crop), shot{dec}, c.w, c.h, c.at...)
 	}
+}
+
+// A JPEG cropped upright without a trim is read sequentially (plan.Plan's
+// Sequential), down to the crop's last row only; the others read every row.
+// The witness is a file damaged in its last rows that still ends with its
+// end-of-image marker: its top crops, and everything that must read the
+// damage answers 422. Each case fails if the plan or the engine loses one
+// of its conditions: sequential always, never, without the marker, with a
+// trim (which reads the image twice) or on a JPEG stored on its side
+// (turning it reads out of order).
+func TestSequentialCrop(t *testing.T) {
+	whole := jpegQuadrants(t, 800, 400)
+	// Solid quadrants cost the same bytes a row: a tenth of the file from
+	// its end is the bottom rows' data, far below the top quarter.
+	cut := whole[:len(whole)*9/10]
+	damaged := append(slices.Clone(cut), 0xFF, 0xD9)
+	top := &thumbjob.Region{W: 800, H: 100}
+	for _, c := range []struct {
+		name string
+		src  []byte
+		o    thumbjob.Transforms
+		ok   bool
+	}{
+		{"the top of a file damaged below it", damaged, thumbjob.Transforms{Crop: top}, true},
+		{"its bottom", damaged, thumbjob.Transforms{Crop: &thumbjob.Region{Y: 300, W: 800, H: 100}}, false},
+		{"the top, without the end marker", cut, thumbjob.Transforms{Crop: top}, false},
+		{"the top, trimmed", damaged, thumbjob.Transforms{Crop: top, Trim: &thumbjob.Trim{Threshold: 5}}, false},
+		{"the top, uncropped", damaged, thumbjob.Transforms{}, false},
+		{"a whole file, trimmed", whole, thumbjob.Transforms{Crop: top, Trim: &thumbjob.Trim{Threshold: 5}}, true},
+	} {
+		o := thumbjob.Options{Width: 200, Fit: thumbjob.FitInside, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, Transforms: c.o}
+		got, err := testEngine.Thumbnail(context.Background(), c.src, o)
+		if !c.ok {
+			if !errors.Is(err, thumbjob.ErrUndecodable) {
+				t.Errorf("%s: %v, want %v", c.name, err, thumbjob.ErrUndecodable)
+			}
+			continue
+		}
+		if err != nil || c.o.Trim != nil {
+			// The trim cuts the red away (its corner's colour): what matters
+			// is that the image could be read twice.
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		dec, _, err := image.Decode(bytes.NewReader(got.Bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, c.name, shot{dec}, 200, 25, spot{20, 12, cRed}, spot{180, 12, cGreen})
+	}
+	// Stored on its side (orientation 6, 1200x2400 shown as 2400x1200),
+	// cropped at full size (no shrink on load): turned upright whole, with
+	// random access. Read sequentially, the turn asks for rows out of order.
+	side := onItsSide(t, quadrants(t, 2400, 1200))
+	got, err := testEngine.Thumbnail(context.Background(), side, thumbjob.Options{Width: 2400, Fit: thumbjob.FitInside, Gravity: thumbjob.GravityCentre, Format: imagefmt.PNG, Transforms: thumbjob.Transforms{Crop: &thumbjob.Region{W: 2400, H: 300}}})
+	if err != nil {
+		t.Fatalf("a crop of a JPEG on its side: %v", err)
+	}
+	dec, _, err := image.Decode(bytes.NewReader(got.Bytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "a crop of a JPEG on its side", shot{dec}, 2400, 300, spot{100, 150, cRed}, spot{2300, 150, cGreen})
 }
 
 // A trim that leaves a sliver cannot be covered into a square beyond

@@ -1,0 +1,6 @@
+package vips
+
+// relative to "/vips/.."
+const (
+	resources = "../resources/"
+)
