@@ -259,14 +259,10 @@ func TestDockerContextHoldsTheBinarysPackages(t *testing.T) {
 	}
 	// A module replaced by a directory of the repository (go.mod's
 	// replace) is read by `go mod download`, before `COPY . .`.
-	mod, err := os.ReadFile("../go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dirs []string
-	for _, line := range strings.Split(string(mod), "\n") {
-		if _, to, ok := strings.Cut(line, "=> ./"); ok && strings.HasPrefix(line, "replace ") {
-			dirs = append(dirs, strings.Fields(to)[0])
+	for _, r := range readGoMod(t).Replace {
+		if dir, ok := strings.CutPrefix(r.New.Path, "./"); ok {
+			dirs = append(dirs, dir)
 		}
 	}
 	if len(dirs) == 0 {
@@ -390,19 +386,21 @@ func TestServiceUsesNoKitButProcfs(t *testing.T) {
 // thumbd.patch, nothing else (its README.md): the release is fetched
 // through the Go module proxy and each copied file diffed against it.
 func TestGovipsCopy(t *testing.T) {
-	const copyDir, module = "../third_party/govips", "github.com/davidbyttow/govips/v2"
-	mod, err := os.ReadFile("../go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var version string
-	for _, line := range strings.Split(string(mod), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == module && strings.HasPrefix(f[1], "v") {
-			version = f[1]
+	const module = "github.com/davidbyttow/govips/v2"
+	mod := readGoMod(t)
+	var version, copyDir string
+	for _, r := range mod.Require {
+		if r.Path == module {
+			version = r.Version
 		}
 	}
-	if version == "" {
-		t.Fatalf("go.mod requires no %s", module)
+	for _, r := range mod.Replace {
+		if r.Old.Path == module {
+			copyDir = filepath.Join("..", r.New.Path)
+		}
+	}
+	if version == "" || copyDir == "" {
+		t.Fatalf("go.mod requires %s at %q and replaces it by %q", module, version, copyDir)
 	}
 	out, err := exec.Command("go", "mod", "download", "-json", module+"@"+version).Output()
 	if err != nil {
@@ -438,4 +436,24 @@ func TestGovipsCopy(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// goMod is what the tests read of go.mod, as the go tool parses it.
+type goMod struct {
+	Require []struct{ Path, Version string }
+	Replace []struct{ Old, New struct{ Path string } }
+}
+
+// readGoMod is the module's go.mod (`go mod edit -json`).
+func readGoMod(t *testing.T) goMod {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "edit", "-json", "../go.mod").Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json: %v", err)
+	}
+	var m goMod
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

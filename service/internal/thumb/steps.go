@@ -1,6 +1,7 @@
 package thumb
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image"
@@ -208,7 +209,7 @@ func (r *making) decode() error {
 // row, answers 422 as for any truncated source. A file without the marker
 // at its end (cut short, or with a trailer after it) keeps that load.
 func endsWithEOI(src []byte) bool {
-	return len(src) >= 2 && src[len(src)-2] == 0xFF && src[len(src)-1] == 0xD9
+	return bytes.HasSuffix(src, []byte{0xFF, 0xD9})
 }
 
 // loadPreview is the thumbnail operation on a video preview's pages (a
